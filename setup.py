@@ -1,0 +1,46 @@
+"""Packaging for vidlabel; the version lives in vidlabel/_version.py alone."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+version: dict[str, str] = {}
+exec((Path(__file__).parent / "vidlabel" / "_version.py").read_text(), version)
+
+INSTALL_REQUIRES = [
+    "numpy>=1.24",
+    "h5py>=3.8",
+    "hdf5plugin>=4.1",
+    "av>=12.0",
+    "tqdm>=4.60",
+    "zarr>=3.0",
+    "pycocotools>=2.0.7",
+    "simplejpeg>=1.7",
+]
+EXTRAS_REQUIRE = {
+    "torch": ["torch>=2.1"],
+    "dev": [
+        "pytest>=8",
+        "pytest-timeout>=2.2",
+        "hypothesis>=6.90",
+        "ruff>=0.6",
+        "mypy>=1.10",
+        "nbclient>=0.10",
+        "nbformat>=5.9",
+        "ipykernel>=6.29",
+        "matplotlib>=3.8",
+    ],
+}
+
+setup(
+    name="vidlabel",
+    version=version["__version__"],
+    description="Annotated videos to training data: exact frames, releases, chunked frame stores, PyTorch loaders.",
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["vidlabel", "vidlabel.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    entry_points={"console_scripts": ["vidlabel = vidlabel.cli:main"]},
+)

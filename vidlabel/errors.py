@@ -1,0 +1,134 @@
+"""The vidlabel error hierarchy.
+
+Every error is a :class:`VidlabelError` that also inherits the builtin a caller
+would naturally catch (``FileNotFoundError``, ``LookupError``, ``ValueError``,
+``IndexError``, ...). Every class is constructible from one message string, so
+PyTorch's DataLoader can rebuild an error raised in a worker
+(``torch/_utils.py`` ``ExceptionWrapper.reraise``). Extra context travels in
+keyword-only attributes with defaults.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnnotationError",
+    "BuildError",
+    "DatasetError",
+    "DatasetExistsError",
+    "DatasetNotFoundError",
+    "FrameOutOfRangeError",
+    "NoVideoStreamError",
+    "ReleaseNotFoundError",
+    "SchemaVersionError",
+    "StoreError",
+    "StoreIncompleteError",
+    "StoreLockedError",
+    "UnknownVideoError",
+    "VidlabelError",
+    "VideoDecodeError",
+    "VideoNotFoundError",
+    "VidlabelWarning",
+]
+
+
+class VidlabelError(Exception):
+    """Root of every error vidlabel raises.
+
+    Raised when: never directly; catch it to catch any vidlabel error.
+
+    Parameters
+    ----------
+    message : str
+        The whole explanation: what was wrong, where (file, video id, row,
+        frame) and what is allowed.
+    path : str, optional
+        The file or folder concerned.
+    video_id : str, optional
+        The video concerned.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, video_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.video_id = video_id
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # Pickle through the one-string constructor, keeping the context.
+        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+
+
+def _rebuild(cls: type[VidlabelError], message: str, state: dict) -> VidlabelError:  # type: ignore[type-arg]
+    err = cls(message)
+    err.__dict__.update(state)
+    return err
+
+
+class DatasetError(VidlabelError, RuntimeError):
+    """Raised when a dataset folder cannot be used as asked (corrupt database, concurrent misuse)."""
+
+
+class DatasetNotFoundError(VidlabelError, FileNotFoundError):
+    """Raised when ``Dataset.open`` is given a folder that does not exist or holds no vidlabel dataset."""
+
+
+class DatasetExistsError(VidlabelError, FileExistsError):
+    """Raised when ``Dataset.create`` is given a folder that already holds a dataset or other files."""
+
+
+class SchemaVersionError(VidlabelError, RuntimeError):
+    """Raised when a dataset or store was written by a newer vidlabel with a schema this one cannot read."""
+
+
+class UnknownVideoError(VidlabelError, LookupError):
+    """Raised when a video id is not registered in the dataset, release or store; the message lists known ids."""
+
+
+class VideoNotFoundError(VidlabelError, FileNotFoundError):
+    """Raised when a video file cannot be found at its recorded path nor under any of ``roots``."""
+
+
+class ReleaseNotFoundError(VidlabelError, LookupError):
+    """Raised when a release id is unknown (or ``"latest"`` is asked of a dataset with no release); lists the known ids."""
+
+
+class FrameOutOfRangeError(VidlabelError, IndexError):
+    """Raised when a frame number lies outside ``[0, frame_count)`` of a video; names the video and the range."""
+
+
+class VideoDecodeError(VidlabelError, ValueError):
+    """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
+
+
+class NoVideoStreamError(VideoDecodeError):
+    """Raised when a media file holds no video stream (audio only, or not a media file)."""
+
+
+class AnnotationError(VidlabelError, ValueError):
+    """Raised when an annotation batch, label or view is invalid; names the row index, field, value and what is allowed.
+
+    The whole batch is rejected and the dataset is left unchanged.
+    """
+
+
+class BuildError(VidlabelError, ValueError):
+    """Raised when ``Dataset.build`` refuses to pin a release because validation found errors."""
+
+
+class StoreError(VidlabelError, OSError):
+    """Raised when a frame store cannot be written or read as asked (bad layout, checksum mismatch, bad argument)."""
+
+
+class StoreIncompleteError(StoreError):
+    """Raised when a frame store, or a video in it, was not completely written (no ``complete`` marker)."""
+
+
+class StoreLockedError(StoreError):
+    """Raised when another process holds the single-writer lock of a frame store."""
+
+
+class VidlabelWarning(UserWarning):
+    """Warned when vidlabel recovers from a problem on its own (an index for another file, a disagreeing index, an untrusted frame)."""

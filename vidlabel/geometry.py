@@ -1,0 +1,213 @@
+"""Box formats, clipping, views (crop + resize of images, boxes and masks) and mask RLE.
+
+Stored boxes are always xyxy pixel corners in the full displayed frame; the
+functions here turn them into what training code asks for (spec: "Choosing
+what to train on", ``box_format`` and ``normalized``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vidlabel.spec import BOX_FORMATS, View
+
+__all__ = [
+    "boxes_from_xyxy",
+    "boxes_to_xyxy",
+    "clip_boxes",
+    "crop_resize_image",
+    "decode_rle",
+    "encode_rle",
+    "mask_bbox",
+    "resize_image",
+    "resize_mask",
+    "view_boxes",
+    "view_image",
+    "view_mask",
+]
+
+
+def _check_format(box_format: str) -> None:
+    if box_format not in BOX_FORMATS:
+        raise ValueError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
+
+
+def boxes_from_xyxy(
+    boxes: np.ndarray, box_format: str = "xyxy", *, normalized: bool = False, size: tuple[int, int] | None = None
+) -> np.ndarray:
+    """Convert (N, 4) xyxy pixel corners to ``box_format``.
+
+    Parameters
+    ----------
+    boxes : (N, 4) array, xyxy pixels
+    box_format : {"xyxy", "xywh", "cxcywh"}
+    normalized : bool
+        Divide x by the image width and y by its height.
+    size : (width, height)
+        Image size; required with ``normalized=True``.
+
+    Returns
+    -------
+    (N, 4) float64
+
+    Raises
+    ------
+    ValueError
+        On an unknown format or ``normalized`` without ``size``.
+    """
+    _check_format(box_format)
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    x0, y0, x1, y1 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    if box_format == "xyxy":
+        out = b.copy()
+    elif box_format == "xywh":
+        out = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
+    else:
+        out = np.stack([(x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0], axis=1)
+    if normalized:
+        if size is None:
+            raise ValueError("normalized boxes need the image size (width, height)")
+        out /= np.array([size[0], size[1], size[0], size[1]], dtype=np.float64)
+    return out
+
+
+def boxes_to_xyxy(
+    boxes: np.ndarray, box_format: str = "xyxy", *, normalized: bool = False, size: tuple[int, int] | None = None
+) -> np.ndarray:
+    """Inverse of :func:`boxes_from_xyxy`: (N, 4) in ``box_format`` to xyxy pixels, float64."""
+    _check_format(box_format)
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
+    if normalized:
+        if size is None:
+            raise ValueError("normalized boxes need the image size (width, height)")
+        b *= np.array([size[0], size[1], size[0], size[1]], dtype=np.float64)
+    if box_format == "xyxy":
+        return b
+    if box_format == "xywh":
+        return np.stack([b[:, 0], b[:, 1], b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]], axis=1)
+    cx, cy, w, h = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+
+
+def clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Clip (N, 4) xyxy boxes to ``[0, width] x [0, height]``; returns float64."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
+    b[:, [0, 2]] = np.clip(b[:, [0, 2]], 0, width)
+    b[:, [1, 3]] = np.clip(b[:, [1, 3]], 0, height)
+    return b
+
+
+def view_boxes(boxes: np.ndarray, view: View | None) -> np.ndarray:
+    """Map (N, 4) xyxy full-frame pixels into a view's pixels: shift by the crop, scale to ``output_size``, clip.
+
+    Returns (N, 4) float64; the input unchanged (as float64) when ``view`` is None.
+    """
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    if view is None:
+        return b.copy()
+    x0, y0, _, _ = view.crop
+    cw, ch = view.crop_size
+    ow, oh = view.size
+    sx, sy = ow / cw, oh / ch
+    out = (b - np.array([x0, y0, x0, y0], dtype=np.float64)) * np.array([sx, sy, sx, sy])
+    return clip_boxes(out, ow, oh)
+
+
+def _bilinear_axis(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # Half-pixel centres, as OpenCV's INTER_LINEAR and PIL's BILINEAR without antialias.
+    pos = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out) - 0.5
+    pos = np.clip(pos, 0, n_in - 1)
+    lo = np.floor(pos).astype(np.intp)
+    hi = np.minimum(lo + 1, n_in - 1)
+    return lo, hi, (pos - lo)
+
+
+def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Bilinear resize of an (H, W, C) uint8 image to ``size = (width, height)``; returns (height, width, C) uint8."""
+    w, h = size
+    if image.shape[1] == w and image.shape[0] == h:
+        return image
+    ylo, yhi, wy = _bilinear_axis(image.shape[0], h)
+    xlo, xhi, wx = _bilinear_axis(image.shape[1], w)
+    img = image.astype(np.float32)
+    rows = img[ylo] * (1 - wy)[:, None, None].astype(np.float32) + img[yhi] * wy[:, None, None].astype(np.float32)
+    out = rows[:, xlo] * (1 - wx)[None, :, None].astype(np.float32) + rows[:, xhi] * wx[None, :, None].astype(
+        np.float32
+    )
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Nearest-neighbour resize of an (H, W) mask to ``size = (width, height)``; dtype kept."""
+    w, h = size
+    if mask.shape[1] == w and mask.shape[0] == h:
+        return mask
+    ys = np.minimum(((np.arange(h) + 0.5) * mask.shape[0] / h).astype(np.intp), mask.shape[0] - 1)
+    xs = np.minimum(((np.arange(w) + 0.5) * mask.shape[1] / w).astype(np.intp), mask.shape[1] - 1)
+    return mask[ys[:, None], xs[None, :]]
+
+
+def crop_resize_image(
+    image: np.ndarray, crop: tuple[int, int, int, int], output_size: tuple[int, int] | None
+) -> np.ndarray:
+    """Crop an (H, W, C) image to xyxy ``crop`` (clamped to the image) and resize it to ``output_size`` if given."""
+    x0, y0, x1, y1 = crop
+    out = image[y0:y1, x0:x1]
+    if output_size is not None:
+        out = resize_image(out, output_size)
+    return np.ascontiguousarray(out)
+
+
+def view_image(image: np.ndarray, view: View | None) -> np.ndarray:
+    """The view's pixels of a full displayed frame: (H', W', 3) uint8; the frame itself when ``view`` is None."""
+    if view is None:
+        return image
+    return crop_resize_image(image, view.crop, view.output_size)
+
+
+def view_mask(mask: np.ndarray, view: View | None) -> np.ndarray:
+    """Crop and (nearest) resize an (H, W) full-frame mask to a view; the mask itself when ``view`` is None."""
+    if view is None:
+        return mask
+    x0, y0, x1, y1 = view.crop
+    out = mask[y0:y1, x0:x1]
+    if view.output_size is not None:
+        out = resize_mask(out, view.output_size)
+    return np.ascontiguousarray(out)
+
+
+def encode_rle(mask: np.ndarray) -> dict[str, Any]:
+    """COCO compressed RLE of an (H, W) mask (non-zero = inside), via pycocotools.
+
+    Returns ``{"size": [H, W], "counts": bytes}``.
+    """
+    from pycocotools import mask as mask_utils
+
+    m = np.asfortranarray(np.asarray(mask) != 0, dtype=np.uint8)
+    rle = mask_utils.encode(m)
+    return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": bytes(rle["counts"])}
+
+
+def decode_rle(rle: dict[str, Any]) -> np.ndarray:
+    """(H, W) uint8 {0, 1} mask from COCO RLE (compressed ``bytes``/``str`` counts, or uncompressed list counts)."""
+    from pycocotools import mask as mask_utils
+
+    h, w = (int(v) for v in rle["size"])
+    counts = rle["counts"]
+    if isinstance(counts, list):
+        obj = mask_utils.frPyObjects({"size": [h, w], "counts": counts}, h, w)
+    else:
+        obj = {"size": [h, w], "counts": counts.encode() if isinstance(counts, str) else bytes(counts)}
+    return np.ascontiguousarray(mask_utils.decode(obj), dtype=np.uint8)
+
+
+def mask_bbox(mask: np.ndarray) -> tuple[float, float, float, float] | None:
+    """xyxy pixel corners of the non-zero pixels of an (H, W) mask (x1, y1 exclusive), or None if it is empty."""
+    m = np.asarray(mask) != 0
+    rows = np.flatnonzero(m.any(axis=1))
+    if rows.size == 0:
+        return None
+    cols = np.flatnonzero(m.any(axis=0))
+    return (float(cols[0]), float(rows[0]), float(cols[-1] + 1), float(rows[-1] + 1))

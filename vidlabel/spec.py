@@ -1,0 +1,476 @@
+"""Plain records shared by every layer: video metadata, frame index, views, the annotation table.
+
+The spec's separate ``vidlabel_spec`` package is folded in here; its
+``FrameIndex`` is public as ``vidlabel.FrameIndex``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from vidlabel.errors import AnnotationError
+
+__all__ = [
+    "BOX_FORMATS",
+    "KINDS",
+    "ORIGINS",
+    "STATUSES",
+    "AnnotationTable",
+    "BoxFormat",
+    "FrameIndex",
+    "Kind",
+    "Origin",
+    "Status",
+    "VideoMetadata",
+    "View",
+    "as_rational",
+]
+
+Kind = Literal["box", "mask", "marker"]
+Origin = Literal["human", "model"]
+Status = Literal["unreviewed", "approved", "rejected"]
+BoxFormat = Literal["xyxy", "xywh", "cxcywh"]
+
+#: Annotation kinds; the position is the code stored in ``AnnotationTable.kind``.
+KINDS: tuple[str, ...] = ("box", "mask", "marker")
+#: Origins; the position is the code stored in ``AnnotationTable.origin`` and the store's ``origin``.
+ORIGINS: tuple[str, ...] = ("human", "model")
+#: Review statuses; the position is the code stored in ``AnnotationTable.status``.
+STATUSES: tuple[str, ...] = ("unreviewed", "approved", "rejected")
+#: Box formats training code may ask for; stored boxes are always xyxy pixel corners.
+BOX_FORMATS: tuple[str, ...] = ("xyxy", "xywh", "cxcywh")
+
+
+def as_rational(value: Any, *, what: str = "rate") -> dict[str, int]:
+    """Normalise a rational to ``{"num": int, "den": int}`` (reduced, den > 0).
+
+    Accepts a ``{"num", "den"}`` mapping, a ``fractions.Fraction``, an int, or
+    a ``(num, den)`` pair. Floats are refused: a frame rate or timebase is
+    exact, never a float guess.
+
+    Raises
+    ------
+    ValueError
+        If the value is not an exact positive rational.
+    """
+    try:
+        if isinstance(value, Mapping):
+            frac = Fraction(int(value["num"]), int(value["den"]))
+        elif isinstance(value, Fraction):
+            frac = value
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            frac = Fraction(int(value), 1)
+        elif isinstance(value, Sequence) and len(value) == 2:
+            frac = Fraction(int(value[0]), int(value[1]))
+        else:
+            raise TypeError(type(value).__name__)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        raise ValueError(f"{what} must be an exact rational like {{'num': 30000, 'den': 1001}}, got {value!r}") from err
+    if frac <= 0:
+        raise ValueError(f"{what} must be positive, got {value!r}")
+    return {"num": frac.numerator, "den": frac.denominator}
+
+
+@dataclass(frozen=True, eq=False)
+class FrameIndex:
+    """Presentation timestamps and keyframes of every displayed frame of a video.
+
+    Read from the container by demuxing (``method="demux"``) or, where demuxing
+    cannot tell the displayed frames, by decoding (``method="decode"``); see the
+    spec's "The frame index".
+
+    Parameters
+    ----------
+    timebase : {"num": int, "den": int}
+        Seconds per pts tick, as an exact rational.
+    pts : (T,) int64
+        pts of frame ``n`` (0-based, presentation order), strictly increasing.
+    keyframes : (K,) int64
+        Frame numbers of the keyframes, increasing; the first is 0 for a
+        decodable video.
+    method : {"demux", "decode"}
+        How the index was built.
+    content_hash : str, optional
+        Content hash of the file the index was read from (an index for another
+        file is ignored with a warning).
+
+    Raises
+    ------
+    ValueError
+        If pts is not strictly increasing or a keyframe is out of range.
+    """
+
+    timebase: Mapping[str, int]
+    pts: np.ndarray
+    keyframes: np.ndarray
+    method: str = "demux"
+    content_hash: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timebase", as_rational(self.timebase, what="timebase"))
+        pts = np.asarray(self.pts, dtype=np.int64).reshape(-1)
+        keyframes = np.asarray(self.keyframes, dtype=np.int64).reshape(-1)
+        if pts.size > 1 and not np.all(np.diff(pts) > 0):
+            raise ValueError("FrameIndex pts must be strictly increasing in presentation order")
+        if keyframes.size and (keyframes.min() < 0 or keyframes.max() >= pts.size):
+            raise ValueError(
+                f"FrameIndex keyframes must lie in [0, {pts.size}), got {keyframes.min()}..{keyframes.max()}"
+            )
+        if keyframes.size > 1 and not np.all(np.diff(keyframes) > 0):
+            raise ValueError("FrameIndex keyframes must be strictly increasing")
+        if self.method not in ("demux", "decode"):
+            raise ValueError(f"FrameIndex method must be 'demux' or 'decode', got {self.method!r}")
+        pts.setflags(write=False)
+        keyframes.setflags(write=False)
+        object.__setattr__(self, "pts", pts)
+        object.__setattr__(self, "keyframes", keyframes)
+
+    def __len__(self) -> int:
+        return int(self.pts.size)
+
+    @property
+    def frame_count(self) -> int:
+        """Number of displayed frames the index covers."""
+        return int(self.pts.size)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FrameIndex):
+            return NotImplemented
+        return (
+            self.timebase == other.timebase
+            and np.array_equal(self.pts, other.pts)
+            and np.array_equal(self.keyframes, other.keyframes)
+            and self.method == other.method
+            and self.content_hash == other.content_hash
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameIndex(frames={self.frame_count}, keyframes={self.keyframes.size}, "
+            f"timebase={self.timebase['num']}/{self.timebase['den']}, method={self.method!r})"
+        )
+
+    def keyframe_before(self, frame: int) -> int:
+        """Frame number of the last keyframe at or before ``frame`` (0 if there is none)."""
+        i = int(np.searchsorted(self.keyframes, frame, side="right")) - 1
+        return int(self.keyframes[i]) if i >= 0 else 0
+
+    def interval_of(self, frames: np.ndarray | int) -> np.ndarray:
+        """Keyframe-interval number of each frame: ``i`` such that ``keyframes[i] <= frame < keyframes[i+1]``."""
+        idx = np.searchsorted(self.keyframes, np.asarray(frames), side="right") - 1
+        return np.maximum(idx, 0)
+
+    def timestamp_us(self) -> np.ndarray:
+        """(T,) int64 presentation time of each frame in microseconds, relative to the stream's time origin."""
+        num, den = self.timebase["num"], self.timebase["den"]
+        return (self.pts.astype(object) * num * 1_000_000 // den).astype(np.int64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (lists of ints)."""
+        return {
+            "timebase": dict(self.timebase),
+            "pts": self.pts.tolist(),
+            "keyframes": self.keyframes.tolist(),
+            "method": self.method,
+            "content_hash": self.content_hash,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FrameIndex:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            timebase=data["timebase"],
+            pts=np.asarray(data["pts"], dtype=np.int64),
+            keyframes=np.asarray(data["keyframes"], dtype=np.int64),
+            method=data.get("method", "demux"),
+            content_hash=data.get("content_hash"),
+        )
+
+
+@dataclass(frozen=True)
+class VideoMetadata:
+    """One registered video: its id, size, rate and where its file is.
+
+    Parameters
+    ----------
+    video_id : str
+        Unique id in the dataset (non-empty, no ``/``).
+    frame_count : int
+        Frames that actually decode, in presentation order (``probe`` counts
+        them; never the container header's count).
+    fps : {"num": int, "den": int}
+        Exact average frame rate.
+    width, height : int
+        Displayed size in pixels (rotation applied).
+    sources : list of {"uri": str}
+        Where the file is; the first is used, ``roots=`` finds moved files.
+    content_hash : str, optional
+        ``"sha256:<hex>"`` of the file's bytes.
+    rotation : int
+        Display rotation in degrees counter-clockwise (0, 90, 180, 270 / -90),
+        already applied to ``width``/``height``.
+    codec, pix_fmt, color_range, color_space : str, optional
+        As probed from the stream.
+    bit_depth : int, optional
+    frame_index : FrameIndex, optional
+
+    Raises
+    ------
+    ValueError
+        On an empty or slash-containing id, a negative frame count, a
+        non-positive size or a non-rational fps.
+    """
+
+    video_id: str
+    frame_count: int
+    fps: Mapping[str, int]
+    width: int
+    height: int
+    sources: Sequence[Mapping[str, str]] = ()
+    content_hash: str | None = None
+    rotation: int = 0
+    codec: str | None = None
+    pix_fmt: str | None = None
+    color_range: str | None = None
+    color_space: str | None = None
+    bit_depth: int | None = None
+    frame_index: FrameIndex | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.video_id, str) or not self.video_id or "/" in self.video_id:
+            raise ValueError(f"video_id must be a non-empty string without '/', got {self.video_id!r}")
+        if int(self.frame_count) < 0:
+            raise ValueError(f"frame_count must be >= 0 for video {self.video_id!r}, got {self.frame_count}")
+        if int(self.width) <= 0 or int(self.height) <= 0:
+            raise ValueError(
+                f"width and height must be positive for video {self.video_id!r}, got {self.width}x{self.height}"
+            )
+        object.__setattr__(self, "frame_count", int(self.frame_count))
+        object.__setattr__(self, "width", int(self.width))
+        object.__setattr__(self, "height", int(self.height))
+        object.__setattr__(self, "fps", as_rational(self.fps, what=f"fps of video {self.video_id!r}"))
+        sources = tuple(dict(s) if isinstance(s, Mapping) else {"uri": str(s)} for s in self.sources)
+        for s in sources:
+            if "uri" not in s:
+                raise ValueError(f"each source of video {self.video_id!r} needs a 'uri', got {s!r}")
+        object.__setattr__(self, "sources", sources)
+
+    @property
+    def uri(self) -> str | None:
+        """The first source's uri, or None."""
+        return self.sources[0]["uri"] if self.sources else None
+
+    def replace(self, **changes: Any) -> VideoMetadata:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the frame index nested as :meth:`FrameIndex.to_dict`)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["fps"] = dict(self.fps)
+        out["sources"] = [dict(s) for s in self.sources]
+        out["frame_index"] = self.frame_index.to_dict() if self.frame_index is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VideoMetadata:
+        """Inverse of :meth:`to_dict`; unknown keys are refused."""
+        data = dict(data)
+        fi = data.pop("frame_index", None)
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown VideoMetadata fields {unknown}; allowed: {sorted(names)}")
+        return cls(**data, frame_index=FrameIndex.from_dict(fi) if fi else None)
+
+
+@dataclass(frozen=True)
+class View:
+    """A named crop of the full frame, optionally resized; a separate training pipeline.
+
+    Parameters
+    ----------
+    view_id : str
+    crop : (x0, y0, x1, y1) int
+        Pixel corners in the full displayed frame, ``0 <= x0 < x1``, ``0 <= y0 < y1``.
+    output_size : (width, height) int, optional
+        Size the crop is resized to; None keeps the crop's size.
+
+    Raises
+    ------
+    AnnotationError
+        On an empty id, an empty or negative crop, or a non-positive output size.
+    """
+
+    view_id: str
+    crop: tuple[int, int, int, int]
+    output_size: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.view_id, str) or not self.view_id:
+            raise AnnotationError(f"view_id must be a non-empty string, got {self.view_id!r}")
+        try:
+            x0, y0, x1, y1 = (int(v) for v in self.crop)
+        except (TypeError, ValueError) as err:
+            raise AnnotationError(
+                f"view {self.view_id!r}: crop must be 4 integers (x0, y0, x1, y1), got {self.crop!r}"
+            ) from err
+        if not (0 <= x0 < x1 and 0 <= y0 < y1):
+            raise AnnotationError(
+                f"view {self.view_id!r}: crop must satisfy 0 <= x0 < x1 and 0 <= y0 < y1, got {self.crop!r}"
+            )
+        object.__setattr__(self, "crop", (x0, y0, x1, y1))
+        if self.output_size is not None:
+            try:
+                w, h = (int(v) for v in self.output_size)
+            except (TypeError, ValueError) as err:
+                raise AnnotationError(
+                    f"view {self.view_id!r}: output_size must be (width, height), got {self.output_size!r}"
+                ) from err
+            if w <= 0 or h <= 0:
+                raise AnnotationError(f"view {self.view_id!r}: output_size must be positive, got {self.output_size!r}")
+            object.__setattr__(self, "output_size", (w, h))
+
+    @property
+    def crop_size(self) -> tuple[int, int]:
+        """(width, height) of the crop in source pixels."""
+        x0, y0, x1, y1 = self.crop
+        return (x1 - x0, y1 - y0)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the images this view yields."""
+        return self.output_size if self.output_size is not None else self.crop_size
+
+
+@dataclass(frozen=True, eq=False)
+class AnnotationTable:
+    """Annotation rows in columnar form: what a release freezes and ``FrameSamples`` selects from.
+
+    Every column has one entry per row; rows are sorted by ``annotation_id``.
+    Codes index the tuples ``KINDS``, ``ORIGINS``, ``STATUSES``, and the
+    table's own ``labels``, ``video_ids`` and ``view_ids``.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        The label vocabulary in order (``class_names``).
+    video_ids : tuple of str
+    view_ids : tuple of str
+    annotation_id : (N,) int64
+    video : (N,) int32, index into ``video_ids``
+    kind : (N,) uint8, index into ``KINDS``
+    label : (N,) int32, index into ``labels``
+    start_frame, end_frame : (N,) int64
+        Inclusive frame range (``end_frame == start_frame`` for boxes and masks).
+    box : (N, 4) float64
+        xyxy pixel corners in the full displayed frame; NaN for markers.
+    track_id : (N,) int64, -1 for none
+    origin : (N,) uint8, index into ``ORIGINS``
+    confidence : (N,) float32, NaN for none
+    status : (N,) uint8, index into ``STATUSES``
+    view : (N,) int32, index into ``view_ids``, -1 for none
+    mask_offsets : (N + 1,) int64
+        CSR offsets into ``mask_counts``: row ``i``'s COCO RLE ``counts`` are
+        ``mask_counts[mask_offsets[i]:mask_offsets[i + 1]]`` (empty for non-mask rows).
+    mask_counts : (M,) uint8
+        Concatenated compressed RLE strings (pycocotools ``counts`` bytes).
+    mask_size : (N, 2) int32
+        (height, width) of each mask; (0, 0) for non-mask rows.
+    """
+
+    labels: tuple[str, ...]
+    video_ids: tuple[str, ...]
+    view_ids: tuple[str, ...]
+    annotation_id: np.ndarray
+    video: np.ndarray
+    kind: np.ndarray
+    label: np.ndarray
+    start_frame: np.ndarray
+    end_frame: np.ndarray
+    box: np.ndarray
+    track_id: np.ndarray
+    origin: np.ndarray
+    confidence: np.ndarray
+    status: np.ndarray
+    view: np.ndarray
+    mask_offsets: np.ndarray
+    mask_counts: np.ndarray
+    mask_size: np.ndarray
+
+    COLUMNS = (
+        "annotation_id", "video", "kind", "label", "start_frame", "end_frame", "box", "track_id",
+        "origin", "confidence", "status", "view", "mask_size",
+    )  # fmt: skip
+    DTYPES = {
+        "annotation_id": np.int64, "video": np.int32, "kind": np.uint8, "label": np.int32,
+        "start_frame": np.int64, "end_frame": np.int64, "box": np.float64, "track_id": np.int64,
+        "origin": np.uint8, "confidence": np.float32, "status": np.uint8, "view": np.int32,
+        "mask_offsets": np.int64, "mask_counts": np.uint8, "mask_size": np.int32,
+    }  # fmt: skip
+
+    def __post_init__(self) -> None:
+        n = int(np.asarray(self.annotation_id).shape[0])
+        for name, dtype in self.DTYPES.items():
+            arr = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            expected = n + 1 if name == "mask_offsets" else n
+            if name != "mask_counts" and arr.shape[0] != expected:
+                raise ValueError(f"AnnotationTable column {name!r} has {arr.shape[0]} rows, expected {expected}")
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        for name in ("labels", "video_ids", "view_ids"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def __len__(self) -> int:
+        return int(self.annotation_id.shape[0])
+
+    def __repr__(self) -> str:
+        return f"AnnotationTable(rows={len(self)}, videos={len(self.video_ids)}, labels={len(self.labels)})"
+
+    def mask_rle(self, row: int) -> dict[str, Any] | None:
+        """COCO RLE ``{"size": [h, w], "counts": bytes}`` of row ``row``, or None for a row without a mask."""
+        a, b = int(self.mask_offsets[row]), int(self.mask_offsets[row + 1])
+        if b == a:
+            return None
+        h, w = (int(v) for v in self.mask_size[row])
+        return {"size": [h, w], "counts": self.mask_counts[a:b].tobytes()}
+
+    def take(self, rows: np.ndarray) -> AnnotationTable:
+        """A new table with only ``rows`` (an int index array or a bool mask), masks carried along."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        lengths = self.mask_offsets[rows + 1] - self.mask_offsets[rows]
+        offsets = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if offsets[-1]:
+            starts = self.mask_offsets[rows]
+            gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+            counts = self.mask_counts[gather]
+        else:
+            counts = np.zeros(0, np.uint8)
+        cols = {name: getattr(self, name)[rows] for name in self.COLUMNS}
+        return AnnotationTable(
+            labels=self.labels, video_ids=self.video_ids, view_ids=self.view_ids,
+            mask_offsets=offsets, mask_counts=counts, **cols,
+        )  # fmt: skip
+
+    @classmethod
+    def empty(
+        cls, labels: Sequence[str] = (), video_ids: Sequence[str] = (), view_ids: Sequence[str] = ()
+    ) -> AnnotationTable:
+        """A table with no rows."""
+        cols: dict[str, Any] = {
+            name: np.zeros((0, 4) if name == "box" else (0, 2) if name == "mask_size" else 0, dtype)
+            for name, dtype in cls.DTYPES.items()
+        }
+        cols["mask_offsets"] = np.zeros(1, np.int64)
+        return cls(labels=tuple(labels), video_ids=tuple(video_ids), view_ids=tuple(view_ids), **cols)

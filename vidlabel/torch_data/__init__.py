@@ -1,0 +1,20 @@
+"""PyTorch datasets over video (VideoStream, VideoFrames, PlannedStream) and over a frame store (StoreFrames, StoreStream).
+
+The only part of vidlabel that imports torch.
+"""
+
+from __future__ import annotations
+
+from vidlabel.torch_data._common import collate_frames, worker_info
+from vidlabel.torch_data.store import StoreFrames, StoreStream
+from vidlabel.torch_data.video import PlannedStream, VideoFrames, VideoStream
+
+__all__ = [
+    "PlannedStream",
+    "StoreFrames",
+    "StoreStream",
+    "VideoFrames",
+    "VideoStream",
+    "collate_frames",
+    "worker_info",
+]
