@@ -20,6 +20,7 @@ __all__ = [
     "crop_resize_image",
     "decode_rle",
     "encode_rle",
+    "make_sample",
     "mask_bbox",
     "resize_image",
     "resize_mask",
@@ -211,3 +212,62 @@ def mask_bbox(mask: np.ndarray) -> tuple[float, float, float, float] | None:
         return None
     cols = np.flatnonzero(m.any(axis=0))
     return (float(cols[0]), float(rows[0]), float(cols[-1] + 1), float(rows[-1] + 1))
+
+
+def make_sample(
+    *,
+    image: np.ndarray,
+    boxes_xyxy: np.ndarray,
+    label_index: np.ndarray,
+    track_ids: np.ndarray,
+    annotation_ids: np.ndarray,
+    frame_labels: np.ndarray,
+    video_id: str,
+    view_id: str | None,
+    frame_index: int,
+    masks: np.ndarray | None = None,
+    box_format: str = "xyxy",
+    normalized: bool = False,
+    label_offset: int = 0,
+) -> dict[str, Any]:
+    """Assemble the sample dict of the spec's table "What a sample contains" (both the video and the store path use this).
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 RGB
+        The frame in displayed orientation, already cropped/resized to the view.
+    boxes_xyxy : (N, 4)
+        Pixel corners in ``image``'s pixels, rows ordered by annotation id.
+    label_index : (N,) int
+        Position in ``class_names`` (``label_offset`` is added here).
+    track_ids, annotation_ids : (N,) int
+        -1 for no track.
+    frame_labels : (C,)
+        Multi-hot of the markers active on this frame, indexed by ``class_names``.
+    masks : (N, H, W) uint8, optional
+        Only with ``with_masks=True``; aligned with the boxes.
+
+    Returns
+    -------
+    dict
+        ``image`` (H, W, 3) uint8, ``boxes`` (N, 4) float32 in ``box_format``
+        (fractions with ``normalized``), ``labels``/``track_ids``/``annotation_ids``
+        (N,) int64, ``masks`` (N, H, W) uint8 when given, ``frame_labels`` (C,)
+        float32, ``video_id``, ``view_id``, ``frame_index`` (int).
+    """
+    height, width = int(image.shape[0]), int(image.shape[1])
+    boxes = boxes_from_xyxy(boxes_xyxy, box_format, normalized=normalized, size=(width, height)).astype(np.float32)
+    sample: dict[str, Any] = {
+        "image": image,
+        "boxes": boxes.reshape(-1, 4),
+        "labels": np.asarray(label_index, dtype=np.int64).reshape(-1) + int(label_offset),
+        "track_ids": np.asarray(track_ids, dtype=np.int64).reshape(-1),
+        "annotation_ids": np.asarray(annotation_ids, dtype=np.int64).reshape(-1),
+        "frame_labels": np.asarray(frame_labels, dtype=np.float32).reshape(-1),
+        "video_id": video_id,
+        "view_id": view_id,
+        "frame_index": int(frame_index),
+    }
+    if masks is not None:
+        sample["masks"] = np.asarray(masks, dtype=np.uint8).reshape(-1, height, width)
+    return sample
