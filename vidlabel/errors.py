@@ -18,6 +18,7 @@ __all__ = [
     "DatasetNotFoundError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
+    "OptionError",
     "ReleaseNotFoundError",
     "SchemaVersionError",
     "StoreError",
@@ -128,6 +129,10 @@ class StoreIncompleteError(StoreError):
 
 class StoreLockedError(StoreError):
     """Raised when another process holds the single-writer lock of a frame store."""
+
+
+class OptionError(VidlabelError, ValueError):
+    """Raised when a function is given an invalid option: an unknown label, view, kind or box format, ``stride < 1``, a shard outside ``[0, num_shards)``, ...; names the option, the value and what is allowed."""
 
 
 class VidlabelWarning(UserWarning):
