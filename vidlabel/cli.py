@@ -76,7 +76,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    raise NotImplementedError("demo (demo helper)")
+    from vidlabel.demo import run_demo
+
+    result = run_demo(args.dir, progress=True)
+    return 0 if result["ok"] else 1
 
 
 def _json_arg(text: str) -> Any:

@@ -1,0 +1,658 @@
+"""``vidlabel demo``: the whole pipeline on a generated clip, every target checked against the generator.
+
+The clip is drawn here, so the truth of every frame is known exactly: four
+moving objects (three filled rectangles annotated as boxes, one disc annotated
+as a mask), their track ids, a time marker (the background brightens while it
+is on), and the frame number written into the pixels as 16 black or white
+8x8 blocks in the top-left corner. :func:`run_demo` encodes the clip with
+PyAV (H.264, a keyframe every 30 frames), registers it in a dataset,
+annotates it from the truth, validates, builds a release, exports it to an
+HDF5 frame store, reads a few epochs through a PyTorch ``DataLoader`` over
+``StoreFrames`` (random sampler) and over ``VideoStream``, and compares every
+sample with the generator: boxes exactly, labels, track ids,
+``frame_labels``, masks, and the image (its frame number, and its pixels
+within the lossy codec's tolerance). The stored frames must also equal the
+reader's frames exactly (the store's default codec is lossless).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+from vidlabel.errors import VidlabelError
+
+__all__ = [
+    "DemoObject",
+    "DemoTruth",
+    "annotation_rows",
+    "check_sample",
+    "demo_truth",
+    "encode_demo_clip",
+    "make_demo_dataset",
+    "read_frame_number",
+    "run_demo",
+]
+
+#: Side of the blocks that carry the frame number, in pixels.
+BLOCK = 8
+#: Bits of the frame number (two rows of eight blocks, least significant bit first).
+BITS = 16
+#: Mean absolute difference (0-255 levels, over all pixels and channels) allowed between a decoded frame and
+#: the picture the generator drew (H.264 at crf 16 measured 0.8 to 1.4). Neighbouring frames can be as close
+#: (objects move a few pixels), so the check also asks that frame ``f`` is nearer than frames ``f - 1`` and
+#: ``f + 1``, and the number blocks identify the frame exactly.
+PIXEL_TOLERANCE = 3.0
+#: Marker file that tells a folder was made by the demo (so a second run may replace it).
+STAMP = ".vidlabel_demo"
+
+_BACKGROUND = 70
+_BACKGROUND_MARKER_ON = 150
+
+
+@dataclass(frozen=True)
+class DemoObject:
+    """One object of a demo frame, as the generator drew it.
+
+    Attributes
+    ----------
+    label : str
+    track_id : int
+    kind : {"box", "mask"}
+        How it is annotated: rectangles as boxes, the disc as a mask.
+    box : (x0, y0, x1, y1) float
+        Pixel corners, x1/y1 exclusive (for the disc: the bounding box of its mask).
+    mask : (H, W) uint8 {0, 1}, optional
+        The pixels of the disc (None for box objects).
+    """
+
+    label: str
+    track_id: int
+    kind: str
+    box: tuple[float, float, float, float]
+    mask: np.ndarray | None = None
+
+
+def _triangle(t: int, lo: int, hi: int) -> int:
+    """A value that bounces between ``lo`` and ``hi`` (inclusive), one step per ``t``."""
+    span = hi - lo
+    p = t % (2 * span)
+    return lo + (p if p <= span else 2 * span - p)
+
+
+@dataclass(frozen=True)
+class DemoTruth:
+    """Everything the demo clip is made of, frame by frame: what a correct pipeline must return.
+
+    Parameters
+    ----------
+    frame_count : int
+    width, height : int
+        Frame size in pixels (even, as libx264 with yuv420p needs).
+    fps : fractions.Fraction
+    gop : int
+        Keyframe interval of the encoded clip, in frames.
+    annotate_every : int
+        Objects are annotated on frames ``0, k, 2k, ...``.
+    marker : (label, start_frame, end_frame)
+        The time marker, ``end_frame`` inclusive; the background brightens on those frames.
+    """
+
+    frame_count: int = 240
+    width: int = 320
+    height: int = 240
+    fps: Fraction = Fraction(30)
+    gop: int = 30
+    annotate_every: int = 2
+    marker: tuple[str, int, int] = ("lights_on", 90, 149)
+
+    #: The label vocabulary, objects first, then the marker's label.
+    labels: tuple[str, ...] = ("car", "person", "ball", "lights_on")
+
+    @property
+    def annotated_frames(self) -> list[int]:
+        """Frames whose objects are annotated (the samples of ``frames="annotated"``)."""
+        return list(range(0, self.frame_count, self.annotate_every))
+
+    def marker_on(self, n: int) -> bool:
+        """True when frame ``n`` lies in the marker's inclusive range."""
+        _, start, end = self.marker
+        return start <= n <= end
+
+    def objects(self, n: int) -> list[DemoObject]:
+        """The objects visible in frame ``n``, in drawing order (the disc last, on top)."""
+        w, h = self.width, self.height
+        top = 2 * BLOCK + 8  # objects stay below the frame-number blocks
+        objs = []
+        x = _triangle(3 * n, 0, w - 48)
+        objs.append(DemoObject("car", 1, "box", (float(x), 40.0, float(x + 48), 68.0)))
+        y = _triangle(2 * n, top, h - 44)
+        x = _triangle(n, 60, 140)
+        objs.append(DemoObject("person", 2, "box", (float(x), float(y), float(x + 16), float(y + 40))))
+        if self.frame_count // 4 <= n < 3 * self.frame_count // 4:
+            x = _triangle(2 * n, 150, w - 20)
+            objs.append(DemoObject("person", 4, "box", (float(x), float(h - 60), float(x + 18), float(h - 16))))
+        cx = 20.5 + _triangle(4 * n, 0, w - 41)
+        cy = top + 14.5 + _triangle(3 * n, 0, h - top - 29 - 1)
+        mask = _disc_mask(w, h, cx, cy, 14.0)
+        objs.append(DemoObject("ball", 3, "mask", _mask_box(mask), mask))
+        return objs
+
+    def image(self, n: int) -> np.ndarray:
+        """(height, width, 3) uint8 RGB picture of frame ``n``, as the generator encodes it."""
+        level = _BACKGROUND_MARKER_ON if self.marker_on(n) else _BACKGROUND
+        img = np.full((self.height, self.width, 3), level, dtype=np.uint8)
+        for k in range(BITS):
+            r, c = divmod(k, 8)
+            img[r * BLOCK : (r + 1) * BLOCK, c * BLOCK : (c + 1) * BLOCK] = 255 if (n >> k) & 1 else 0
+        for obj in self.objects(n):
+            color = _COLORS[obj.track_id]
+            if obj.mask is not None:
+                img[obj.mask.astype(bool)] = color
+            else:
+                x0, y0, x1, y1 = (int(v) for v in obj.box)
+                img[y0:y1, x0:x1] = color
+        return img
+
+
+_COLORS = {1: (220, 40, 40), 2: (40, 200, 60), 3: (50, 90, 235), 4: (235, 210, 40)}
+
+
+@functools.lru_cache(maxsize=64)
+def _drawn(truth: DemoTruth, n: int) -> np.ndarray:
+    return truth.image(n).astype(np.int16)
+
+
+def _mean_abs_diff(image: np.ndarray, truth: DemoTruth, n: int) -> float:
+    """Mean absolute difference in 0-255 levels between ``image`` and the drawn frame ``n``."""
+    return float(np.abs(image.astype(np.int16) - _drawn(truth, n)).mean())
+
+
+def _disc_mask(width: int, height: int, cx: float, cy: float, radius: float) -> np.ndarray:
+    """(height, width) uint8: 1 where the pixel centre lies within ``radius`` of (cx, cy)."""
+    ys = np.arange(height, dtype=np.float64)[:, None] + 0.5
+    xs = np.arange(width, dtype=np.float64)[None, :] + 0.5
+    return (((xs - cx) ** 2 + (ys - cy) ** 2) <= radius**2).astype(np.uint8)
+
+
+def _mask_box(mask: np.ndarray) -> tuple[float, float, float, float]:
+    """xyxy bounding box of a mask's pixels, x1/y1 exclusive (worked out here, independently of vidlabel.geometry)."""
+    ys, xs = np.nonzero(mask)
+    return (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+
+
+def demo_truth(**changes: Any) -> DemoTruth:
+    """The demo clip's truth; keyword arguments change its fields (e.g. ``frame_count=60`` for a short clip)."""
+    return DemoTruth(**changes)
+
+
+def read_frame_number(image: np.ndarray) -> int:
+    """The frame number written into an (H, W, 3) demo image by its 16 top-left blocks."""
+    gray = np.asarray(image, dtype=np.float32).mean(axis=2)
+    n = 0
+    for k in range(BITS):
+        r, c = divmod(k, 8)
+        inner = gray[r * BLOCK + 2 : (r + 1) * BLOCK - 2, c * BLOCK + 2 : (c + 1) * BLOCK - 2]
+        if inner.mean() > 128:
+            n |= 1 << k
+    return n
+
+
+def encode_demo_clip(path: str | Path, truth: DemoTruth, *, progress: bool = False) -> Path:
+    """Encode the demo clip with PyAV: H.264 (libx264, yuv420p, crf 16), a keyframe every ``truth.gop`` frames.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output file (``.mp4``).
+    truth : DemoTruth
+    progress : bool
+        Show a tqdm bar.
+
+    Returns
+    -------
+    Path
+    """
+    from tqdm import tqdm
+
+    path = Path(path)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=truth.fps)
+        stream.width, stream.height = truth.width, truth.height
+        stream.pix_fmt = "yuv420p"
+        g = str(truth.gop)
+        stream.options = {"crf": "16", "preset": "veryfast", "g": g, "keyint_min": g, "sc_threshold": "0", "bf": "2"}
+        for n in tqdm(range(truth.frame_count), desc="encode clip", unit="frame", disable=not progress, leave=False):
+            frame = av.VideoFrame.from_ndarray(truth.image(n), format="rgb24")
+            frame.pts = n
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def annotation_rows(truth: DemoTruth) -> tuple[list[dict[str, Any]], list[tuple[int, DemoObject | None]]]:
+    """The annotation rows of the demo clip, and what each row stands for.
+
+    Returns
+    -------
+    rows : list of dict
+        Rows for ``Dataset.add_annotations`` (boxes, masks as COCO RLE, tracks, the marker), in a fixed order.
+    what : list of (frame, DemoObject or None)
+        For row ``i``: its frame and object (None for the marker row).
+    """
+    from vidlabel.geometry import encode_rle
+
+    rows: list[dict[str, Any]] = []
+    what: list[tuple[int, DemoObject | None]] = []
+    for n in truth.annotated_frames:
+        for obj in truth.objects(n):
+            row: dict[str, Any] = {"kind": obj.kind, "label": obj.label, "start_frame": n, "track_id": obj.track_id}
+            if obj.mask is not None:
+                row["mask"] = encode_rle(obj.mask)
+            else:
+                row["box"] = obj.box
+            row.update(origin="human", status="approved")
+            rows.append(row)
+            what.append((n, obj))
+    label, start, end = truth.marker
+    rows.append({"kind": "marker", "label": label, "start_frame": start, "end_frame": end, "origin": "human"})
+    what.append((start, None))
+    return rows, what
+
+
+def make_demo_dataset(directory: str | Path, truth: DemoTruth | None = None, *, progress: bool = False) -> dict:
+    """Encode the demo clip into ``directory`` and build a dataset of it with one release.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Created if missing; gets ``clip.mp4`` and ``dataset/``.
+    truth : DemoTruth, optional
+        Defaults to :func:`demo_truth`.
+    progress : bool
+
+    Returns
+    -------
+    dict
+        ``truth``, ``clip`` (Path), ``dataset`` (Dataset), ``metadata`` (VideoMetadata), ``release``
+        (Release), ``report`` (the build report), ``problems`` (validate's list), ``by_id``
+        ({annotation_id: (frame, DemoObject or None)}), ``seconds`` (per step).
+
+    Raises
+    ------
+    VidlabelError
+        When a step refuses the input (that is a bug the demo exists to catch).
+    """
+    from vidlabel.dataset import Dataset
+    from vidlabel.probe import probe
+
+    truth = truth or demo_truth()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    clip = encode_demo_clip(directory / "clip.mp4", truth, progress=progress)
+    seconds["encode"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    ds = Dataset.create(directory / "dataset")
+    meta = probe(clip, video_id="demo")
+    ds.add_video(meta)
+    ds.add_labels(list(truth.labels))
+    rows, what = annotation_rows(truth)
+    ids = ds.add_annotations(rows, "demo")
+    seconds["dataset"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    problems = ds.validate()
+    release, report = ds.build()
+    seconds["build"] = time.perf_counter() - t
+    return {
+        "truth": truth, "clip": clip, "dataset": ds, "metadata": meta, "release": release, "report": report,
+        "problems": problems, "by_id": dict(zip((int(i) for i in ids), what)), "seconds": seconds,
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checking samples against the truth
+
+
+def _np(value: Any) -> np.ndarray:
+    """A tensor or array as a NumPy array (no torch import needed)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _hwc(image: Any) -> np.ndarray:
+    """(H, W, 3) uint8 from an (H, W, 3) array or a (3, H, W) tensor."""
+    arr = _np(image)
+    if arr.ndim == 3 and arr.shape[0] == 3 and arr.shape[-1] != 3:
+        arr = np.transpose(arr, (1, 2, 0))
+    return np.ascontiguousarray(arr)
+
+
+def unbatch(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Split a batch of ``collate_frames`` back into per-sample dicts of NumPy arrays and plain values."""
+    n = len(batch["video_id"])
+    for i in range(n):
+        sample: dict[str, Any] = {}
+        for key, value in batch.items():
+            item = value[i]
+            sample[key] = item if isinstance(item, (str, type(None))) else _np(item)
+        sample["frame_index"] = int(sample["frame_index"])
+        yield sample
+
+
+def check_sample(
+    sample: Mapping[str, Any],
+    truth: DemoTruth,
+    by_id: Mapping[int, tuple[int, DemoObject | None]],
+    *,
+    class_names: Sequence[str],
+    with_masks: bool,
+    reference: Callable[[int], np.ndarray] | None = None,
+) -> list[str]:
+    """Compare one sample (NumPy or torch values) with the generator's truth; returns the problems found.
+
+    Checks: the frame's annotation ids are exactly those of the frame, ascending; each box equals the truth
+    exactly (float32 xyxy pixels); labels are the positions in ``class_names``; track ids; ``frame_labels``
+    is the marker's multi-hot; masks equal the drawn disc (and are empty on box rows); the image shows frame
+    ``frame_index`` (its number blocks, and its pixels within :data:`PIXEL_TOLERANCE` of the drawn picture);
+    and, when ``reference`` is given, the image equals ``reference(frame)`` exactly.
+
+    Returns
+    -------
+    list of str
+        Empty when the sample is right.
+    """
+    problems: list[str] = []
+    f = int(sample["frame_index"])
+    where = f"{sample.get('video_id')!r} frame {f}"
+
+    def bad(msg: str) -> None:
+        problems.append(f"{where}: {msg}")
+
+    if not 0 <= f < truth.frame_count:
+        bad(f"frame_index outside [0, {truth.frame_count})")
+        return problems
+    expected = sorted(aid for aid, (frame, obj) in by_id.items() if frame == f and obj is not None)
+    aids = [int(a) for a in _np(sample["annotation_ids"]).reshape(-1)]
+    if aids != expected:
+        bad(f"annotation_ids {aids}, expected {expected}")
+        return problems
+    boxes = _np(sample["boxes"]).reshape(-1, 4)
+    labels = _np(sample["labels"]).reshape(-1)
+    tracks = _np(sample["track_ids"]).reshape(-1)
+    if boxes.dtype != np.float32 or labels.dtype != np.int64 or tracks.dtype != np.int64:
+        bad(f"dtypes boxes {boxes.dtype}, labels {labels.dtype}, track_ids {tracks.dtype}; want float32, int64, int64")
+    masks = _np(sample["masks"]) if with_masks and "masks" in sample else None
+    if with_masks and masks is None:
+        bad("no masks although with_masks=True")
+    image = _hwc(sample["image"])
+    if image.shape != (truth.height, truth.width, 3) or image.dtype != np.uint8:
+        bad(f"image {image.shape} {image.dtype}, expected ({truth.height}, {truth.width}, 3) uint8")
+        return problems
+    for i, aid in enumerate(aids):
+        obj = by_id[aid][1]
+        assert obj is not None
+        if boxes[i].tolist() != list(np.asarray(obj.box, np.float32).tolist()):
+            bad(f"annotation {aid} ({obj.label} track {obj.track_id}): box {boxes[i].tolist()}, expected {obj.box}")
+        if int(labels[i]) != class_names.index(obj.label):
+            bad(f"annotation {aid}: label {int(labels[i])}, expected {class_names.index(obj.label)} ({obj.label})")
+        if int(tracks[i]) != obj.track_id:
+            bad(f"annotation {aid}: track_id {int(tracks[i])}, expected {obj.track_id}")
+        if masks is not None:
+            m = masks[i] if masks.shape[0] > i else None
+            want = obj.mask if obj.mask is not None else np.zeros((truth.height, truth.width), np.uint8)
+            if m is None or m.shape != want.shape or not np.array_equal(m != 0, want != 0):
+                diff = (
+                    "missing"
+                    if m is None or m.shape != want.shape
+                    else f"{int(np.sum((m != 0) != (want != 0)))} px differ"
+                )
+                bad(f"annotation {aid} ({obj.kind}): mask wrong ({diff})")
+    frame_labels = _np(sample["frame_labels"]).reshape(-1)
+    want_fl = np.zeros(len(class_names), np.float32)
+    if truth.marker_on(f):
+        want_fl[class_names.index(truth.marker[0])] = 1.0
+    if frame_labels.tolist() != want_fl.tolist():
+        bad(f"frame_labels {frame_labels.tolist()}, expected {want_fl.tolist()}")
+    shown = read_frame_number(image)
+    if shown != f:
+        bad(f"image shows frame {shown}")
+    err = _mean_abs_diff(image, truth, f)
+    if err > PIXEL_TOLERANCE:
+        bad(f"image differs from the drawn frame by {err:.2f} levels on average (tolerance {PIXEL_TOLERANCE})")
+    for g in (f - 1, f + 1):
+        if 0 <= g < truth.frame_count and _mean_abs_diff(image, truth, g) <= err:
+            bad(f"image is at least as close to the drawn frame {g} as to frame {f}")
+    if reference is not None and not np.array_equal(image, reference(f)):
+        bad("image differs from the reader's frame (a lossless store must return the decoded pixels exactly)")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The whole job
+
+
+def _prepare_dir(directory: Path) -> None:
+    """Make ``directory`` ready: new, empty, or a previous demo's (which is cleared)."""
+    if directory.exists():
+        if not directory.is_dir():
+            raise VidlabelError(f"demo folder {str(directory)!r} exists and is not a folder", path=str(directory))
+        if any(directory.iterdir()):
+            if not (directory / STAMP).exists():
+                raise VidlabelError(
+                    f"demo folder {str(directory)!r} is not empty and was not made by 'vidlabel demo'; "
+                    "give a new or empty folder",
+                    path=str(directory),
+                )
+            shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / STAMP).write_text("made by 'vidlabel demo'; a new run replaces this folder\n")
+
+
+def _size_bytes(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def _human(nbytes: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1000 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+    return f"{nbytes:.1f} GB"  # pragma: no cover
+
+
+def run_demo(
+    directory: str | Path = "vidlabel_demo",
+    *,
+    progress: bool = True,
+    epochs: int = 3,
+    batch_size: int = 8,
+    num_workers: int = 0,
+    truth: DemoTruth | None = None,
+    log: Callable[[str], None] | None = print,
+) -> dict[str, Any]:
+    """Run the whole pipeline on a generated clip and check every target against the generator.
+
+    Parameters
+    ----------
+    directory : str or Path
+        Working folder: created, or replaced if a previous demo made it; refused if it holds other files.
+        Receives ``clip.mp4``, ``dataset/`` and ``demo.h5``.
+    progress : bool
+        tqdm progress bars.
+    epochs : int
+        Epochs read through ``StoreFrames`` with a ``RandomSampler`` (``VideoStream`` reads one).
+    batch_size, num_workers : int
+        Of both DataLoaders.
+    truth : DemoTruth, optional
+        The clip to generate (default :func:`demo_truth`: 240 frames of 320x240 at 30 fps).
+    log : callable or None
+        Where the report lines go (default ``print``; None for silence).
+
+    Returns
+    -------
+    dict
+        ``ok`` (bool), ``failures`` (list of str, at most 20 kept), ``checked`` (samples compared per loader),
+        ``release_id``, ``store`` (path), ``store_bytes``, ``throughput`` (samples/s per loader),
+        ``seconds`` (per step), ``paths``.
+
+    Raises
+    ------
+    VidlabelError
+        When the folder cannot be used or a step of the pipeline refuses its input.
+    """
+    import torch
+    from torch.utils.data import DataLoader, RandomSampler
+    from tqdm import tqdm
+
+    from vidlabel.export import export
+    from vidlabel.frames import FrameReader
+    from vidlabel.samples import FrameSamples
+    from vidlabel.store import open_store
+    from vidlabel.torch_data import StoreFrames, VideoStream, collate_frames
+
+    say = log or (lambda _line: None)
+    t_all = time.perf_counter()
+    directory = Path(directory)
+    _prepare_dir(directory)
+    truth = truth or demo_truth()
+    failures: list[str] = []
+    n_failures = 0
+
+    def fail(msgs: Sequence[str]) -> None:
+        nonlocal n_failures
+        n_failures += len(msgs)
+        failures.extend(msgs[: max(0, 20 - len(failures))])
+
+    say(f"vidlabel demo in {directory}/")
+    made = make_demo_dataset(directory, truth, progress=progress)
+    seconds: dict[str, float] = dict(made["seconds"])
+    ds, meta, release, by_id = made["dataset"], made["metadata"], made["release"], made["by_id"]
+    say(
+        f"  clip      {made['clip'].name}: {truth.frame_count} frames {truth.width}x{truth.height} H.264, "
+        f"a keyframe every {truth.gop}, 4 moving objects, a '{truth.marker[0]}' marker on frames "
+        f"{truth.marker[1]}..{truth.marker[2]}  ({seconds['encode']:.2f} s)"
+    )
+    if (meta.frame_count, meta.width, meta.height) != (truth.frame_count, truth.width, truth.height):
+        fail([f"probe: {meta.frame_count} frames {meta.width}x{meta.height}, expected {truth.frame_count} frames "
+              f"{truth.width}x{truth.height}"])  # fmt: skip
+    if Fraction(meta.fps["num"], meta.fps["den"]) != truth.fps:
+        fail([f"probe: fps {meta.fps}, expected {truth.fps}"])
+    say(f"  dataset   {len(by_id)} annotations (boxes, masks, tracks, a marker) on video 'demo'  "
+        f"({seconds['dataset']:.2f} s)")  # fmt: skip
+    errors = [p for p in made["problems"] if getattr(p, "severity", "error") == "error"]
+    if errors:
+        fail([f"validate: {p}" for p in errors])
+    say(f"  validate  {len(made['problems'])} problems;  build: release {release.release_id}  "
+        f"({seconds['build']:.2f} s)")  # fmt: skip
+
+    # Export the release to HDF5.
+    store_path = directory / "demo.h5"
+    t = time.perf_counter()
+    export(ds, store_path, release=release.release_id, progress=progress)
+    seconds["export"] = time.perf_counter() - t
+    store_bytes = _size_bytes(store_path)
+    n_frames = len(truth.annotated_frames)
+    say(f"  export    {store_path.name}: {n_frames} frames, {_human(store_bytes)} "
+        f"({store_bytes / max(1, n_frames):,.0f} bytes/frame)  ({seconds['export']:.2f} s, "
+        f"{n_frames / seconds['export']:.0f} frames/s)")  # fmt: skip
+
+    # The reader's frames: the reference a lossless store must equal exactly.
+    t = time.perf_counter()
+    with FrameReader(made["clip"]) as reader:
+        decoded = dict(reader.iter_frames(truth.annotated_frames))
+    seconds["read"] = time.perf_counter() - t
+    if sorted(decoded) != truth.annotated_frames:
+        fail([f"FrameReader.iter_frames returned frames {sorted(decoded)[:10]}..., expected the annotated frames"])
+
+    def reference(f: int) -> np.ndarray:
+        return decoded[f]
+
+    store = open_store(store_path)
+    class_names = list(store.class_names)
+    if class_names != list(truth.labels):
+        fail([f"store class_names {class_names}, expected {list(truth.labels)}"])
+    if len(store) != n_frames:
+        fail([f"store holds {len(store)} samples, expected {n_frames}"])
+
+    checked: dict[str, int] = {}
+    throughput: dict[str, float] = {}
+    torch.manual_seed(0)
+
+    # Random access over the store: any sampler works.
+    frames_ds = StoreFrames(store, with_masks=True)
+    loader = DataLoader(
+        frames_ds, batch_size=batch_size, sampler=RandomSampler(frames_ds), num_workers=num_workers,
+        collate_fn=collate_frames,
+    )  # fmt: skip
+    n_seen, t = 0, time.perf_counter()
+    for epoch in range(epochs):
+        seen: list[int] = []
+        bar = tqdm(loader, desc=f"StoreFrames epoch {epoch}", unit="batch", disable=not progress, leave=False)
+        for batch in bar:
+            for sample in unbatch(batch):
+                seen.append(sample["frame_index"])
+                fail(check_sample(sample, truth, by_id, class_names=class_names, with_masks=True, reference=reference))
+        n_seen += len(seen)
+        if sorted(seen) != truth.annotated_frames:
+            fail([f"StoreFrames epoch {epoch}: the random sampler did not see every annotated frame exactly once"])
+    seconds["store_epochs"] = time.perf_counter() - t
+    checked["StoreFrames"] = n_seen
+    throughput["StoreFrames"] = n_seen / seconds["store_epochs"]
+    say(f"  train     StoreFrames + RandomSampler: {epochs} epochs, {n_seen} samples checked, "
+        f"{throughput['StoreFrames']:,.0f} samples/s")  # fmt: skip
+
+    # Streaming straight from the video: every frame decoded at most once per epoch.
+    samples = FrameSamples(ds, release=release.release_id, with_masks=True)
+    stream = VideoStream(samples, shuffle_buffer=16, seed=0)
+    loader = DataLoader(stream, batch_size=batch_size, num_workers=num_workers, collate_fn=collate_frames)
+    stream.set_epoch(0)
+    seen = []
+    t = time.perf_counter()
+    for batch in tqdm(loader, desc="VideoStream epoch 0", unit="batch", disable=not progress, leave=False):
+        for sample in unbatch(batch):
+            seen.append(sample["frame_index"])
+            fail(check_sample(sample, truth, by_id, class_names=list(samples.class_names), with_masks=True,
+                              reference=reference))  # fmt: skip
+    seconds["video_epoch"] = time.perf_counter() - t
+    if sorted(seen) != truth.annotated_frames:
+        fail(["VideoStream: the epoch did not yield every annotated frame exactly once"])
+    checked["VideoStream"] = len(seen)
+    throughput["VideoStream"] = len(seen) / seconds["video_epoch"]
+    say(f"  train     VideoStream (decodes the video): 1 epoch, {len(seen)} samples checked, "
+        f"{throughput['VideoStream']:,.0f} samples/s")  # fmt: skip
+
+    seconds["total"] = time.perf_counter() - t_all
+    ok = n_failures == 0
+    if ok:
+        say(f"  checks    every sample matched the generator: boxes, labels, track ids, masks, frame_labels, "
+            f"pixels  (total {seconds['total']:.1f} s)")  # fmt: skip
+    else:
+        say(f"  FAILED    {n_failures} check(s) failed; the first:")
+        for line in failures:
+            say(f"    {line}")
+    return {
+        "ok": ok, "failures": failures, "n_failures": n_failures, "checked": checked,
+        "release_id": release.release_id, "store": store_path, "store_bytes": store_bytes,
+        "throughput": throughput, "seconds": seconds,
+        "paths": {"dir": directory, "clip": made["clip"], "dataset": directory / "dataset", "store": store_path},
+        "speedup": (throughput["StoreFrames"] / throughput["VideoStream"]) if throughput["VideoStream"] else math.nan,
+    }  # fmt: skip
