@@ -99,11 +99,19 @@ class FrameIndex:
     content_hash : str, optional
         Content hash of the file the index was read from (an index for another
         file is ignored with a warning).
+    decoder_pts : (T,) int64, optional
+        The pts the decoder attaches to frame ``n`` when that differs from
+        ``pts[n]``: files whose container timestamps do not follow the
+        bitstream's reordering (e.g. an mp4 holding B-frames without
+        composition offsets) give the displayed frames in the right order but
+        labelled with a permutation of ``pts``. None (the usual case) when the
+        decoder's labels are ``pts``.
 
     Raises
     ------
     ValueError
-        If pts is not strictly increasing or a keyframe is out of range.
+        If pts is not strictly increasing, a keyframe is out of range, or
+        ``decoder_pts`` is not a permutation of ``pts``.
     """
 
     timebase: Mapping[str, int]
@@ -111,6 +119,7 @@ class FrameIndex:
     keyframes: np.ndarray
     method: str = "demux"
     content_hash: str | None = None
+    decoder_pts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timebase", as_rational(self.timebase, what="timebase"))
@@ -130,6 +139,12 @@ class FrameIndex:
         keyframes.setflags(write=False)
         object.__setattr__(self, "pts", pts)
         object.__setattr__(self, "keyframes", keyframes)
+        if self.decoder_pts is not None:
+            dpts = np.array(self.decoder_pts, dtype=np.int64).reshape(-1)
+            if dpts.size != pts.size or not np.array_equal(np.sort(dpts), pts):
+                raise ValueError("FrameIndex decoder_pts must be a permutation of pts")
+            dpts.setflags(write=False)
+            object.__setattr__(self, "decoder_pts", dpts)
 
     def __len__(self) -> int:
         return int(self.pts.size)
@@ -148,6 +163,8 @@ class FrameIndex:
             and np.array_equal(self.keyframes, other.keyframes)
             and self.method == other.method
             and self.content_hash == other.content_hash
+            and (self.decoder_pts is None) == (other.decoder_pts is None)
+            and (self.decoder_pts is None or np.array_equal(self.decoder_pts, other.decoder_pts))
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -174,14 +191,17 @@ class FrameIndex:
         return (self.pts.astype(object) * num * 1_000_000 // den).astype(np.int64)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (lists of ints)."""
-        return {
+        """JSON-ready form (lists of ints); ``decoder_pts`` only when set."""
+        out: dict[str, Any] = {
             "timebase": dict(self.timebase),
             "pts": self.pts.tolist(),
             "keyframes": self.keyframes.tolist(),
             "method": self.method,
             "content_hash": self.content_hash,
         }
+        if self.decoder_pts is not None:
+            out["decoder_pts"] = self.decoder_pts.tolist()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FrameIndex:
@@ -192,6 +212,7 @@ class FrameIndex:
             keyframes=np.asarray(data["keyframes"], dtype=np.int64),
             method=data.get("method", "demux"),
             content_hash=data.get("content_hash"),
+            decoder_pts=None if data.get("decoder_pts") is None else np.asarray(data["decoder_pts"], dtype=np.int64),
         )
 
 
