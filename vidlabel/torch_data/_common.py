@@ -1,15 +1,156 @@
-"""Shared by the torch datasets: rank x worker sharding info, collate. (Owner: samples helper; stub.)"""
+"""What every vidlabel PyTorch dataset shares: the rank x worker shard, tensor conversion, collate.
+
+Sharding follows one rule everywhere (video and store datasets alike): the
+shard of this process is ``rank * num_workers + worker`` out of
+``world_size * num_workers``.
+
+Environment variables (for tests and launchers without a process group):
+
+- ``RANK`` and ``WORLD_SIZE`` (as set by ``torchrun``) override
+  ``torch.distributed``'s rank and world size;
+- ``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
+  worker number and count (``torch.utils.data.get_worker_info()``).
+"""
 
 from __future__ import annotations
 
-__all__ = ["collate_frames", "worker_info"]
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from vidlabel.errors import OptionError
+
+__all__ = ["RAGGED_KEYS", "collate_frames", "rank_and_world", "to_torch_sample", "worker_and_count", "worker_info"]
+
+#: Per-sample keys whose first dimension is the number of regions: collated as lists.
+RAGGED_KEYS = frozenset({"boxes", "labels", "track_ids", "annotation_ids", "masks", "confidences"})
 
 
-def worker_info():  # type: ignore[no-untyped-def]
-    """Stub."""
-    raise NotImplementedError
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError as err:
+        raise OptionError(f"environment variable {name} must be an integer, got {value!r}") from err
 
 
-def collate_frames(batch):  # type: ignore[no-untyped-def]
-    """Stub."""
-    raise NotImplementedError
+def _pair(index: int, count: int, names: str) -> tuple[int, int]:
+    if count < 1 or not 0 <= index < count:
+        raise OptionError(f"{names}: {index} must lie in [0, {count}) with a count >= 1")
+    return index, count
+
+
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else (0, 1).
+
+    Raises
+    ------
+    OptionError
+        If the variables are not integers or the rank is outside ``[0, world_size)``.
+    """
+    world = _env_int("WORLD_SIZE")
+    if world is not None:
+        return _pair(_env_int("RANK") or 0, world, "RANK/WORLD_SIZE")
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def worker_and_count() -> tuple[int, int]:
+    """(worker, num_workers) of this DataLoader worker: from ``VIDLABEL_WORKER``/``VIDLABEL_NUM_WORKERS`` if set,
+    else ``torch.utils.data.get_worker_info()``, else (0, 1) in the main process."""
+    count = _env_int("VIDLABEL_NUM_WORKERS")
+    if count is not None:
+        return _pair(_env_int("VIDLABEL_WORKER") or 0, count, "VIDLABEL_WORKER/VIDLABEL_NUM_WORKERS")
+    info = torch.utils.data.get_worker_info()
+    if info is None:
+        return 0, 1
+    return int(info.id), int(info.num_workers)
+
+
+def worker_info() -> tuple[int, int]:
+    """This process's shard over ranks x DataLoader workers.
+
+    Returns
+    -------
+    (shard, num_shards) : tuple of int
+        ``shard = rank * num_workers + worker`` and
+        ``num_shards = world_size * num_workers``; (0, 1) in a plain process.
+        See the module docstring for the environment variables that override it.
+    """
+    rank, world = rank_and_world()
+    worker, workers = worker_and_count()
+    return rank * workers + worker, world * workers
+
+
+def _tensor(arr: np.ndarray) -> torch.Tensor:
+    # from_numpy shares memory; copy read-only or non-native arrays (torch warns on read-only ones).
+    if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
+        arr = np.array(arr, order="C")
+    return torch.from_numpy(arr)
+
+
+def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A NumPy sample dict as tensors.
+
+    ``image`` (H, W, 3) uint8 becomes a contiguous (3, H, W) uint8 tensor;
+    every other array becomes a tensor of the same shape and dtype; strings,
+    ints and None are kept as they are.
+    """
+    out: dict[str, Any] = {}
+    for key, value in sample.items():
+        if key == "image" and isinstance(value, np.ndarray):
+            out[key] = torch.from_numpy(np.ascontiguousarray(value.transpose(2, 0, 1)))
+        elif isinstance(value, np.ndarray):
+            out[key] = _tensor(value)
+        else:
+            out[key] = value
+    return out
+
+
+def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Collate samples (tensor dicts) into a batch dict.
+
+    - ``image``, and any other tensor key outside :data:`RAGGED_KEYS`: stacked
+      to (B, ...) when every sample's shape agrees (images (B, 3, H, W)
+      uint8), else a list;
+    - ragged targets (``boxes``, ``labels``, ``track_ids``, ``annotation_ids``,
+      ``masks``): a list of B tensors;
+    - ints/floats (``frame_index``): a (B,) tensor;
+    - strings, None and anything else (``video_id``, ``view_id``): a list.
+
+    Keys are those of the first sample. NumPy arrays are converted to tensors first.
+
+    Raises
+    ------
+    OptionError
+        On an empty batch or a sample missing a key of the first.
+    """
+    if len(batch) == 0:
+        raise OptionError("collate_frames got an empty batch")
+    out: dict[str, Any] = {}
+    for key in batch[0]:
+        try:
+            values = [s[key] for s in batch]
+        except KeyError as err:
+            raise OptionError(f"collate_frames: a sample lacks key {key!r} that the first sample has") from err
+        values = [_tensor(v) if isinstance(v, np.ndarray) else v for v in values]
+        first = values[0]
+        if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
+            if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
+                out[key] = torch.stack(values)
+            else:
+                out[key] = values
+        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+            out[key] = torch.tensor([int(v) for v in values], dtype=torch.int64)
+        elif all(isinstance(v, (float, np.floating)) for v in values):
+            out[key] = torch.tensor([float(v) for v in values], dtype=torch.float32)
+        else:
+            out[key] = values
+    return out

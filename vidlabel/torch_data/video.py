@@ -1,17 +1,291 @@
-"""VideoStream, VideoFrames, PlannedStream. (Owner: samples helper; stub.)"""
+"""PyTorch datasets that read frames from the videos: VideoStream, VideoFrames, PlannedStream.
+
+Spec: "A minimal PyTorch loop", "Reading video quickly: stream, do not
+shuffle", "Reading a list of frames you chose: ReadPlan". All three are
+picklable (they hold a :class:`~vidlabel.samples.FrameSamples`, which holds
+arrays and paths; readers are opened lazily in each process), so they work
+with DataLoader workers started by fork or spawn.
+
+Epochs: the iterable datasets read their epoch when iteration starts in a
+worker. Call ``set_epoch(n)`` before iterating the DataLoader, and keep
+``persistent_workers=False`` (the default): persistent workers keep the copy
+of the dataset they got at their start.
+"""
 
 from __future__ import annotations
 
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch.utils.data
+
+from vidlabel.errors import OptionError
+from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, STREAM_VIDEO_ORDER, ReadPlan, epoch_rng, shuffled
+from vidlabel.samples import FrameSamples
+from vidlabel.torch_data._common import to_torch_sample, worker_info
+
 __all__ = ["PlannedStream", "VideoFrames", "VideoStream"]
 
-
-class VideoStream:
-    """Stub."""
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class VideoFrames:
-    """Stub."""
+def _check_samples(samples: Any) -> FrameSamples:
+    if not isinstance(samples, FrameSamples):
+        raise OptionError(f"expected a vidlabel.FrameSamples, got {type(samples).__name__}")
+    return samples
 
 
-class PlannedStream:
-    """Stub."""
+def _check_count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def _check_transform(transform: Any) -> Transform | None:
+    if transform is not None and not callable(transform):
+        raise OptionError(f"transform must be callable or None, got {transform!r}")
+    return transform  # type: ignore[no-any-return]
+
+
+class _Output:
+    """Turns NumPy samples into tensor samples and applies the user's transform."""
+
+    transform: Transform | None
+
+    def _output(self, sample: dict[str, Any]) -> dict[str, Any]:
+        out = to_torch_sample(sample)
+        return self.transform(out) if self.transform is not None else out
+
+
+class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+    """Every sample of a FrameSamples, each video decoded once front to back per epoch.
+
+    Whole videos are split between the DataLoader workers and distributed
+    ranks (:func:`~vidlabel.torch_data.worker_info`): in the epoch's video
+    order each video goes to the shard with the fewest samples so far, so
+    shard sizes differ by at most one video's samples. Use at least as many
+    videos as shards; a shard without videos yields nothing.
+
+    Parameters
+    ----------
+    samples : FrameSamples
+    shuffle_videos : bool
+        Visit the videos in an order drawn from ``(seed, epoch)``; False: by video id.
+    shuffle_buffer : int
+        Mix samples through a buffer of this many decoded frames (0: in order).
+    seed : int
+        Non-negative; with the epoch it decides video order and buffer draws.
+    transform : callable, optional
+        Receives the tensor sample dict and returns one.
+
+    Yields
+    ------
+    dict
+        The sample as tensors: ``image`` (3, H, W) uint8, ``boxes`` (N, 4)
+        float32, ``labels``/``track_ids``/``annotation_ids`` (N,) int64,
+        ``frame_labels`` (C,) float32, ``masks`` (N, H, W) uint8 with
+        ``with_masks``; ``video_id``, ``view_id`` (str), ``frame_index`` (int).
+    """
+
+    def __init__(
+        self,
+        samples: FrameSamples,
+        *,
+        shuffle_videos: bool = True,
+        shuffle_buffer: int = 0,
+        seed: int = 0,
+        transform: Transform | None = None,
+    ) -> None:
+        self.samples = _check_samples(samples)
+        self.shuffle_videos = bool(shuffle_videos)
+        self.shuffle_buffer = _check_count(shuffle_buffer, "shuffle_buffer")
+        self.seed = _check_count(seed, "seed")
+        self.transform = _check_transform(transform)
+        self.epoch = 0
+        codes = samples.index.video_codes
+        self._edges = np.searchsorted(codes, np.arange(len(samples.video_ids) + 1))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the video order and the shuffle buffer of the next iteration."""
+        self.epoch = _check_count(epoch, "epoch")
+
+    def __len__(self) -> int:
+        """Samples per epoch over all shards together."""
+        return len(self.samples)
+
+    def assignment(self, epoch: int, num_shards: int) -> list[list[str]]:
+        """The videos each shard reads in an epoch, in reading order.
+
+        Returns
+        -------
+        list of list of str
+            ``num_shards`` lists of video ids; every video with samples is in exactly one.
+        """
+        if num_shards < 1:
+            raise OptionError(f"num_shards must be >= 1, got {num_shards}")
+        ids = self.samples.video_ids
+        sizes = np.diff(self._edges)
+        videos = [v for v in range(len(ids)) if sizes[v] > 0]
+        if self.shuffle_videos:
+            rng = epoch_rng(self.seed, epoch, STREAM_VIDEO_ORDER)
+            videos = [videos[int(i)] for i in rng.permutation(len(videos))]
+        shards: list[list[str]] = [[] for _ in range(num_shards)]
+        loads = [0] * num_shards
+        for v in videos:
+            s = loads.index(min(loads))
+            shards[s].append(ids[v])
+            loads[s] += int(sizes[v])
+        return shards
+
+    def _frames_of(self, video_id: str) -> list[int]:
+        v = self.samples.video_ids.index(video_id)
+        frames = self.samples.index.frames[int(self._edges[v]) : int(self._edges[v + 1])]
+        return [int(f) for f in frames.tolist()]
+
+    def _numpy_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
+        for video_id in videos:
+            with self.samples.reader(video_id) as reader:
+                for n, image in reader.iter_frames(self._frames_of(video_id)):
+                    yield self.samples.sample(video_id, int(n), image)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        shard, num_shards = worker_info()
+        epoch = self.epoch
+        videos = self.assignment(epoch, num_shards)[shard]
+        rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
+        for sample in shuffled(self._numpy_samples(videos), self.shuffle_buffer, rng):
+            yield self._output(sample)
+
+
+class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Map-style access to the samples of a FrameSamples: ``dataset[i]`` is ``samples.index[i]``.
+
+    Any sampler works, but every random frame pays its keyframe interval's
+    decoding. A DataLoader with ``batch_size > 1`` calls
+    :meth:`__getitems__`, which groups the batch by video and reads each
+    video's frames in one ``read_many`` (each keyframe interval decoded once).
+    Up to ``max_open_readers`` video files stay open per process.
+
+    Parameters
+    ----------
+    samples : FrameSamples
+    transform : callable, optional
+        Receives the tensor sample dict and returns one.
+    max_open_readers : int
+        Readers kept open per process (least recently used closed first).
+    """
+
+    def __init__(self, samples: FrameSamples, *, transform: Transform | None = None, max_open_readers: int = 4) -> None:
+        self.samples = _check_samples(samples)
+        self.transform = _check_transform(transform)
+        if _check_count(max_open_readers, "max_open_readers") < 1:
+            raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
+        self.max_open_readers = int(max_open_readers)
+        self._readers: OrderedDict[str, Any] = OrderedDict()
+        self._pid = os.getpid()
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_readers"] = OrderedDict()
+        return state
+
+    def _reader(self, video_id: str) -> Any:
+        if self._pid != os.getpid():  # a forked worker: the parent's readers are not ours to use
+            self._readers = OrderedDict()
+            self._pid = os.getpid()
+        reader = self._readers.pop(video_id, None)
+        if reader is None:
+            reader = self.samples.reader(video_id)
+        self._readers[video_id] = reader
+        while len(self._readers) > self.max_open_readers:
+            self._readers.popitem(last=False)[1].close()
+        return reader
+
+    def close(self) -> None:
+        """Close the readers this process holds."""
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+
+    def _position(self, i: Any) -> tuple[str, int]:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"VideoFrames indices must be integers, got {type(i).__name__}")
+        n = len(self)
+        if not -n <= int(i) < n:
+            raise IndexError(f"sample {int(i)} out of range [0, {n})")
+        return self.samples.index[int(i)]  # type: ignore[no-any-return]
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        video_id, frame = self._position(i)
+        image = self._reader(video_id).read(frame)
+        return self._output(self.samples.sample(video_id, frame, image))
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """Samples ``indices`` in the order given, frames of one video read together with ``read_many``."""
+        pairs = [self._position(i) for i in indices]
+        by_video: dict[str, list[int]] = {}
+        for j, (video_id, _) in enumerate(pairs):
+            by_video.setdefault(video_id, []).append(j)
+        out: list[dict[str, Any] | None] = [None] * len(pairs)
+        for video_id, js in by_video.items():
+            images = self._reader(video_id).read_many([pairs[j][1] for j in js])
+            for j, image in zip(js, images):
+                out[j] = self._output(self.samples.sample(video_id, pairs[j][1], image))
+        return out  # type: ignore[return-value]
+
+
+class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+    """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
+
+    Each epoch's chunk order comes from the plan's seed and the epoch; chunks
+    are split between workers and ranks by ``plan.shard`` (sizes differ by at
+    most one chunk). Every request is produced exactly once per epoch.
+
+    Parameters
+    ----------
+    samples : FrameSamples
+    plan : ReadPlan
+        Built by ``samples.plan_reads`` (or over the same videos).
+    shuffle_buffer : int
+        Mix samples through a buffer of this many decoded frames.
+    transform : callable, optional
+        Receives the tensor sample dict and returns one.
+    """
+
+    def __init__(
+        self,
+        samples: FrameSamples,
+        plan: ReadPlan,
+        *,
+        shuffle_buffer: int = 0,
+        transform: Transform | None = None,
+    ) -> None:
+        self.samples = _check_samples(samples)
+        if not isinstance(plan, ReadPlan):
+            raise OptionError(f"plan must be a vidlabel.ReadPlan, got {type(plan).__name__}")
+        self.plan = plan
+        self.shuffle_buffer = _check_count(shuffle_buffer, "shuffle_buffer")
+        self.transform = _check_transform(transform)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the chunk order and the shuffle buffer of the next iteration."""
+        self.epoch = _check_count(epoch, "epoch")
+
+    def __len__(self) -> int:
+        """Samples per epoch over all shards together (the plan's requests)."""
+        return len(self.plan)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        shard, num_shards = worker_info()
+        it = self.samples.iter_plan(
+            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=shard, num_shards=num_shards
+        )
+        for sample in it:
+            yield self._output(sample)
