@@ -268,7 +268,7 @@ class ReadPlan:
             else:
                 iv = index.interval_of(f)
                 si[a:b] = iv
-                ss[a:b] = np.minimum(index.keyframes[iv], f)
+                ss[a:b] = np.where(f < index.keyframes[0], 0, index.keyframes[iv])
         self._video_ids = sorted_ids
         self._videos_without_index = tuple(no_index)
         self._n_samples = n

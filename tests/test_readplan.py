@@ -1,0 +1,183 @@
+"""ReadPlan: the spec's example, chunking worked out by hand, exactly-once shards, determinism, errors."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vidlabel import FrameIndex, ReadPlan
+from vidlabel.errors import FrameOutOfRangeError, OptionError
+from vidlabel.readplan import epoch_rng, shuffled
+
+
+def _index(n_frames: int, keyframes: list[int]) -> FrameIndex:
+    return FrameIndex(timebase={"num": 1, "den": 1000}, pts=[i * 40 for i in range(n_frames)], keyframes=keyframes)
+
+
+def test_spec_example() -> None:
+    # The spec's code, unchanged except the import of FrameIndex.
+    import numpy as np
+
+    from vidlabel import FrameIndex
+    from vidlabel.readplan import ReadPlan
+
+    # A video of 600 frames with a keyframe every 100 (normally read from the file by `vidlabel index`).
+    index = FrameIndex(
+        timebase={"num": 1, "den": 1000}, pts=[i * 40 for i in range(600)], keyframes=list(range(0, 600, 100))
+    )
+
+    rng = np.random.default_rng(0)
+    requests = [("clip", int(f)) for f in rng.integers(0, 600, 200)]  # any list you like, in any order, repeats allowed
+    plan = ReadPlan(requests, indexes={"clip": index}, seed=0)
+
+    summary = plan.summary()
+    print(summary)
+    assert summary["samples"] == 200 and summary["chunks"] == 6
+    assert (
+        summary["est_decoded_frames"] <= 600 < summary["est_decoded_frames_one_by_one"]
+    )  # each interval once, not once per request
+
+    first, second = plan.shard(epoch=0, shard=0, num_shards=2), plan.shard(epoch=0, shard=1, num_shards=2)
+    assert sum(c.n_samples for c in first + second) == 200  # every sample goes to exactly one worker
+    assert plan.order(0) != plan.order(1)  # a new chunk order every epoch
+
+
+def test_chunks_and_estimates_by_hand() -> None:
+    index = _index(30, [0, 10, 20])
+    plan = ReadPlan([("v", 5), ("v", 5), ("v", 12), ("v", 29), ("v", 3)], indexes={"v": index}, seed=1)
+    chunks = plan.chunks
+    assert [(c.interval, c.start_frame, c.frames.tolist(), c.repeats.tolist()) for c in chunks] == [
+        (0, 0, [3, 5], [1, 2]),
+        (1, 10, [12], [1]),
+        (2, 20, [29], [1]),
+    ]
+    assert [c.n_samples for c in chunks] == [3, 1, 1]
+    s = plan.summary()
+    # decode 0..5, 10..12, 20..29 once
+    assert s["est_decoded_frames"] == 6 + 3 + 10
+    # one by one: 5 -> 6 frames (twice), 12 -> 3, 29 -> 10, 3 -> 4
+    assert s["est_decoded_frames_one_by_one"] == 6 + 6 + 3 + 10 + 4
+    assert s["samples"] == 5 and s["distinct_frames"] == 4 and s["videos_without_index"] == 0
+    assert len(plan) == 5
+
+
+def test_videos_without_index_use_blocks() -> None:
+    plan = ReadPlan([("b", 7), ("a", 260), ("a", 10), ("a", 249), ("a", 250)], indexes={"a": None}, seed=0)
+    got = [(c.video_id, c.interval, c.start_frame, c.frames.tolist()) for c in plan.chunks]
+    assert got == [("a", 0, 0, [10, 249]), ("a", 1, 250, [250, 260]), ("b", 0, 0, [7])]
+    assert plan.summary()["videos_without_index"] == 2
+    small = ReadPlan([("a", 7), ("a", 12)], indexes={}, seed=0, block=10)
+    assert [(c.start_frame, c.frames.tolist()) for c in small.chunks] == [(0, [7]), (10, [12])]
+    assert small.summary()["est_decoded_frames"] == 8 + 3
+
+
+def test_keyframe_not_at_zero() -> None:
+    # Frames before the first keyframe belong to interval 0 and decode from themselves onwards.
+    plan = ReadPlan([("v", 2), ("v", 6)], indexes={"v": _index(10, [5])}, seed=0)
+    assert [(c.start_frame, c.frames.tolist()) for c in plan.chunks] == [(0, [2, 6])]
+
+
+def test_request_order_does_not_matter_and_pickles() -> None:
+    rng = np.random.default_rng(3)
+    reqs = [(str(v), int(f)) for v, f in zip(rng.integers(0, 3, 300), rng.integers(0, 500, 300))]
+    indexes = {"0": _index(500, list(range(0, 500, 50))), "1": None}
+    a = ReadPlan(reqs, indexes=indexes, seed=7)
+    b = ReadPlan(list(reversed(reqs)), indexes=indexes, seed=7)
+    c = pickle.loads(pickle.dumps(a))
+    for p in (b, c):
+        assert p.order(3) == a.order(3)
+        assert [(x.video_id, x.frames.tolist(), x.repeats.tolist()) for x in p.shard(3, 1, 3)] == [
+            (x.video_id, x.frames.tolist(), x.repeats.tolist()) for x in a.shard(3, 1, 3)
+        ]
+    assert ReadPlan(reqs, indexes=indexes, seed=8).order(3) != a.order(3)
+
+
+def test_order_is_fixed_across_machines() -> None:
+    # PCG64 from SeedSequence([seed, epoch, stream]) is platform independent: pin the numbers.
+    plan = ReadPlan([("v", f) for f in range(0, 600, 7)], indexes={"v": _index(600, list(range(0, 600, 100)))}, seed=0)
+    assert sorted(plan.order(0)) == list(range(6))
+    expected = np.random.default_rng(np.random.SeedSequence([0, 0, 0])).permutation(6).tolist()
+    assert plan.order(0) == expected
+
+
+def test_from_arrays_matches_pairs() -> None:
+    reqs = [("a", 4), ("b", 9), ("a", 4), ("a", 300)]
+    a = ReadPlan(reqs, indexes={}, seed=2)
+    b = ReadPlan.from_arrays(("b", "a"), np.array([1, 0, 1, 1]), np.array([4, 9, 4, 300]), indexes={}, seed=2)
+    assert [(c.video_id, c.frames.tolist(), c.repeats.tolist()) for c in a.chunks] == [
+        (c.video_id, c.frames.tolist(), c.repeats.tolist()) for c in b.chunks
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    frames=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 199)), min_size=0, max_size=120),
+    num_shards=st.integers(1, 7),
+    epoch=st.integers(0, 5),
+    seed=st.integers(0, 2**32),
+)
+def test_every_request_exactly_once_in_balanced_shards(frames, num_shards, epoch, seed) -> None:
+    reqs = [(f"v{v}", f) for v, f in frames]
+    plan = ReadPlan(reqs, indexes={"v0": _index(200, [0, 30, 90]), "v1": None}, seed=seed, block=40)
+    shards = [plan.shard(epoch, s, num_shards) for s in range(num_shards)]
+    got = Counter()
+    for chunks in shards:
+        for c in chunks:
+            assert list(c.frames) == sorted(set(c.frames.tolist()))  # increasing, distinct
+            for f, k in zip(c.frames.tolist(), c.repeats.tolist()):
+                got[(c.video_id, f)] += k
+    assert got == Counter(reqs)
+    sizes = plan.shard_sizes(epoch, num_shards)
+    assert sizes == [sum(c.n_samples for c in chunks) for chunks in shards]
+    biggest = max((c.n_samples for c in plan.chunks), default=0)
+    assert max(sizes) - min(sizes) <= biggest
+    assert Counter(plan.iter_requests(epoch, 0, 1)) == Counter(reqs)
+    assert sum(len(x) for x in shards) == len(plan.chunks)
+
+
+def test_shuffled_yields_each_item_once() -> None:
+    items = list(range(100))
+    for size in (0, 1, 7, 100, 1000):
+        out = list(shuffled(iter(items), size, epoch_rng(0, 0, 2)))
+        assert sorted(out) == items
+        if size > 1:
+            assert out != items
+    assert list(shuffled(iter(items), 16, epoch_rng(5, 1, 2))) == list(shuffled(iter(items), 16, epoch_rng(5, 1, 2)))
+
+
+def test_errors() -> None:
+    index = _index(30, [0, 10, 20])
+    with pytest.raises(FrameOutOfRangeError, match=r"frame 30 out of range \[0, 30\) in video 'v'"):
+        ReadPlan([("v", 30)], indexes={"v": index}, seed=0)
+    with pytest.raises(FrameOutOfRangeError, match=r"frame -1 out of range .* video 'w'"):
+        ReadPlan([("w", -1)], indexes={}, seed=0)
+    with pytest.raises(OptionError, match=r"request 1 must be a \(video_id, frame\) pair"):
+        ReadPlan([("v", 1), 5], indexes={}, seed=0)
+    with pytest.raises(OptionError, match="request 0: frame must be an integer"):
+        ReadPlan([("v", 1.5)], indexes={}, seed=0)
+    with pytest.raises(OptionError, match="request 0: video_id must be a string"):
+        ReadPlan([(3, 1)], indexes={}, seed=0)
+    with pytest.raises(OptionError, match="seed must be an integer >= 0"):
+        ReadPlan([("v", 1)], indexes={}, seed=-1)
+    with pytest.raises(OptionError, match="block must be an integer >= 1"):
+        ReadPlan([("v", 1)], indexes={}, seed=0, block=0)
+    plan = ReadPlan([("v", 1)], indexes={}, seed=0)
+    with pytest.raises(OptionError, match=r"shard 2 out of range \[0, 2\)"):
+        plan.shard(0, 2, 2)
+    with pytest.raises(OptionError, match="num_shards must be an integer >= 1"):
+        plan.shard_sizes(0, 0)
+    with pytest.raises(OptionError, match="epoch must be an integer >= 0"):
+        plan.order(-1)
+    with pytest.raises(OptionError, match="differ in length"):
+        ReadPlan.from_arrays(("v",), np.zeros(2, int), np.zeros(3, int), indexes={}, seed=0)
+
+
+def test_empty_plan() -> None:
+    plan = ReadPlan([], indexes={}, seed=0)
+    assert plan.summary()["samples"] == 0 and plan.chunks == ()
+    assert plan.shard_sizes(0, 3) == [0, 0, 0]
