@@ -1,14 +1,32 @@
-"""The chunked frame store (HDF5 or Zarr): layout, backends, LRU chunk cache, FrameStore. (Owner: store helper; stub.)"""
+"""The chunked frame store (HDF5 or Zarr): layout, backends, codecs, LRU chunk cache, FrameStore.
+
+``vidlabel.export`` writes a store; :func:`open_store` reads one (or a folder
+of them) as a :class:`FrameStore`; ``vidlabel.torch_data.StoreFrames`` and
+``StoreStream`` train from it. See :mod:`vidlabel.store.layout` for the layout
+and :mod:`vidlabel.store.hdf5` / :mod:`vidlabel.store.zarr` for the files.
+"""
 
 from __future__ import annotations
 
-__all__ = ["FrameStore", "open_store"]
+from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store.codecs import CODECS, DEFAULT_CODEC, Codec, get_codec
+from vidlabel.store.framestore import BACKENDS, FrameStore, VideoData, backend_for, find_stores, open_store
+from vidlabel.store.selection import StoreSamples
+from vidlabel.store.verify import verify_store
 
-
-class FrameStore:
-    """Stub."""
-
-
-def open_store(path, **kwargs):  # type: ignore[no-untyped-def]
-    """Stub."""
-    raise NotImplementedError
+__all__ = [
+    "BACKENDS",
+    "CODECS",
+    "DEFAULT_CACHE_BYTES",
+    "DEFAULT_CODEC",
+    "ChunkCache",
+    "Codec",
+    "FrameStore",
+    "StoreSamples",
+    "VideoData",
+    "backend_for",
+    "find_stores",
+    "get_codec",
+    "open_store",
+    "verify_store",
+]

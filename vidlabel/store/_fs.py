@@ -1,0 +1,150 @@
+"""File-system helpers of the store: the single-writer lock and atomic publishing by rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import IO, Any
+
+from vidlabel.errors import StoreLockedError
+
+__all__ = ["LOCK_NAME", "StoreLock", "fsync_dir", "link_or_copy_tree", "publish", "remove"]
+
+#: Lock file kept in the store folder while a writer works on it.
+LOCK_NAME = ".vidlabel-lock"
+
+
+class StoreLock:
+    """The single-writer lock of a store folder: an exclusive, non-blocking OS lock on ``OUT/.vidlabel-lock``.
+
+    The OS releases it when the process ends, even by SIGKILL, so a killed
+    export never leaves a stale lock behind.
+
+    Raises
+    ------
+    StoreLockedError
+        On entering, if another process holds the lock (the message names it).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_NAME
+        self._fh: IO[str] | None = None
+
+    def __enter__(self) -> StoreLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+", encoding="utf-8")
+        try:
+            _lock(fh)
+        except OSError as err:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise StoreLockedError(
+                f"frame store {str(self.folder)!r} is being written by {holder}; one writer at a time "
+                f"(wait for it to finish, or stop it: a killed export resumes with the same command)",
+                path=str(self.folder),
+            ) from err
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.seek(0)
+                self._fh.truncate()
+            _unlock(self._fh)
+            self._fh.close()
+            self._fh = None
+
+
+def _lock(fh: IO[str]) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        return
+    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _unlock(fh: IO[str]) -> None:
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        with contextlib.suppress(OSError):
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        return
+    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a directory entry to disk (no-op where directories cannot be opened, e.g. Windows)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a file's bytes to disk."""
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def remove(path: Path) -> None:
+    """Delete a file or a folder tree if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def publish(src: Path, dst: Path, *, trash: Path | None = None) -> None:
+    """Move a finished file or folder into place atomically (``os.replace``), then flush the directory.
+
+    A folder cannot replace a non-empty folder in one step: the old one is first
+    moved to ``trash`` and deleted after the new one is in place.
+    """
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir() and dst.exists():
+        if trash is None:
+            raise ValueError(f"publishing folder {src} over existing {dst} needs a trash folder")
+        trash.mkdir(parents=True, exist_ok=True)
+        old = trash / f"{dst.name}.{os.getpid()}.{id(src)}"
+        remove(old)
+        os.replace(dst, old)
+        os.replace(src, dst)
+        fsync_dir(dst.parent)
+        remove(old)
+        return
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
+
+
+def link_or_copy_tree(src: Path, dst: Path) -> None:
+    """Recreate folder ``src`` at ``dst`` with hard links to its files (copies where links are not supported)."""
+    for dirpath, _dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            s, d = Path(dirpath) / name, dst / rel / name
+            try:
+                os.link(s, d)
+            except OSError:
+                shutil.copy2(s, d)

@@ -1,0 +1,231 @@
+"""The small backend interface a frame store is written and read through (HDF5 and Zarr implement it).
+
+A store is a folder. Each backend maps the logical layout of
+:mod:`vidlabel.store.layout` onto files its own way, but both follow the same
+rules:
+
+- a ``frames`` array is written once as a *frames unit* keyed by
+  :func:`vidlabel.store.layout.frames_key` (video content, view, size, codec,
+  chunking, which frames), under a temporary name, and published by rename
+  with ``complete`` set last; a later export with the same key reuses it;
+- a video group (its attributes, per-row arrays, regions and segments, and the
+  link to its frames unit) is written under a temporary name and published
+  atomically by rename, ``complete`` set last;
+- the root (attributes and ``/index``) is written last of all, ``complete``
+  last; an export starts by marking the root incomplete.
+
+:class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
+chunk file for Zarr) and decodes them with :mod:`vidlabel.store.codecs`.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+import numpy as np
+
+from vidlabel.store.codecs import Codec, get_codec
+
+__all__ = ["Backend", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
+
+
+def node_name(video_id: str) -> str:
+    """The file or node name of a video group: the id itself when it is a plain name, else percent-encoded."""
+    name = quote(video_id, safe="-_.~+=,@")
+    if name.startswith(".") or name.startswith("__"):
+        name = "%" + f"{ord(name[0]):02X}" + name[1:]
+    return name
+
+
+class FramesReader(ABC):
+    """Reads the chunks of one stored ``frames`` array.
+
+    Attributes
+    ----------
+    shape : (T, H, W, 3)
+    chunk_frames : int
+        Frames per chunk along T.
+    codec : Codec
+    backend : {"hdf5", "zarr"}
+    """
+
+    backend: ClassVar[str]
+
+    def __init__(self, shape: tuple[int, ...], chunk_frames: int, codec: Codec | str) -> None:
+        self.shape = tuple(int(v) for v in shape)
+        self.chunk_frames = int(chunk_frames)
+        self.codec = get_codec(codec)
+
+    @property
+    def n_chunks(self) -> int:
+        """Number of chunks along T."""
+        return -(-self.shape[0] // self.chunk_frames)
+
+    def chunk_rows(self, index: int) -> int:
+        """Rows of chunk ``index`` that hold frames (the last chunk may be padded)."""
+        return min(self.chunk_frames, self.shape[0] - index * self.chunk_frames)
+
+    @abstractmethod
+    def raw_chunk(self, index: int) -> bytes:
+        """The stored bytes of chunk ``index`` (what its checksum covers)."""
+
+    def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Decode chunk ``index`` into ``out`` ((chunk_frames, H, W, 3) uint8, C-contiguous) and return it.
+
+        The last chunk is returned padded to ``chunk_frames`` rows; use
+        :meth:`chunk_rows` for how many hold frames.
+        """
+        if out is None:
+            out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
+        return self.codec.decode(self.raw_chunk(index), out, self.backend)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release file handles."""
+
+
+class FramesWriter(ABC):
+    """Writes one frames unit chunk by chunk; :meth:`commit` publishes it (``complete`` last)."""
+
+    backend: ClassVar[str]
+
+    @abstractmethod
+    def write_chunk(self, index: int, data: bytes) -> None:
+        """Store chunk ``index``'s encoded bytes (from :meth:`Codec.encode` for this backend)."""
+
+    @abstractmethod
+    def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
+        """Write the frame numbers and chunk checksums, set ``complete`` and publish the unit."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Drop the unfinished unit."""
+
+
+class VideoReader(ABC):
+    """One published video group: its attributes, small arrays and frames."""
+
+    attrs: dict[str, Any]
+
+    @abstractmethod
+    def array(self, name: str) -> np.ndarray:
+        """A small array of the group by path (``"frame_number"``, ``"regions/bbox_xyxy"``, ...), whole."""
+
+    @abstractmethod
+    def frames(self) -> FramesReader:
+        """A reader of the group's ``frames``."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release file handles."""
+
+
+class Backend(ABC):
+    """One store folder seen through one on-disk format.
+
+    Parameters
+    ----------
+    folder : path
+        The store folder ``OUT``.
+    """
+
+    name: ClassVar[str]
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.folder)!r})"
+
+    # -- detection -----------------------------------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def detect(cls, folder: Path) -> bool:
+        """True if ``folder`` holds a store of this backend (complete or not)."""
+
+    # -- root ------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
+        """Root attributes and the ``(N, 2)`` int64 index; ``({}, empty)`` when there is no root yet."""
+
+    @abstractmethod
+    def mark_incomplete(self, attrs: dict[str, Any]) -> None:
+        """Create or rewrite the root with ``complete=False`` (an export starts here)."""
+
+    @abstractmethod
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+        """Write the root attributes, ``/index`` and the ``/videos`` entries; ``complete=True`` last."""
+
+    # -- frames units ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def frames_units(self) -> dict[str, dict[str, Any]]:
+        """Attributes of every complete frames unit, by key."""
+
+    @abstractmethod
+    def open_frames_unit(self, key: str) -> FramesReader:
+        """A reader of a complete frames unit."""
+
+    @abstractmethod
+    def unit_frame_number(self, key: str) -> np.ndarray:
+        """(T,) int64 frame numbers held by a complete frames unit."""
+
+    @abstractmethod
+    def frames_writer(
+        self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
+    ) -> FramesWriter:
+        """A writer for a new frames unit (any unfinished one of that key is discarded)."""
+
+    # -- videos -----------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def video_ids(self) -> list[str]:
+        """Ids of the published video groups (complete or not), sorted."""
+
+    @abstractmethod
+    def video_attrs(self, video_id: str) -> dict[str, Any] | None:
+        """Attributes of a published video group, or None if there is none."""
+
+    @abstractmethod
+    def write_video(
+        self, video_id: str, *, attrs: dict[str, Any], arrays: dict[str, np.ndarray], frames_key: str
+    ) -> None:
+        """Write a video group under a temporary name with ``frames`` from unit ``frames_key`` and publish it."""
+
+    @abstractmethod
+    def open_video(self, video_id: str) -> VideoReader:
+        """A reader of a published video group."""
+
+    @abstractmethod
+    def remove_video(self, video_id: str) -> None:
+        """Delete a published video group."""
+
+    @abstractmethod
+    def collect_garbage(self, keep_units: set[str]) -> None:
+        """Delete unfinished files and frames units not in ``keep_units``."""
+
+    @abstractmethod
+    def size_on_disk(self) -> int:
+        """Bytes used by the store folder (hard-linked files counted once)."""
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of the files under ``folder``, each inode counted once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if ident in seen:
+                continue
+            seen.add(ident)
+            total += st.st_size
+    return total

@@ -1,0 +1,593 @@
+"""FrameStore: one exported store, or a folder of stores read as one; frames and targets by sample or by frame."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    SchemaVersionError,
+    StoreError,
+    StoreIncompleteError,
+    UnknownVideoError,
+)
+from vidlabel.store.backend import Backend, FramesReader, VideoReader
+from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store.codecs import get_codec
+from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+
+__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
+
+
+def _backends() -> dict[str, type[Backend]]:
+    from vidlabel.store.hdf5 import HDF5Backend
+    from vidlabel.store.zarr import ZarrBackend
+
+    return {"hdf5": HDF5Backend, "zarr": ZarrBackend}
+
+
+BACKENDS: tuple[str, ...] = ("hdf5", "zarr")
+
+
+def backend_for(folder: str | os.PathLike[str], name: str | None = None) -> Backend:
+    """The backend of a store folder (detected, or ``name``'s for a new one).
+
+    Raises
+    ------
+    StoreError
+        If ``folder`` holds no store and no backend name is given.
+    """
+    folder = Path(folder)
+    classes = _backends()
+    if name is not None:
+        if name not in classes:
+            raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
+        return classes[name](folder)
+    for cls in classes.values():
+        if cls.detect(folder):
+            return cls(folder)
+    raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
+
+
+def find_stores(path: str | os.PathLike[str]) -> list[Path]:
+    """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted)."""
+    path = Path(path)
+    classes = _backends().values()
+    if path.is_file() and path.name == "store.h5":
+        path = path.parent
+    if any(cls.detect(path) for cls in classes):
+        return [path]
+    if path.is_dir():
+        return [p for p in sorted(path.iterdir()) if p.is_dir() and any(cls.detect(p) for cls in classes)]
+    return []
+
+
+@dataclass
+class VideoData:
+    """The small arrays of one stored video, loaded once per process.
+
+    Attributes
+    ----------
+    video_id : str
+    attrs : dict
+        The video group's attributes.
+    frame_number, timestamp_us : (T,) int64
+    is_annotated : (T,) bool
+    regions : dict of arrays
+        CSR as in :data:`vidlabel.store.layout.REGION_FIELDS` (empty for a frames-only store).
+    segments : dict of (M,) int64 arrays
+    """
+
+    video_id: str
+    attrs: dict[str, Any]
+    frame_number: np.ndarray
+    timestamp_us: np.ndarray
+    is_annotated: np.ndarray
+    regions: dict[str, np.ndarray]
+    segments: dict[str, np.ndarray]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the stored frames."""
+        return int(self.attrs["width"]), int(self.attrs["height"])
+
+    def row_of(self, frame_number: int) -> int | None:
+        """The stored row of a source frame number, or None if that frame is not stored."""
+        i = int(np.searchsorted(self.frame_number, frame_number))
+        if i < self.frame_number.size and int(self.frame_number[i]) == frame_number:
+            return i
+        return None
+
+
+@dataclass
+class _Part:
+    folder: Path
+    backend: str
+    attrs: dict[str, Any]
+    video_ids: list[str]
+
+
+class _ProcessState:
+    """What a FrameStore opens in one process: backends, video readers, frames readers, the chunk cache."""
+
+    def __init__(self, cache_bytes: int) -> None:
+        self.pid = os.getpid()
+        self.backends: dict[int, Backend] = {}
+        self.videos: dict[str, VideoReader] = {}
+        self.frames: dict[str, FramesReader] = {}
+        self.data: dict[str, VideoData] = {}
+        self.cache = ChunkCache(cache_bytes)
+        self.lock = threading.RLock()
+        self.pool: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        for reader in self.frames.values():
+            reader.close()
+        for video in self.videos.values():
+            video.close()
+        self.frames.clear()
+        self.videos.clear()
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
+            self.pool = None
+
+
+class FrameStore:
+    """An exported frame store (HDF5 or Zarr), or a folder of stores read as one.
+
+    Holds only paths and the root metadata: files are opened lazily, once per
+    process (a FrameStore is picklable and works in DataLoader workers under
+    fork and spawn). Frames are read chunk by chunk through an LRU
+    :class:`~vidlabel.store.cache.ChunkCache` of ``cache_bytes`` per process.
+
+    Parameters
+    ----------
+    path : path
+        A store folder (``OUT`` of ``vidlabel.export``; for HDF5 its ``store.h5``
+        is accepted too) or a folder whose sub-folders are stores.
+    cache_bytes : int
+        Bound of the decoded-chunk cache per process (default 256 MiB). Chunks
+        of one frame are decoded straight into the returned array and not
+        cached (a copy would cost as much as the read).
+
+    Raises
+    ------
+    StoreError
+        If there is no store at ``path``, or the stores of a folder disagree
+        on their class names or share a video id.
+    StoreIncompleteError
+        If a store's export did not finish (no ``complete`` marker): rerun the
+        export to resume it.
+    SchemaVersionError
+        If a store was written by a newer vidlabel.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.path = Path(path)
+        ChunkCache(cache_bytes)  # validates
+        self.cache_bytes = int(cache_bytes)
+        folders = find_stores(self.path)
+        if not folders:
+            raise StoreError(f"no vidlabel frame store at {str(self.path)!r}", path=str(self.path))
+        parts: list[_Part] = []
+        video_part: dict[str, int] = {}
+        index_parts: list[np.ndarray] = []
+        video_ids: list[str] = []
+        for p, folder in enumerate(folders):
+            backend = backend_for(folder)
+            attrs, index = backend.read_root()
+            _check_root(folder, attrs)
+            ids = list(attrs.get("video_ids", []))
+            for v in ids:
+                if v in video_part:
+                    other = parts[video_part[v]].folder
+                    raise StoreError(
+                        f"video {v!r} is in two stores of {str(self.path)!r}: {str(other)!r} and {str(folder)!r}"
+                    )
+                video_part[v] = p
+            parts.append(_Part(folder, backend.name, attrs, ids))
+            offset = len(video_ids)
+            video_ids.extend(ids)
+            if index.size and (index[:, 0].min() < 0 or index[:, 0].max() >= len(ids)):
+                raise StoreError(f"/index of {str(folder)!r} names videos outside [0, {len(ids)})")
+            index_parts.append(np.column_stack([index[:, 0] + offset, index[:, 1]]) if index.size else index)
+        names = [tuple(part.attrs.get("class_names", [])) for part in parts]
+        if len(set(names)) > 1:
+            raise StoreError(
+                f"the stores under {str(self.path)!r} have different class names: "
+                + "; ".join(f"{part.folder.name}: {list(n)}" for part, n in zip(parts, names))
+            )
+        self._parts = parts
+        self._video_part = video_part
+        self._video_ids = tuple(video_ids)
+        self._video_code = {v: i for i, v in enumerate(video_ids)}
+        self._index = np.concatenate(index_parts).astype(np.int64) if index_parts else np.zeros((0, 2), np.int64)
+        self._index.setflags(write=False)
+        self._state: _ProcessState | None = None
+
+    # -- pickling and per-process state --------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_state"] = None
+        return state
+
+    def _process(self) -> _ProcessState:
+        state = self._state
+        if state is None or state.pid != os.getpid():
+            state = _ProcessState(self.cache_bytes)  # never reuse handles inherited through fork
+            self._state = state
+        return state
+
+    def close(self) -> None:
+        """Close the files this process opened (they reopen on the next read)."""
+        if self._state is not None and self._state.pid == os.getpid():
+            self._state.close()
+        self._state = None
+
+    def __enter__(self) -> FrameStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def cache(self) -> ChunkCache:
+        """This process's chunk cache."""
+        return self._process().cache
+
+    # -- metadata --------------------------------------------------------------------------------------------
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """Root attributes of the (first) store."""
+        return dict(self._parts[0].attrs)
+
+    @property
+    def stores(self) -> list[Path]:
+        """The store folders read (one, or several for a folder of stores)."""
+        return [p.folder for p in self._parts]
+
+    @property
+    def class_names(self) -> list[str]:
+        """Label vocabulary of the release: ``label_index`` of regions and segments are positions in it."""
+        return list(self._parts[0].attrs.get("class_names", []))
+
+    @property
+    def release_id(self) -> str | None:
+        """The release exported (None for a live snapshot, or when the stores of a folder differ)."""
+        ids = {p.attrs.get("release_id") for p in self._parts}
+        return ids.pop() if len(ids) == 1 else None
+
+    @property
+    def frames_only(self) -> bool:
+        """True for a frame cache (``vidlabel cache``): frames without regions or segments."""
+        return all(bool(p.attrs.get("frames_only")) for p in self._parts)
+
+    @property
+    def video_ids(self) -> tuple[str, ...]:
+        """Ids of the stored videos (each store's sorted, stores in folder order)."""
+        return self._video_ids
+
+    @property
+    def index(self) -> list[tuple[str, int]]:
+        """The global sample list: (video_id, frame_number) of every stored row, in store order."""
+        codes, rows = self._index[:, 0], self._index[:, 1]
+        frames = np.empty(codes.shape[0], np.int64)
+        for code in np.unique(codes).tolist():
+            sel = codes == code
+            frames[sel] = self.video_data(self._video_ids[code]).frame_number[rows[sel]]
+        ids = self._video_ids
+        out = [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
+        return out
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(N, 2) int64 read-only: (position in :attr:`video_ids`, stored row) of every sample."""
+        return self._index
+
+    def __len__(self) -> int:
+        return int(self._index.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameStore({str(self.path)!r}, release={self.release_id!r}, videos={len(self._video_ids)}, "
+            f"samples={len(self)}, stores={len(self._parts)})"
+        )
+
+    def locate(self, i: int) -> tuple[str, int]:
+        """(video_id, stored row) of sample ``i``.
+
+        Raises
+        ------
+        IndexError
+            If ``i`` is outside ``[0, len(store))``.
+        """
+        n = len(self)
+        if not -n <= int(i) < n:
+            raise IndexError(f"sample {i} out of range [0, {n}) of store {str(self.path)!r}")
+        code, row = self._index[int(i)]
+        return self._video_ids[int(code)], int(row)
+
+    def video_attrs(self, video_id: str) -> dict[str, Any]:
+        """Attributes of a stored video group (content_hash, fps, size, view, codec, chunking, ...)."""
+        return dict(self.video_data(video_id).attrs)
+
+    def video_content_hash(self, video_id: str) -> str | None:
+        """Content hash of the file a stored video was decoded from, or None if the store lacks the video."""
+        part = self._video_part.get(video_id)
+        if part is None:
+            return None
+        info = self._parts[part].attrs.get("videos", {}).get(video_id)
+        if info is not None and "content_hash" in info:
+            return info["content_hash"]
+        return self.video_data(video_id).attrs.get("content_hash")
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary: release, stores, videos, frames, classes, codec, chunking, export parameters."""
+        videos: dict[str, Any] = {}
+        for part in self._parts:
+            videos.update(part.attrs.get("videos", {}))
+        first = self._parts[0].attrs
+        return {
+            "path": str(self.path),
+            "stores": [str(p.folder) for p in self._parts],
+            "format": sorted({p.backend for p in self._parts}),
+            "release": self.release_id,
+            "dataset": first.get("dataset"),
+            "created": first.get("created"),
+            "vidlabel_version": first.get("vidlabel_version"),
+            "frames_only": self.frames_only,
+            "class_names": self.class_names,
+            "samples": len(self),
+            "videos": videos,
+            "export": first.get("export", {}),
+        }
+
+    # -- per-video data ---------------------------------------------------------------------------------------
+
+    def _backend(self, state: _ProcessState, video_id: str) -> Backend:
+        part = self._video_part.get(video_id)
+        if part is None:
+            raise UnknownVideoError(
+                f"video {video_id!r} is not in store {str(self.path)!r}; it holds: "
+                + ", ".join(self._video_ids[:20])
+                + (" ..." if len(self._video_ids) > 20 else ""),
+                video_id=video_id,
+            )
+        backend = state.backends.get(part)
+        if backend is None:
+            backend = backend_for(self._parts[part].folder, self._parts[part].backend)
+            state.backends[part] = backend
+        return backend
+
+    def _video_reader(self, state: _ProcessState, video_id: str) -> VideoReader:
+        reader = state.videos.get(video_id)
+        if reader is None:
+            reader = self._backend(state, video_id).open_video(video_id)
+            if reader.attrs.get("complete") is not True:
+                reader.close()
+                raise StoreIncompleteError(
+                    f"video {video_id!r} of store {str(self.path)!r} was not completely written; "
+                    "rerun the export to finish it",
+                    path=str(self.path),
+                    video_id=video_id,
+                )
+            state.videos[video_id] = reader
+        return reader
+
+    def video_data(self, video_id: str) -> VideoData:
+        """The small arrays of a stored video (loaded on first use in each process).
+
+        Raises
+        ------
+        UnknownVideoError
+            If the store does not hold the video.
+        StoreIncompleteError
+            If the video's group was not completely written.
+        """
+        state = self._process()
+        data = state.data.get(video_id)
+        if data is not None:
+            return data
+        with state.lock:
+            reader = self._video_reader(state, video_id)
+            arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
+            frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
+            regions: dict[str, np.ndarray] = {}
+            segments: dict[str, np.ndarray] = {}
+            if not frames_only:
+                regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
+                segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
+            for arr in (*arrays.values(), *regions.values(), *segments.values()):
+                arr.setflags(write=False)
+            data = VideoData(video_id, dict(reader.attrs), regions=regions, segments=segments, **arrays)
+            state.data[video_id] = data
+        return data
+
+    def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
+        reader = state.frames.get(video_id)
+        if reader is None:
+            with state.lock:
+                reader = self._video_reader(state, video_id).frames()
+                state.frames[video_id] = reader
+        return reader
+
+    # -- frames ------------------------------------------------------------------------------------------------
+
+    def read_rows(self, video_id: str, rows: Sequence[int]) -> list[np.ndarray]:
+        """Stored frames of one video by row, in the order asked (repeats allowed).
+
+        Each chunk is read once; chunks of several frames go through the chunk
+        cache; chunks of lossy/compressed codecs are decoded on a thread pool.
+
+        Returns
+        -------
+        list of (H, W, 3) uint8
+            Fresh, writable arrays.
+
+        Raises
+        ------
+        FrameOutOfRangeError
+            If a row is outside ``[0, T)``.
+        """
+        state = self._process()
+        reader = self._frames_reader(state, video_id)
+        t = reader.shape[0]
+        rows = [int(r) for r in rows]
+        for r in rows:
+            if not 0 <= r < t:
+                raise FrameOutOfRangeError(
+                    f"row {r} out of range [0, {t}) of video {video_id!r} in store {str(self.path)!r}",
+                    video_id=video_id,
+                )
+        cf = reader.chunk_frames
+        by_chunk: dict[int, list[int]] = {}
+        for k, r in enumerate(rows):
+            by_chunk.setdefault(r // cf, []).append(k)
+        out: list[np.ndarray | None] = [None] * len(rows)
+
+        def load(c: int) -> None:
+            ks = by_chunk[c]
+            if cf == 1:
+                buf = np.empty((1, *reader.shape[1:]), np.uint8)
+                reader.read_chunk(c, buf)
+                out[ks[0]] = buf[0]
+                for k in ks[1:]:
+                    out[k] = buf[0].copy()
+                return
+            key = (str(reader_path(reader)), c)
+            chunk = state.cache.get(key)
+            if chunk is None:
+                chunk = state.cache.put(key, reader.read_chunk(c))
+            for k in ks:
+                out[k] = chunk[rows[k] - c * cf].copy()
+
+        chunks = list(by_chunk)
+        if len(chunks) > 1 and reader.codec.name != "none":
+            if state.pool is None:
+                state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+            list(state.pool.map(load, chunks))
+        else:
+            for c in chunks:
+                load(c)
+        return out  # type: ignore[return-value]
+
+    def read_row(self, video_id: str, row: int) -> np.ndarray:
+        """One stored frame by row: (H, W, 3) uint8."""
+        return self.read_rows(video_id, [row])[0]
+
+    def frame(self, i: int) -> np.ndarray:
+        """The stored frame of sample ``i``: (H, W, 3) uint8."""
+        video_id, row = self.locate(i)
+        return self.read_row(video_id, row)
+
+    def get_frame(self, video_id: str, frame_number: int) -> np.ndarray | None:
+        """The full displayed frame ``frame_number`` of a video if this store holds it, else None.
+
+        None also when the video is not in the store, or its frames are not
+        full frames (exported with a view or an output size). This is what
+        ``FrameSamples(cache=...)`` reads.
+
+        Returns
+        -------
+        (H, W, 3) uint8 or None
+        """
+        if video_id not in self._video_part:
+            return None
+        data = self.video_data(video_id)
+        if data.attrs.get("view_id") is not None or data.attrs.get("output_size") is not None:
+            return None
+        row = data.row_of(int(frame_number))
+        return None if row is None else self.read_row(video_id, row)
+
+    def row_of(self, video_id: str, frame_number: int) -> int | None:
+        """The stored row of a video's frame, or None if it is not stored."""
+        if video_id not in self._video_part:
+            return None
+        return self.video_data(video_id).row_of(int(frame_number))
+
+    # -- samples ------------------------------------------------------------------------------------------------
+
+    def select(self, **options: Any) -> Any:
+        """A :class:`~vidlabel.store.selection.StoreSamples` over this store (kinds, labels, box format, ...)."""
+        from vidlabel.store.selection import StoreSamples
+
+        return StoreSamples(self, **options)
+
+    def sample(self, i: int, **options: Any) -> dict[str, Any]:
+        """The sample dict of stored sample ``i`` (every region; options as :meth:`select`, without its frame filter).
+
+        Returns
+        -------
+        dict
+            The spec's sample (``image``, ``boxes``, ``labels``, ``track_ids``,
+            ``annotation_ids``, ``frame_labels``, ``video_id``, ``view_id``,
+            ``frame_index``; ``masks`` with ``with_masks=True``).
+        """
+        from vidlabel.store.selection import StoreSamples
+
+        video_id, row = self.locate(i)
+        return StoreSamples(self, all_rows=True, **options).sample_row(video_id, row)
+
+    def iter_videos(self) -> Iterable[str]:
+        """The stored video ids."""
+        return iter(self._video_ids)
+
+
+def reader_path(reader: FramesReader) -> Any:
+    """Identity of a frames reader for cache keys."""
+    return getattr(reader, "path", id(reader))
+
+
+def _check_root(folder: Path, attrs: dict[str, Any]) -> None:
+    if not attrs:
+        raise StoreIncompleteError(
+            f"frame store {str(folder)!r} has no root yet: its export did not finish; rerun it to resume",
+            path=str(folder),
+        )
+    if attrs.get("format") != FORMAT:
+        raise StoreError(f"{str(folder)!r} is not a vidlabel frame store (format {attrs.get('format')!r})")
+    version = int(attrs.get("format_version", 0))
+    if version > FORMAT_VERSION:
+        raise SchemaVersionError(
+            f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
+        )
+    if attrs.get("complete") is not True:
+        raise StoreIncompleteError(
+            f"frame store {str(folder)!r} is incomplete: its export was interrupted or is still running; "
+            "rerun the same export command to resume it",
+            path=str(folder),
+        )
+
+
+def open_store(path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> FrameStore:
+    """Open an exported frame store, or a folder of stores read as one.
+
+    Parameters
+    ----------
+    path : path
+        The ``OUT`` folder of :func:`vidlabel.export` / ``vidlabel cache``, or a
+        folder of such folders.
+    cache_bytes : int
+        Bound of the per-process chunk cache in bytes.
+
+    Returns
+    -------
+    FrameStore
+
+    Raises
+    ------
+    StoreError, StoreIncompleteError, SchemaVersionError
+        See :class:`FrameStore`.
+    """
+    get_codec(None)
+    return FrameStore(path, cache_bytes=cache_bytes)

@@ -1,0 +1,329 @@
+"""The HDF5 backend: one file per frames unit and per video, joined by external links under ``store.h5``.
+
+On disk::
+
+    OUT/store.h5               root attributes, /index, /videos/<video_id> -> external link to videos/<id>.h5:/
+    OUT/videos/<id>.h5         the video group at the file's root; frames and frames_crc32c are external
+                               links to ../frames/<key>.h5
+    OUT/frames/<key>.h5        /frames (T, H, W, 3) uint8, /frames_crc32c, /frame_number
+    OUT/.vidlabel-lock         the single-writer lock
+
+Opening ``OUT/store.h5`` with plain h5py shows exactly the layout of
+ARCHITECTURE.md (the links resolve relative to each file's folder). One file
+per video lets worker processes write videos in parallel (HDF5 allows one
+writer per file) and makes each video's publication one atomic rename; a
+killed writer can leave only ``*.partial`` files, which are deleted. Every
+attribute value is JSON text. Small arrays carry HDF5's fletcher32 checksum;
+frame chunks a CRC-32C each in ``frames_crc32c``. Chunks are read with
+``read_direct_chunk`` (HDF5's own chunk cache is set to 0: vidlabel's
+:class:`~vidlabel.store.cache.ChunkCache` does the caching).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import h5py
+import numpy as np
+
+from vidlabel.errors import StoreError
+from vidlabel.store._fs import fsync_file, publish, remove
+from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.store.codecs import Codec
+
+__all__ = ["HDF5Backend"]
+
+ROOT_FILE = "store.h5"
+PARTIAL = ".partial"
+
+
+def _open(path: Path, mode: str = "r") -> h5py.File:
+    try:
+        if mode == "r":
+            return h5py.File(path, "r", rdcc_nbytes=0)
+        return h5py.File(path, mode)
+    except OSError as err:
+        raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {err}", path=str(path)) from err
+
+
+def _set_attrs(obj: h5py.HLObject, attrs: dict[str, Any]) -> None:
+    for key, value in attrs.items():
+        obj.attrs[key] = json.dumps(value)
+
+
+def _get_attrs(obj: h5py.HLObject) -> dict[str, Any]:
+    out = {}
+    for key, value in obj.attrs.items():
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out
+
+
+def _write_array(group: h5py.Group, name: str, arr: np.ndarray) -> None:
+    arr = np.ascontiguousarray(arr)
+    if arr.size:
+        group.create_dataset(name, data=arr, chunks=True, fletcher32=True, maxshape=(None, *arr.shape[1:]))
+    else:
+        group.create_dataset(name, data=arr)
+
+
+def _create_frames(f: h5py.File, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec) -> h5py.Dataset:
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((chunk_frames, *shape[1:]))
+    filt = codec.hdf5_filter()
+    if filt is not None:
+        fid, cd_values, optional = filt
+        if fid == 1:
+            dcpl.set_deflate(cd_values[0])
+        else:
+            if not optional:
+                import hdf5plugin  # noqa: F401 - registers the LZ4 and Zstd filters with HDF5
+
+            flags = h5py.h5z.FLAG_OPTIONAL if optional else h5py.h5z.FLAG_MANDATORY
+            dcpl.set_filter(fid, flags, cd_values)
+    space = h5py.h5s.create_simple(shape, (h5py.h5s.UNLIMITED, *shape[1:]))
+    dsid = h5py.h5d.create(f.id, b"frames", h5py.h5t.NATIVE_UINT8, space, dcpl=dcpl)
+    return h5py.Dataset(dsid)
+
+
+class HDF5FramesReader(FramesReader):
+    """Chunks of ``/frames`` in one frames file, read with ``read_direct_chunk``."""
+
+    backend = "hdf5"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = _open(path)
+        ds = self._file["frames"]
+        attrs = _get_attrs(self._file)
+        super().__init__(ds.shape, int(attrs["chunk_frames"]), attrs["codec"])
+        self._ds = ds
+        self._dsid = ds.id
+
+    def raw_chunk(self, index: int) -> bytes:
+        _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        return bytes(data)
+
+    def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
+        if self.codec.name == "none":
+            self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
+            return out
+        _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        return self.codec.decode(data, out, self.backend)
+
+    def close(self) -> None:
+        if self._file.id.valid:
+            self._file.close()
+
+
+class HDF5FramesWriter(FramesWriter):
+    """Writes ``frames/<key>.h5.partial`` chunk by chunk, then renames it to ``frames/<key>.h5``."""
+
+    backend = "hdf5"
+
+    def __init__(
+        self, folder: Path, key: str, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec,
+        attrs: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.final = folder / "frames" / f"{key}.h5"
+        self.partial = folder / "frames" / f"{key}.h5{PARTIAL}"
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        remove(self.partial)
+        self._file = _open(self.partial, "w")
+        _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
+        self._ds = _create_frames(self._file, shape, chunk_frames, codec)
+        self._chunk_frames = chunk_frames
+
+    def write_chunk(self, index: int, data: bytes) -> None:
+        self._ds.id.write_direct_chunk((index * self._chunk_frames, 0, 0, 0), data)
+
+    def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
+        _write_array(self._file, "frame_number", np.asarray(frame_number, dtype=np.int64))
+        _write_array(self._file, "frames_crc32c", np.asarray(crc32c, dtype=np.uint32))
+        self._file.attrs["complete"] = json.dumps(True)
+        self._file.close()
+        fsync_file(self.partial)
+        publish(self.partial, self.final)
+
+    def abort(self) -> None:
+        if self._file.id.valid:
+            self._file.close()
+        remove(self.partial)
+
+
+class HDF5VideoReader(VideoReader):
+    """A video file ``videos/<id>.h5`` (its frames through the external link)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = _open(path)
+        self.attrs = _get_attrs(self._file)
+        self._frames: HDF5FramesReader | None = None
+
+    def array(self, name: str) -> np.ndarray:
+        try:
+            return np.asarray(self._file[name][()])
+        except KeyError as err:
+            raise StoreError(f"video file {str(self.path)!r} has no array {name!r}", path=str(self.path)) from err
+
+    def frames(self) -> HDF5FramesReader:
+        if self._frames is None:
+            link = self._file.get("frames", getlink=True)
+            if not isinstance(link, h5py.ExternalLink):
+                raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
+            self._frames = HDF5FramesReader((self.path.parent / link.filename).resolve())
+        return self._frames
+
+    def close(self) -> None:
+        if self._frames is not None:
+            self._frames.close()
+            self._frames = None
+        if self._file.id.valid:
+            self._file.close()
+
+
+class HDF5Backend(Backend):
+    """The HDF5 layout described in this module's docstring."""
+
+    name = "hdf5"
+
+    @classmethod
+    def detect(cls, folder: Path) -> bool:
+        return (folder / ROOT_FILE).exists() or (folder / ROOT_FILE).with_suffix(".h5" + PARTIAL).exists()
+
+    # -- root --------------------------------------------------------------------------------------------------
+
+    @property
+    def root_path(self) -> Path:
+        """``OUT/store.h5``."""
+        return self.folder / ROOT_FILE
+
+    def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
+        if not self.root_path.exists():
+            return {}, np.zeros((0, 2), np.int64)
+        with _open(self.root_path) as f:
+            attrs = _get_attrs(f)
+            index = np.asarray(f["index"][()], dtype=np.int64).reshape(-1, 2) if "index" in f else None
+        return attrs, index if index is not None else np.zeros((0, 2), np.int64)
+
+    def _write_root_file(self, attrs: dict[str, Any], index: np.ndarray | None, video_ids: list[str]) -> None:
+        partial = self.folder / (ROOT_FILE + PARTIAL)
+        remove(partial)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with _open(partial, "w") as f:
+            _set_attrs(f, {k: v for k, v in attrs.items() if k != "complete"})
+            if index is not None:
+                _write_array(f, "index", np.asarray(index, dtype=np.int64).reshape(-1, 2))
+            videos = f.create_group("videos")
+            for vid in video_ids:
+                videos[vid] = h5py.ExternalLink(f"videos/{node_name(vid)}.h5", "/")
+            f.attrs["complete"] = json.dumps(bool(attrs.get("complete", False)))
+        fsync_file(partial)
+        publish(partial, self.root_path)
+
+    def mark_incomplete(self, attrs: dict[str, Any]) -> None:
+        self._write_root_file({**attrs, "complete": False}, None, [])
+
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+        self._write_root_file({**attrs, "complete": True}, index, video_ids)
+
+    # -- frames units --------------------------------------------------------------------------------------------
+
+    def _unit_path(self, key: str) -> Path:
+        return self.folder / "frames" / f"{key}.h5"
+
+    def frames_units(self) -> dict[str, dict[str, Any]]:
+        units: dict[str, dict[str, Any]] = {}
+        frames_dir = self.folder / "frames"
+        if not frames_dir.is_dir():
+            return units
+        for path in sorted(frames_dir.glob("*.h5")):
+            try:
+                with _open(path) as f:
+                    attrs = _get_attrs(f)
+            except StoreError:
+                continue
+            if attrs.get("complete") is True and attrs.get("key") == path.stem:
+                units[path.stem] = attrs
+        return units
+
+    def open_frames_unit(self, key: str) -> HDF5FramesReader:
+        return HDF5FramesReader(self._unit_path(key))
+
+    def unit_frame_number(self, key: str) -> np.ndarray:
+        with _open(self._unit_path(key)) as f:
+            return np.asarray(f["frame_number"][()], dtype=np.int64)
+
+    def frames_writer(
+        self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
+    ) -> HDF5FramesWriter:
+        return HDF5FramesWriter(self.folder, key, shape, chunk_frames, codec, attrs)
+
+    # -- videos -------------------------------------------------------------------------------------------------
+
+    def _video_path(self, video_id: str) -> Path:
+        return self.folder / "videos" / f"{node_name(video_id)}.h5"
+
+    def video_ids(self) -> list[str]:
+        videos = self.folder / "videos"
+        if not videos.is_dir():
+            return []
+        return sorted(unquote(p.name[: -len(".h5")]) for p in videos.glob("*.h5"))
+
+    def video_attrs(self, video_id: str) -> dict[str, Any] | None:
+        path = self._video_path(video_id)
+        if not path.exists():
+            return None
+        try:
+            with _open(path) as f:
+                return _get_attrs(f)
+        except StoreError:
+            return None
+
+    def write_video(
+        self, video_id: str, *, attrs: dict[str, Any], arrays: dict[str, np.ndarray], frames_key: str
+    ) -> None:
+        final = self._video_path(video_id)
+        partial = final.with_name(final.name + PARTIAL)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove(partial)
+        with _open(partial, "w") as f:
+            _set_attrs(f, {k: v for k, v in attrs.items() if k != "complete"})
+            for name, arr in arrays.items():
+                group_name, _, leaf = name.rpartition("/")
+                group = f.require_group(group_name) if group_name else f
+                _write_array(group, leaf, arr)
+            f["frames"] = h5py.ExternalLink(f"../frames/{frames_key}.h5", "/frames")
+            f["frames_crc32c"] = h5py.ExternalLink(f"../frames/{frames_key}.h5", "/frames_crc32c")
+            f.attrs["complete"] = json.dumps(True)
+        fsync_file(partial)
+        publish(partial, final)
+
+    def open_video(self, video_id: str) -> HDF5VideoReader:
+        path = self._video_path(video_id)
+        if not path.exists():
+            raise StoreError(f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path})")
+        return HDF5VideoReader(path)
+
+    def remove_video(self, video_id: str) -> None:
+        remove(self._video_path(video_id))
+
+    def collect_garbage(self, keep_units: set[str]) -> None:
+        for sub in ("frames", "videos"):
+            for path in (self.folder / sub).glob(f"*{PARTIAL}"):
+                remove(path)
+        for path in (self.folder / "frames").glob("*.h5"):
+            if path.stem not in keep_units:
+                remove(path)
+        remove(self.folder / (ROOT_FILE + PARTIAL))
+
+    def size_on_disk(self) -> int:
+        return folder_size(self.folder)

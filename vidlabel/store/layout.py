@@ -1,0 +1,117 @@
+"""Names, dtypes and format version of the frame store layout (ARCHITECTURE.md, "The frame store layout").
+
+The logical layout is the same for HDF5 and Zarr::
+
+    /                      attrs: format, format_version, release_id, class_names, dataset, created,
+                                  vidlabel_version, export (the export parameters), video_ids, videos, complete
+    /videos/<video_id>/    attrs: content_hash, source_uri, fps, width, height, view_id, crop, output_size,
+                                  codec, chunk_frames, frames_key, labels_key, complete
+        frames             (T, H, W, 3) uint8 RGB, chunked along T
+        frames_crc32c      (C,) uint32, CRC-32C of each stored chunk's bytes (``vidlabel verify``)
+        frame_number       (T,) int64
+        timestamp_us       (T,) int64
+        is_annotated       (T,) bool
+        regions/           row_offsets (T + 1,) int64, then per region: bbox_xyxy (N, 4) float32,
+                           label_index, track_id, annotation_id (N,) int64, confidence (N,) float32,
+                           origin (N,) uint8, mask_offsets (N + 1,) int64 + mask_counts (M,) uint8
+                           (COCO compressed RLE counts of the stored frame's size; empty for box rows)
+        segments/          start_frame, end_frame (inclusive), start_index, end_index, start_timestamp_us,
+                           end_timestamp_us, label_index, annotation_id (M,) int64
+    /index                 (N, 2) int64: (position in ``video_ids``, row), the global sample list
+
+How each backend lays this out on disk is in :mod:`vidlabel.store.hdf5` and
+:mod:`vidlabel.store.zarr`. A store is always a folder ``OUT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "REGION_FIELDS",
+    "SEGMENT_FIELDS",
+    "VIDEO_ARRAYS",
+    "digest",
+    "frames_key",
+    "pixel_key",
+]
+
+#: Value of the root attribute ``format``.
+FORMAT = "vidlabel-store"
+#: Layout version; a reader refuses a newer one (SchemaVersionError).
+FORMAT_VERSION = 1
+
+#: Per-row arrays of a video group (besides ``frames``).
+VIDEO_ARRAYS: dict[str, Any] = {
+    "frame_number": np.int64,
+    "timestamp_us": np.int64,
+    "is_annotated": np.bool_,
+}
+
+#: Arrays under ``regions/``: name -> (dtype, trailing shape). ``row_offsets`` has T + 1 entries,
+#: ``mask_offsets`` N + 1, ``mask_counts`` M bytes, the others one entry per region.
+REGION_FIELDS: dict[str, tuple[Any, tuple[int, ...]]] = {
+    "row_offsets": (np.int64, ()),
+    "bbox_xyxy": (np.float32, (4,)),
+    "label_index": (np.int64, ()),
+    "track_id": (np.int64, ()),
+    "annotation_id": (np.int64, ()),
+    "confidence": (np.float32, ()),
+    "origin": (np.uint8, ()),
+    "mask_offsets": (np.int64, ()),
+    "mask_counts": (np.uint8, ()),
+}
+
+#: Arrays under ``segments/`` (time markers), one entry per marker. ``end_frame`` is inclusive;
+#: ``start_index``/``end_index`` are MediaSequence's: the first stored row at or after the start and the
+#: last stored row at or before the end (-1 when no stored row lies inside the marker).
+SEGMENT_FIELDS: dict[str, Any] = {
+    "start_frame": np.int64,
+    "end_frame": np.int64,
+    "start_index": np.int64,
+    "end_index": np.int64,
+    "start_timestamp_us": np.int64,
+    "end_timestamp_us": np.int64,
+    "label_index": np.int64,
+    "annotation_id": np.int64,
+}
+
+
+def digest(*parts: Any) -> str:
+    """A short stable hex digest (SHA-256, 20 hex digits) of JSON-able values and NumPy arrays."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            h.update(str(part.dtype).encode())
+            h.update(str(part.shape).encode())
+            h.update(np.ascontiguousarray(part).tobytes())
+        else:
+            h.update(json.dumps(part, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def pixel_key(
+    *,
+    content_hash: str | None,
+    crop: tuple[int, int, int, int] | None,
+    view_size: tuple[int, int] | None,
+    output_size: tuple[int, int] | None,
+    codec: str,
+) -> str:
+    """What the pixels of a stored frame depend on: the video's content, the view, the size and the codec.
+
+    Never the labels: a new release of the same videos reuses stored frames.
+    """
+    return digest("pixels", content_hash, crop, view_size, output_size, codec)
+
+
+def frames_key(pixels: str, chunk_frames: int, frame_numbers: np.ndarray) -> str:
+    """Key of one stored ``frames`` array: its pixel key, chunking and which frames it holds."""
+    return digest("frames", pixels, int(chunk_frames), np.asarray(frame_numbers, dtype=np.int64))

@@ -1,0 +1,282 @@
+"""StoreSamples: the samples of a frame store, with the same options and sample dict as FrameSamples.
+
+The store keeps every box and mask region of each stored frame and every
+marker as a segment; the options here choose what a training run sees,
+exactly as :class:`vidlabel.FrameSamples` does from the release: ``kinds``
+(which region kinds are targets, and which kinds make a frame a sample),
+``labels`` (keep and renumber), ``box_format``/``normalized``/``label_offset``
+and ``with_masks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import OptionError
+from vidlabel.geometry import decode_rle, make_sample
+from vidlabel.spec import BOX_FORMATS, KINDS
+
+__all__ = ["StoreSamples"]
+
+
+def _check(
+    kinds: Sequence[str], labels: Sequence[str] | None, box_format: str, label_offset: int, frames: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    kinds_t = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    bad = [k for k in kinds_t if k not in KINDS]
+    if bad or not kinds_t:
+        raise OptionError(f"unknown kind {bad[0] if bad else None!r} in kinds=; allowed: {', '.join(KINDS)}")
+    labels_t = None if labels is None else ((labels,) if isinstance(labels, str) else tuple(labels))
+    if labels_t is not None and not labels_t:
+        raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
+    if box_format not in BOX_FORMATS:
+        raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
+    if isinstance(label_offset, bool) or not isinstance(label_offset, (int, np.integer)):
+        raise OptionError(f"label_offset must be an integer, got {label_offset!r}")
+    if frames not in (None, "annotated", "stored"):
+        raise OptionError(f"unknown frames mode {frames!r}; allowed: None (as exported), 'annotated', 'stored'")
+    return kinds_t, labels_t
+
+
+class StoreSamples:
+    """The samples of a :class:`~vidlabel.store.FrameStore` under a choice of targets.
+
+    Parameters
+    ----------
+    store : FrameStore
+    kinds : sequence of {"box", "mask", "marker"}
+        Region kinds that become targets; with a store exported with
+        ``frames="annotated"`` also which kinds make a stored frame a sample
+        ("marker": frames inside a selected marker). Markers always fill
+        ``frame_labels``.
+    labels : sequence of str, optional
+        Keep only these labels; ``class_names`` is this list, in this order.
+    box_format : {"xyxy", "xywh", "cxcywh"}
+    normalized : bool
+    label_offset : int
+    with_masks : bool
+        Decode masks into the samples (all-zero for box regions).
+    frames : {None, "annotated", "stored"}
+        None: as exported (every stored frame of a ``frames="all"`` export,
+        else the frames with a selected annotation); "annotated": frames with a
+        selected annotation; "stored": every stored frame.
+    all_rows : bool
+        Shorthand for ``frames="stored"``.
+
+    Raises
+    ------
+    OptionError
+        On an unknown kind, label or box format, or a bad ``label_offset``.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        kinds: Sequence[str] = ("box", "mask"),
+        labels: Sequence[str] | None = None,
+        box_format: str = "xyxy",
+        normalized: bool = False,
+        label_offset: int = 0,
+        with_masks: bool = False,
+        frames: str | None = None,
+        all_rows: bool = False,
+    ) -> None:
+        kinds_t, labels_t = _check(kinds, labels, box_format, label_offset, frames)
+        self.store = store
+        self.kinds = kinds_t
+        self.box_format = box_format
+        self.normalized = bool(normalized)
+        self.label_offset = int(label_offset)
+        self.with_masks = bool(with_masks)
+        vocabulary = list(store.class_names)
+        if labels_t is None:
+            self._class_names = list(vocabulary)
+        else:
+            unknown = [x for x in labels_t if x not in vocabulary]
+            if unknown:
+                raise OptionError(
+                    f"unknown label {unknown[0]!r} in labels=; the store's labels: {', '.join(vocabulary)}"
+                )
+            self._class_names = list(labels_t)
+        class_of = {name: i for i, name in enumerate(self._class_names)}
+        self._label_map = np.array([class_of.get(x, -1) for x in vocabulary] + [-1], dtype=np.int64)
+        self._want_box = "box" in kinds_t
+        self._want_mask = "mask" in kinds_t
+        exported = store.attrs.get("export", {}).get("frames", "annotated")
+        if all_rows:
+            frames = "stored"
+        if frames is None:
+            frames = "stored" if (exported == "all" or store.frames_only) else "annotated"
+        self.frames = frames
+        self._positions = self._select(frames)
+        self._positions.setflags(write=False)
+
+    # -- selection ----------------------------------------------------------------------------------------
+
+    def _keep_regions(self, data: Any) -> np.ndarray:
+        """(N,) bool: regions of a video whose kind and label are selected."""
+        reg = data.regions
+        if not reg:
+            return np.zeros(0, bool)
+        is_mask = np.diff(reg["mask_offsets"]) > 0
+        keep = np.where(is_mask, self._want_mask, self._want_box)
+        return keep & (self._label_map[reg["label_index"]] >= 0)
+
+    def _select(self, frames: str) -> np.ndarray:
+        rows = self.store.rows
+        if frames == "stored" or len(rows) == 0:
+            return np.arange(len(rows), dtype=np.int64)
+        keep_sample = np.zeros(len(rows), bool)
+        codes = rows[:, 0]
+        for code in np.unique(codes).tolist():
+            data = self.store.video_data(self.store.video_ids[code])
+            t = data.frame_number.size
+            annotated = np.zeros(t, bool)
+            if data.regions:
+                keep = self._keep_regions(data)
+                row_of_region = np.repeat(np.arange(t), np.diff(data.regions["row_offsets"]))
+                annotated[row_of_region[keep]] = True
+            if "marker" in self.kinds and data.segments:
+                seg = data.segments
+                ok = (self._label_map[seg["label_index"]] >= 0) & (seg["start_index"] >= 0)
+                ok &= seg["end_index"] >= seg["start_index"]
+                diff = np.zeros(t + 1, np.int64)
+                np.add.at(diff, seg["start_index"][ok], 1)
+                np.add.at(diff, seg["end_index"][ok] + 1, -1)
+                annotated |= np.cumsum(diff)[:t] > 0
+            sel = np.flatnonzero(codes == code)
+            keep_sample[sel] = annotated[rows[sel, 1]]
+        return np.flatnonzero(keep_sample).astype(np.int64)
+
+    # -- what it holds -------------------------------------------------------------------------------------
+
+    @property
+    def class_names(self) -> list[str]:
+        """Class names; ``labels`` are positions in this list plus ``label_offset``."""
+        return list(self._class_names)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(M,) int64 positions of these samples in the store's sample list."""
+        return self._positions
+
+    def __len__(self) -> int:
+        return int(self._positions.shape[0])
+
+    @property
+    def index(self) -> list[tuple[str, int]]:
+        """(video_id, frame_number) of each sample, in order."""
+        full = self.store.index
+        return [full[int(p)] for p in self._positions.tolist()]
+
+    def locate(self, j: int) -> tuple[str, int]:
+        """(video_id, stored row) of sample ``j``.
+
+        Raises
+        ------
+        IndexError
+            If ``j`` is outside ``[0, len(self))``.
+        """
+        n = len(self)
+        if not -n <= int(j) < n:
+            raise IndexError(f"sample {j} out of range [0, {n})")
+        return self.store.locate(int(self._positions[int(j)]))
+
+    # -- samples ----------------------------------------------------------------------------------------------
+
+    def targets_row(self, video_id: str, row: int) -> dict[str, Any]:
+        """The sample dict of a stored row without ``image`` (boxes in the stored frame's pixels)."""
+        sample = self.sample_row(video_id, row, read_image=False)
+        sample.pop("image", None)
+        return sample
+
+    def sample_row(
+        self, video_id: str, row: int, image: np.ndarray | None = None, *, read_image: bool = True
+    ) -> dict[str, Any]:
+        """The sample dict of a stored row (``image`` read from the store unless given)."""
+        data = self.store.video_data(video_id)
+        width, height = data.size
+        if image is None and read_image:
+            image = self.store.read_row(video_id, row)
+        frame = int(data.frame_number[row])
+        reg = data.regions
+        masks = None
+        if reg:
+            a, b = int(reg["row_offsets"][row]), int(reg["row_offsets"][row + 1])
+            is_mask = np.diff(reg["mask_offsets"][a : b + 1]) > 0
+            labels = self._label_map[reg["label_index"][a:b]]
+            keep = np.where(is_mask, self._want_mask, self._want_box) & (labels >= 0)
+            idx = np.flatnonzero(keep) + a
+            boxes = reg["bbox_xyxy"][idx].astype(np.float64)
+            label_index, tracks, anns = labels[keep], reg["track_id"][idx], reg["annotation_id"][idx]
+            if self.with_masks:
+                masks = np.zeros((idx.size, height, width), np.uint8)
+                mo, mc = reg["mask_offsets"], reg["mask_counts"]
+                for j, r in enumerate(idx.tolist()):
+                    if mo[r + 1] > mo[r]:
+                        masks[j] = decode_rle({"size": [height, width], "counts": mc[mo[r] : mo[r + 1]].tobytes()})
+        else:
+            boxes = np.zeros((0, 4))
+            label_index = tracks = anns = np.zeros(0, np.int64)
+            if self.with_masks:
+                masks = np.zeros((0, height, width), np.uint8)
+        frame_labels = np.zeros(len(self._class_names), np.float32)
+        seg = data.segments
+        if seg and seg["start_frame"].size:
+            active = (seg["start_frame"] <= frame) & (frame <= seg["end_frame"])
+            cls = self._label_map[seg["label_index"][active]]
+            frame_labels[cls[cls >= 0]] = 1.0
+        return make_sample(
+            image=image if image is not None else np.zeros((height, width, 3), np.uint8),
+            boxes_xyxy=boxes,
+            label_index=label_index,
+            track_ids=np.array(tracks, dtype=np.int64),
+            annotation_ids=np.array(anns, dtype=np.int64),
+            frame_labels=frame_labels,
+            video_id=video_id,
+            view_id=data.attrs.get("view_id"),
+            frame_index=frame,
+            masks=masks,
+            box_format=self.box_format,
+            normalized=self.normalized,
+            label_offset=self.label_offset,
+        )
+
+    def sample(self, j: int) -> dict[str, Any]:
+        """The sample dict of sample ``j`` (NumPy arrays)."""
+        video_id, row = self.locate(j)
+        return self.sample_row(video_id, row)
+
+    def samples(self, js: Sequence[int]) -> list[dict[str, Any]]:
+        """Several samples, their frames read grouped by video and chunk (each chunk once)."""
+        located = [self.locate(j) for j in js]
+        by_video: dict[str, list[int]] = {}
+        for k, (video_id, _row) in enumerate(located):
+            by_video.setdefault(video_id, []).append(k)
+        images: list[np.ndarray | None] = [None] * len(located)
+        for video_id, ks in by_video.items():
+            for k, img in zip(ks, self.store.read_rows(video_id, [located[k][1] for k in ks])):
+                images[k] = img
+        return [self.sample_row(v, r, image=img) for (v, r), img in zip(located, images)]
+
+    def describe(self) -> dict[str, Any]:
+        """The store's description plus these options and the sample count."""
+        out = self.store.describe()
+        out.update(
+            {
+                "samples": len(self),
+                "class_names": self.class_names,
+                "options": {
+                    "kinds": list(self.kinds), "box_format": self.box_format, "normalized": self.normalized,
+                    "label_offset": self.label_offset, "with_masks": self.with_masks, "frames": self.frames,
+                },
+            }
+        )  # fmt: skip
+        return out
+
+    def __repr__(self) -> str:
+        return f"StoreSamples(store={str(self.store.path)!r}, samples={len(self)}, kinds={self.kinds})"

@@ -1,0 +1,162 @@
+"""``vidlabel verify``: a frame store's structure, counts and per-chunk checksums."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import StoreError, VidlabelError
+from vidlabel.store.framestore import backend_for, find_stores
+from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+
+__all__ = ["verify_store"]
+
+
+def verify_store(path: str | os.PathLike[str], *, progress: bool = False) -> dict[str, Any]:
+    """Check every store at ``path``: root, index, each video's arrays and every frame chunk's CRC-32C.
+
+    Parameters
+    ----------
+    path : path
+        A store folder or a folder of stores.
+    progress : bool
+        Show a tqdm bar over the chunks.
+
+    Returns
+    -------
+    dict
+        ``ok`` (bool), ``problems`` (list of str, each naming the store, video
+        and chunk or array), ``stores``, ``videos``, ``frames``, ``chunks``
+        (checked), ``bytes`` (of chunk data read).
+
+    Raises
+    ------
+    StoreError
+        If there is no store at ``path``.
+    """
+    folders = find_stores(path)
+    if not folders:
+        raise StoreError(f"no vidlabel frame store at {str(path)!r}", path=str(path))
+    report: dict[str, Any] = {"ok": True, "problems": [], "stores": [str(f) for f in folders], "videos": 0,
+                              "frames": 0, "chunks": 0, "bytes": 0}  # fmt: skip
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="verify", unit="chunk")
+    try:
+        for folder in folders:
+            _verify_one(folder, report, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    report["ok"] = not report["problems"]
+    return report
+
+
+def _verify_one(folder: Path, report: dict[str, Any], bar: Any) -> None:
+    import google_crc32c
+
+    problems: list[str] = report["problems"]
+    backend = backend_for(folder)
+    attrs, index = backend.read_root()
+    where = str(folder)
+    if not attrs:
+        problems.append(f"{where}: no root (export not finished)")
+        return
+    if attrs.get("format") != FORMAT:
+        problems.append(f"{where}: root format is {attrs.get('format')!r}, expected {FORMAT!r}")
+    if int(attrs.get("format_version", 0)) > FORMAT_VERSION:
+        problems.append(f"{where}: format version {attrs.get('format_version')} is newer than {FORMAT_VERSION}")
+    if attrs.get("complete") is not True:
+        problems.append(f"{where}: root is not marked complete (export interrupted or running)")
+    video_ids = list(attrs.get("video_ids", []))
+    on_disk = backend.video_ids()
+    for v in sorted(set(video_ids) - set(on_disk)):
+        problems.append(f"{where}: video {v!r} is listed in the root but has no group")
+    frames_only = bool(attrs.get("frames_only"))
+    lengths: dict[int, int] = {}
+    for code, vid in enumerate(video_ids):
+        if vid not in on_disk:
+            continue
+        try:
+            t = _verify_video(backend, vid, frames_only, report, bar, google_crc32c)
+        except (VidlabelError, OSError, KeyError, ValueError) as err:
+            problems.append(f"{where}: video {vid!r}: cannot be read: {err}")
+            continue
+        lengths[code] = t
+    if index.size:
+        codes, rows = index[:, 0], index[:, 1]
+        if codes.min() < 0 or codes.max() >= len(video_ids):
+            problems.append(f"{where}: /index names videos outside [0, {len(video_ids)})")
+        else:
+            for code, t in lengths.items():
+                r = rows[codes == code]
+                if r.size and (r.min() < 0 or r.max() >= t):
+                    problems.append(f"{where}: /index has rows of video {video_ids[code]!r} outside [0, {t})")
+                if np.unique(r).size != r.size:
+                    problems.append(f"{where}: /index repeats rows of video {video_ids[code]!r}")
+    expected = attrs.get("samples")
+    if expected is not None and int(expected) != int(index.shape[0]):
+        problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
+
+
+def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, Any], bar: Any, crc: Any) -> int:
+    problems: list[str] = report["problems"]
+    where = f"{backend.folder}: video {vid!r}"
+    video = backend.open_video(vid)
+    try:
+        if video.attrs.get("complete") is not True:
+            problems.append(f"{where}: not marked complete")
+        arrays = {name: video.array(name) for name in VIDEO_ARRAYS}
+        t = int(arrays["frame_number"].shape[0])
+        for name, arr in arrays.items():
+            if arr.shape != (t,):
+                problems.append(f"{where}: {name} has shape {arr.shape}, expected ({t},)")
+        fn = arrays["frame_number"]
+        if t > 1 and not np.all(np.diff(fn) > 0):
+            problems.append(f"{where}: frame_number is not strictly increasing")
+        if not frames_only:
+            reg = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
+            off = reg["row_offsets"]
+            n = int(reg["label_index"].shape[0])
+            if off.shape != (t + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+                problems.append(f"{where}: regions/row_offsets is not a CSR offset array over {t} rows and {n} regions")
+            for name, (_dtype, tail) in REGION_FIELDS.items():
+                if name in ("row_offsets", "mask_offsets", "mask_counts"):
+                    continue
+                if reg[name].shape != (n, *tail):
+                    problems.append(f"{where}: regions/{name} has shape {reg[name].shape}, expected {(n, *tail)}")
+            mo = reg["mask_offsets"]
+            if mo.shape != (n + 1,) or (n + 1 and (mo[0] != 0 or mo[-1] != reg["mask_counts"].shape[0])):
+                problems.append(f"{where}: regions/mask_offsets does not cover regions/mask_counts")
+            seg = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
+            m = int(seg["start_frame"].shape[0])
+            for name, arr in seg.items():
+                if arr.shape != (m,):
+                    problems.append(f"{where}: segments/{name} has shape {arr.shape}, expected ({m},)")
+        frames = video.frames()
+        if frames.shape[0] != t:
+            problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
+        checks = video.array("frames_crc32c")
+        if checks.shape != (frames.n_chunks,):
+            problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
+        else:
+            for c in range(frames.n_chunks):
+                data = frames.raw_chunk(c)
+                report["chunks"] += 1
+                report["bytes"] += len(data)
+                if crc.value(data) != int(checks[c]):
+                    rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
+                    problems.append(f"{where}: chunk {c} ({rows}) fails its CRC-32C checksum")
+                if bar is not None:
+                    bar.update(1)
+        frames.close()
+        report["videos"] += 1
+        report["frames"] += t
+        return t
+    finally:
+        video.close()

@@ -1,0 +1,454 @@
+"""The Zarr (v3) backend: the store folder is one Zarr group holding exactly the layout.
+
+On disk::
+
+    OUT/zarr.json                  root group attributes (``complete`` last)
+    OUT/index/                     (N, 2) int64
+    OUT/videos/<video_id>/         a group per video: attributes, small arrays, regions/, segments/,
+                                   frames/ (one file per chunk: c/<i>/0/0/0), frames_crc32c/
+    OUT/.partial/                  work in progress (frames units, unpublished groups); deleted at the end
+    OUT/.vidlabel-lock             the single-writer lock
+
+A worker process writes a video's frames into ``.partial/frames-<key>/``; the
+parent adds the other arrays in ``.partial/video-<id>/``, moves the frames in,
+and renames the group into ``videos/`` (the old group, if any, goes to
+``.trash`` first). A new export whose frames key matches a published group
+hard-links that group's chunk files (copies where links are unsupported), so
+it decodes nothing. Small arrays use the ``bytes`` + ``crc32c`` codecs and are
+read directly from their single chunk file (the Zarr API costs ~3 ms per
+array); frame chunks are read directly from their files and decoded by
+:mod:`vidlabel.store.codecs`. ``png`` and ``jpeg`` frames declare the codecs
+``vidlabel.png`` / ``vidlabel.jpeg``, registered with Zarr when this module is
+imported, so ``zarr.open_array`` reads them too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import unquote
+
+import numpy as np
+
+from vidlabel.errors import StoreError
+from vidlabel.store._fs import fsync_dir, link_or_copy_tree, publish, remove
+from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.store.codecs import Codec, get_codec
+
+__all__ = ["ZarrBackend"]
+
+PARTIAL = ".partial"
+TRASH = ".trash"
+
+
+# -- zarr.json helpers ----------------------------------------------------------------------------------------
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path / "zarr.json", encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, json.JSONDecodeError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _write_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Write ``zarr.json`` atomically (temporary file, then rename)."""
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / f".zarr.json.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path / "zarr.json")
+
+
+def _set_attrs(path: Path, attrs: dict[str, Any]) -> None:
+    meta = _read_meta(path)
+    if meta is None:
+        meta = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    meta["attributes"] = {**meta.get("attributes", {}), **attrs}
+    _write_meta(path, meta)
+
+
+def _new_group(path: Path, attrs: dict[str, Any] | None = None) -> None:
+    _write_meta(path, {"zarr_format": 3, "node_type": "group", "attributes": dict(attrs or {})})
+
+
+def _write_array(path: Path, arr: np.ndarray) -> None:
+    """A small array in one chunk, ``bytes`` (little-endian) + ``crc32c`` codecs."""
+    import google_crc32c
+
+    arr = np.ascontiguousarray(arr)
+    dtype = arr.dtype.newbyteorder("<") if arr.dtype.itemsize > 1 else arr.dtype
+    codecs: list[dict[str, Any]] = [
+        {"name": "bytes", "configuration": {"endian": "little"}} if arr.dtype.itemsize > 1 else {"name": "bytes"},
+        {"name": "crc32c"},
+    ]
+    chunk_shape = [max(1, n) for n in arr.shape]
+    fill: Any = False if arr.dtype == np.bool_ else (0.0 if arr.dtype.kind == "f" else 0)
+    meta = {
+        "zarr_format": 3, "node_type": "array", "shape": list(arr.shape), "data_type": arr.dtype.name,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill, "codecs": codecs, "attributes": {}, "storage_transformers": [],
+    }  # fmt: skip
+    _write_meta(path, meta)
+    if arr.size:
+        chunk = path / "c" / "/".join("0" for _ in arr.shape)
+        chunk.parent.mkdir(parents=True, exist_ok=True)
+        data = arr.astype(dtype, copy=False).tobytes()
+        with open(chunk, "wb") as fh:
+            fh.write(data + google_crc32c.value(data).to_bytes(4, "little"))
+
+
+def _read_array(path: Path) -> np.ndarray:
+    """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API)."""
+    import google_crc32c
+
+    meta = _read_meta(path)
+    if meta is None or meta.get("node_type") != "array":
+        raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
+    shape = tuple(int(n) for n in meta["shape"])
+    names = [c.get("name") for c in meta.get("codecs", [])]
+    chunk_shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
+    if names != ["bytes", "crc32c"] or chunk_shape != tuple(max(1, n) for n in shape):
+        import zarr
+
+        return np.asarray(zarr.open_array(str(path), mode="r")[...])
+    dtype = np.dtype(meta["data_type"])
+    if dtype.itemsize > 1:
+        dtype = dtype.newbyteorder("<")
+    chunk = path / "c" / "/".join("0" for _ in shape)
+    try:
+        data = chunk.read_bytes()
+    except FileNotFoundError:
+        return np.full(shape, meta["fill_value"], dtype=dtype.newbyteorder("="))
+    body, crc = data[:-4], int.from_bytes(data[-4:], "little")
+    if google_crc32c.value(body) != crc:
+        raise StoreError(f"checksum mismatch in Zarr array {str(path)!r}: the chunk is corrupt", path=str(path))
+    return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+
+
+def _frames_meta(shape: tuple[int, ...], chunk_frames: int, codec: Codec, attrs: dict[str, Any]) -> dict[str, Any]:
+    codecs: list[dict[str, Any]]
+    if codec.name == "none":
+        codecs = [{"name": "bytes"}]
+    elif codec.name == "lz4":
+        blosc = {"typesize": 1, "cname": "lz4", "clevel": 1, "shuffle": "noshuffle", "blocksize": 0}
+        codecs = [{"name": "bytes"}, {"name": "blosc", "configuration": blosc}]
+    elif codec.name == "zstd":
+        codecs = [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": codec.level or 1, "checksum": False}}]
+    elif codec.name == "gzip":
+        codecs = [{"name": "bytes"}, {"name": "gzip", "configuration": {"level": codec.level or 1}}]
+    else:
+        conf = {"quality": codec.level} if codec.name == "jpeg" else {}
+        codecs = [{"name": f"vidlabel.{codec.name}", "configuration": conf}]
+    return {
+        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk_frames, *shape[1:]]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "codecs": codecs, "attributes": attrs, "storage_transformers": [],
+    }  # fmt: skip
+
+
+def _chunk_path(frames_dir: Path, index: int) -> Path:
+    return frames_dir / "c" / str(index) / "0" / "0" / "0"
+
+
+# -- frames -------------------------------------------------------------------------------------------------------
+
+
+class ZarrFramesReader(FramesReader):
+    """Chunks of a ``frames`` array read from their files."""
+
+    backend = "zarr"
+
+    def __init__(self, frames_dir: Path) -> None:
+        meta = _read_meta(frames_dir)
+        if meta is None:
+            raise StoreError(f"no Zarr frames array at {str(frames_dir)!r}", path=str(frames_dir))
+        attrs = meta.get("attributes", {})
+        super().__init__(
+            tuple(meta["shape"]), int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), attrs["codec"]
+        )
+        self.path = frames_dir
+        self.attrs = attrs
+
+    def raw_chunk(self, index: int) -> bytes:
+        try:
+            return _chunk_path(self.path, index).read_bytes()
+        except FileNotFoundError as err:
+            raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
+
+    def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
+        if self.codec.name == "none":
+            try:
+                with open(_chunk_path(self.path, index), "rb", buffering=0) as fh:
+                    n = fh.readinto(memoryview(out.reshape(-1)))  # type: ignore[arg-type]
+            except FileNotFoundError as err:
+                raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
+            if n != out.nbytes:
+                raise StoreError(f"chunk {index} of {str(self.path)!r} holds {n} bytes, expected {out.nbytes}")
+            return out
+        return self.codec.decode(self.raw_chunk(index), out, self.backend)
+
+
+class ZarrFramesWriter(FramesWriter):
+    """Writes ``.partial/frames-<key>/`` (a group with frames, frames_crc32c, frame_number)."""
+
+    backend = "zarr"
+
+    def __init__(
+        self, folder: Path, key: str, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec,
+        attrs: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.dir = folder / PARTIAL / f"frames-{key}"
+        remove(self.dir)
+        self.attrs = {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames}
+        _new_group(self.dir, {k: v for k, v in self.attrs.items()})
+        _write_meta(self.dir / "frames", _frames_meta(shape, chunk_frames, codec, self.attrs))
+        self._made: set[int] = set()
+
+    def write_chunk(self, index: int, data: bytes) -> None:
+        path = _chunk_path(self.dir / "frames", index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+    def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
+        _write_array(self.dir / "frame_number", np.asarray(frame_number, dtype=np.int64))
+        _write_array(self.dir / "frames_crc32c", np.asarray(crc32c, dtype=np.uint32))
+        meta = _read_meta(self.dir / "frames")
+        assert meta is not None
+        meta["attributes"]["complete"] = True
+        _write_meta(self.dir / "frames", meta)
+        _set_attrs(self.dir, {"complete": True})
+        fsync_dir(self.dir)
+
+    def abort(self) -> None:
+        remove(self.dir)
+
+
+# -- videos ------------------------------------------------------------------------------------------------------
+
+
+class ZarrVideoReader(VideoReader):
+    """A published video group."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        meta = _read_meta(path)
+        if meta is None:
+            raise StoreError(f"no Zarr group at {str(path)!r}", path=str(path))
+        self.attrs = dict(meta.get("attributes", {}))
+
+    def array(self, name: str) -> np.ndarray:
+        return _read_array(self.path / name)
+
+    def frames(self) -> ZarrFramesReader:
+        return ZarrFramesReader(self.path / "frames")
+
+
+class ZarrBackend(Backend):
+    """The Zarr layout described in this module's docstring."""
+
+    name = "zarr"
+
+    @classmethod
+    def detect(cls, folder: Path) -> bool:
+        meta = _read_meta(folder)
+        return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
+
+    def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
+        meta = _read_meta(self.folder)
+        if meta is None:
+            return {}, np.zeros((0, 2), np.int64)
+        attrs = dict(meta.get("attributes", {}))
+        index = np.zeros((0, 2), np.int64)
+        if (self.folder / "index" / "zarr.json").exists():
+            index = _read_array(self.folder / "index").astype(np.int64).reshape(-1, 2)
+        return attrs, index
+
+    def mark_incomplete(self, attrs: dict[str, Any]) -> None:
+        remove(self.folder / "index")
+        _new_group(self.folder, {**attrs, "complete": False})
+        if _read_meta(self.folder / "videos") is None:
+            _new_group(self.folder / "videos")
+
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+        remove(self.folder / "index")
+        _write_array(self.folder / "index", np.asarray(index, dtype=np.int64).reshape(-1, 2))
+        if _read_meta(self.folder / "videos") is None:
+            _new_group(self.folder / "videos")
+        _new_group(self.folder, {**attrs, "complete": False})
+        fsync_dir(self.folder)
+        _set_attrs(self.folder, {"complete": True})
+
+    # -- frames units -----------------------------------------------------------------------------------------------
+
+    def _unit_dirs(self) -> dict[str, Path]:
+        """Where each complete frames unit is: a published group's frames, or a finished partial unit."""
+        found: dict[str, Path] = {}
+        videos = self.folder / "videos"
+        if videos.is_dir():
+            for group in sorted(videos.iterdir()):
+                meta = _read_meta(group / "frames")
+                attrs = (meta or {}).get("attributes", {})
+                if attrs.get("complete") is True and attrs.get("key"):
+                    found.setdefault(attrs["key"], group)
+        partial = self.folder / PARTIAL
+        if partial.is_dir():
+            for unit in sorted(partial.glob("frames-*")):
+                meta = _read_meta(unit)
+                attrs = (meta or {}).get("attributes", {})
+                if attrs.get("complete") is True and attrs.get("key") == unit.name[len("frames-") :]:
+                    found.setdefault(attrs["key"], unit)
+        return found
+
+    def frames_units(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for key, where in self._unit_dirs().items():
+            meta = _read_meta(where / "frames")
+            if meta is not None:
+                out[key] = dict(meta.get("attributes", {}))
+        return out
+
+    def open_frames_unit(self, key: str) -> ZarrFramesReader:
+        where = self._unit_dirs().get(key)
+        if where is None:
+            raise StoreError(f"frame store {str(self.folder)!r} has no frames unit {key!r}")
+        return ZarrFramesReader(where / "frames")
+
+    def unit_frame_number(self, key: str) -> np.ndarray:
+        where = self._unit_dirs().get(key)
+        if where is None:
+            raise StoreError(f"frame store {str(self.folder)!r} has no frames unit {key!r}")
+        return _read_array(where / "frame_number")
+
+    def frames_writer(
+        self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
+    ) -> ZarrFramesWriter:
+        return ZarrFramesWriter(self.folder, key, shape, chunk_frames, codec, attrs)
+
+    # -- videos ------------------------------------------------------------------------------------------------------
+
+    def _video_path(self, video_id: str) -> Path:
+        return self.folder / "videos" / node_name(video_id)
+
+    def video_ids(self) -> list[str]:
+        videos = self.folder / "videos"
+        if not videos.is_dir():
+            return []
+        return sorted(unquote(p.name) for p in videos.iterdir() if (p / "zarr.json").exists())
+
+    def video_attrs(self, video_id: str) -> dict[str, Any] | None:
+        meta = _read_meta(self._video_path(video_id))
+        return None if meta is None else dict(meta.get("attributes", {}))
+
+    def write_video(
+        self, video_id: str, *, attrs: dict[str, Any], arrays: dict[str, np.ndarray], frames_key: str
+    ) -> None:
+        final = self._video_path(video_id)
+        partial = self.folder / PARTIAL / f"video-{node_name(video_id)}"
+        remove(partial)
+        _new_group(partial, {k: v for k, v in attrs.items() if k != "complete"})
+        for sub in {name.rpartition("/")[0] for name in arrays if "/" in name}:
+            _new_group(partial / sub)
+        for name, arr in arrays.items():
+            _write_array(partial / name, arr)
+        unit = self.folder / PARTIAL / f"frames-{frames_key}"
+        if (unit / "zarr.json").exists() and (_read_meta(unit) or {}).get("attributes", {}).get("complete"):
+            os.replace(unit / "frames", partial / "frames")
+            os.replace(unit / "frames_crc32c", partial / "frames_crc32c")
+            remove(unit)
+        else:
+            source = self._unit_dirs().get(frames_key)
+            if source is None:
+                raise StoreError(
+                    f"frame store {str(self.folder)!r}: frames unit {frames_key!r} of video {video_id!r} is missing"
+                )
+            link_or_copy_tree(source / "frames", partial / "frames")
+            link_or_copy_tree(source / "frames_crc32c", partial / "frames_crc32c")
+        _set_attrs(partial, {"complete": True})
+        fsync_dir(partial)
+        publish(partial, final, trash=self.folder / TRASH)
+
+    def open_video(self, video_id: str) -> ZarrVideoReader:
+        path = self._video_path(video_id)
+        if not (path / "zarr.json").exists():
+            raise StoreError(f"frame store {str(self.folder)!r} has no group for video {video_id!r} ({path})")
+        return ZarrVideoReader(path)
+
+    def remove_video(self, video_id: str) -> None:
+        remove(self._video_path(video_id))
+
+    def collect_garbage(self, keep_units: set[str]) -> None:
+        remove(self.folder / PARTIAL)
+        remove(self.folder / TRASH)
+
+    def size_on_disk(self) -> int:
+        return folder_size(self.folder)
+
+
+# -- Zarr codecs for the per-frame picture codecs (so zarr.open_array reads png/jpeg frames) ----------------------
+
+
+def _register_zarr_codecs() -> None:
+    try:
+        from zarr.abc.codec import ArrayBytesCodec
+        from zarr.registry import register_codec
+    except ImportError:  # pragma: no cover - zarr is a dependency
+        return
+
+    @dataclass(frozen=True)
+    class _PictureCodec(ArrayBytesCodec):
+        is_fixed_size = False
+        codec_name: ClassVar[str] = ""
+        quality: int | None = None
+
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> Any:
+            conf = dict(data.get("configuration") or {})
+            return cls(quality=conf.get("quality"))
+
+        def to_dict(self) -> dict[str, Any]:
+            conf = {} if self.quality is None else {"quality": self.quality}
+            return {"name": f"vidlabel.{self.codec_name}", "configuration": conf}
+
+        def _codec(self) -> Codec:
+            return get_codec(self.codec_name if self.quality is None else f"{self.codec_name}:{self.quality}")
+
+        async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+            out = np.empty(chunk_spec.shape, dtype=np.uint8)
+            self._codec().decode(chunk_bytes.to_bytes(), out, "zarr")
+            return chunk_spec.prototype.nd_buffer.from_numpy_array(out)
+
+        async def _encode_single(self, chunk_array: Any, chunk_spec: Any) -> Any:
+            data = self._codec().encode(chunk_array.as_numpy_array(), "zarr")
+            return chunk_spec.prototype.buffer.from_bytes(data)
+
+        def compute_encoded_size(self, input_byte_length: int, chunk_spec: Any) -> int:
+            raise NotImplementedError
+
+    class PngCodec(_PictureCodec):
+        """Zarr codec ``vidlabel.png``: one PNG picture per (1, H, W, 3) uint8 chunk."""
+
+        codec_name = "png"
+
+    class JpegCodec(_PictureCodec):
+        """Zarr codec ``vidlabel.jpeg``: one JPEG picture per (1, H, W, 3) uint8 chunk (lossy)."""
+
+        codec_name = "jpeg"
+
+    register_codec("vidlabel.png", PngCodec)
+    register_codec("vidlabel.jpeg", JpegCodec)
+
+
+_register_zarr_codecs()
