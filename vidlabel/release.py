@@ -1,21 +1,64 @@
-"""Building and reading frozen releases; content-derived release ids. (Owner: dataset helper.)"""
+"""Frozen releases: the record, its content-derived id, and its columnar HDF5 file.
+
+A release file is written once to a temporary name and linked into place, so
+a reader never sees half a file and an existing release is never overwritten.
+Layout (``<dataset>/releases/<release_id>.h5``)::
+
+    /                 attrs: format="vidlabel-release", format_version, release_id, created,
+                             labels, video_ids, view_ids, views, info (JSON strings)
+    /table/<column>   one dataset per AnnotationTable column (Blosc-compressed)
+    /videos/<i>       attrs: video_id, metadata (JSON, without the frame index), index (JSON or "")
+        pts, keyframes  (T,), (K,) int64 frame index, when the video has one
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from vidlabel.spec import AnnotationTable, VideoMetadata, View
+import numpy as np
 
-__all__ = ["Release"]
+from vidlabel.errors import ReleaseNotFoundError, SchemaVersionError
+from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View
+
+if TYPE_CHECKING:
+    from vidlabel.validate import Problem
+
+__all__ = ["FORMAT_VERSION", "BuildReport", "Release", "read_release", "release_id_of", "write_release"]
+
+#: Version of the release file layout written by this vidlabel.
+FORMAT_VERSION = 1
+_FORMAT = "vidlabel-release"
 
 
 @dataclass(frozen=True)
 class Release:
     """An immutable snapshot of a dataset: labels, views, videos and the non-rejected annotations.
 
-    ``release_id`` is ``"r"`` + 12 hex digits derived from the content, or
-    None for a live snapshot (``FrameSamples(release=None)``).
+    Parameters
+    ----------
+    release_id : str or None
+        ``"r"`` + 12 hex digits derived from the content (same content, same
+        id), or None for a live snapshot (``Dataset.snapshot``, ``release=None``).
+    created : str
+        UTC ISO 8601 time the release was first built (or the snapshot taken).
+    labels : tuple of str
+        The label vocabulary in order (``class_names``).
+    views : dict view_id -> View
+    videos : dict video_id -> VideoMetadata
+        Every registered video, each with its content hash and frame index.
+    table : AnnotationTable
+        The rows, sorted by annotation id; boxes are xyxy full-frame pixels,
+        markers have NaN boxes and an inclusive ``end_frame``.
+    info : dict
+        Provenance: dataset path, statuses included, row counts, vidlabel version.
     """
 
     release_id: str | None
@@ -25,3 +68,286 @@ class Release:
     videos: dict[str, VideoMetadata]
     table: AnnotationTable
     info: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"Release({self.release_id!r}, created={self.created!r}, rows={len(self.table)}, "
+            f"videos={len(self.videos)}, labels={len(self.labels)}, views={len(self.views)})"
+        )
+
+    def counts(self) -> dict[str, int]:
+        """Number of rows of each kind, ``{"box": n, "mask": n, "marker": n}``."""
+        per_kind = np.bincount(self.table.kind, minlength=len(KINDS))
+        return {k: int(per_kind[i]) for i, k in enumerate(KINDS)}
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary to log next to a training run."""
+        return {
+            "release_id": self.release_id,
+            "created": self.created,
+            "rows": len(self.table),
+            "counts": self.counts(),
+            "labels": list(self.labels),
+            "videos": sorted(self.videos),
+            "views": sorted(self.views),
+            "info": dict(self.info),
+        }
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What ``Dataset.build`` did.
+
+    Parameters
+    ----------
+    release_id : str
+    new : bool
+        False when a release with the same content already existed (nothing was written).
+    rows : int
+        Annotation rows in the release.
+    counts : dict kind -> int
+    warnings : tuple of Problem
+        Problems of severity "warning" found by validation (errors refuse the build).
+    path : str
+        The release file.
+    seconds : float
+        Wall time of the build.
+    """
+
+    release_id: str
+    new: bool
+    rows: int
+    counts: dict[str, int]
+    warnings: tuple[Problem, ...]
+    path: str
+    seconds: float
+
+    def __str__(self) -> str:
+        state = "new release" if self.new else "unchanged content, existing release"
+        kinds = ", ".join(f"{v} {k}" for k, v in self.counts.items() if v)
+        return (
+            f"{self.release_id}: {state}; {self.rows} rows ({kinds or 'none'}); "
+            f"{len(self.warnings)} warnings; {self.seconds:.2f} s"
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Canonical content and the id
+# --------------------------------------------------------------------------------------------------
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _view_dict(view: View) -> dict[str, Any]:
+    return {
+        "view_id": view.view_id,
+        "crop": list(view.crop),
+        "output_size": view.output_size and list(view.output_size),
+    }
+
+
+def _video_dict(meta: VideoMetadata) -> dict[str, Any]:
+    """Metadata as JSON-ready dict without the frame index arrays."""
+    d = meta.to_dict()
+    d.pop("frame_index")
+    return d
+
+
+def _index_dict(fi: FrameIndex | None) -> dict[str, Any] | None:
+    if fi is None:
+        return None
+    return {"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash}
+
+
+def release_id_of(
+    labels: tuple[str, ...], views: Mapping[str, View], videos: Mapping[str, VideoMetadata], table: AnnotationTable
+) -> str:
+    """The content-derived id ``"r"`` + 12 hex digits of a release.
+
+    sha256 over a canonical serialisation of the labels, the views, each
+    video's metadata (content hash and frame index included) and every column
+    of the annotation table (little-endian bytes in annotation-id order). The
+    creation time and the dataset's path do not enter it.
+    """
+    h = hashlib.sha256()
+    head = {
+        "format": _FORMAT,
+        "labels": list(labels),
+        "views": [_view_dict(views[v]) for v in sorted(views)],
+        "video_ids": list(table.video_ids),
+        "view_ids": list(table.view_ids),
+        "table_labels": list(table.labels),
+    }
+    h.update(_json(head).encode())
+    for vid in sorted(videos):
+        meta = videos[vid]
+        h.update(b"\x00video\x00" + _json([_video_dict(meta), _index_dict(meta.frame_index)]).encode())
+        if meta.frame_index is not None:
+            h.update(meta.frame_index.pts.astype("<i8").tobytes())
+            h.update(b"\x00keyframes\x00")
+            h.update(meta.frame_index.keyframes.astype("<i8").tobytes())
+    for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts"):
+        arr = getattr(table, name)
+        dt = np.dtype(AnnotationTable.DTYPES[name]).newbyteorder("<")
+        h.update(f"\x00{name}:{dt.str}:{arr.shape}\x00".encode())
+        h.update(np.ascontiguousarray(arr, dtype=dt).data)
+    return "r" + h.hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------------------
+# The file
+# --------------------------------------------------------------------------------------------------
+
+
+def _compression(arr: np.ndarray) -> dict[str, Any]:
+    if arr.shape[0] == 0:
+        return {}
+    import hdf5plugin
+
+    rows = max(1, min(arr.shape[0], (1 << 20) // max(1, arr.dtype.itemsize * int(np.prod(arr.shape[1:])))))
+    return {
+        "chunks": (rows, *arr.shape[1:]),
+        **hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE),
+    }
+
+
+def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
+    """Write a release file atomically; never overwrite one that exists.
+
+    The file is written under a temporary name in the same folder and then
+    hard-linked (or, where links are not supported, renamed) to ``path``.
+
+    Parameters
+    ----------
+    release : Release
+        Must have a ``release_id``.
+    path : path
+        The final file, e.g. ``<dataset>/releases/<release_id>.h5``.
+
+    Returns
+    -------
+    bool
+        True if this call wrote the file, False if it existed already.
+    """
+    import h5py
+
+    if release.release_id is None:
+        raise ValueError("a live snapshot (release_id None) is not written to a file")
+    final = Path(path)
+    if final.exists():
+        return False
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial")
+    t = release.table
+    try:
+        with h5py.File(tmp, "w", libver="latest") as f:
+            f.attrs["format"] = _FORMAT
+            f.attrs["format_version"] = FORMAT_VERSION
+            f.attrs["release_id"] = release.release_id
+            f.attrs["created"] = release.created
+            f.attrs["labels"] = _json(list(release.labels))
+            f.attrs["video_ids"] = _json(list(t.video_ids))
+            f.attrs["view_ids"] = _json(list(t.view_ids))
+            f.attrs["views"] = _json({k: _view_dict(v) for k, v in release.views.items()})
+            f.attrs["info"] = _json(release.info)
+            g = f.create_group("table")
+            for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts"):
+                arr = np.ascontiguousarray(getattr(t, name))
+                g.create_dataset(name, data=arr, **_compression(arr))
+            vg = f.create_group("videos")
+            for i, vid in enumerate(sorted(release.videos)):
+                meta = release.videos[vid]
+                one = vg.create_group(str(i))
+                one.attrs["video_id"] = vid
+                one.attrs["metadata"] = _json(_video_dict(meta))
+                one.attrs["index"] = _json(_index_dict(meta.frame_index))
+                if meta.frame_index is not None:
+                    for name in ("pts", "keyframes"):
+                        arr = getattr(meta.frame_index, name)
+                        one.create_dataset(name, data=arr, **_compression(arr))
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            return False
+        except OSError:
+            if final.exists():
+                return False
+            os.replace(tmp, final)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_release(path: str | os.PathLike[str]) -> Release:
+    """Load a release file written by :func:`write_release`.
+
+    Raises
+    ------
+    ReleaseNotFoundError
+        If the file does not exist or is not a release file.
+    SchemaVersionError
+        If it was written by a newer vidlabel with a layout this one cannot read.
+    """
+    import h5py
+    import hdf5plugin  # noqa: F401  (registers the Blosc filter)
+
+    p = Path(path)
+    if not p.is_file():
+        raise ReleaseNotFoundError(f"release file {p} does not exist", path=str(p))
+    with h5py.File(p, "r") as f:
+        if f.attrs.get("format") != _FORMAT:
+            raise ReleaseNotFoundError(f"{p} is not a vidlabel release file", path=str(p))
+        version = int(f.attrs["format_version"])
+        if version > FORMAT_VERSION:
+            raise SchemaVersionError(
+                f"release file {p} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}. "
+                "Upgrade vidlabel.",
+                path=str(p),
+            )
+        labels = tuple(json.loads(f.attrs["labels"]))
+        cols = {name: f["table"][name][()] for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts")}
+        table = AnnotationTable(
+            labels=labels,
+            video_ids=tuple(json.loads(f.attrs["video_ids"])),
+            view_ids=tuple(json.loads(f.attrs["view_ids"])),
+            **cols,
+        )
+        views = {
+            k: View(v["view_id"], tuple(v["crop"]), tuple(v["output_size"]) if v["output_size"] else None)
+            for k, v in json.loads(f.attrs["views"]).items()
+        }
+        videos: dict[str, VideoMetadata] = {}
+        for key in sorted(f["videos"], key=int):
+            one = f["videos"][key]
+            meta = json.loads(one.attrs["metadata"])
+            index = json.loads(one.attrs["index"])
+            fi = None
+            if index is not None:
+                fi = FrameIndex(
+                    timebase=index["timebase"],
+                    pts=one["pts"][()],
+                    keyframes=one["keyframes"][()],
+                    method=index["method"],
+                    content_hash=index["content_hash"],
+                )
+            videos[str(one.attrs["video_id"])] = VideoMetadata.from_dict({**meta, "frame_index": None}).replace(
+                frame_index=fi
+            )
+        return Release(
+            release_id=str(f.attrs["release_id"]),
+            created=str(f.attrs["created"]),
+            labels=labels,
+            views=views,
+            videos=videos,
+            table=table,
+            info=json.loads(f.attrs["info"]),
+        )
+
+
+def copy_release(release: Release) -> Release:
+    """A shallow copy whose dicts are fresh (the table's arrays are read-only and shared)."""
+    return dataclasses.replace(
+        release, views=dict(release.views), videos=dict(release.videos), info=json.loads(_json(release.info))
+    )
