@@ -163,8 +163,7 @@ class FrameIndex:
             and np.array_equal(self.keyframes, other.keyframes)
             and self.method == other.method
             and self.content_hash == other.content_hash
-            and (self.decoder_pts is None) == (other.decoder_pts is None)
-            and (self.decoder_pts is None or np.array_equal(self.decoder_pts, other.decoder_pts))
+            and _same_optional(self.decoder_pts, other.decoder_pts)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -214,6 +213,12 @@ class FrameIndex:
             content_hash=data.get("content_hash"),
             decoder_pts=None if data.get("decoder_pts") is None else np.asarray(data["decoder_pts"], dtype=np.int64),
         )
+
+
+def _same_optional(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(np.array_equal(a, b))
 
 
 @dataclass(frozen=True)
