@@ -20,39 +20,197 @@ __all__ = ["main"]
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
-    raise NotImplementedError("create (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    ds = Dataset.create(args.dataset)
+    print(f"created dataset {ds.path}")
+    return 0
 
 
 def _cmd_add_video(args: argparse.Namespace) -> int:
-    raise NotImplementedError("add-video (dataset helper; probing from the reader helper)")
+    import os
+    from pathlib import Path
+
+    from vidlabel.dataset import Dataset
+    from vidlabel.spec import FrameIndex, VideoMetadata
+
+    ds = Dataset.open(args.dataset)
+    if args.metadata is not None and not isinstance(args.metadata, dict):
+        raise ValueError("--metadata must be a JSON object of VideoMetadata fields")
+    overrides = dict(args.metadata or {})
+    video_id = args.video_id or overrides.get("video_id") or Path(args.file).stem
+    overrides["video_id"] = video_id
+    names = set(VideoMetadata.__dataclass_fields__)
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"--metadata has unknown field(s) {unknown}; allowed: {', '.join(sorted(names))}")
+    if isinstance(overrides.get("frame_index"), dict):
+        overrides["frame_index"] = FrameIndex.from_dict(overrides["frame_index"])
+    meta = None
+    if os.path.exists(args.file) or args.metadata is None:
+        from vidlabel.probe import probe
+
+        try:
+            meta = probe(args.file, video_id=video_id, with_index=not args.no_index)
+        except NotImplementedError:
+            meta = None
+    if meta is None:
+        if args.metadata is None:
+            print(
+                "vidlabel: error: this vidlabel cannot read metadata from the file yet; pass --metadata "
+                '\'{"frame_count": N, "fps": {"num": 30, "den": 1}, "width": W, "height": H}\'',
+                file=sys.stderr,
+            )
+            return 2
+        overrides.setdefault("sources", [{"uri": os.path.abspath(args.file)}])
+        try:
+            meta = VideoMetadata(**overrides)
+        except TypeError as err:
+            raise ValueError(f"--metadata needs frame_count, fps, width and height ({err})") from err
+    else:
+        meta = meta.replace(**overrides)
+    ds.add_video(meta)
+    fps = meta.fps
+    index = f", frame index of {meta.frame_index.frame_count} frames" if meta.frame_index is not None else ""
+    print(
+        f"added video {meta.video_id!r}: {meta.frame_count} frames, {meta.width}x{meta.height}, "
+        f"{fps['num']}/{fps['den']} fps{index}"
+    )
+    return 0
 
 
 def _cmd_add_labels(args: argparse.Namespace) -> int:
-    raise NotImplementedError("add-labels (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    labels = Dataset.open(args.dataset).add_labels(args.labels)
+    print(f"labels ({len(labels)}): {', '.join(labels)}")
+    return 0
 
 
 def _cmd_add_view(args: argparse.Namespace) -> int:
-    raise NotImplementedError("add-view (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    view = Dataset.open(args.dataset).add_view(args.view_id, tuple(args.crop), args.output_size)
+    size = f", resized to {view.output_size[0]}x{view.output_size[1]}" if view.output_size else ""
+    print(f"view {view.view_id!r}: crop {view.crop}{size}")
+    return 0
 
 
 def _cmd_add_annotations(args: argparse.Namespace) -> int:
-    raise NotImplementedError("add-annotations (dataset helper)")
+    from pathlib import Path
+
+    from vidlabel.dataset import Dataset
+    from vidlabel.errors import AnnotationError
+
+    ds = Dataset.open(args.dataset)
+    path = Path(args.file)
+    rows: list[Any] = []
+    lines: list[int] = []
+    with open(path, encoding="utf-8") as f:
+        for number, text in enumerate(f, 1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise AnnotationError(
+                    f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
+                    "expected one annotation object per line"
+                ) from err
+            if not isinstance(row, dict):
+                raise AnnotationError(
+                    f"{path} line {number}: expected a JSON object (one annotation row), got {type(row).__name__}"
+                )
+            rows.append(row)
+            lines.append(number)
+    try:
+        ids = ds.add_annotations(rows, args.video_id, clip=args.clip)
+    except AnnotationError as err:
+        row_index = getattr(err, "row", None)
+        if row_index is None or row_index >= len(lines):
+            raise
+        raise AnnotationError(f"{path} line {lines[row_index]}: {err}", video_id=args.video_id) from err
+    span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
+    print(f"added {len(ids)} annotations to video {args.video_id!r}{span}")
+    return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    raise NotImplementedError("build (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    release, report = Dataset.open(args.dataset).build()
+    print(release.release_id)
+    print(str(report), file=sys.stderr)
+    for problem in report.warnings[:20]:
+        print(f"  {problem}", file=sys.stderr)
+    if len(report.warnings) > 20:
+        print(f"  ... {len(report.warnings) - 20} more warnings (vidlabel validate)", file=sys.stderr)
+    return 0
 
 
 def _cmd_releases(args: argparse.Namespace) -> int:
-    raise NotImplementedError("releases (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    records = Dataset.open(args.dataset).release_records()
+    if not records:
+        print("no releases yet (vidlabel build DATASET)")
+    for rec in records:
+        latest = "  (latest)" if rec["latest"] else ""
+        print(f"{rec['release_id']}  {rec['created']}  {rec['rows']} rows{latest}")
+    return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    raise NotImplementedError("validate (dataset helper)")
+    from vidlabel.dataset import Dataset
+
+    problems = Dataset.open(args.dataset).validate()
+    errors = sum(p.severity == "error" for p in problems)
+    for problem in problems:
+        print(json.dumps(problem.to_dict()) if args.json else str(problem))
+    if not args.json:
+        print(f"{errors} error(s), {len(problems) - errors} warning(s)")
+    return 1 if errors else 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    raise NotImplementedError("info (dataset helper for a dataset, store helper for a store)")
+    from pathlib import Path
+
+    from vidlabel.dataset import Dataset
+
+    path = Path(args.path)
+    if not Dataset.is_dataset(path):
+        if not path.exists():
+            print(
+                f"vidlabel: error: {path} does not exist (expected a dataset folder or a frame store)", file=sys.stderr
+            )
+            return 1
+        return _info_store(path)
+    ds = Dataset.open(path)
+    info = ds.summary()
+    print(f"dataset {info['path']}")
+    print(f"videos: {info['videos']}")
+    for meta in ds.videos()[:50]:
+        fps = meta.fps
+        index = "indexed" if meta.frame_index is not None else "no index"
+        print(
+            f"  {meta.video_id}: {meta.frame_count} frames, {meta.width}x{meta.height}, {fps['num']}/{fps['den']} fps, "
+            f"{index}, {meta.uri}"
+        )
+    if info["videos"] > 50:
+        print(f"  ... {info['videos'] - 50} more")
+    print(f"labels ({len(info['labels'])}): {', '.join(info['labels'])}")
+    if info["views"]:
+        print(f"views: {', '.join(info['views'])}")
+    kinds = ", ".join(f"{n} {k}" for k, n in info["by_kind"].items())
+    statuses = ", ".join(f"{n} {s}" for s, n in info["by_status"].items())
+    print(f"annotations: {info['annotations']} ({kinds}; {statuses})")
+    print(f"releases: {', '.join(info['releases']) or '(none)'}")
+    return 0
+
+
+def _info_store(path: Any) -> int:
+    """``vidlabel info`` for a path that is not a dataset: describe a frame store (store helper fills this in)."""
+    raise NotImplementedError("info for a frame store (store helper)")
 
 
 def _cmd_index(args: argparse.Namespace) -> int:

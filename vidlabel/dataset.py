@@ -122,33 +122,58 @@ _CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("mask_offsets", "<i8", ()),
     ("mask_counts", "u1", ()),
 )
+_ROW_COLUMNS = _CHUNK_COLUMNS[:11]  # one value per row; masks are stored for mask rows only
 _MAGIC = b"VLC1"
+_HEAD = struct.Struct("<4sIIQ")  # magic, rows, mask rows, mask bytes
 Cols = dict[str, np.ndarray]
 
 
-def _rows_of(name: str, n: int, m: int) -> int:
-    return n + 1 if name == "mask_offsets" else m if name == "mask_counts" else n
-
-
 def _encode_chunk(cols: Cols) -> bytes:
+    """Compressed bytes of a column set: row columns, then (mask row, size, length) of mask rows, then RLE bytes."""
     n = int(cols["annotation_id"].shape[0])
-    m = int(cols["mask_counts"].shape[0])
-    payload = b"".join(np.ascontiguousarray(cols[name], dtype=dt).tobytes() for name, dt, _ in _CHUNK_COLUMNS)
-    return _MAGIC + struct.pack("<IQ", n, m) + zlib.compress(payload, 1)
+    offsets = cols["mask_offsets"]
+    lengths = np.diff(offsets)
+    mrows = np.flatnonzero(lengths)
+    parts = [np.ascontiguousarray(cols[name], dtype=dt).tobytes() for name, dt, _ in _ROW_COLUMNS]
+    parts += [
+        mrows.astype("<i4").tobytes(),
+        np.ascontiguousarray(cols["mask_size"][mrows], dtype="<i4").tobytes(),
+        lengths[mrows].astype("<i8").tobytes(),
+        np.ascontiguousarray(cols["mask_counts"], dtype="u1").tobytes(),
+    ]
+    head = _HEAD.pack(_MAGIC, n, mrows.size, int(offsets[-1]))
+    return head + zlib.compress(b"".join(parts), 1)
 
 
 def _decode_chunk(blob: bytes) -> Cols:
-    if blob[:4] != _MAGIC:
+    """Inverse of :func:`_encode_chunk` (arrays are read-only views of the decompressed bytes)."""
+    magic, n, k, m = _HEAD.unpack_from(blob, 0)
+    if magic != _MAGIC:
         raise DatasetError("an annotation chunk in the database is not in a format this vidlabel reads")
-    n, m = struct.unpack_from("<IQ", blob, 4)
-    payload = zlib.decompress(memoryview(blob)[16:])
+    payload = zlib.decompress(memoryview(blob)[_HEAD.size :])
     out: Cols = {}
     pos = 0
-    for name, dt, shape in _CHUNK_COLUMNS:
-        count = _rows_of(name, n, m) * int(np.prod(shape, dtype=np.int64))
-        size = count * np.dtype(dt).itemsize
-        out[name] = np.frombuffer(payload, dt, count, pos).reshape((-1, *shape))
-        pos += size
+
+    def take(dt: str, count: int, shape: tuple[int, ...] = ()) -> np.ndarray:
+        nonlocal pos
+        arr = np.frombuffer(payload, dt, count * int(np.prod(shape, dtype=np.int64)), pos).reshape((-1, *shape))
+        pos += arr.nbytes
+        return arr
+
+    for name, dt, shape in _ROW_COLUMNS:
+        out[name] = take(dt, n, shape)
+    mrows = take("<i4", k)
+    msize = take("<i4", k, (2,))
+    mlen = take("<i8", k)
+    out["mask_counts"] = take("u1", m)
+    size = np.zeros((n, 2), np.int32)
+    size[mrows] = msize
+    lengths = np.zeros(n, np.int64)
+    lengths[mrows] = mlen
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out["mask_size"] = size
+    out["mask_offsets"] = offsets
     return out
 
 
@@ -1096,6 +1121,14 @@ class Dataset:
     def releases(self) -> list[str]:
         """Release ids, oldest first."""
         return [r[0] for r in self._con().execute("SELECT release_id FROM releases ORDER BY seq")]
+
+    def release_records(self) -> list[dict[str, Any]]:
+        """One dict per release, oldest first: ``release_id``, ``created``, ``rows``, ``latest`` (bool)."""
+        rows = (
+            self._con().execute("SELECT release_id, created, n_rows, last_built FROM releases ORDER BY seq").fetchall()
+        )
+        newest = max((r[3] for r in rows), default=None)
+        return [{"release_id": r[0], "created": r[1], "rows": r[2], "latest": r[3] == newest} for r in rows]
 
     def release(self, release_id: str | None = "latest") -> Release:
         """A frozen release, loaded from its file (columnar; a million rows load in a fraction of a second).
