@@ -1,0 +1,304 @@
+"""VideoStream, VideoFrames, PlannedStream, collate_frames, worker_info: exactly once, determinism, fork and spawn."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from tests.media import object_box, read_frame_number
+from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
+from vidlabel import Dataset, FrameSamples
+from vidlabel.errors import OptionError
+from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames, worker_info
+from vidlabel.torch_data._common import to_torch_sample
+
+N_SAMPLES = sum(n for n, _ in CLIPS.values())
+
+
+@pytest.fixture(scope="module")
+def vds(tmp_path_factory: pytest.TempPathFactory) -> VideoDataset:
+    return build_video_dataset(tmp_path_factory.mktemp("torch_video"))
+
+
+@pytest.fixture(scope="module")
+def samples(vds: VideoDataset) -> FrameSamples:
+    return FrameSamples(Dataset.open(vds.path), release=vds.release_id, kinds=("box",))
+
+
+@pytest.fixture(autouse=True)
+def _no_sharding_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def check_tensor_sample(s: dict[str, Any]) -> tuple[str, int]:
+    """A tensor sample: (3, H, W) uint8 image showing its frame number; the generator's box."""
+    image = s["image"]
+    assert isinstance(image, torch.Tensor) and image.dtype == torch.uint8 and image.shape == (3, HEIGHT, WIDTH)
+    assert read_frame_number(image.permute(1, 2, 0).numpy()) == s["frame_index"]
+    assert s["boxes"].dtype == torch.float32 and s["boxes"][0].tolist() == list(
+        object_box(s["frame_index"], WIDTH, HEIGHT)
+    )
+    assert s["labels"].dtype == torch.int64 and s["frame_labels"].dtype == torch.float32
+    return s["video_id"], s["frame_index"]
+
+
+def batches_to_pairs(loader: DataLoader) -> list[tuple[str, int]]:
+    out = []
+    for batch in loader:
+        assert batch["image"].dtype == torch.uint8 and batch["image"].shape[1:] == (3, HEIGHT, WIDTH)
+        for i, (video_id, frame) in enumerate(zip(batch["video_id"], batch["frame_index"].tolist())):
+            assert read_frame_number(batch["image"][i].permute(1, 2, 0).numpy()) == frame
+            assert batch["boxes"][i][0].tolist() == list(object_box(frame, WIDTH, HEIGHT))
+            out.append((video_id, frame))
+    return out
+
+
+# -- worker_info, collate, conversion ------------------------------------------------------------------
+
+
+def test_worker_info_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert worker_info() == (0, 1)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert worker_info() == (1, 2)
+    monkeypatch.setenv("VIDLABEL_WORKER", "2")
+    monkeypatch.setenv("VIDLABEL_NUM_WORKERS", "3")
+    assert worker_info() == (1 * 3 + 2, 2 * 3)
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(OptionError, match=r"RANK/WORLD_SIZE: 2 must lie in \[0, 2\)"):
+        worker_info()
+    monkeypatch.setenv("RANK", "one")
+    with pytest.raises(OptionError, match="environment variable RANK must be an integer, got 'one'"):
+        worker_info()
+
+
+def _sample(h: int, w: int, n: int, frame: int) -> dict[str, Any]:
+    return {
+        "image": np.full((h, w, 3), frame, np.uint8),
+        "boxes": np.zeros((n, 4), np.float32),
+        "labels": np.arange(n, dtype=np.int64),
+        "frame_labels": np.array([0, 1], np.float32),
+        "video_id": "v",
+        "view_id": None,
+        "frame_index": frame,
+    }
+
+
+def test_to_torch_sample_and_collate() -> None:
+    t = to_torch_sample(_sample(4, 6, 2, 3))
+    assert t["image"].shape == (3, 4, 6) and t["image"].is_contiguous() and int(t["image"][0, 0, 0]) == 3
+    assert t["boxes"].shape == (2, 4) and t["frame_index"] == 3 and t["view_id"] is None
+    readonly = np.zeros(3, np.int64)
+    readonly.setflags(write=False)
+    assert to_torch_sample({"labels": readonly})["labels"].tolist() == [0, 0, 0]  # copied, no warning
+    batch = collate_frames([to_torch_sample(_sample(4, 6, n, n)) for n in (0, 1, 3)])
+    assert batch["image"].shape == (3, 3, 4, 6) and batch["image"].dtype == torch.uint8
+    assert [b.shape[0] for b in batch["boxes"]] == [0, 1, 3] and isinstance(batch["labels"], list)
+    assert batch["frame_labels"].shape == (3, 2)
+    assert batch["frame_index"].tolist() == [0, 1, 3] and batch["frame_index"].dtype == torch.int64
+    assert batch["video_id"] == ["v", "v", "v"] and batch["view_id"] == [None, None, None]
+    ragged = collate_frames([to_torch_sample(_sample(4, 6, 1, 0)), to_torch_sample(_sample(5, 6, 1, 1))])
+    assert isinstance(ragged["image"], list) and [i.shape for i in ragged["image"]] == [(3, 4, 6), (3, 5, 6)]
+    with pytest.raises(OptionError, match="empty batch"):
+        collate_frames([])
+    with pytest.raises(OptionError, match="lacks key 'boxes'"):
+        collate_frames([{"boxes": torch.zeros(1, 4)}, {}])
+
+
+# -- VideoStream ----------------------------------------------------------------------------------
+
+
+def stream_pairs(dataset: Any, num_workers: int, context: str | None = None, batch_size: int = 4) -> list:
+    loader = DataLoader(
+        dataset, batch_size=batch_size, num_workers=num_workers, collate_fn=collate_frames,
+        multiprocessing_context=context if num_workers else None,
+    )  # fmt: skip
+    return batches_to_pairs(loader)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+@pytest.mark.parametrize("num_workers", [0, 2, 3])
+def test_video_stream_every_sample_once(samples: FrameSamples, num_workers: int) -> None:
+    stream = VideoStream(samples, shuffle_buffer=8, seed=5)
+    stream.set_epoch(1)
+    got = stream_pairs(stream, num_workers)
+    assert Counter(got) == Counter(samples.index) and len(got) == N_SAMPLES
+
+
+def test_video_stream_two_ranks_two_workers(samples: FrameSamples, monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = VideoStream(samples, seed=2)
+    got: Counter = Counter()
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        got.update(stream_pairs(stream, 2))
+    assert got == Counter(samples.index)
+
+
+def test_video_stream_whole_videos_in_order(samples: FrameSamples, monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = VideoStream(samples, shuffle_videos=True, seed=0)
+    assignment = stream.assignment(0, 2)
+    assert sorted(v for videos in assignment for v in videos) == sorted(CLIPS)
+    for shard in (0, 1):
+        monkeypatch.setenv("VIDLABEL_WORKER", str(shard))
+        monkeypatch.setenv("VIDLABEL_NUM_WORKERS", "2")
+        pairs = [check_tensor_sample(s) for s in stream]
+        # each video front to back, videos in the assigned order
+        expected = [(v, f) for v in assignment[shard] for f in range(CLIPS[v][0])]
+        assert pairs == expected
+    sizes = [sum(CLIPS[v][0] for v in videos) for videos in assignment]
+    assert abs(sizes[0] - sizes[1]) <= max(n for n, _ in CLIPS.values())
+
+
+def test_video_stream_seed_and_epoch(samples: FrameSamples) -> None:
+    def order(seed: int, epoch: int, buffer: int = 8) -> list[tuple[str, int]]:
+        stream = VideoStream(samples, shuffle_buffer=buffer, seed=seed)
+        stream.set_epoch(epoch)
+        return [(s["video_id"], s["frame_index"]) for s in stream]
+
+    a = order(0, 0)
+    assert a == order(0, 0)
+    assert a != order(0, 1) and a != order(1, 0)
+    assert sorted(a) == sorted(order(0, 1))
+    plain = VideoStream(samples, shuffle_videos=False)
+    assert [(s["video_id"], s["frame_index"]) for s in plain] == list(samples.index)
+    assert len(plain) == N_SAMPLES
+
+
+def flip_transform(sample: dict[str, Any]) -> dict[str, Any]:
+    """Module level, so spawn workers can import it."""
+    assert isinstance(sample["image"], torch.Tensor)
+    sample["flipped"] = torch.flip(sample["image"], dims=[2])
+    return sample
+
+
+def test_transform_receives_tensors(samples: FrameSamples) -> None:
+    stream = VideoStream(samples, transform=flip_transform, shuffle_videos=False)
+    first = next(iter(stream))
+    assert torch.equal(first["flipped"], torch.flip(first["image"], dims=[2]))
+    with pytest.raises(OptionError, match="transform must be callable"):
+        VideoStream(samples, transform=3)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="shuffle_buffer must be an integer >= 0"):
+        VideoStream(samples, shuffle_buffer=-1)
+    with pytest.raises(OptionError, match=r"expected a vidlabel\.FrameSamples, got list"):
+        VideoStream([])  # type: ignore[arg-type]
+
+
+# -- VideoFrames ----------------------------------------------------------------------------------
+
+
+def test_video_frames_map_style(samples: FrameSamples) -> None:
+    frames = VideoFrames(samples)
+    assert len(frames) == N_SAMPLES
+    check_tensor_sample(frames[0])
+    assert (frames[-1]["video_id"], frames[-1]["frame_index"]) == samples.index[-1]
+    batch = frames.__getitems__([40, 3, 40, 100, 2])
+    assert [(s["video_id"], s["frame_index"]) for s in batch] == [samples.index[i] for i in [40, 3, 40, 100, 2]]
+    for s in batch:
+        check_tensor_sample(s)
+    with pytest.raises(IndexError, match=r"sample 138 out of range \[0, 138\)"):
+        frames[N_SAMPLES]
+    frames.close()
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_video_frames_loader_with_shuffle(samples: FrameSamples, num_workers: int) -> None:
+    loader = DataLoader(
+        VideoFrames(samples), batch_size=6, shuffle=True, num_workers=num_workers, collate_fn=collate_frames,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert Counter(batches_to_pairs(loader)) == Counter(samples.index)
+
+
+# -- PlannedStream ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plan_and_requests(samples: FrameSamples) -> tuple[Any, Counter]:
+    rng = np.random.default_rng(7)
+    positions = rng.choice(len(samples), size=90, replace=True)
+    return samples.plan_reads(positions, seed=11), Counter(samples.index[int(p)] for p in positions)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+@pytest.mark.parametrize("num_workers", [0, 2, 3])
+def test_planned_stream_every_request_once(samples: FrameSamples, plan_and_requests, num_workers: int) -> None:
+    plan, want = plan_and_requests
+    stream = PlannedStream(samples, plan, shuffle_buffer=10)
+    stream.set_epoch(2)
+    assert len(stream) == 90
+    assert Counter(stream_pairs(stream, num_workers)) == want
+
+
+def test_planned_stream_two_ranks_two_workers(samples, plan_and_requests, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan, want = plan_and_requests
+    got: Counter = Counter()
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        got.update(stream_pairs(PlannedStream(samples, plan), 2))
+    assert got == want
+
+
+def test_planned_stream_seed_and_epoch(samples: FrameSamples, plan_and_requests) -> None:
+    plan, _ = plan_and_requests
+
+    def order(epoch: int) -> list[tuple[str, int]]:
+        stream = PlannedStream(samples, plan, shuffle_buffer=4)
+        stream.set_epoch(epoch)
+        return [check_tensor_sample(s) for s in stream]
+
+    assert order(0) == order(0)
+    assert order(0) != order(1)
+    again = pickle.loads(pickle.dumps(PlannedStream(samples, plan, shuffle_buffer=4)))
+    assert [(s["video_id"], s["frame_index"]) for s in again] == order(0)
+    with pytest.raises(OptionError, match=r"plan must be a vidlabel\.ReadPlan"):
+        PlannedStream(samples, [])  # type: ignore[arg-type]
+
+
+# -- spawn ------------------------------------------------------------------------------------------
+
+
+def tag_stream(sample: dict[str, Any]) -> dict[str, Any]:
+    assert isinstance(sample["image"], torch.Tensor)
+    sample["source"] = "stream"
+    return sample
+
+
+def tag_plan(sample: dict[str, Any]) -> dict[str, Any]:
+    sample["source"] = "plan"
+    return sample
+
+
+@pytest.mark.slow
+def test_spawn_workers(samples: FrameSamples, plan_and_requests) -> None:
+    # One spawn DataLoader (spawned workers are slow to start) over both iterable datasets chained.
+    plan, want = plan_and_requests
+    both = torch.utils.data.ChainDataset(
+        [VideoStream(samples, shuffle_buffer=4, transform=tag_stream), PlannedStream(samples, plan, transform=tag_plan)]
+    )
+    loader = DataLoader(both, batch_size=16, num_workers=2, multiprocessing_context="spawn", collate_fn=collate_frames)
+    got: dict[str, Counter] = {"stream": Counter(), "plan": Counter()}
+    for batch in loader:
+        for i, frame in enumerate(batch["frame_index"].tolist()):
+            assert read_frame_number(batch["image"][i].permute(1, 2, 0).numpy()) == frame
+            got[batch["source"][i]][(batch["video_id"][i], frame)] += 1
+    assert got["stream"] == Counter(samples.index)
+    assert got["plan"] == want
+
+
+def test_datasets_pickle(samples: FrameSamples, tmp_path: Path) -> None:
+    frames = VideoFrames(samples)
+    frames[0]  # opens a reader, which must not travel
+    again = pickle.loads(pickle.dumps(frames))
+    assert check_tensor_sample(again[5]) == samples.index[5]
+    stream = pickle.loads(pickle.dumps(VideoStream(samples, seed=4)))
+    assert stream.seed == 4 and len(stream) == N_SAMPLES
