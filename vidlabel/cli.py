@@ -209,8 +209,30 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _info_store(path: Any) -> int:
-    """``vidlabel info`` for a path that is not a dataset: describe a frame store (store helper fills this in)."""
-    raise NotImplementedError("info for a frame store (store helper)")
+    """``vidlabel info`` for a path that is not a dataset: describe a frame store (or a folder of stores)."""
+    from vidlabel.store import backend_for, open_store
+
+    store = open_store(path)
+    info = store.describe()
+    exp = info["export"]
+    videos = info["videos"]
+    frames = sum(int(v.get("frames", 0)) for v in videos.values())
+    size = sum(backend_for(folder).size_on_disk() for folder in store.stores)
+    print(f"frame store {info['path']} ({', '.join(info['format'])}{', frames only' if info['frames_only'] else ''})")
+    if len(info["stores"]) > 1:
+        print(f"  stores:    {len(info['stores'])} read as one")
+    print(f"  release:   {info['release']} (dataset {info['dataset']}, exported {info['created']})")
+    print(f"  videos:    {len(videos)}")
+    print(f"  frames:    {frames} stored, {info['samples']} samples")
+    print(f"  classes:   {len(info['class_names'])}: {', '.join(info['class_names'])}")
+    print(f"  codec:     {exp.get('codec')}")
+    print(f"  chunking:  {exp.get('chunk_frames')} frame(s) per chunk")
+    print(
+        f"  selection: frames={exp.get('frames')} kinds={exp.get('kinds')} stride={exp.get('stride')} "
+        f"view={exp.get('view_id')} output_size={exp.get('output_size')}"
+    )
+    print(f"  on disk:   {size / 2**20:.1f} MiB")
+    return 0
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -222,15 +244,43 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    raise NotImplementedError("export (store helper)")
+    from vidlabel.dataset import Dataset
+    from vidlabel.export import export
+
+    report = export(
+        Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
+        view_id=args.view_id, frames=args.frames, stride=args.stride,
+        output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
+        workers=args.workers, progress=not args.no_progress, roots=args.roots,
+    )  # fmt: skip
+    print(report.summary())
+    return 0
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    raise NotImplementedError("cache (store helper)")
+    from vidlabel.dataset import Dataset
+    from vidlabel.export import cache
+
+    report = cache(
+        Dataset.open(args.dataset), args.out, release=args.release, codec=args.codec,
+        progress=not args.no_progress, roots=args.roots,
+    )  # fmt: skip
+    print(report.summary())
+    return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    raise NotImplementedError("verify (store helper)")
+    from vidlabel.store import verify_store
+
+    report = verify_store(args.out, progress=sys.stderr.isatty())
+    for problem in report["problems"]:
+        print(f"problem: {problem}")
+    status = "ok" if report["ok"] else f"{len(report['problems'])} problem(s)"
+    print(
+        f"{status}: {len(report['stores'])} store(s), {report['videos']} videos, {report['frames']} frames, "
+        f"{report['chunks']} chunks ({report['bytes'] / 2**20:.1f} MiB) checked"
+    )
+    return 0 if report["ok"] else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

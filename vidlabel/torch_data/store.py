@@ -1,13 +1,281 @@
-"""StoreFrames, StoreStream. (Owner: store helper; stub.)"""
+"""PyTorch datasets over a frame store: StoreFrames (map-style, any sampler) and StoreStream (iterable, sharded).
+
+Both build the same sample dict as the video datasets (``make_sample``), as
+tensors (``to_torch_sample``: ``image`` (3, H, W) uint8), then apply
+``transform``. They hold only the store's paths and metadata: files open
+lazily in each DataLoader worker (fork or spawn), and each process has its
+own byte-bounded chunk cache (``cache_bytes``).
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Dataset, IterableDataset
+
+from vidlabel.errors import OptionError
+from vidlabel.readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
+from vidlabel.store import FrameStore, StoreSamples, open_store
+from vidlabel.torch_data._common import rank_and_world, to_torch_sample, worker_and_count
+
 __all__ = ["StoreFrames", "StoreStream"]
 
-
-class StoreFrames:
-    """Stub."""
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class StoreStream:
-    """Stub."""
+def _open(store: FrameStore | str | os.PathLike[str], cache_bytes: int | None) -> FrameStore:
+    if isinstance(store, FrameStore):
+        if cache_bytes is None or int(cache_bytes) == store.cache_bytes:
+            return store
+        return FrameStore(store.path, cache_bytes=int(cache_bytes))
+    if cache_bytes is None:
+        return open_store(store)
+    return open_store(store, cache_bytes=int(cache_bytes))
+
+
+class _StoreDataset:
+    """What StoreFrames and StoreStream share: the store, the selection, the conversion to tensors."""
+
+    def _setup(
+        self,
+        store: FrameStore | str | os.PathLike[str],
+        *,
+        kinds: Sequence[str],
+        labels: Sequence[str] | None,
+        box_format: str,
+        normalized: bool,
+        label_offset: int,
+        with_masks: bool,
+        transform: Transform | None,
+        cache_bytes: int | None,
+        frames: str | None,
+    ) -> None:
+        if transform is not None and not callable(transform):
+            raise OptionError(f"transform must be callable or None, got {transform!r}")
+        self.store = _open(store, cache_bytes)
+        self.samples = StoreSamples(
+            self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
+            label_offset=label_offset, with_masks=with_masks, frames=frames,
+        )  # fmt: skip
+        self.transform = transform
+
+    @property
+    def class_names(self) -> list[str]:
+        """Class names; ``labels`` are positions in this list plus ``label_offset``."""
+        return self.samples.class_names
+
+    @property
+    def index(self) -> list[tuple[str, int]]:
+        """(video_id, frame_number) of each sample, in order."""
+        return self.samples.index
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary (store, release, options, counts) to log next to a run."""
+        return self.samples.describe()
+
+    def _finish(self, sample: dict[str, Any]) -> dict[str, Any]:
+        out = to_torch_sample(sample)
+        return self.transform(out) if self.transform is not None else out
+
+
+class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
+    """Map-style dataset over a frame store: ``dataset[i]``, so any sampler works, at store speed.
+
+    Parameters
+    ----------
+    store : FrameStore or path
+        An exported store (or folder of stores).
+    kinds : sequence of {"box", "mask", "marker"}
+        Region kinds that become targets; for stores exported with
+        ``frames="annotated"`` also which kinds make a stored frame a sample
+        (as FrameSamples' ``kinds``). Markers always fill ``frame_labels``.
+    labels : sequence of str, optional
+        Keep only these labels, numbered in this order.
+    box_format : {"xyxy", "xywh", "cxcywh"}
+    normalized : bool
+    label_offset : int
+    with_masks : bool
+    transform : callable, optional
+        Receives the sample dict (tensors) and returns one.
+    cache_bytes : int, optional
+        Bound of the per-process chunk cache (default: the store's, 256 MiB).
+    frames : {None, "annotated", "stored"}
+        None follows the export (see :class:`~vidlabel.store.StoreSamples`).
+
+    Notes
+    -----
+    A DataLoader with ``batch_size`` calls :meth:`__getitems__`, which reads
+    the batch grouped by video and chunk (each chunk once; compressed and
+    JPEG chunks decoded on a thread pool).
+    """
+
+    def __init__(
+        self,
+        store: FrameStore | str | os.PathLike[str],
+        *,
+        kinds: Sequence[str] = ("box", "mask"),
+        labels: Sequence[str] | None = None,
+        box_format: str = "xyxy",
+        normalized: bool = False,
+        label_offset: int = 0,
+        with_masks: bool = False,
+        transform: Transform | None = None,
+        cache_bytes: int | None = None,
+        frames: str | None = None,
+    ) -> None:
+        self._setup(
+            store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
+            label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
+            frames=frames,
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self._finish(self.samples.sample(int(i)))
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        return [self._finish(s) for s in self.samples.samples([int(i) for i in indices])]
+
+    def __repr__(self) -> str:
+        return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
+
+
+class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
+    """Iterable dataset over a frame store: chunks in a seeded order, split between ranks and workers.
+
+    Every epoch, the chunks of the selected samples (a chunk = ``chunk_frames``
+    stored frames of one video) are shuffled with ``seed`` and the epoch, laid
+    end to end and cut into equal parts for the ``world_size`` ranks (each
+    rank yields exactly ``ceil(N / world_size)`` samples, the last parts
+    wrapping to the start of the order, or ``floor`` with ``drop_last``);
+    within a rank, the chunk pieces go round-robin to the DataLoader workers.
+    With one rank every sample comes out exactly once per epoch.
+
+    Parameters
+    ----------
+    store : FrameStore or path
+    shuffle : bool
+        Shuffle the chunk order each epoch (else store order).
+    shuffle_buffer : int
+        Mix samples through a buffer of this many decoded samples.
+    seed : int
+    drop_last : bool
+        Drop the tail instead of wrapping, so that no sample repeats across ranks.
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames
+        As :class:`StoreFrames`.
+
+    Raises
+    ------
+    OptionError
+        On a negative ``shuffle_buffer`` or ``seed``, or options StoreFrames refuses.
+    """
+
+    def __init__(
+        self,
+        store: FrameStore | str | os.PathLike[str],
+        *,
+        shuffle: bool = True,
+        shuffle_buffer: int = 0,
+        seed: int = 0,
+        drop_last: bool = False,
+        kinds: Sequence[str] = ("box", "mask"),
+        labels: Sequence[str] | None = None,
+        box_format: str = "xyxy",
+        normalized: bool = False,
+        label_offset: int = 0,
+        with_masks: bool = False,
+        transform: Transform | None = None,
+        cache_bytes: int | None = None,
+        frames: str | None = None,
+    ) -> None:
+        for name, value in (("shuffle_buffer", shuffle_buffer), ("seed", seed)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
+        self._setup(
+            store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
+            label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
+            frames=frames,
+        )  # fmt: skip
+        self.shuffle = bool(shuffle)
+        self.shuffle_buffer = int(shuffle_buffer)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.epoch = 0
+        self._units = self._chunk_units()
+
+    def _chunk_units(self) -> list[np.ndarray]:
+        """Positions (into the selection) of each chunk's samples, in store order."""
+        rows = self.store.rows[self.samples.positions]
+        if rows.shape[0] == 0:
+            return []
+        per_video = {}
+        for code in np.unique(rows[:, 0]).tolist():
+            per_video[code] = int(self.store.video_attrs(self.store.video_ids[code]).get("chunk_frames", 1))
+        cf = np.array([per_video[c] for c in rows[:, 0].tolist()], np.int64)
+        chunk = rows[:, 1] // cf
+        new = np.ones(rows.shape[0], bool)
+        new[1:] = (rows[1:, 0] != rows[:-1, 0]) | (chunk[1:] != chunk[:-1])
+        starts = np.flatnonzero(new)
+        return np.split(np.arange(rows.shape[0], dtype=np.int64), starts[1:])
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use epoch ``epoch``'s order from the next iteration on (call it in every worker's copy via the loader)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
+        self.epoch = int(epoch)
+
+    def _per_rank(self, world: int) -> int:
+        n = len(self.samples)
+        return n // world if self.drop_last else -(-n // world)
+
+    def __len__(self) -> int:
+        """Samples this rank yields per epoch (all its workers together)."""
+        return self._per_rank(rank_and_world()[1])
+
+    def shard_pieces(self, epoch: int, rank: int, world: int, worker: int, workers: int) -> list[np.ndarray]:
+        """The chunk pieces (positions into the selection) one worker of one rank reads in an epoch."""
+        units = self._units
+        if not units:
+            return []
+        order = np.arange(len(units))
+        if self.shuffle:
+            order = epoch_rng(self.seed, epoch, STREAM_CHUNK_ORDER).permutation(len(units))
+        sequence = np.concatenate([units[i] for i in order.tolist()])
+        unit_of = np.concatenate([np.full(units[i].size, k) for k, i in enumerate(order.tolist())])
+        per_rank = self._per_rank(world)
+        take = (np.arange(per_rank, dtype=np.int64) + rank * per_rank) % sequence.size
+        mine, mine_unit = sequence[take], unit_of[take]
+        if mine.size == 0:
+            return []
+        cuts = np.flatnonzero(np.diff(mine_unit) != 0) + 1
+        pieces = np.split(mine, cuts)
+        return pieces[worker::workers]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        rank, world = rank_and_world()
+        worker, workers = worker_and_count()
+        pieces = self.shard_pieces(self.epoch, rank, world, worker, workers)
+        rng = epoch_rng(self.seed, self.epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
+        return shuffled(self._read(pieces), self.shuffle_buffer, rng)
+
+    def _read(self, pieces: list[np.ndarray]) -> Iterator[dict[str, Any]]:
+        batch: list[int] = []
+        for piece in pieces:
+            batch.extend(piece.tolist())
+            if len(batch) >= 32:
+                for sample in self.samples.samples(batch):
+                    yield self._finish(sample)
+                batch = []
+        if batch:
+            for sample in self.samples.samples(batch):
+                yield self._finish(sample)
+
+    def __repr__(self) -> str:
+        return (
+            f"StoreStream({str(self.store.path)!r}, samples={len(self.samples)}, shuffle_buffer={self.shuffle_buffer})"
+        )
