@@ -1,4 +1,4 @@
-"""ReadPlan: the spec's example, chunking worked out by hand, exactly-once shards, determinism, errors."""
+"""ReadPlan (the spec's example is in test_spec_examples.py): chunking worked out by hand, exactly-once shards, determinism, errors."""
 
 from __future__ import annotations
 
@@ -17,34 +17,6 @@ from vidlabel.readplan import epoch_rng, shuffled
 
 def _index(n_frames: int, keyframes: list[int]) -> FrameIndex:
     return FrameIndex(timebase={"num": 1, "den": 1000}, pts=[i * 40 for i in range(n_frames)], keyframes=keyframes)
-
-
-def test_spec_example() -> None:
-    # The spec's code, unchanged except the import of FrameIndex.
-    import numpy as np
-
-    from vidlabel import FrameIndex
-    from vidlabel.readplan import ReadPlan
-
-    # A video of 600 frames with a keyframe every 100 (normally read from the file by `vidlabel index`).
-    index = FrameIndex(
-        timebase={"num": 1, "den": 1000}, pts=[i * 40 for i in range(600)], keyframes=list(range(0, 600, 100))
-    )
-
-    rng = np.random.default_rng(0)
-    requests = [("clip", int(f)) for f in rng.integers(0, 600, 200)]  # any list you like, in any order, repeats allowed
-    plan = ReadPlan(requests, indexes={"clip": index}, seed=0)
-
-    summary = plan.summary()
-    print(summary)
-    assert summary["samples"] == 200 and summary["chunks"] == 6
-    assert (
-        summary["est_decoded_frames"] <= 600 < summary["est_decoded_frames_one_by_one"]
-    )  # each interval once, not once per request
-
-    first, second = plan.shard(epoch=0, shard=0, num_shards=2), plan.shard(epoch=0, shard=1, num_shards=2)
-    assert sum(c.n_samples for c in first + second) == 200  # every sample goes to exactly one worker
-    assert plan.order(0) != plan.order(1)  # a new chunk order every epoch
 
 
 def test_chunks_and_estimates_by_hand() -> None:
