@@ -564,7 +564,7 @@ def check_rows(
         keys = set(rows[i])
         if not keys <= _ALL_FIELDS:
             unknown[i] = True
-        elif any(v is not None and k not in takes[kind[i]] for k, v in rows[i].items()):
+        elif kind[i] >= 0 and any(v is not None and k not in takes[kind[i]] for k, v in rows[i].items()):
             extra[i] = True
     ref.add(
         unknown,
@@ -604,7 +604,6 @@ def check_rows(
             + f"; known: {_listing(list(labels))} (add it with add_labels)"
         ),
     )
-    ref.raise_if_any()
 
     # Frames.
     starts_v = [r.get("start_frame") for r in rows]
@@ -743,7 +742,6 @@ def check_rows(
                     " (pass clip=True / --clip to clip boxes to the frame)"
                 ),
             )
-    ref.raise_if_any()
 
     # Masks (a Python loop over mask rows only).
     mask_size = np.zeros((n, 2), np.int32)
@@ -768,10 +766,9 @@ def check_rows(
         mask_size[i] = (H, W)
         lengths[i] = len(counts)
         pieces.append(counts)
-    ref.raise_if_any()
 
     # A track id keeps one label within the batch.
-    tidx = np.flatnonzero(track >= 0)
+    tidx = np.flatnonzero((track >= 0) & ~ref.bad)
     if tidx.size:
         pairs, _ = _unique_rows(np.stack([track[tidx], label[tidx]], axis=1))
         multi = np.flatnonzero(np.diff(pairs[:, 0]) == 0)
@@ -923,15 +920,6 @@ def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
     return h
 
 
-def _groups_of_equal(hash_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, run_start flags) of rows sorted by hash; rows in one run share a hash."""
-    order = np.argsort(hash_)
-    sh = hash_[order]
-    same_as_prev = np.zeros(sh.size, bool)
-    same_as_prev[1:] = sh[1:] == sh[:-1]
-    return order, same_as_prev
-
-
 def validate_table(
     table: AnnotationTable,
     videos: Mapping[str, VideoMetadata],
@@ -1043,18 +1031,22 @@ def validate_table(
     # Tracks: one label per (video, track).
     tr = np.flatnonzero(table.track_id >= 0)
     if tr.size:
-        key = np.stack([table.video[tr].astype(np.int64), table.track_id[tr], table.label[tr].astype(np.int64)], 1)
-        uniq, first = _unique_rows(key)
-        multi = np.flatnonzero((np.diff(uniq[:, 0]) == 0) & (np.diff(uniq[:, 1]) == 0))
-        seen: set[tuple[int, int]] = set()
-        for j in multi.tolist():
-            v, t = int(uniq[j, 0]), int(uniq[j, 1])
-            if (v, t) in seen:
-                continue
-            seen.add((v, t))
-            sel = (uniq[:, 0] == v) & (uniq[:, 1] == t)
-            names = [table.labels[int(lab)] for lab in uniq[sel, 2]]
-            row = int(tr[first[sel]].max())
+        tv, tt, tl = table.video[tr].astype(np.int64), table.track_id[tr], table.label[tr].astype(np.int64)
+        if tt.max() < 2**31 and tv.max() < 2**16 and tl.max() < 2**16:
+            triples = np.unique((tv << 47) | (tt << 16) | tl)  # exact packing: one sort of int64
+            pairs = triples >> 16
+            clash = np.unique(pairs[1:][pairs[1:] == pairs[:-1]])
+            conflicts = [(int(p >> 31), int(p & (2**31 - 1))) for p in clash.tolist()]
+        else:
+            uniq, _ = _unique_rows(np.stack([tv, tt, tl], 1))
+            dup = (np.diff(uniq[:, 0]) == 0) & (np.diff(uniq[:, 1]) == 0)
+            conflicts = sorted({(int(uniq[j, 0]), int(uniq[j, 1])) for j in np.flatnonzero(dup).tolist()})
+        for v, t in conflicts:
+            rows_vt = tr[(tv == v) & (tt == t)]
+            labs = table.label[rows_vt]
+            first_label = labs[0]
+            names = [table.labels[int(lab)] for lab in dict.fromkeys(labs.tolist())]
+            row = int(rows_vt[np.flatnonzero(labs != first_label)[0]])
             problems.append(
                 _problem(
                     "track_label_conflict",
@@ -1106,18 +1098,21 @@ def validate_table(
 
 
 def _duplicates(cols: Sequence[np.ndarray], ids: np.ndarray) -> list[tuple[int, int]]:
-    """(row, earlier equal row) pairs of rows equal in every column (NaN equal to NaN)."""
+    """(row, earlier equal row) pairs of rows equal in every column (NaN equal to NaN).
+
+    One sort of a 64-bit row hash finds the candidates; candidates are then compared exactly.
+    """
     h = _row_hash(cols)
-    order, same = _groups_of_equal(h)
-    if not same.any():
+    hs = np.sort(h)
+    repeated = np.unique(hs[1:][hs[1:] == hs[:-1]])
+    if repeated.size == 0:
         return []
+    groups: dict[int, list[int]] = {}
+    cand = np.flatnonzero(np.isin(h, repeated))
+    for r in cand[np.argsort(ids[cand], kind="stable")].tolist():
+        groups.setdefault(int(h[r]), []).append(r)
     out: list[tuple[int, int]] = []
-    run_start = np.flatnonzero(~same)
-    run_id = np.cumsum(~same) - 1
-    for k in np.unique(run_id[same]).tolist():
-        a = run_start[k]
-        b = run_start[k + 1] if k + 1 < run_start.size else order.size
-        members = sorted(order[a:b].tolist(), key=lambda r: ids[r])
+    for members in groups.values():
         firsts: list[int] = []
         for r in members:
             for f in firsts:
