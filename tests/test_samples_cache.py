@@ -1,0 +1,93 @@
+"""FrameSamples(cache=...): frames from a frame store when it holds them for the same file, else from the video."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.media import decode_all, encode_clip, object_box, read_frame_number
+from vidlabel import Dataset, FrameReader, FrameSamples, probe
+from vidlabel.errors import VideoNotFoundError
+from vidlabel.export import cache
+from vidlabel.samples import StoreBackedReader
+
+W, H = 64, 48
+
+
+@pytest.fixture(scope="module")
+def cached(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A one-clip dataset (24 frames, boxes on 0..9 only, a "top" view) and a lossless cache of frames 0..9."""
+    root = tmp_path_factory.mktemp("samples_cache")
+    clip = encode_clip(root / "clip.mp4", n_frames=24, width=W, height=H, gop=6)
+    ds = Dataset.create(root / "ds")
+    ds.add_labels(["object"])
+    ds.add_view("top", crop=(0, 0, 64, 40))
+    ds.add_video(probe(clip.path, video_id="clip"))
+    ds.add_annotations(
+        [{"kind": "box", "label": "object", "start_frame": f, "box": object_box(f, W, H)} for f in range(10)]
+        + [{"kind": "box", "label": "object", "start_frame": 4, "box": object_box(4, W, H), "view_id": "top"}],
+        "clip",
+        clip=True,
+    )
+    ds.build()
+    cache(ds, root / "frames", codec="none", progress=False)
+    return root / "ds", root / "frames", clip.path
+
+
+def test_cached_frames_equal_decoded_frames(cached: tuple[Path, Path, Path]) -> None:
+    ds_path, store, video = cached
+    samples = FrameSamples(Dataset.open(ds_path), cache=store, frames="all")
+    truth = decode_all(video)
+    with samples.reader("clip") as reader:
+        assert isinstance(reader, StoreBackedReader)
+        assert (reader.width, reader.height, reader.frame_count) == (W, H, 24)
+        for n, image in reader.iter_frames([20, 3, 9, 10, 3, 0]):  # cached and uncached mixed
+            assert np.array_equal(image, truth[n])
+        order = [n for n, _ in reader.iter_frames([20, 3, 9, 10, 0])]
+        assert order == [0, 3, 9, 10, 20]
+        assert [read_frame_number(i) for i in reader.read_many([12, 2, 12, 7])] == [12, 2, 12, 7]
+        assert read_frame_number(reader.read(23)) == 23
+    assert samples.describe()["options"]["cache"] == str(store)
+
+
+def test_cached_frames_do_not_need_the_video(cached: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ds_path, store, video = cached
+    ds_copy = tmp_path / "ds"
+    shutil.copytree(ds_path, ds_copy)
+    hidden = video.with_suffix(".hidden")
+    video.rename(hidden)
+    try:
+        samples = FrameSamples(Dataset.open(ds_copy), cache=store)
+        assert samples.index == [("clip", f) for f in range(10)]
+        with samples.reader("clip") as reader:
+            for n, image in reader.iter_frames(range(10)):
+                s = samples.sample("clip", n, image)
+                assert read_frame_number(s["image"]) == n and s["boxes"][0].tolist() == list(object_box(n, W, H))
+            with pytest.raises(VideoNotFoundError, match="clip"):
+                reader.read(15)  # not cached: falls back to the (missing) video
+    finally:
+        hidden.rename(video)
+
+
+def test_cache_serves_views(cached: tuple[Path, Path, Path]) -> None:
+    ds_path, store, video = cached
+    samples = FrameSamples(Dataset.open(ds_path), cache=store, view_id="top")
+    assert samples.index == [("clip", 4)]
+    with samples.reader("clip") as reader:
+        image = reader.read(4)
+    assert image.shape == (40, 64, 3) and np.array_equal(image, decode_all(video)[4][:40])
+
+
+def test_cache_ignored_for_another_file(cached: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ds_path, store, _ = cached
+    ds_copy = tmp_path / "ds"
+    shutil.copytree(ds_path, ds_copy)
+    ds = Dataset.open(ds_copy)
+    ds.update_video(ds.video("clip").replace(content_hash="sha256:" + "0" * 64))
+    samples = FrameSamples(ds, release=None, cache=store)
+    with samples.reader("clip") as reader:
+        assert isinstance(reader, FrameReader)
+        assert read_frame_number(reader.read(5)) == 5
