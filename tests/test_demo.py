@@ -192,9 +192,10 @@ def test_run_demo_passes_every_check(tmp_path, capsys):
     assert result["failures"] == [] and result["ok"]
     n = len(truth.annotated_frames)
     assert result["checked"] == {"StoreFrames": 2 * n, "VideoStream": n}
-    assert result["store"].exists() and result["store_bytes"] > 0
+    assert result["store"] == tmp_path / "demo" / "store" and result["store_bytes"] > 0
+    assert set(result["throughput"]) == {"StoreFrames", "VideoStream"}
     out = capsys.readouterr().out
-    assert "every sample matched the generator" in out and result["release_id"] in out
+    assert "checks    all passed" in out and result["release_id"] in out
     # a second run in the same folder replaces the first
     again = run_demo(tmp_path / "demo", progress=False, epochs=1, truth=truth, log=None)
     assert again["ok"] and again["release_id"] == result["release_id"]
