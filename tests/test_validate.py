@@ -1,0 +1,215 @@
+"""validate(): problems with stable codes, video ids, row ids and severities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vidlabel import Dataset, FrameIndex, VideoMetadata, View
+from vidlabel.spec import AnnotationTable
+from vidlabel.validate import PROBLEM_CODES, Problem, validate_table
+
+HASH = "sha256:" + "11" * 32
+
+
+def video(video_id: str = "clip", uri: str | None = None, **kw) -> VideoMetadata:
+    return VideoMetadata(
+        video_id=video_id,
+        frame_count=30,
+        fps=25,
+        width=64,
+        height=48,
+        sources=[{"uri": uri or f"/missing/{video_id}.mp4"}],
+        content_hash=HASH,
+        **kw,
+    )
+
+
+def index(n: int = 30, content_hash: str | None = HASH) -> FrameIndex:
+    return FrameIndex(timebase={"num": 1, "den": 25}, pts=np.arange(n), keyframes=[0], content_hash=content_hash)
+
+
+def codes(problems: list[Problem]) -> list[tuple[str, str | None, int | None]]:
+    return [(p.code, p.video_id, p.annotation_id) for p in problems]
+
+
+@pytest.fixture
+def ds(tmp_path: Path) -> Dataset:
+    d = Dataset.create(tmp_path / "ds")
+    (tmp_path / "clip.mp4").write_bytes(b"not really a video, but it exists")
+    d.add_video(video(uri=str(tmp_path / "clip.mp4"), frame_index=index()))
+    d.add_labels(["person", "car", "goal"])
+    return d
+
+
+def box(frame: int, label: str = "person", b: tuple = (1, 2, 11, 22), **kw) -> dict:
+    return {"kind": "box", "label": label, "start_frame": frame, "box": b, **kw}
+
+
+def test_clean_dataset_has_no_problems(ds: Dataset) -> None:
+    ds.add_annotations([box(1, track_id=1), box(2, track_id=1), box(2, "car", (30, 2, 40, 22))], "clip")
+    assert ds.validate() == []
+
+
+def test_severities_are_stable() -> None:
+    assert PROBLEM_CODES["missing_video_file"] == "warning"
+    assert PROBLEM_CODES["frame_index_stale"] == "warning"
+    assert PROBLEM_CODES["frame_index_length"] == "error"
+    assert PROBLEM_CODES["box_out_of_frame"] == "error"
+    assert PROBLEM_CODES["track_label_conflict"] == "error"
+    assert PROBLEM_CODES["duplicate_annotation"] == "warning"
+
+
+def test_missing_video_file(ds: Dataset, tmp_path: Path) -> None:
+    ds.add_video(video("gone"))
+    ds.add_video(VideoMetadata(video_id="nosource", frame_count=3, fps=25, width=8, height=8))
+    ds.add_video(video("remote", uri="s3://bucket/remote.mp4"))
+    ds.add_video(video("as_uri", uri=(tmp_path / "clip.mp4").as_uri()))
+    (ds.path / "rel.mp4").write_bytes(b"x")
+    ds.add_video(video("relative", uri="rel.mp4"))
+    problems = ds.validate()
+    assert codes(problems) == [("missing_video_file", "gone", None), ("missing_video_file", "nosource", None)]
+    assert all(p.severity == "warning" for p in problems)
+    assert "/missing/gone.mp4" in problems[0].message
+    assert "no source file is recorded" in problems[1].message
+    assert not ds.validate(check_files=False)
+
+
+def test_frame_index_stale_and_length(ds: Dataset) -> None:
+    ds.update_video(ds.video("clip").replace(frame_index=index(content_hash="sha256:" + "22" * 32)))
+    (p,) = ds.validate()
+    assert (p.code, p.severity, p.video_id) == ("frame_index_stale", "warning", "clip")
+    assert "22222222" in p.message and "vidlabel index" in p.message
+    ds.update_video(ds.video("clip").replace(frame_index=index(n=31)))
+    (p,) = ds.validate()
+    assert (p.code, p.severity) == ("frame_index_length", "error")
+    assert "covers 31 frames but the metadata says frame_count=30" in p.message
+
+
+def test_rows_that_no_longer_fit_the_video(ds: Dataset) -> None:
+    m = np.zeros((48, 64), np.uint8)
+    m[1:3, 1:3] = 1
+    ids = ds.add_annotations(
+        [
+            box(1, b=(1, 2, 60, 22)),
+            box(25),
+            {"kind": "mask", "label": "car", "start_frame": 2, "mask": m},
+            {"kind": "marker", "label": "goal", "start_frame": 15, "end_frame": 29},
+        ],
+        "clip",
+    )
+    ds.update_video(ds.video("clip").replace(width=50, frame_count=20, frame_index=index(20)))
+    got = codes(ds.validate())
+    assert ("box_out_of_frame", "clip", ids[0]) in got
+    assert ("frame_out_of_range", "clip", ids[1]) in got
+    assert ("mask_size_mismatch", "clip", ids[2]) in got
+    assert ("frame_out_of_range", "clip", ids[3]) in got
+    assert len(got) == 4
+    assert all(p.severity == "error" for p in ds.validate())
+
+
+def test_duplicates_and_track_frame_conflicts(ds: Dataset) -> None:
+    ids = ds.add_annotations([box(1, track_id=2), box(1, "car", (20, 2, 30, 12)), box(5, track_id=3)], "clip")
+    more = ds.add_annotations(
+        [
+            box(1, "car", (20, 2, 30, 12)),  # same as ids[1]
+            box(5, b=(40, 2, 50, 12), track_id=3),  # track 3 twice on frame 5
+            {"kind": "marker", "label": "goal", "start_frame": 3, "end_frame": 4},
+            {"kind": "marker", "label": "goal", "start_frame": 3, "end_frame": 4},
+            {"kind": "marker", "label": "goal", "start_frame": 3, "end_frame": 5},
+        ],
+        "clip",
+    )
+    problems = ds.validate()
+    assert codes(problems) == [
+        ("duplicate_annotation", "clip", more[0]),
+        ("track_frame_conflict", "clip", more[1]),
+        ("duplicate_annotation", "clip", more[3]),
+    ]
+    assert f"same box as annotation {ids[1]}" in problems[0].message
+    assert f"track 3 already has box annotation {ids[2]} on frame 5" in problems[1].message
+    assert all(p.severity == "warning" for p in problems)
+    ds.set_status([more[0]], "rejected")  # rejected rows are not checked
+    assert ("duplicate_annotation", "clip", more[0]) not in codes(ds.validate())
+
+
+def test_views_problems(ds: Dataset) -> None:
+    ds.add_view("left", crop=(0, 0, 32, 48))
+    ids = ds.add_annotations([box(1, b=(40, 2, 50, 12), view_id="left"), box(2, view_id="left")], "clip")
+    problems = ds.validate()
+    assert codes(problems) == [("box_outside_view", "clip", ids[0])]
+    ds.update_video(ds.video("clip").replace(width=30))
+    got = codes(ds.validate())
+    assert ("view_outside_frame", "clip", ids[0]) in got
+
+
+def make_table(rows: list[dict], labels=("a", "b"), video_ids=("v",), view_ids=()) -> AnnotationTable:
+    n = len(rows)
+    col = lambda name, default: [r.get(name, default) for r in rows]  # noqa: E731
+    return AnnotationTable(
+        labels=labels,
+        video_ids=video_ids,
+        view_ids=view_ids,
+        annotation_id=np.arange(1, n + 1),
+        video=col("video", 0),
+        kind=col("kind", 0),
+        label=col("label", 0),
+        start_frame=col("start", 0),
+        end_frame=[r.get("end", r.get("start", 0)) for r in rows],
+        box=np.array(col("box", (1.0, 1.0, 5.0, 5.0)), float).reshape(n, 4),
+        track_id=col("track", -1),
+        origin=np.zeros(n),
+        confidence=np.full(n, np.nan),
+        status=np.zeros(n),
+        view=col("view", -1),
+        mask_offsets=np.zeros(n + 1),
+        mask_counts=np.zeros(0),
+        mask_size=np.zeros((n, 2)),
+    )
+
+
+def test_track_label_conflict_in_stored_rows() -> None:
+    # add_annotations refuses this; validate still finds it in data written by other means.
+    table = make_table(
+        [
+            {"track": 7, "label": 0, "start": 0},
+            {"track": 7, "label": 0, "start": 1},
+            {"track": 7, "label": 1, "start": 2},
+            {"track": 8, "label": 1, "start": 2, "box": (10, 10, 20, 20)},
+            {"track": 2**40, "label": 0, "start": 3},
+            {"track": 2**40, "label": 1, "start": 4},
+        ]
+    )
+    problems = validate_table(table, {"v": video("v")}, {}, check_files=False)
+    assert codes(problems) == [("track_label_conflict", "v", 3), ("track_label_conflict", "v", 6)]
+    assert "track 7 carries labels 'a', 'b'" in problems[0].message
+    assert problems[0].severity == "error"
+
+
+def test_invalid_boxes_in_stored_rows() -> None:
+    table = make_table([{"box": (5, 5, 1, 1)}, {"box": (np.nan, 1, 2, 3)}, {"kind": 2, "box": (np.nan,) * 4}])
+    problems = validate_table(table, {"v": video("v")}, {}, check_files=False)
+    assert codes(problems) == [("invalid_box", "v", 1), ("invalid_box", "v", 2)]
+
+
+def test_view_outside_frame_in_table() -> None:
+    table = make_table([{"view": 0}], view_ids=("wide",))
+    views = {"wide": View("wide", (0, 0, 100, 10))}
+    problems = validate_table(table, {"v": video("v")}, views, check_files=False)
+    assert codes(problems) == [("view_outside_frame", "v", 1)]
+    assert "outside the 64x48 frame (1 rows use it)" in problems[0].message
+
+
+def test_problem_text_and_dict() -> None:
+    p = Problem("box_out_of_frame", "error", "box leaves", "clip", 3)
+    assert str(p) == "error box_out_of_frame (video 'clip', annotation 3): box leaves"
+    assert p.to_dict() == {
+        "code": "box_out_of_frame",
+        "severity": "error",
+        "message": "box leaves",
+        "video_id": "clip",
+        "annotation_id": 3,
+    }
+    assert str(Problem("x", "warning", "m")) == "warning x: m"
