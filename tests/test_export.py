@@ -1,0 +1,487 @@
+"""export(): layout, targets in stored pixels, segments, is_annotated, views, reuse, resume, lock, errors; both backends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.media import read_frame_number
+from tests.test_store_support import (
+    EMPTY_MARKER_FRAME,
+    LABELS,
+    MARKER,
+    MASK_FRAME,
+    VIEW,
+    assert_same_sample,
+    disc_mask,
+    make_dataset,
+    reference_frames,
+    store_contents,
+)
+from vidlabel import Dataset, FrameSamples, export, open_store
+from vidlabel.errors import OptionError, StoreError, StoreIncompleteError, StoreLockedError, VidlabelWarning
+from vidlabel.geometry import decode_rle, resize_image, view_image, view_mask
+from vidlabel.store import backend_for
+from vidlabel.store._fs import StoreLock
+
+BACKENDS = ["hdf5", "zarr"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
+    root = tmp_path_factory.mktemp("export")
+    return root, make_dataset(root, videos=("cam", "cam2"), n_frames=30)
+
+
+def fs_targets(samples: FrameSamples) -> list[dict[str, Any]]:
+    return [{k: v for k, v in t.items()} for t in samples.targets()]
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_layout_and_attributes(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    root, ds = world
+    report = export(ds, tmp_path / "out", format=fmt, progress=False)
+    store = open_store(tmp_path / "out")
+    fs = FrameSamples(ds)
+    assert store.index == list(fs.index) and report.samples == len(fs) and report.videos == 2
+    assert store.class_names == LABELS and store.release_id == ds.releases()[-1]
+    attrs = store.attrs
+    assert attrs["format"] == "vidlabel-store" and attrs["format_version"] == 1 and attrs["complete"] is True
+    assert attrs["export"]["codec"] == "none" and attrs["export"]["chunk_frames"] == 1
+    assert attrs["video_ids"] == ["cam", "cam2"] and attrs["dataset"] == str(ds.path)
+    v = store.video_attrs("cam")
+    meta = ds.video("cam")
+    assert v["content_hash"] == meta.content_hash and v["fps"] == {"num": 30, "den": 1}
+    assert (v["width"], v["height"], v["view_id"], v["crop"], v["output_size"]) == (64, 48, None, None, None)
+    assert v["source_uri"] == meta.uri and v["complete"] is True
+    data = store.video_data("cam")
+    assert data.frame_number.dtype == np.int64 and data.is_annotated.all()
+    np.testing.assert_array_equal(data.timestamp_us, data.frame_number * 1_000_000 // 30)
+    ref = reference_frames(root, "cam")
+    for row, n in enumerate(data.frame_number.tolist()):
+        image = store.read_row("cam", row)
+        np.testing.assert_array_equal(image, ref[n])
+        assert read_frame_number(image) == n
+    assert "NOT STORED" not in report.summary() and report.frames_decoded == len(fs)
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_regions_csr_ordered_and_equal_to_frame_samples(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    export(ds, tmp_path / "out", format=fmt, progress=False)
+    store = open_store(tmp_path / "out")
+    data = store.video_data("cam")
+    reg = data.regions
+    assert reg["row_offsets"].shape == (data.frame_number.size + 1,) and reg["row_offsets"][0] == 0
+    assert reg["bbox_xyxy"].dtype == np.float32 and reg["label_index"].dtype == np.int64
+    for row in range(data.frame_number.size):
+        a, b = reg["row_offsets"][row], reg["row_offsets"][row + 1]
+        assert np.all(np.diff(reg["annotation_id"][a:b]) > 0)  # ordered by annotation id
+    # without a view, every annotation is stored, those made in a view too (full-frame pixels)
+    row3 = data.row_of(3)
+    assert row3 is not None
+    a, b = reg["row_offsets"][row3], reg["row_offsets"][row3 + 1]
+    assert reg["bbox_xyxy"][a:b].tolist() == [[4.0, 12.0, 24.0, 30.0]]
+    fs = FrameSamples(ds, kinds=("box", "mask"))
+    sel = store.select(kinds=("box", "mask"))
+    assert sel.index == list(fs.index)
+    for j, target in enumerate(fs.targets()):
+        got = sel.targets_row(*sel.locate(j))
+        assert_same_sample(
+            {k: v for k, v in got.items()},
+            {k: np.asarray(v) if isinstance(v, np.ndarray) else v for k, v in target.items()},
+        )
+    # model box: origin and confidence kept; human boxes have NaN confidence
+    row = data.row_of(7)
+    a, b = reg["row_offsets"][row], reg["row_offsets"][row + 1]
+    assert sorted(
+        zip(reg["origin"][a:b].tolist(), [round(float(c), 3) for c in np.nan_to_num(reg["confidence"][a:b], nan=-1)])
+    ) == [(0, -1.0), (1, 0.8)]
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_masks_round_trip_full_frame_and_view(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    export(ds, tmp_path / "full", format=fmt, progress=False)
+    store = open_store(tmp_path / "full")
+    sample = store.select(kinds=("mask",), with_masks=True).sample(0)
+    assert sample["frame_index"] == MASK_FRAME and sample["masks"].shape == (1, 48, 64)
+    np.testing.assert_array_equal(sample["masks"][0], disc_mask())
+    # box rows of the same frame get empty masks, as in FrameSamples
+    both = store.select(with_masks=True)
+    j = both.index.index(("cam", MASK_FRAME))
+    got = both.sample(j)
+    want = FrameSamples(ds, with_masks=True).sample("cam", MASK_FRAME, got["image"])
+    assert_same_sample(got, want)
+    assert [int(m.sum()) for m in got["masks"]].count(0) == len(got["masks"]) - 1
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_view_export_equals_frame_samples_with_view(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    root, ds = world
+    report = export(ds, tmp_path / "v", format=fmt, view_id=VIEW[0], progress=False)
+    store = open_store(tmp_path / "v")
+    fs = FrameSamples(ds, view_id=VIEW[0])
+    assert store.index == list(fs.index) == [("cam", 3), ("cam", 7), ("cam2", 3), ("cam2", 7)]
+    assert report.samples == 4
+    ref = reference_frames(root, "cam")
+    sel = store.select()
+    for j in range(len(sel)):
+        s = sel.sample(j)
+        assert s["image"].shape == (20, 20, 3) and s["view_id"] == VIEW[0]
+        if s["video_id"] == "cam":
+            np.testing.assert_array_equal(s["image"], view_image(ref[s["frame_index"]], fs.view))
+        assert_same_sample(s, fs.sample(s["video_id"], s["frame_index"], s["image"]))
+    attrs = store.video_attrs("cam")
+    assert attrs["crop"] == list(VIEW[1]) and attrs["view_output_size"] == list(VIEW[2]) and attrs["width"] == 20
+    assert store.get_frame("cam", 3) is None  # not a full frame: useless as a frame cache
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_output_size_resizes_frames_boxes_and_masks(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    root, ds = world
+    export(ds, tmp_path / "o", format=fmt, output_size=(32, 24), progress=False)
+    store = open_store(tmp_path / "o")
+    ref = reference_frames(root, "cam")
+    full = FrameSamples(ds, with_masks=True)
+    sel = store.select(with_masks=True)
+    for j in range(0, len(sel), 5):
+        s = sel.sample(j)
+        if s["video_id"] != "cam":
+            continue
+        n = s["frame_index"]
+        np.testing.assert_array_equal(s["image"], resize_image(ref[n], (32, 24)))
+        t = full.sample("cam", n, ref[n])
+        np.testing.assert_allclose(s["boxes"], t["boxes"] / 2, atol=1e-5)
+    m = store.select(kinds=("mask",), with_masks=True).sample(0)["masks"][0]
+    assert m.shape == (24, 32) and abs(int(m.sum()) - int(disc_mask().sum()) // 4) <= 8
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_is_annotated_tells_an_annotated_empty_frame_from_an_unannotated_one(
+    world: tuple[Path, Dataset], tmp_path: Path, fmt: str
+) -> None:
+    _, ds = world
+    export(ds, tmp_path / "all", format=fmt, frames="all", kinds=("box", "mask", "marker"), progress=False)
+    store = open_store(tmp_path / "all")
+    data = store.video_data("cam")
+    assert data.frame_number.tolist() == list(range(30))
+    offsets = data.regions["row_offsets"]
+    n_regions = np.diff(offsets)
+    # frame 15: inside the marker, no box -> annotated, empty; frame 25 has a box; frame 27: nothing at all
+    assert data.is_annotated[EMPTY_MARKER_FRAME] and n_regions[EMPTY_MARKER_FRAME] == 0
+    assert not data.is_annotated[27] and n_regions[27] == 0
+    assert data.is_annotated[26] and n_regions[26] == 1
+    expected = {f for _, f in FrameSamples(ds, kinds=("box", "mask", "marker"), videos=["cam"]).index}
+    assert {i for i in range(30) if data.is_annotated[i]} == expected
+    # a frames="all" store samples every frame, as FrameSamples(frames="all")
+    assert store.select().index == list(FrameSamples(ds, frames="all").index)
+    assert store.select(frames="annotated", kinds=("box", "mask", "marker")).index == list(
+        FrameSamples(ds, kinds=("box", "mask", "marker")).index
+    )
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_markers_become_segments_and_frame_labels(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    with pytest.warns(VidlabelWarning, match=r"lie on frames this export does not store \(stride=3"):
+        export(ds, tmp_path / "s", format=fmt, stride=3, progress=False, kinds=("box", "mask", "marker"))
+    store = open_store(tmp_path / "s")
+    data = store.video_data("cam")
+    seg = data.segments
+    assert seg["start_frame"].tolist() == [MARKER[0]] and seg["end_frame"].tolist() == [MARKER[1]]
+    assert seg["label_index"].tolist() == [LABELS.index("event")]
+    stored = data.frame_number
+    inside = np.flatnonzero((stored >= MARKER[0]) & (stored <= MARKER[1]))
+    assert (seg["start_index"][0], seg["end_index"][0]) == (inside[0], inside[-1])
+    assert seg["start_timestamp_us"][0] == MARKER[0] * 1_000_000 // 30
+    assert seg["end_timestamp_us"][0] == MARKER[1] * 1_000_000 // 30
+    sel = store.select(kinds=("box", "mask", "marker"))
+    for j in range(len(sel)):
+        s = sel.sample(j)
+        assert s["frame_labels"].tolist() == [0.0, 0.0, float(MARKER[0] <= s["frame_index"] <= MARKER[1])]
+        assert "event" not in [LABELS[k] for k in s["labels"].tolist()]  # markers never become boxes
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_stride_reports_annotations_not_stored(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    with pytest.warns(VidlabelWarning, match=r"box and .* mask annotations lie on frames this export does not store"):
+        report = export(ds, tmp_path / "st", format=fmt, stride=2, progress=False)
+    fs_all, fs = FrameSamples(ds), FrameSamples(ds, stride=2)
+    kept = set(fs.index)
+    lost = [t for t in fs_all.targets() if (t["video_id"], t["frame_index"]) not in kept]
+    n_lost = sum(len(t["annotation_ids"]) for t in lost)
+    assert report.not_stored["box"] + report.not_stored["mask"] == n_lost > 0
+    assert sorted(report.not_stored["annotation_ids"]) == sorted(int(a) for t in lost for a in t["annotation_ids"])
+    assert "NOT STORED" in report.summary() and open_store(tmp_path / "st").index == list(fs.index)
+
+
+def test_new_release_reuses_stored_frames_and_decodes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = make_dataset(tmp_path / "d", n_frames=24)
+    for fmt in BACKENDS:
+        out = tmp_path / f"out-{fmt}"
+        first = export(ds, out, format=fmt, frames="all", progress=False)
+        assert first.frames_decoded == 24
+        before = store_contents(out)["."]["videos"]["cam"]["frames"]
+        import vidlabel.frames
+
+        decodes: list[str] = []
+        real = vidlabel.frames.FrameReader.for_video
+
+        def counting(meta, **kw):  # type: ignore[no-untyped-def]
+            decodes.append(meta.video_id)
+            return real(meta, **kw)
+
+        monkeypatch.setattr(vidlabel.frames.FrameReader, "for_video", staticmethod(counting))
+        ids = ds.add_annotations([{"kind": "box", "label": "person", "start_frame": 11, "box": (1, 2, 10, 12)}], "cam")
+        release2, _ = ds.build()
+        second = export(ds, out, format=fmt, frames="all", progress=False)
+        assert decodes == [] and second.frames_decoded == 0 and second.frames_reused == 24
+        store = open_store(out)
+        assert store.release_id == release2.release_id
+        assert store_contents(out)["."]["videos"]["cam"]["frames"] == before
+        sel = store.select()
+        assert ids[0] in sel.sample(11)["annotation_ids"].tolist()
+        # a release needing fewer frames copies them from the stored ones: still no decoding
+        third = export(ds, out, format=fmt, frames="annotated", progress=False)
+        assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples > 0
+        # exporting again changes nothing
+        again = export(ds, out, format=fmt, frames="annotated", progress=False)
+        assert again.videos_up_to_date == 1 and again.frames_copied == 0
+        ds.delete_annotations(ids)
+        ds.build()
+        monkeypatch.undo()
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {root!r})
+    import vidlabel.store.writer as w
+    from vidlabel import Dataset, export
+    seen = [0]
+    real = w.write_frames
+    def write_frames(*a, **kw):
+        def on_frame(k):
+            seen[0] += k
+            if seen[0] >= {kill_after}:
+                os.kill(os.getpid(), signal.SIGKILL)
+        kw["on_frame"] = on_frame
+        return real(*a, **kw)
+    sys.modules["vidlabel.export"].write_frames = write_frames  # (vidlabel.export is also the function's name)
+    export(Dataset.open({ds!r}), {out!r}, format={fmt!r}, frames="all", chunk_frames=4, codec="zstd", progress=False)
+    """
+)
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_export_killed_midway_resumes_to_an_equal_store(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    out = tmp_path / "killed"
+    script = KILL_SCRIPT.format(root=str(ROOT), kill_after=45, ds=str(ds.path), out=str(out), fmt=fmt)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    with pytest.raises(StoreIncompleteError, match=r"incomplete: its export was interrupted .* rerun the same"):
+        open_store(out)
+    published = backend_for(out, fmt).video_ids()
+    assert published == ["cam"]  # the first video (30 frames) was published before the kill
+    resumed = export(ds, out, format=fmt, frames="all", chunk_frames=4, codec="zstd", progress=False)
+    assert resumed.videos_up_to_date == 1 and resumed.frames_decoded == 31  # only cam2 was redone
+    clean = tmp_path / "clean"
+    export(ds, clean, format=fmt, frames="all", chunk_frames=4, codec="zstd", progress=False)
+    assert store_contents(out) == store_contents(clean)
+    assert not [p for p in out.rglob("*") if "partial" in p.name or p.name == ".trash"]
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_incomplete_store_and_video_are_refused(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    out = tmp_path / "inc"
+    export(ds, out, format=fmt, progress=False)
+    backend = backend_for(out, fmt)
+    attrs, index = backend.read_root()
+    backend.mark_incomplete(attrs)
+    with pytest.raises(StoreIncompleteError, match=r"frame store .*inc' is incomplete"):
+        open_store(out)
+    backend.write_root({k: v for k, v in attrs.items() if k != "complete"}, index, attrs["video_ids"])
+    video_attrs = backend.video_attrs("cam")
+    assert video_attrs is not None
+    video = backend.open_video("cam")
+    arrays = {"frame_number": video.array("frame_number"), "timestamp_us": video.array("timestamp_us"),
+              "is_annotated": video.array("is_annotated")}  # fmt: skip
+    video.close()
+    backend.write_video("cam", attrs=video_attrs, arrays=arrays, frames_key=video_attrs["frames_key"])
+    # simulate a video group whose complete marker never got written
+    if fmt == "zarr":
+        from vidlabel.store.zarr import _set_attrs
+
+        _set_attrs(out / "videos" / "cam", {"complete": False})
+    else:
+        import h5py
+
+        with h5py.File(out / "videos" / "cam.h5", "r+") as f:
+            f.attrs["complete"] = "false"
+    store = open_store(out)
+    with pytest.raises(StoreIncompleteError, match=r"video 'cam' of store .* was not completely written"):
+        store.video_data("cam")
+    assert store.video_data("cam2").frame_number.size > 0
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_single_writer_lock(world: tuple[Path, Dataset], tmp_path: Path, fmt: str) -> None:
+    _, ds = world
+    out = tmp_path / "locked"
+    with StoreLock(out):
+        with pytest.raises(StoreLockedError, match=r"is being written by pid \d+ .*one writer at a time"):
+            export(ds, out, format=fmt, progress=False)
+    export(ds, out, format=fmt, progress=False)  # released
+
+
+def test_export_errors(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    _, ds = world
+    with pytest.raises(OptionError, match=r"unknown store format 'tiff'; allowed: hdf5, zarr"):
+        export(ds, tmp_path / "x", format="tiff")
+    with pytest.raises(OptionError, match=r"unknown codec 'bmp'"):
+        export(ds, tmp_path / "x", codec="bmp")
+    with pytest.raises(OptionError, match=r"codec 'jpeg' stores one picture per chunk: chunk_frames must be 1, got 4"):
+        export(ds, tmp_path / "x", codec="jpeg", chunk_frames=4)
+    with pytest.raises(OptionError, match=r"chunk_frames must be an integer >= 1, got 0"):
+        export(ds, tmp_path / "x", chunk_frames=0)
+    with pytest.raises(OptionError, match=r"workers must be an integer >= 1, got 0"):
+        export(ds, tmp_path / "x", workers=0)
+    with pytest.raises(OptionError, match=r"stride must be an integer >= 1, got 0"):
+        export(ds, tmp_path / "x", stride=0)
+    with pytest.raises(OptionError, match=r"output_size must be positive, got \(0, 10\)"):
+        export(ds, tmp_path / "x", output_size=(0, 10))
+    with pytest.raises(OptionError, match=r"unknown view 'nope'"):
+        export(ds, tmp_path / "x", view_id="nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match=r"export target .*file' is a file"):
+        export(ds, tmp_path / "file", progress=False)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("x")
+    with pytest.raises(StoreError, match=r"is not empty and holds no vidlabel frame store \(found notes.txt\)"):
+        export(ds, tmp_path / "busy", progress=False)
+    export(ds, tmp_path / "h", format="hdf5", progress=False)
+    with pytest.raises(StoreError, match=r"holds a hdf5 frame store; export with format='hdf5' or to another folder"):
+        export(ds, tmp_path / "h", format="zarr", progress=False)
+    with pytest.raises(StoreError, match=r"no vidlabel frame store at .*nowhere"):
+        open_store(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_folder_of_stores_reads_as_one(tmp_path: Path, fmt: str) -> None:
+    a = make_dataset(tmp_path / "a", videos=("left_cam",), n_frames=12)
+    b = make_dataset(tmp_path / "b", videos=("right_cam",), n_frames=12)
+    export(a, tmp_path / "stores" / "part1", format=fmt, progress=False)
+    export(b, tmp_path / "stores" / "part2", format=fmt, progress=False)
+    store = open_store(tmp_path / "stores")
+    assert len(store.stores) == 2 and store.video_ids == ("left_cam", "right_cam")
+    assert store.index == list(FrameSamples(a).index) + list(FrameSamples(b).index)
+    assert store.sample(len(store) - 1)["video_id"] == "right_cam"
+    export(a, tmp_path / "stores" / "part3", format=fmt, progress=False)
+    with pytest.raises(StoreError, match=r"video 'left_cam' is in two stores"):
+        open_store(tmp_path / "stores")
+
+
+def test_workers_export_equals_single_process(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    _, ds = world
+    one = export(ds, tmp_path / "one", codec="lz4", chunk_frames=2, progress=False)
+    two = export(ds, tmp_path / "two", codec="lz4", chunk_frames=2, workers=2, progress=True)
+    assert one.samples == two.samples and two.frames_decoded == one.frames_decoded
+    assert store_contents(tmp_path / "one") == store_contents(tmp_path / "two")
+
+
+def test_verify_finds_a_corrupt_chunk(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    from vidlabel.store import verify_store
+
+    _, ds = world
+    out = tmp_path / "ver"
+    export(ds, out, format="zarr", progress=False)
+    report = verify_store(out)
+    assert report["ok"] and report["videos"] == 2 and report["chunks"] == report["frames"] == len(open_store(out))
+    chunk = out / "videos" / "cam" / "frames" / "c" / "2" / "0" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[100] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    report = verify_store(out)
+    assert not report["ok"] and any(
+        "video 'cam': chunk 2 (rows 2..2) fails its CRC-32C" in p for p in report["problems"]
+    )
+
+
+def test_hdf5_verify_and_readers_see_identical_bytes(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    import h5py
+
+    from vidlabel.store import verify_store
+
+    _, ds = world
+    out = tmp_path / "hv"
+    export(ds, out, format="hdf5", codec="gzip", chunk_frames=3, progress=False)
+    assert verify_store(out)["ok"]
+    store = open_store(out)
+    with h5py.File(out / "store.h5", "r") as f:  # plain h5py sees the same frames through the links
+        np.testing.assert_array_equal(f["videos/cam/frames"][4], store.read_row("cam", 4))
+        assert f["index"].shape == (len(store), 2)
+
+
+def test_frames_only_cache_serves_frame_samples(
+    world: tuple[Path, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidlabel.export import cache
+
+    root, ds = world
+    report = cache(ds, tmp_path / "fc", codec="png", progress=False)
+    store = open_store(tmp_path / "fc")
+    assert store.frames_only and report.samples == len(FrameSamples(ds))
+    assert store.video_content_hash("cam") == ds.video("cam").content_hash
+    assert store.video_content_hash("other") is None and store.get_frame("other", 0) is None
+    ref = reference_frames(root, "cam")
+    np.testing.assert_array_equal(store.get_frame("cam", 0), ref[0])
+    assert store.get_frame("cam", 1) is None  # not a sampled frame
+    import vidlabel.frames
+
+    def no_video(*a: Any, **kw: Any) -> Any:
+        raise AssertionError("the video was opened although the cache holds the frame")
+
+    monkeypatch.setattr(vidlabel.frames.FrameReader, "for_video", staticmethod(no_video))
+    cached = FrameSamples(ds, cache=tmp_path / "fc", view_id=None)
+    with cached.reader("cam") as reader:
+        np.testing.assert_array_equal(reader.read(4), ref[4])
+    monkeypatch.undo()
+    with FrameSamples(ds, cache=tmp_path / "fc").reader("cam") as reader:  # frame 1 is not cached: from the video
+        np.testing.assert_array_equal(reader.read(1), ref[1])
+
+
+def test_cli_export_info_verify_cache(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vidlabel.cli import main
+
+    _, ds = world
+    out = tmp_path / "cli"
+    assert main(["export", str(ds.path), str(out), "--codec", "lz4", "--chunk-frames", "2", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "2 videos" in text and "codec lz4" in text
+    assert main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "release:" in text and "codec:     lz4" in text and "2 frame(s) per chunk" in text and "MiB" in text
+    assert "classes:   3: obj, person, event" in text
+    assert main(["verify", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 1 store(s), 2 videos")
+    assert main(["cache", str(ds.path), str(tmp_path / "c"), "--format", "jpeg", "--no-progress"]) == 0
+    assert "codec jpeg:90" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "nothing")]) == 1
+    assert "no vidlabel frame store" in capsys.readouterr().err
+    assert main(["export", str(ds.path), str(out), "--format", "zarr", "--no-progress"]) == 1
+    assert "holds a hdf5 frame store" in capsys.readouterr().err
