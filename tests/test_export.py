@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from tests.test_store_support import (
 )
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.errors import OptionError, StoreError, StoreIncompleteError, StoreLockedError, VidlabelWarning
-from vidlabel.geometry import decode_rle, resize_image, view_image, view_mask
+from vidlabel.geometry import resize_image, view_image
 from vidlabel.store import backend_for
 from vidlabel.store._fs import StoreLock
 
@@ -226,41 +225,44 @@ def test_stride_reports_annotations_not_stored(world: tuple[Path, Dataset], tmp_
     assert "NOT STORED" in report.summary() and open_store(tmp_path / "st").index == list(fs.index)
 
 
-def test_new_release_reuses_stored_frames_and_decodes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_new_release_reuses_stored_frames_and_decodes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    import vidlabel.frames
+
     ds = make_dataset(tmp_path / "d", n_frames=24)
-    for fmt in BACKENDS:
-        out = tmp_path / f"out-{fmt}"
-        first = export(ds, out, format=fmt, frames="all", progress=False)
-        assert first.frames_decoded == 24
-        before = store_contents(out)["."]["videos"]["cam"]["frames"]
-        import vidlabel.frames
+    out = tmp_path / "out"
+    first = export(ds, out, format=fmt, frames="all", progress=False)
+    assert first.frames_decoded == 24
+    before = store_contents(out)["."]["videos"]["cam"]["frames"]
+    decodes: list[str] = []
+    real = vidlabel.frames.FrameReader.for_video
 
-        decodes: list[str] = []
-        real = vidlabel.frames.FrameReader.for_video
+    def counting(meta, **kw):  # type: ignore[no-untyped-def]
+        decodes.append(meta.video_id)
+        return real(meta, **kw)
 
-        def counting(meta, **kw):  # type: ignore[no-untyped-def]
-            decodes.append(meta.video_id)
-            return real(meta, **kw)
-
-        monkeypatch.setattr(vidlabel.frames.FrameReader, "for_video", staticmethod(counting))
-        ids = ds.add_annotations([{"kind": "box", "label": "person", "start_frame": 11, "box": (1, 2, 10, 12)}], "cam")
-        release2, _ = ds.build()
-        second = export(ds, out, format=fmt, frames="all", progress=False)
-        assert decodes == [] and second.frames_decoded == 0 and second.frames_reused == 24
-        store = open_store(out)
-        assert store.release_id == release2.release_id
-        assert store_contents(out)["."]["videos"]["cam"]["frames"] == before
-        sel = store.select()
-        assert ids[0] in sel.sample(11)["annotation_ids"].tolist()
-        # a release needing fewer frames copies them from the stored ones: still no decoding
-        third = export(ds, out, format=fmt, frames="annotated", progress=False)
-        assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples > 0
-        # exporting again changes nothing
-        again = export(ds, out, format=fmt, frames="annotated", progress=False)
-        assert again.videos_up_to_date == 1 and again.frames_copied == 0
-        ds.delete_annotations(ids)
-        ds.build()
-        monkeypatch.undo()
+    monkeypatch.setattr(vidlabel.frames.FrameReader, "for_video", staticmethod(counting))
+    ids = ds.add_annotations([{"kind": "box", "label": "person", "start_frame": 11, "box": (1, 2, 10, 12)}], "cam")
+    release2, _ = ds.build()
+    second = export(ds, out, format=fmt, frames="all", progress=False)
+    assert decodes == [] and second.frames_decoded == 0 and second.frames_reused == 24
+    store = open_store(out)
+    assert store.release_id == release2.release_id
+    assert store_contents(out)["."]["videos"]["cam"]["frames"] == before
+    assert ids[0] in store.select().sample(11)["annotation_ids"].tolist()
+    # a release needing fewer frames copies them from the stored ones: still no decoding
+    third = export(ds, out, format=fmt, frames="annotated", progress=False)
+    assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples > 0
+    # exporting again changes nothing
+    again = export(ds, out, format=fmt, frames="annotated", progress=False)
+    assert again.videos_up_to_date == 1 and again.frames_copied == 0
+    # a frame no stored unit holds is decoded, and only that video is opened
+    ds.add_annotations([{"kind": "box", "label": "person", "start_frame": 15, "box": (1, 2, 10, 12)}], "cam")
+    ds.build()
+    fourth = export(ds, out, format=fmt, frames="annotated", progress=False)
+    assert decodes == ["cam"] and fourth.frames_decoded == 1 and fourth.frames_copied == fourth.samples - 1
 
 
 KILL_SCRIPT = textwrap.dedent(

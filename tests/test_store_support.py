@@ -86,7 +86,7 @@ def store_contents(path: Path) -> dict[str, Any]:
         for vid in attrs.get("video_ids", []):
             video = backend.open_video(vid)
             arrays = {}
-            names = list(VIDEO_ARRAYS) + ["frames_crc32c"]
+            names = [*VIDEO_ARRAYS, "frames_crc32c"]
             if not attrs.get("frames_only"):
                 names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
             for name in names:
