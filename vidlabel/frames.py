@@ -193,6 +193,8 @@ class FrameReader:
         self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
         self.skipped: list[int] = []
         self._container: Any = None
+        self._packets: Iterator[Any] | None = None
+        self._pending: deque[Any] = deque()
         self._container, self._stream = open_video(self.path)
         try:
             if index is not None and check_hash and index.content_hash is not None:
@@ -348,6 +350,8 @@ class FrameReader:
             For an untrusted frame with ``on_corrupt="raise"``.
         """
         targets: Iterable[int] = range(self.frame_count) if frames is None else sorted({self._check(f) for f in frames})
+        if frames is None and self.frame_count:
+            self._check(0)  # a closed reader raises here
         for t in targets:
             found = self._find(t)
             if isinstance(found, _Missing) or not found[2]:
@@ -380,6 +384,8 @@ class FrameReader:
             finally:
                 self._container = None
                 self._cur = None
+                self._packets = None
+                self._pending.clear()
 
     def __enter__(self) -> FrameReader:
         return self
@@ -405,6 +411,8 @@ class FrameReader:
         warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
 
     def _check(self, frame: Any) -> int:
+        if self._container is None:
+            raise VideoDecodeError(f"reader of video {self.video_id!r} is closed ({self.path})", path=str(self.path))
         if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
             raise TypeError(f"frame numbers must be integers, got {frame!r} for video {self.video_id!r}")
         t = int(frame)
@@ -422,8 +430,6 @@ class FrameReader:
         return f"frame {t}: it follows a decode error before the next keyframe (its picture is not trusted)"
 
     def _picture(self, t: int, found: Any) -> np.ndarray:
-        if self._container is None:
-            raise VideoDecodeError(f"reader of video {self.video_id!r} is closed ({self.path})", path=str(self.path))
         if isinstance(found, _Missing) or not found[2]:
             raise VideoDecodeError(
                 f"cannot read frame {t} of video {self.video_id!r} ({self.path}): {self._why(t, found)}",
@@ -460,8 +466,8 @@ class FrameReader:
     # ---------------------------------------------------------------- engine
 
     def _reset(self, *, from_start: bool, key: int = 0) -> None:
-        self._packets: Iterator[Any] | None = None
-        self._pending: deque[Any] = deque()
+        self._packets = None
+        self._pending = deque()
         self._eof = False
         self._anchored = from_start
         self._last = -1

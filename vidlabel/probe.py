@@ -71,12 +71,16 @@ def content_hash(path: str | os.PathLike[str]) -> str:
     ------
     VideoNotFoundError
         If the file does not exist.
+    VideoDecodeError
+        If the path is a folder.
     """
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError as err:
         raise VideoNotFoundError(f"video file not found: {str(p)!r}", path=str(p)) from err
+    if p.is_dir():
+        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
     key = (os.path.realpath(p), st.st_size, st.st_mtime_ns)
     cached = _HASH_CACHE.get(key)
     if cached is not None:
@@ -154,6 +158,7 @@ class _Scan:
     errors: int = 0
     first_frame: dict[str, Any] = field(default_factory=dict)
     demux_error: str | None = None
+    short_packets: int = 0  # packets shorter than the container's index says (a cut file)
 
 
 def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None, progress: bool = False) -> _Scan:
@@ -212,7 +217,21 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
     finally:
         if bar is not None:
             bar.close()
+    scan.short_packets = _short_packets(container, stream, scan)
     return scan
+
+
+def _short_packets(container: Any, stream: Any, scan: _Scan) -> int:
+    """Packets that end at the end of the file yet are shorter than the container's index says."""
+    try:
+        file_size = os.path.getsize(container.name)
+    except OSError:
+        return 0
+    last = [i for i, e in enumerate(scan.end) if e >= file_size]
+    if not last:
+        return 0
+    sizes = {int(e.pos): int(e.size) for e in stream.index_entries if e.size > 0}
+    return sum(1 for i in last if scan.size[i] < sizes.get(scan.end[i] - scan.size[i], 0))
 
 
 def _index_from_decode(scan: _Scan, chash: str | None) -> FrameIndex | None:
@@ -261,8 +280,8 @@ def _index_from_demux(
         problems.append("packets without pts")
     if scan.demux_error:
         problems.append(f"demuxing stopped early: {scan.demux_error}")
-    if any(e > file_size for e in scan.end):
-        problems.append("packets extend past the end of the file (truncated)")
+    if any(e > file_size for e in scan.end) or scan.short_packets:
+        problems.append("the last packets are cut short (truncated file)")
     keep = [i for i in range(len(scan.pts)) if not scan.discard[i] and scan.size[i] > 0 and scan.pts[i] is not None]
     pts = np.asarray([scan.pts[i] for i in keep], dtype=np.int64)
     if has_b_frames and pts.size > 2 and all(scan.pts[i] == scan.dts[i] for i in keep):
@@ -366,11 +385,22 @@ def read_frame_index(
             n = min(len(head.labels), VERIFY_FRAMES, index.frame_count)
             if head.errors == 0 and n > 0 and head.labels[:n] == index.pts[:n].tolist():
                 return index
-    scan, _ = _decode_scan(p)
+    scan, info = _decode_scan(p)
+    return _best_index(p, scan, info, chash)
+
+
+def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str) -> FrameIndex:
+    """The index from a full decode pass; labelled ``"demux"`` when demuxing alone gives the same frames."""
     decoded = _index_from_decode(scan, chash)
     if decoded is None:
-        raise VideoDecodeError(f"no frame of {str(p)!r} decodes ({scan.errors} decode errors)", path=str(p))
-    return decoded
+        raise VideoDecodeError(
+            f"no frame of {str(p)!r} decodes ({len(scan.pts)} video packets, {scan.errors} decode errors)",
+            path=str(p),
+        )
+    demuxed, problems = _index_from_demux(
+        scan, chash, file_size=p.stat().st_size, has_b_frames=bool(info["has_b_frames"])
+    )
+    return demuxed if demuxed is not None and not problems and _same_frames(demuxed, decoded) else decoded
 
 
 def _fps(index: FrameIndex | None, info: dict[str, Any], frame_count: int) -> Fraction:
@@ -429,16 +459,7 @@ def probe(
     p = Path(path)
     chash = content_hash(p)
     scan, info = _decode_scan(p, progress=progress)
-    decoded = _index_from_decode(scan, chash)
-    if decoded is None:
-        raise VideoDecodeError(
-            f"no frame of {str(p)!r} decodes ({len(scan.pts)} video packets, {scan.errors} decode errors)",
-            path=str(p),
-        )
-    demuxed, problems = _index_from_demux(
-        scan, chash, file_size=p.stat().st_size, has_b_frames=bool(info["has_b_frames"])
-    )
-    index = demuxed if demuxed is not None and not problems and _same_frames(demuxed, decoded) else decoded
+    index = _best_index(p, scan, info, chash)
     first = scan.first_frame
     rotation = int(first.get("rotation", 0))
     width, height = int(first.get("width") or info["width"]), int(first.get("height") or info["height"])
