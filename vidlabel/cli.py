@@ -51,7 +51,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.probe import probe
 
         try:
-            meta = probe(args.file, video_id=video_id, with_index=not args.no_index)
+            meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=True)
         except NotImplementedError:
             meta = None
     if meta is None:

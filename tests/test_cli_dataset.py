@@ -1,0 +1,186 @@
+"""The dataset commands of the ``vidlabel`` CLI, through ``vidlabel.cli.main``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.media import ClipTruth
+from vidlabel import Dataset
+from vidlabel.cli import main
+
+META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = tmp_path / "ds"
+    assert run(capsys, "create", path)[0] == 0
+    assert run(capsys, "add-labels", path, "person", "car", "goal")[0] == 0
+    assert run(capsys, "add-video", path, tmp_path / "elsewhere" / "cam1.mp4", "--metadata", META)[0] == 0
+    return path
+
+
+def write_jsonl(path: Path, rows: list[object], blank_after: int | None = None) -> Path:
+    lines = [json.dumps(r) for r in rows]
+    if blank_after is not None:
+        lines.insert(blank_after, "")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_create_and_error_on_existing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "create", tmp_path / "new")
+    assert code == 0 and "created dataset" in out and err == ""
+    code, out, err = run(capsys, "create", tmp_path / "new")
+    assert code == 1 and out == ""
+    assert err.startswith("vidlabel: error: ") and "already holds a vidlabel dataset" in err
+    assert err.count("\n") == 1
+
+
+def test_labels_view_and_video(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "add-labels", dataset, "car", "dog")
+    assert code == 0 and out.strip() == "labels (4): person, car, goal, dog"
+    code, out, _ = run(capsys, "add-view", dataset, "left", "--crop", 0, 0, 32, 48, "--output-size", 16, 24)
+    assert code == 0 and "view 'left': crop (0, 0, 32, 48), resized to 16x24" in out
+    ds = Dataset.open(dataset)
+    v = ds.video("cam1")
+    assert (v.frame_count, v.width, v.height, v.fps) == (40, 64, 48, {"num": 25, "den": 1})
+    assert v.uri == str(tmp_path / "elsewhere" / "cam1.mp4")
+    assert ds.views()["left"].output_size == (16, 24)
+
+
+def test_add_video_metadata_needs_the_required_fields(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"frame_count": 3}')
+    assert code == 1 and "--metadata needs frame_count, fps, width and height" in err
+    code, _, err = run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"colour": 1}')
+    assert code == 1 and "unknown field(s) ['colour']" in err
+    code, _, err = run(capsys, "add-video", dataset, "/nowhere/cam1.mp4", "--metadata", META)
+    assert code == 1 and "'cam1' is already registered" in err
+
+
+def test_add_video_probes_the_file(tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ds"
+    Dataset.create(path)
+    code, out, err = run(capsys, "add-video", path, clip.path, "--video-id", "probed", "--metadata", '{"codec": "x"}')
+    assert code == 0, err
+    assert "added video 'probed': 48 frames, 64x48" in out
+    meta = Dataset.open(path).video("probed")
+    assert meta.frame_count == clip.frame_count and meta.content_hash and meta.codec == "x"
+    assert meta.frame_index is not None and meta.frame_index.frame_count == clip.frame_count
+    code, out, err = run(capsys, "add-video", path, clip.path, "--no-index")
+    assert code == 0, err
+    assert Dataset.open(path).video(clip.path.stem).frame_index is None
+
+
+def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22], "track_id": 1},
+        {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 9, "origin": "model", "confidence": 0.5},
+        {"kind": "mask", "label": "car", "start_frame": 4, "mask": {"size": [48, 64], "counts": [100, 20, 2952]}},
+    ]
+    f = write_jsonl(tmp_path / "a.jsonl", rows, blank_after=1)
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", f)
+    assert code == 0, err
+    assert out.strip() == "added 3 annotations to video 'cam1' (ids 1..3)"
+    got = Dataset.open(dataset).annotations()
+    assert [r["kind"] for r in got] == ["box", "marker", "mask"]
+    assert got[2]["box"] == (2.0, 4.0, 3.0, 24.0)
+    clipped = write_jsonl(
+        tmp_path / "c.jsonl", [{"kind": "box", "label": "car", "start_frame": 1, "box": [-5, 0, 9, 9]}]
+    )
+    assert run(capsys, "add-annotations", dataset, "cam1", clipped)[0] == 1
+    assert run(capsys, "add-annotations", dataset, "cam1", clipped, "--clip")[0] == 0
+    assert Dataset.open(dataset).annotations()[-1]["box"] == (0.0, 0.0, 9.0, 9.0)
+
+
+def test_add_annotations_errors_name_the_line(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22]}
+    bad = write_jsonl(tmp_path / "bad.jsonl", [good, good, {**good, "label": "prson"}], blank_after=1)
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", bad)
+    assert code == 1 and out == ""
+    assert re.match(r"vidlabel: error: .*bad\.jsonl line 4: row 2, field 'label'.*unknown label 'prson'", err)
+    assert err.count("\n") == 1
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(good) + "\n{not json\n")
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", broken)
+    assert code == 1 and "broken.jsonl line 2: not valid JSON" in err
+    listing = write_jsonl(tmp_path / "list.jsonl", [[1, 2]])
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", listing)
+    assert code == 1 and "line 1: expected a JSON object" in err
+    code, _, err = run(capsys, "add-annotations", dataset, "nope", write_jsonl(tmp_path / "g.jsonl", [good]))
+    assert code == 1 and "unknown video 'nope'" in err
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", tmp_path / "missing.jsonl")
+    assert code == 1 and "missing.jsonl" in err
+    assert Dataset.open(dataset).annotations() == []
+
+
+def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write_jsonl(tmp_path / "a.jsonl", [{"kind": "box", "label": "car", "start_frame": 3, "box": [1, 2, 11, 22]}])
+    run(capsys, "add-annotations", dataset, "cam1", f)
+    code, out, err = run(capsys, "releases", dataset)
+    assert code == 0 and "no releases yet" in out
+    code, out, err = run(capsys, "build", dataset)
+    assert code == 0
+    release_id = out.strip()
+    assert re.fullmatch(r"r[0-9a-f]{12}", release_id)  # stdout holds only the id
+    assert "new release" in err and "missing_video_file" in err
+    code, out, _ = run(capsys, "build", dataset)
+    assert code == 0 and out.strip() == release_id
+    code, out, _ = run(capsys, "releases", dataset)
+    assert code == 0 and re.fullmatch(rf"{release_id}  \S+Z  1 rows  \(latest\)\n", out)
+
+    code, out, _ = run(capsys, "validate", dataset)
+    assert code == 0
+    assert "warning missing_video_file (video 'cam1')" in out and out.endswith("0 error(s), 1 warning(s)\n")
+    code, out, _ = run(capsys, "validate", dataset, "--json")
+    (line,) = out.splitlines()
+    assert json.loads(line)["code"] == "missing_video_file"
+
+    code, out, _ = run(capsys, "info", dataset)
+    assert code == 0
+    assert "videos: 1" in out and "cam1: 40 frames, 64x48, 25/1 fps, no index" in out
+    assert "labels (3): person, car, goal" in out
+    assert "annotations: 1 (1 box, 0 mask, 0 marker; 1 unreviewed, 0 approved, 0 rejected)" in out
+    assert f"releases: {release_id}" in out
+
+
+def test_validate_exit_status_on_errors(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write_jsonl(tmp_path / "a.jsonl", [{"kind": "box", "label": "car", "start_frame": 30, "box": [1, 2, 11, 22]}])
+    run(capsys, "add-annotations", dataset, "cam1", f)
+    ds = Dataset.open(dataset)
+    ds.update_video(ds.video("cam1").replace(frame_count=20))
+    code, out, _ = run(capsys, "validate", dataset)
+    assert code == 1 and "error frame_out_of_range" in out and "1 error(s)" in out
+    code, out, err = run(capsys, "build", dataset)
+    assert code == 1 and out == "" and "refused" in err and err.count("\n") == 1
+
+
+def test_missing_dataset_and_info_on_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["build", tmp_path / "none"], ["validate", tmp_path / "none"], ["releases", tmp_path / "none"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "" and "does not exist" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "info", tmp_path / "none")
+    assert code == 1 and "does not exist" in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["create", "add-video", "add-labels", "add-view", "add-annotations", "build", "releases", "validate", "info"],
+)
+def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert "usage: vidlabel " + command in capsys.readouterr().out
