@@ -236,11 +236,101 @@ def _info_store(path: Any) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    raise NotImplementedError("index (reader helper)")
+    from tqdm import tqdm
+
+    from vidlabel.dataset import Dataset
+    from vidlabel.frames import resolve_video_path
+    from vidlabel.probe import read_frame_index
+
+    ds = Dataset.open(args.dataset)
+    videos = ds.videos()
+    todo = [m for m in videos if m.frame_index is None]
+    if not todo:
+        print(f"all {len(videos)} videos already have a frame index")
+        return 0
+    failed = 0
+    for meta in tqdm(todo, desc="index", unit="video", file=sys.stderr, leave=False):
+        try:
+            path = resolve_video_path(meta, args.roots)
+            index = read_frame_index(path)
+            if meta.content_hash is not None and index.content_hash != meta.content_hash:
+                print(f"{meta.video_id}: skipped: {path} is not the registered file (its content hash differs)")
+                failed += 1
+                continue
+            if index.frame_count != meta.frame_count:
+                index = read_frame_index(path, method="decode")
+            if index.frame_count != meta.frame_count:
+                print(
+                    f"{meta.video_id}: skipped: {index.frame_count} frames decode from {path} but "
+                    f"{meta.frame_count} are registered; register the file again"
+                )
+                failed += 1
+                continue
+        except VidlabelError as err:
+            print(f"{meta.video_id}: skipped: {err}")
+            failed += 1
+            continue
+        ds.update_video(meta.replace(frame_index=index, content_hash=index.content_hash))
+        print(
+            f"{meta.video_id}: indexed {index.frame_count} frames, {index.keyframes.size} keyframes "
+            f"(by {'demuxing' if index.method == 'demux' else 'decoding'})"
+        )
+    print(f"indexed {len(todo) - failed} of {len(todo)} videos without a frame index ({len(videos)} in all)")
+    return 1 if failed else 0
 
 
 def _cmd_check_video(args: argparse.Namespace) -> int:
-    raise NotImplementedError("check-video (reader helper)")
+    import time
+
+    import numpy as np
+
+    from vidlabel.dataset import Dataset
+    from vidlabel.frames import FrameReader
+
+    ds = Dataset.open(args.dataset)
+    meta = ds.video(args.video_id)
+    if args.reads < 0:
+        raise ValueError(f"--reads must be >= 0, got {args.reads}")
+    with FrameReader.for_video(meta, roots=args.roots) as reader:
+        index = reader.frame_index
+        n = reader.frame_count
+        keys = index.keyframes
+        spacing = np.diff(np.append(keys, n))
+        first_key = np.searchsorted(keys, np.arange(n), side="right") - 1
+        expected = float(np.mean(np.arange(n) - keys[first_key] + 1))
+        print(f"video {meta.video_id!r}: {reader.path}")
+        print(f"  {n} frames, {meta.width}x{meta.height}, {meta.fps['num']}/{meta.fps['den']} fps, codec {meta.codec}")
+        how = f"stored ({index.method})" if reader.indexed else "none stored (built now; run 'vidlabel index')"
+        print(f"  frame index: {how}")
+        print(
+            f"  keyframes: {keys.size}; spacing in frames: min {int(spacing.min())}, "
+            f"median {float(np.median(spacing)):g}, max {int(spacing.max())}"
+        )
+        print(f"  frames decoded per random read: {expected:.1f} on average (decoding starts at the keyframe before)")
+        if args.reads:
+            frames = np.random.default_rng(0).integers(0, n, size=args.reads).tolist()
+            decoded = reader.stats["decoded"]
+            start = time.perf_counter()
+            for f in frames:
+                reader.read(f)
+            per_read = (time.perf_counter() - start) / len(frames)
+            measured = (reader.stats["decoded"] - decoded) / len(frames)
+            print(
+                f"  measured over {len(frames)} random reads: {per_read * 1000:.1f} ms per frame "
+                f"({1 / per_read:.1f} frames/s), {measured:.1f} frames decoded per read"
+            )
+    if expected > 30:
+        print(
+            "  random access is costly: every random frame decodes the frames since its keyframe. Remedies:\n"
+            f"  - re-encode with a keyframe every 30 frames (about {expected / 15.5:.0f}x less decoding per frame), "
+            "e.g. ffmpeg -i IN -c:v libx264 -g 30 -keyint_min 30 -crf 18 OUT.mp4, and register OUT as a new video "
+            "(its pixels differ slightly)\n"
+            f"  - or export the frames once to a frame store: vidlabel export {args.dataset} OUT\n"
+            "  - or read in order: read_many / ReadPlan / VideoStream decode each keyframe interval once"
+        )
+    else:
+        print("  random access is cheap: keyframes are close together")
+    return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -485,6 +485,7 @@ class FrameReader:
         self.stats["rewinds"] += 1
         if self._container is not None:
             self._container.close()
+        self._cur = None  # its frame belongs to the closed container
         self._container, self._stream = open_video(self.path)
         self._reset(from_start=True)
 
