@@ -1,0 +1,225 @@
+"""StoreFrames and StoreStream: the one sample contract with FrameSamples, exactly once under fork and spawn,
+ranks with equal counts, determinism, pickling, the chunk cache bound."""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from tests.test_store_support import assert_same_sample, make_dataset
+from vidlabel import Dataset, FrameSamples, export, open_store
+from vidlabel.errors import OptionError
+from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
+from vidlabel.torch_data._common import to_torch_sample
+
+#: JPEG q90 on the 64x48 generated clips: the largest pixel difference we accept from the decoded video.
+JPEG_TOLERANCE = 48
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
+    root = tmp_path_factory.mktemp("torch_store")
+    ds = make_dataset(root, videos=("a", "b", "c"), n_frames=24)
+    every = ("box", "mask", "marker")  # store every annotated frame; StoreFrames(kinds=...) selects among them
+    for fmt in ("hdf5", "zarr"):
+        export(ds, root / f"{fmt}-none", format=fmt, kinds=every, progress=False)
+        export(ds, root / f"{fmt}-zstd4", format=fmt, codec="zstd", chunk_frames=4, kinds=every, progress=False)
+        export(ds, root / f"{fmt}-jpeg", format=fmt, codec="jpeg", kinds=every, progress=False)
+    return root, ds
+
+
+@pytest.fixture(autouse=True)
+def _no_sharding_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+OPTIONS: list[dict[str, Any]] = [
+    {},
+    {"kinds": ("box",), "labels": ["person", "obj"], "label_offset": 1},
+    {"box_format": "cxcywh", "normalized": True, "with_masks": True},
+    {"kinds": ("mask", "marker"), "box_format": "xywh", "with_masks": True},
+]
+
+
+@pytest.mark.parametrize("store_name", ["hdf5-none", "zarr-zstd4", "hdf5-jpeg", "zarr-jpeg"])
+@pytest.mark.parametrize("options", OPTIONS, ids=["default", "labels", "yolo", "masks_markers"])
+def test_one_sample_contract_frame_samples_equals_store_frames(
+    world: tuple[Path, Dataset], store_name: str, options: dict[str, Any]
+) -> None:
+    root, ds = world
+    fs = FrameSamples(ds, **options)
+    frames = StoreFrames(root / store_name, **options)
+    assert list(fs.index) == frames.index and len(frames) == len(fs) > 0
+    assert frames.class_names == fs.class_names
+    tolerance = JPEG_TOLERANCE if "jpeg" in store_name else 0
+    readers = {v: fs.reader(v) for v in fs.video_ids}
+    try:
+        for i, (video_id, n) in enumerate(fs.index):
+            want = to_torch_sample(fs.sample(video_id, n, readers[video_id].read(n)))
+            assert_same_sample(frames[i], want, pixel_tolerance=tolerance)
+    finally:
+        for reader in readers.values():
+            reader.close()
+
+
+def test_getitems_groups_a_batch_and_equals_getitem(world: tuple[Path, Dataset]) -> None:
+    root, _ = world
+    frames = StoreFrames(root / "hdf5-zstd4", with_masks=True)
+    idx = [5, 0, 5, 17, 3, 2, 1]
+    batch = frames.__getitems__(idx)
+    for i, s in zip(idx, batch):
+        assert_same_sample(s, frames[i])
+    assert frames.store.cache.hits > 0  # chunks of 4 frames: the batch reused cached chunks
+
+
+def test_transform_and_describe(world: tuple[Path, Dataset]) -> None:
+    root, ds = world
+
+    def flip(sample: dict[str, Any]) -> dict[str, Any]:
+        sample["image"] = torch.flip(sample["image"], dims=[2])
+        return sample
+
+    frames = StoreFrames(root / "zarr-none", transform=flip)
+    plain = StoreFrames(root / "zarr-none")
+    assert torch.equal(frames[2]["image"], torch.flip(plain[2]["image"], dims=[2]))
+    info = frames.describe()
+    assert info["release"] == ds.releases()[-1] and info["samples"] == len(frames)
+    assert info["options"]["kinds"] == ["box", "mask"]
+
+
+def pairs_of(loader: DataLoader) -> list[tuple[str, int]]:
+    out = []
+    for batch in loader:
+        assert batch["image"].dtype == torch.uint8 and batch["image"].shape[1:] == (3, 48, 64)
+        out.extend(zip(batch["video_id"], batch["frame_index"].tolist()))
+    return out
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_store_frames_workers_see_every_sample_exactly_once(world: tuple[Path, Dataset], context: str) -> None:
+    root, _ = world
+    frames = StoreFrames(root / "hdf5-zstd4")
+    loader = DataLoader(
+        frames, batch_size=5, shuffle=True, num_workers=2, multiprocessing_context=context,
+        collate_fn=collate_frames, generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    got = pairs_of(loader)
+    assert Counter(got) == Counter(frames.index)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_store_stream_workers_see_every_sample_exactly_once(world: tuple[Path, Dataset], context: str) -> None:
+    root, _ = world
+    stream = StoreStream(root / "zarr-zstd4", shuffle_buffer=8, seed=3)
+    loader = DataLoader(stream, batch_size=4, num_workers=2, multiprocessing_context=context, collate_fn=collate_frames)
+    got = pairs_of(loader)
+    assert Counter(got) == Counter(stream.index) and len(got) == len(stream)
+
+
+def test_store_stream_ranks_get_equal_counts(world: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = world
+    stream = StoreStream(root / "hdf5-zstd4", seed=1)
+    n = len(stream.samples)
+    for world_size in (2, 3):
+        per_rank = []
+        seen: Counter[int] = Counter()
+        for rank in range(world_size):
+            mine = []
+            for worker in range(2):
+                for piece in stream.shard_pieces(0, rank, world_size, worker, 2):
+                    mine.extend(piece.tolist())
+            per_rank.append(len(mine))
+            seen.update(mine)
+        assert per_rank == [-(-n // world_size)] * world_size  # same count on every rank
+        assert set(seen) == set(range(n)) and sum(seen.values()) - n == world_size * per_rank[0] - n
+    drop = StoreStream(root / "hdf5-zstd4", seed=1, drop_last=True)
+    pieces = [p for r in range(2) for w in range(2) for p in drop.shard_pieces(0, r, 2, w, 2)]
+    flat = np.concatenate(pieces).tolist()
+    assert len(flat) == len(set(flat)) == 2 * (n // 2)
+    # through the environment variables, as under torchrun
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    got: list[tuple[str, int]] = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        assert len(stream) == -(-n // 2)
+        ranked = [(s["video_id"], s["frame_index"]) for s in stream]
+        assert len(ranked) == -(-n // 2)
+        got.extend(ranked)
+    assert set(got) == set(stream.index)
+
+
+def test_store_stream_order_is_seeded_and_changes_with_the_epoch(world: tuple[Path, Dataset]) -> None:
+    root, _ = world
+
+    def order(seed: int, epoch: int, buffer: int = 0) -> list[tuple[str, int]]:
+        stream = StoreStream(root / "hdf5-none", seed=seed, shuffle_buffer=buffer)
+        stream.set_epoch(epoch)
+        return [(s["video_id"], s["frame_index"]) for s in stream]
+
+    assert order(0, 0) == order(0, 0) and order(0, 0, 5) == order(0, 0, 5)
+    assert order(0, 0) != order(0, 1) and order(0, 0) != order(1, 0)
+    assert sorted(order(0, 1, 5)) == sorted(order(0, 0))
+    plain = StoreStream(root / "hdf5-none", shuffle=False)
+    assert [(s["video_id"], s["frame_index"]) for s in plain] == plain.index
+    with pytest.raises(OptionError, match=r"epoch must be an integer >= 0, got -1"):
+        plain.set_epoch(-1)
+
+
+def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
+    root, _ = world
+    store = open_store(root / "zarr-zstd4")
+    frames = StoreFrames(store)
+    stream = StoreStream(store, seed=2)
+    first = frames[3]  # opens files and fills the cache in this process
+    for obj in (store, frames, stream):
+        clone = pickle.loads(pickle.dumps(obj))
+        assert type(clone) is type(obj)
+    clone_frames = pickle.loads(pickle.dumps(frames))
+    assert_same_sample(clone_frames[3], first)
+    clone_store = pickle.loads(pickle.dumps(store))
+    np.testing.assert_array_equal(clone_store.frame(3), store.frame(3))
+    assert [(s["video_id"], s["frame_index"]) for s in pickle.loads(pickle.dumps(stream))] == [
+        (s["video_id"], s["frame_index"]) for s in stream
+    ]
+
+
+@pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-zstd4"])
+def test_cache_never_holds_more_than_cache_bytes_plus_one_chunk(world: tuple[Path, Dataset], store_name: str) -> None:
+    root, _ = world
+    chunk_bytes = 4 * 48 * 64 * 3
+    bound = 2 * chunk_bytes + 100
+    frames = StoreFrames(root / store_name, cache_bytes=bound)
+    assert frames.store.cache_bytes == bound
+    rng = np.random.default_rng(0)
+    peak = 0
+    for i in rng.integers(0, len(frames), 60).tolist():
+        frames[i]
+        peak = max(peak, frames.store.cache.nbytes)
+        assert frames.store.cache.nbytes <= bound + chunk_bytes
+    assert peak == 2 * chunk_bytes and frames.store.cache.hits > 0
+    with pytest.raises(OptionError, match=r"cache_bytes must be an integer >= 0, got -5"):
+        StoreFrames(root / store_name, cache_bytes=-5)
+
+
+def test_option_errors(world: tuple[Path, Dataset]) -> None:
+    root, _ = world
+    with pytest.raises(OptionError, match=r"shuffle_buffer must be an integer >= 0, got -1"):
+        StoreStream(root / "hdf5-none", shuffle_buffer=-1)
+    with pytest.raises(OptionError, match=r"transform must be callable or None, got 3"):
+        StoreFrames(root / "hdf5-none", transform=3)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"unknown kind 'boxes' in kinds=; allowed: box, mask, marker"):
+        StoreFrames(root / "hdf5-none", kinds=("boxes",))
+    with pytest.raises(OptionError, match=r"unknown label 'dog' in labels=; the store's labels: obj, person, event"):
+        StoreFrames(root / "hdf5-none", labels=["dog"])
+    with pytest.raises(OptionError, match=r"unknown box_format 'yolo'; allowed: xyxy, xywh, cxcywh"):
+        StoreFrames(root / "hdf5-none", box_format="yolo")
+    with pytest.raises(IndexError, match=r"sample 999 out of range \[0, \d+\)"):
+        StoreFrames(root / "hdf5-none")[999]
