@@ -14,7 +14,7 @@ from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, VideoMetadata
 from vidlabel.errors import AnnotationError, UnknownVideoError
-from vidlabel.validate import rle_counts
+from vidlabel.rows import rle_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 

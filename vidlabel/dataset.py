@@ -29,11 +29,9 @@ import dataclasses
 import json
 import os
 import sqlite3
-import struct
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -43,6 +41,17 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
+from vidlabel.chunks import (
+    Cols,
+    cols_from_rows,
+    concat,
+    decode_chunk,
+    empty_cols,
+    encode_chunk,
+    pack_ints,
+    take,
+    unpack_ints,
+)
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
@@ -54,8 +63,9 @@ from vidlabel.errors import (
     UnknownVideoError,
 )
 from vidlabel.release import BuildReport, Release, copy_release, read_release, release_id_of, write_release
+from vidlabel.rows import check_rows, check_tracks
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, FrameIndex, VideoMetadata, View
-from vidlabel.validate import Problem, RowColumns, check_rows, check_tracks, validate_table
+from vidlabel.validate import Problem, validate_table
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 
@@ -99,138 +109,6 @@ _ABANDONED: list[sqlite3.Connection] = []
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-# --------------------------------------------------------------------------------------------------
-# Chunks: compressed columns of up to CHUNK_ROWS annotations of one video
-# --------------------------------------------------------------------------------------------------
-
-# name, dtype, trailing shape; the row count is n, except mask_offsets (n + 1) and mask_counts (m).
-_CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("annotation_id", "<i8", ()),
-    ("kind", "u1", ()),
-    ("label", "<i4", ()),
-    ("start_frame", "<i8", ()),
-    ("end_frame", "<i8", ()),
-    ("box", "<f8", (4,)),
-    ("track_id", "<i8", ()),
-    ("origin", "u1", ()),
-    ("confidence", "<f4", ()),
-    ("status", "u1", ()),
-    ("view", "<i4", ()),
-    ("mask_size", "<i4", (2,)),
-    ("mask_offsets", "<i8", ()),
-    ("mask_counts", "u1", ()),
-)
-_ROW_COLUMNS = _CHUNK_COLUMNS[:11]  # one value per row; masks are stored for mask rows only
-_MAGIC = b"VLC1"
-_HEAD = struct.Struct("<4sIIQ")  # magic, rows, mask rows, mask bytes
-Cols = dict[str, np.ndarray]
-
-
-def _encode_chunk(cols: Cols) -> bytes:
-    """Compressed bytes of a column set: row columns, then (mask row, size, length) of mask rows, then RLE bytes."""
-    n = int(cols["annotation_id"].shape[0])
-    offsets = cols["mask_offsets"]
-    lengths = np.diff(offsets)
-    mrows = np.flatnonzero(lengths)
-    parts = [np.ascontiguousarray(cols[name], dtype=dt).tobytes() for name, dt, _ in _ROW_COLUMNS]
-    parts += [
-        mrows.astype("<i4").tobytes(),
-        np.ascontiguousarray(cols["mask_size"][mrows], dtype="<i4").tobytes(),
-        lengths[mrows].astype("<i8").tobytes(),
-        np.ascontiguousarray(cols["mask_counts"], dtype="u1").tobytes(),
-    ]
-    head = _HEAD.pack(_MAGIC, n, mrows.size, int(offsets[-1]))
-    return head + zlib.compress(b"".join(parts), 1)
-
-
-def _decode_chunk(blob: bytes) -> Cols:
-    """Inverse of :func:`_encode_chunk` (arrays are read-only views of the decompressed bytes)."""
-    magic, n, k, m = _HEAD.unpack_from(blob, 0)
-    if magic != _MAGIC:
-        raise DatasetError("an annotation chunk in the database is not in a format this vidlabel reads")
-    payload = zlib.decompress(memoryview(blob)[_HEAD.size :])
-    out: Cols = {}
-    pos = 0
-
-    def take(dt: str, count: int, shape: tuple[int, ...] = ()) -> np.ndarray:
-        nonlocal pos
-        arr = np.frombuffer(payload, dt, count * int(np.prod(shape, dtype=np.int64)), pos).reshape((-1, *shape))
-        pos += arr.nbytes
-        return arr
-
-    for name, dt, shape in _ROW_COLUMNS:
-        out[name] = take(dt, n, shape)
-    mrows = take("<i4", k)
-    msize = take("<i4", k, (2,))
-    mlen = take("<i8", k)
-    out["mask_counts"] = take("u1", m)
-    size = np.zeros((n, 2), np.int32)
-    size[mrows] = msize
-    lengths = np.zeros(n, np.int64)
-    lengths[mrows] = mlen
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    out["mask_size"] = size
-    out["mask_offsets"] = offsets
-    return out
-
-
-def _concat(parts: Sequence[Cols]) -> Cols:
-    if len(parts) == 1:
-        return dict(parts[0])
-    out: Cols = {}
-    for name, _, _ in _CHUNK_COLUMNS:
-        if name == "mask_offsets":
-            pieces = [parts[0]["mask_offsets"]]
-            base = int(parts[0]["mask_offsets"][-1])
-            for p in parts[1:]:
-                pieces.append(p["mask_offsets"][1:] + base)
-                base += int(p["mask_offsets"][-1])
-            out[name] = np.concatenate(pieces)
-        else:
-            out[name] = np.concatenate([p[name] for p in parts])
-    return out
-
-
-def _take(cols: Cols, rows: np.ndarray) -> Cols:
-    """Rows (int index array) of a column set, masks carried along."""
-    offsets = cols["mask_offsets"]
-    lengths = offsets[rows + 1] - offsets[rows]
-    new_offsets = np.zeros(rows.size + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    if new_offsets[-1]:
-        gather = np.repeat(offsets[rows] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
-        counts = cols["mask_counts"][gather]
-    else:
-        counts = np.zeros(0, np.uint8)
-    out = {k: v[rows] for k, v in cols.items() if k not in ("mask_offsets", "mask_counts")}
-    out["mask_offsets"] = new_offsets
-    out["mask_counts"] = counts
-    return out
-
-
-def _empty_cols() -> Cols:
-    out: Cols = {}
-    for name, dt, shape in _CHUNK_COLUMNS:
-        out[name] = np.zeros((1 if name == "mask_offsets" else 0, *shape), dt)
-    return out
-
-
-def _cols_from_rows(ids: np.ndarray, rc: RowColumns) -> Cols:
-    out: Cols = {"annotation_id": ids}
-    for name, _, _ in _CHUNK_COLUMNS[1:]:
-        out[name] = getattr(rc, name)
-    return out
-
-
-def _pack_ints(arr: np.ndarray) -> bytes:
-    return zlib.compress(np.diff(np.asarray(arr, np.int64), prepend=0).astype("<i8").tobytes(), 6)
-
-
-def _unpack_ints(blob: bytes) -> np.ndarray:
-    return np.cumsum(np.frombuffer(zlib.decompress(blob), "<i8")).astype(np.int64)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -449,7 +327,7 @@ class Dataset:
         if fi is None:
             return json.dumps(d), None, None, None
         head = json.dumps({"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash})
-        return json.dumps(d), head, _pack_ints(fi.pts), _pack_ints(fi.keyframes)
+        return json.dumps(d), head, pack_ints(fi.pts), pack_ints(fi.keyframes)
 
     @staticmethod
     def _video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: bytes | None) -> VideoMetadata:
@@ -459,8 +337,8 @@ class Dataset:
         h = json.loads(head)
         fi = FrameIndex(
             timebase=h["timebase"],
-            pts=_unpack_ints(pts),
-            keyframes=_unpack_ints(kf),
+            pts=unpack_ints(pts),
+            keyframes=unpack_ints(kf),
             method=h["method"],
             content_hash=h["content_hash"],
         )
@@ -707,7 +585,7 @@ class Dataset:
             first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
             ids = np.arange(first, first + n, dtype=np.int64)
             con.execute("UPDATE meta SET value = ? WHERE key = 'next_annotation_id'", (str(first + n),))
-            self._append(con, vcode, _cols_from_rows(ids, cols))
+            self._append(con, vcode, cols_from_rows(ids, cols))
         return ids.tolist()
 
     @staticmethod
@@ -718,7 +596,7 @@ class Dataset:
             int(cols["annotation_id"].max()),
             int(cols["start_frame"].min()),
             int(cols["end_frame"].max()),
-            _encode_chunk(cols),
+            encode_chunk(cols),
         )
 
     def _append(self, con: sqlite3.Connection, vcode: int, cols: Cols) -> None:
@@ -729,7 +607,7 @@ class Dataset:
         ).fetchone()
         if last is not None and last[1] < CHUNK_ROWS:
             pos = min(n, CHUNK_ROWS - last[1])
-            merged = _concat([_decode_chunk(last[2]), _take(cols, np.arange(pos))])
+            merged = concat([decode_chunk(last[2]), take(cols, np.arange(pos))])
             con.execute(
                 "UPDATE chunks SET n_rows = ?, min_id = ?, max_id = ?, min_frame = ?, max_frame = ?, data = ? "
                 "WHERE chunk = ?",
@@ -737,7 +615,7 @@ class Dataset:
             )
         params = []
         while pos < n:
-            part = _take(cols, np.arange(pos, min(n, pos + CHUNK_ROWS)))
+            part = take(cols, np.arange(pos, min(n, pos + CHUNK_ROWS)))
             params.append((vcode, *self._chunk_params(part)))
             pos += CHUNK_ROWS
         con.executemany(
@@ -763,7 +641,7 @@ class Dataset:
             touched: set[int] = set()
             for chunk, vcode in meta[hi > lo][:, [0, 3]].tolist():
                 (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
-                cols = _decode_chunk(blob)
+                cols = decode_chunk(blob)
                 hit = np.isin(cols["annotation_id"], wanted)
                 if not hit.any():
                     continue
@@ -794,7 +672,7 @@ class Dataset:
         con.execute("DELETE FROM tracks WHERE video = ?", (vcode,))
         pairs: set[tuple[int, int]] = set()
         for (blob,) in con.execute("SELECT data FROM chunks WHERE video = ?", (vcode,)).fetchall():
-            c = _decode_chunk(blob)
+            c = decode_chunk(blob)
             sel = c["track_id"] >= 0
             pairs.update(zip(c["track_id"][sel].tolist(), c["label"][sel].tolist()))
         con.executemany(
@@ -834,7 +712,7 @@ class Dataset:
         AnnotationError
             On an unknown id; nothing is deleted.
         """
-        self._edit(ids, "delete_annotations", lambda cols, hit: _take(cols, np.flatnonzero(~hit)))
+        self._edit(ids, "delete_annotations", lambda cols, hit: take(cols, np.flatnonzero(~hit)))
 
     def _load(
         self,
@@ -860,12 +738,12 @@ class Dataset:
             sql += " WHERE " + " AND ".join(where)
         parts, vcodes = [], []
         for vcode, blob in con.execute(sql + " ORDER BY chunk", params):
-            c = _decode_chunk(blob)
+            c = decode_chunk(blob)
             parts.append(c)
             vcodes.append(np.full(c["annotation_id"].shape[0], vcode, np.int64))
         if not parts:
-            return _empty_cols(), np.zeros(0, np.int64)
-        return _concat(parts), np.concatenate(vcodes)
+            return empty_cols(), np.zeros(0, np.int64)
+        return concat(parts), np.concatenate(vcodes)
 
     def annotations(
         self,
@@ -1000,7 +878,7 @@ class Dataset:
             rows = np.flatnonzero(keep)
             sel = rows[np.argsort(ids[rows], kind="stable")]
         if sel is not None:
-            cols = _take(cols, sel)
+            cols = take(cols, sel)
             vcodes = vcodes[sel]
         view_col = cols["view"]
         table = AnnotationTable(

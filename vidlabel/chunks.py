@@ -1,0 +1,166 @@
+"""Annotation chunks: up to ``CHUNK_ROWS`` annotations of one video as compressed NumPy columns.
+
+A chunk is one BLOB in the dataset's ``chunks`` table: a 20-byte header
+(magic, rows, mask rows, mask bytes) and zlib-compressed little-endian
+columns: annotation id, kind, label, start and end frame, box (float64 xyxy),
+track id, origin, confidence (float32), status, view code; then, for mask
+rows only, their row, size, RLE length, and the concatenated COCO RLE bytes.
+In memory a chunk is a dict of columns (``Cols``) with masks in CSR form
+(``mask_offsets`` (N + 1,), ``mask_counts``, ``mask_size`` (N, 2)), as in
+``AnnotationTable``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from vidlabel.errors import DatasetError
+from vidlabel.rows import RowColumns
+
+__all__ = [
+    "Cols",
+    "concat",
+    "cols_from_rows",
+    "decode_chunk",
+    "empty_cols",
+    "encode_chunk",
+    "pack_ints",
+    "take",
+    "unpack_ints",
+]
+
+# name, dtype, trailing shape; the row count is n, except mask_offsets (n + 1) and mask_counts (m).
+_CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("annotation_id", "<i8", ()),
+    ("kind", "u1", ()),
+    ("label", "<i4", ()),
+    ("start_frame", "<i8", ()),
+    ("end_frame", "<i8", ()),
+    ("box", "<f8", (4,)),
+    ("track_id", "<i8", ()),
+    ("origin", "u1", ()),
+    ("confidence", "<f4", ()),
+    ("status", "u1", ()),
+    ("view", "<i4", ()),
+    ("mask_size", "<i4", (2,)),
+    ("mask_offsets", "<i8", ()),
+    ("mask_counts", "u1", ()),
+)
+_ROW_COLUMNS = _CHUNK_COLUMNS[:11]  # one value per row; masks are stored for mask rows only
+_MAGIC = b"VLC1"
+_HEAD = struct.Struct("<4sIIQ")  # magic, rows, mask rows, mask bytes
+Cols = dict[str, np.ndarray]
+
+
+def encode_chunk(cols: Cols) -> bytes:
+    """Compressed bytes of a column set: row columns, then (mask row, size, length) of mask rows, then RLE bytes."""
+    n = int(cols["annotation_id"].shape[0])
+    offsets = cols["mask_offsets"]
+    lengths = np.diff(offsets)
+    mrows = np.flatnonzero(lengths)
+    parts = [np.ascontiguousarray(cols[name], dtype=dt).tobytes() for name, dt, _ in _ROW_COLUMNS]
+    parts += [
+        mrows.astype("<i4").tobytes(),
+        np.ascontiguousarray(cols["mask_size"][mrows], dtype="<i4").tobytes(),
+        lengths[mrows].astype("<i8").tobytes(),
+        np.ascontiguousarray(cols["mask_counts"], dtype="u1").tobytes(),
+    ]
+    head = _HEAD.pack(_MAGIC, n, mrows.size, int(offsets[-1]))
+    return head + zlib.compress(b"".join(parts), 1)
+
+
+def decode_chunk(blob: bytes) -> Cols:
+    """Inverse of :func:`encode_chunk` (arrays are read-only views of the decompressed bytes)."""
+    magic, n, k, m = _HEAD.unpack_from(blob, 0)
+    if magic != _MAGIC:
+        raise DatasetError("an annotation chunk in the database is not in a format this vidlabel reads")
+    payload = zlib.decompress(memoryview(blob)[_HEAD.size :])
+    out: Cols = {}
+    pos = 0
+
+    def read(dt: str, count: int, shape: tuple[int, ...] = ()) -> np.ndarray:
+        nonlocal pos
+        arr = np.frombuffer(payload, dt, count * int(np.prod(shape, dtype=np.int64)), pos).reshape((-1, *shape))
+        pos += arr.nbytes
+        return arr
+
+    for name, dt, shape in _ROW_COLUMNS:
+        out[name] = read(dt, n, shape)
+    mrows = read("<i4", k)
+    msize = read("<i4", k, (2,))
+    mlen = read("<i8", k)
+    out["mask_counts"] = read("u1", m)
+    size = np.zeros((n, 2), np.int32)
+    size[mrows] = msize
+    lengths = np.zeros(n, np.int64)
+    lengths[mrows] = mlen
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out["mask_size"] = size
+    out["mask_offsets"] = offsets
+    return out
+
+
+def concat(parts: Sequence[Cols]) -> Cols:
+    """Column sets one after another (mask offsets shifted)."""
+    if len(parts) == 1:
+        return dict(parts[0])
+    out: Cols = {}
+    for name, _, _ in _CHUNK_COLUMNS:
+        if name == "mask_offsets":
+            pieces = [parts[0]["mask_offsets"]]
+            base = int(parts[0]["mask_offsets"][-1])
+            for p in parts[1:]:
+                pieces.append(p["mask_offsets"][1:] + base)
+                base += int(p["mask_offsets"][-1])
+            out[name] = np.concatenate(pieces)
+        else:
+            out[name] = np.concatenate([p[name] for p in parts])
+    return out
+
+
+def take(cols: Cols, rows: np.ndarray) -> Cols:
+    """Rows (int index array) of a column set, masks carried along."""
+    offsets = cols["mask_offsets"]
+    lengths = offsets[rows + 1] - offsets[rows]
+    new_offsets = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    if new_offsets[-1]:
+        gather = np.repeat(offsets[rows] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+        counts = cols["mask_counts"][gather]
+    else:
+        counts = np.zeros(0, np.uint8)
+    out = {k: v[rows] for k, v in cols.items() if k not in ("mask_offsets", "mask_counts")}
+    out["mask_offsets"] = new_offsets
+    out["mask_counts"] = counts
+    return out
+
+
+def empty_cols() -> Cols:
+    """A column set with no rows."""
+    out: Cols = {}
+    for name, dt, shape in _CHUNK_COLUMNS:
+        out[name] = np.zeros((1 if name == "mask_offsets" else 0, *shape), dt)
+    return out
+
+
+def cols_from_rows(ids: np.ndarray, rc: RowColumns) -> Cols:
+    """The column set of a validated batch, with its new annotation ids."""
+    out: Cols = {"annotation_id": ids}
+    for name, _, _ in _CHUNK_COLUMNS[1:]:
+        out[name] = getattr(rc, name)
+    return out
+
+
+def pack_ints(arr: np.ndarray) -> bytes:
+    """Compact bytes of an int64 sequence (delta-encoded, zlib): frame index pts and keyframes."""
+    return zlib.compress(np.diff(np.asarray(arr, np.int64), prepend=0).astype("<i8").tobytes(), 6)
+
+
+def unpack_ints(blob: bytes) -> np.ndarray:
+    """Inverse of :func:`pack_ints`: (N,) int64."""
+    return np.cumsum(np.frombuffer(zlib.decompress(blob), "<i8")).astype(np.int64)

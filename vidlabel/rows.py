@@ -1,0 +1,735 @@
+"""Annotation rows at the dataset's boundary: validation and columnar form.
+
+:func:`check_rows` validates a batch of annotation rows before
+``Dataset.add_annotations`` writes it. It works column by column with NumPy
+(a Python loop runs only over mask rows and over rows already known to be
+bad) and raises :class:`~vidlabel.errors.AnnotationError` naming the row
+index, the field, the value and what is allowed. Nothing is written when it
+raises. Masks arrive as (H, W) arrays or COCO RLE and leave as compressed
+RLE bytes with their bbox as the row's box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import AnnotationError
+from vidlabel.geometry import encode_rle, mask_bbox
+from vidlabel.spec import KINDS, ORIGINS, STATUSES, VideoMetadata, View
+
+__all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "rle_counts"]
+
+#: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
+KIND_FIELDS: dict[str, frozenset[str]] = {
+    "box": frozenset(
+        {"kind", "label", "start_frame", "end_frame", "box", "track_id", "origin", "confidence", "status", "view_id"}
+    ),
+    "mask": frozenset(
+        {"kind", "label", "start_frame", "end_frame", "box", "mask", "track_id", "origin", "confidence", "status"}
+        | {"view_id"}
+    ),
+    "marker": frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"}),
+}
+_ALL_FIELDS = frozenset().union(*KIND_FIELDS.values()) | {"video_id"}
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+_ORIGIN_CODE = {k: i for i, k in enumerate(ORIGINS)}
+_STATUS_CODE = {k: i for i, k in enumerate(STATUSES)}
+_BOX, _MASK, _MARKER = (_KIND_CODE[k] for k in ("box", "mask", "marker"))
+
+
+@dataclass(frozen=True)
+class RowColumns:
+    """A validated batch of rows in columnar form (what ``Dataset.add_annotations`` stores).
+
+    Attributes
+    ----------
+    kind : (N,) uint8, index into ``KINDS``
+    label : (N,) int32, index into the dataset's label vocabulary
+    start_frame, end_frame : (N,) int64, inclusive
+    box : (N, 4) float64, xyxy full-frame pixels; NaN for markers; a mask row's box is its mask's bbox
+    track_id : (N,) int64, -1 for none
+    origin : (N,) uint8, index into ``ORIGINS``
+    confidence : (N,) float32, NaN for none
+    status : (N,) uint8, index into ``STATUSES``
+    view : (N,) int32, the view code passed in ``views``, -1 for none
+    mask_offsets : (N + 1,) int64; mask_counts : (M,) uint8; mask_size : (N, 2) int32
+        COCO compressed RLE of each mask row in CSR form (see ``AnnotationTable``).
+    """
+
+    kind: np.ndarray
+    label: np.ndarray
+    start_frame: np.ndarray
+    end_frame: np.ndarray
+    box: np.ndarray
+    track_id: np.ndarray
+    origin: np.ndarray
+    confidence: np.ndarray
+    status: np.ndarray
+    view: np.ndarray
+    mask_offsets: np.ndarray
+    mask_counts: np.ndarray
+    mask_size: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value.tolist() if isinstance(value, np.ndarray) and value.size <= 16 else value)
+    if isinstance(value, np.ndarray) and value.size > 16:
+        text = f"array of shape {value.shape}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _listing(names: Sequence[str], limit: int = 20) -> str:
+    if not names:
+        return "(none)"
+    shown = ", ".join(str(n) for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+class _Refusal:
+    """Collects bad rows of a batch; raises one AnnotationError naming the first bad row."""
+
+    def __init__(self, n: int, video_id: str) -> None:
+        self.n = n
+        self.video_id = video_id
+        self.bad = np.zeros(n, bool)
+        self.first_row = n
+        self.first: tuple[str, Callable[[int], str]] | None = None
+
+    def add(self, bad: np.ndarray, field: str, describe: Callable[[int], str] | str) -> None:
+        if isinstance(describe, str):
+            text = describe
+            describe = lambda _: text  # noqa: E731
+        idx = np.flatnonzero(bad)
+        if idx.size == 0:
+            return
+        self.bad[idx] = True
+        row = int(idx[0])
+        if row < self.first_row:
+            self.first_row = row
+            self.first = (field, describe)
+
+    def add_row(self, row: int, field: str, message: str) -> None:
+        bad = np.zeros(self.n, bool)
+        bad[row] = True
+        self.add(bad, field, message)
+
+    def raise_if_any(self) -> None:
+        if self.first is None:
+            return
+        field, describe = self.first
+        row = self.first_row
+        n_bad = int(self.bad.sum())
+        more = f"; {n_bad} of {self.n} rows have problems" if n_bad > 1 else ""
+        err = AnnotationError(
+            f"row {row}, field {field!r} (video {self.video_id!r}): {describe(row)}"
+            f" -- the whole batch of {self.n} rows was refused, nothing was written{more}",
+            video_id=self.video_id,
+        )
+        err.row = row  # type: ignore[attr-defined]
+        err.field = field  # type: ignore[attr-defined]
+        raise err
+
+
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of an (N, K) integer array in lexicographic order, and the first index of each."""
+    a = np.asarray(a, np.int64)
+    if a.shape[0] == 0:
+        return a, np.zeros(0, np.intp)
+    order = np.lexsort(a.T[::-1])  # stable: the first of equal rows keeps the smallest index
+    s = a[order]
+    new = np.ones(s.shape[0], bool)
+    new[1:] = (s[1:] != s[:-1]).any(axis=1)
+    return s[new], order[new]
+
+
+def _present(values: list[Any]) -> np.ndarray:
+    """(N,) bool: the value is not None."""
+    return np.array([v is not None for v in values], bool).reshape(len(values))
+
+
+def _codes(values: list[Any], mapping: Mapping[Any, int]) -> np.ndarray:
+    """int64 code of each value, -1 where it is not a key (unhashable values included)."""
+    try:
+        return np.fromiter(map(mapping.get, values, repeat(-1)), np.int64, len(values))
+    except TypeError:
+        out = np.full(len(values), -1, np.int64)
+        for i, v in enumerate(values):
+            try:
+                out[i] = mapping.get(v, -1)
+            except TypeError:
+                pass
+        return out
+
+
+def _is_int(v: Any) -> bool:
+    if isinstance(v, bool | np.bool_):
+        return False
+    if isinstance(v, int | np.integer):
+        return True
+    if isinstance(v, float | np.floating):
+        return bool(np.isfinite(v)) and float(v).is_integer()
+    return False
+
+
+def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, bad mask) of a list that should hold integers (integral floats allowed)."""
+    n = len(values)
+    try:
+        arr = np.array(values)
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    if arr is not None and arr.ndim == 1 and arr.shape[0] == n:
+        if arr.dtype.kind == "i":
+            return arr.astype(np.int64, copy=False), np.zeros(n, bool)
+        if arr.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**62)
+            return np.where(ok, arr, 0).astype(np.int64), ~ok
+    out = np.zeros(n, np.int64)
+    bad = np.zeros(n, bool)
+    for i, v in enumerate(values):
+        if _is_int(v) and abs(int(v)) < 2**62:
+            out[i] = int(v)
+        else:
+            bad[i] = True
+    return out, bad
+
+
+def _floats(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values, bad mask) of a list that should hold real numbers (NaN/inf pass; caller checks)."""
+    n = len(values)
+    try:
+        arr = np.array(values)
+        if arr.shape == (n,) and arr.dtype.kind in "fiu":
+            return arr.astype(np.float64), np.zeros(n, bool)
+    except (TypeError, ValueError):
+        pass
+    out = np.full(n, np.nan)
+    bad = np.zeros(n, bool)
+    for i, v in enumerate(values):
+        if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
+            out[i] = float(v)
+        else:
+            bad[i] = True
+    return out, bad
+
+
+def _boxes(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """((K, 4) float64, bad mask) of a list of 4-number boxes."""
+    k = len(values)
+    try:
+        if set(map(type, values)) <= {tuple, list, np.ndarray} and set(map(len, values)) <= {4}:
+            arr = np.fromiter(chain.from_iterable(values), np.float64, 4 * k).reshape(k, 4)
+            return arr, np.zeros(k, bool)
+    except (TypeError, ValueError):
+        pass
+    out = np.full((k, 4), np.nan)
+    bad = np.zeros(k, bool)
+    for i, v in enumerate(values):
+        try:
+            b = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad[i] = True
+            continue
+        if b.shape == (4,) and not isinstance(v, str | bytes):
+            out[i] = b
+        else:
+            bad[i] = True
+    return out, bad
+
+
+def rle_counts(counts: bytes) -> np.ndarray:
+    """Run lengths of a COCO compressed RLE string (the inverse of pycocotools' ``rleToString``).
+
+    Parameters
+    ----------
+    counts : bytes
+        The ``counts`` of a compressed COCO RLE.
+
+    Returns
+    -------
+    (R,) int64
+        Alternating run lengths, zeros first, in column-major (Fortran) pixel order.
+
+    Raises
+    ------
+    ValueError
+        If the string is not valid compressed RLE (bad character, truncated, negative run).
+    """
+    out: list[int] = []
+    p, n = 0, len(counts)
+    while p < n:
+        x = k = 0
+        more = True
+        while more:
+            if p >= n:
+                raise ValueError("compressed RLE string is truncated")
+            c = counts[p] - 48
+            if c < 0 or c > 63:
+                raise ValueError(f"byte {counts[p]!r} at position {p} is not a compressed RLE character")
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and (c & 0x10):
+                x |= -1 << (5 * k)
+        if len(out) > 2:
+            x += out[-2]
+        if x < 0:
+            raise ValueError("compressed RLE string decodes to a negative run length")
+        out.append(x)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _rle_bbox(runs: np.ndarray, height: int) -> tuple[float, float, float, float] | None:
+    """xyxy bbox (x1, y1 exclusive) of the ones of column-major runs, or None for an empty mask."""
+    ends = np.cumsum(runs)
+    starts = ends - runs
+    ones = np.arange(runs.size) % 2 == 1
+    ones &= runs > 0
+    if not ones.any():
+        return None
+    s, e = starts[ones], ends[ones] - 1
+    cs, ce = s // height, e // height
+    single = cs == ce
+    y0 = np.where(single, s % height, 0).min()
+    y1 = np.where(single, e % height, height - 1).max() + 1
+    return (float(cs.min()), float(y0), float(ce.max() + 1), float(y1))
+
+
+def _parse_mask(
+    value: Any, full: tuple[int, int], crop: tuple[int, int, int, int] | None
+) -> tuple[bytes, tuple[float, float, float, float]] | str:
+    """(compressed RLE counts of the full-frame mask, bbox), or a message saying what is wrong.
+
+    ``full`` is (height, width) of the frame; a view's row may give its mask at
+    the crop's size, which is pasted into the full frame at the crop's corner.
+    """
+    fh, fw = full
+    allowed = f"(H, W) = ({fh}, {fw})"
+    if crop is not None:
+        allowed += f" or the view's crop size ({crop[3] - crop[1]}, {crop[2] - crop[0]})"
+    if isinstance(value, Mapping):
+        if "size" not in value or "counts" not in value:
+            return f"a mask RLE needs 'size' and 'counts', got keys {sorted(map(str, value))}; allowed: COCO RLE"
+        try:
+            h, w = (int(v) for v in value["size"])
+        except (TypeError, ValueError):
+            return f"mask RLE size must be [height, width], got {_show(value['size'])}"
+        counts = value["counts"]
+        try:
+            if isinstance(counts, str):
+                runs = rle_counts(counts.encode("ascii"))
+            elif isinstance(counts, bytes | bytearray):
+                runs = rle_counts(bytes(counts))
+            elif isinstance(counts, Sequence | np.ndarray):
+                runs = np.asarray(counts, dtype=np.int64).reshape(-1)
+                if (runs < 0).any():
+                    raise ValueError("negative run length")
+            else:
+                raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
+        except (ValueError, UnicodeEncodeError) as err:
+            return f"mask RLE counts are not valid COCO RLE ({err})"
+        if int(runs.sum()) != h * w:
+            return f"mask RLE counts cover {int(runs.sum())} pixels, but its size {h}x{w} has {h * w}"
+        if (h, w) == (fh, fw):
+            bbox = _rle_bbox(runs, h)
+            if bbox is None:
+                return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
+            if isinstance(counts, bytes | bytearray | str) and len(counts) > 0:
+                data = counts.encode("ascii") if isinstance(counts, str) else bytes(counts)
+            else:
+                data = encode_rle(_runs_to_mask(runs, h, w))["counts"]
+            return data, bbox
+        if crop is not None and (h, w) == (crop[3] - crop[1], crop[2] - crop[0]):
+            value = _runs_to_mask(runs, h, w)
+        else:
+            return f"mask size {h}x{w} (H x W) does not fit; allowed: {allowed}"
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        return f"mask must be an (H, W) array or a COCO RLE dict, got {type(value).__name__}"
+    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+        return f"mask must be an (H, W) array of 0/1 or a COCO RLE dict, got {_show(arr)}"
+    if arr.shape != (fh, fw):
+        if crop is not None and arr.shape == (crop[3] - crop[1], crop[2] - crop[0]):
+            full_mask = np.zeros((fh, fw), np.uint8)
+            full_mask[crop[1] : crop[3], crop[0] : crop[2]] = arr != 0
+            arr = full_mask
+        else:
+            return f"mask shape {arr.shape} does not fit; allowed: {allowed}"
+    bbox = mask_bbox(arr)
+    if bbox is None:
+        return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
+    return encode_rle(arr)["counts"], bbox
+
+
+def _runs_to_mask(runs: np.ndarray, h: int, w: int) -> np.ndarray:
+    values = (np.arange(runs.size) % 2).astype(np.uint8)
+    flat = np.repeat(values, runs)
+    return flat.reshape(w, h).T.copy()
+
+
+def check_rows(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    video: VideoMetadata,
+    labels: Sequence[str],
+    views: Mapping[str, tuple[int, View]],
+    clip: bool = False,
+) -> RowColumns:
+    """Validate a batch of annotation rows for one video and return them in columnar form.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The spec's rows: ``kind`` ("box", "mask", "marker"), ``label``,
+        ``start_frame``, ``end_frame`` (markers; inclusive; boxes and masks
+        may repeat ``start_frame``), ``box`` (x0, y0, x1, y1 pixel corners),
+        ``mask`` ((H, W) array or COCO RLE dict; its box is filled in),
+        ``track_id`` (int >= 0), ``origin`` ("human" by default, "model"),
+        ``confidence`` ([0, 1]), ``status`` ("unreviewed" by default,
+        "approved", "rejected"), ``view_id``. ``video_id`` may be present if
+        it names ``video``. A value of None means the field is absent.
+    video : VideoMetadata
+        The video the rows belong to (frame count and size bound them).
+    labels : sequence of str
+        The label vocabulary; a row's label code is its position.
+    views : mapping view_id -> (code, View)
+        Known views and the code stored for each.
+    clip : bool
+        Clip boxes that leave the frame instead of refusing them (a box
+        entirely outside is still refused).
+
+    Returns
+    -------
+    RowColumns
+
+    Raises
+    ------
+    AnnotationError
+        On the first bad row (lowest index): unknown label, view or kind;
+        frame outside ``[0, frame_count)``; ``end_frame < start_frame``;
+        empty, inverted, NaN or infinite box; box outside the frame (unless
+        ``clip``); mask of the wrong size or empty; confidence outside
+        [0, 1]; a field the kind does not take; unknown status or origin; a
+        track id with two labels in the batch. ``err.row`` and ``err.field``
+        say where.
+    """
+    rows = list(rows)
+    n = len(rows)
+    vid = video.video_id
+    ref = _Refusal(n, vid)
+
+    # Structure: mappings whose fields are the ones their kind takes (one set comparison per row).
+    if not set(map(type, rows)) <= {dict}:
+        not_map = np.array([not isinstance(r, Mapping) for r in rows], bool)
+        ref.add(not_map, "(row)", lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
+        ref.raise_if_any()
+    kinds_v = [r.get("kind") for r in rows]
+    kind = _codes(kinds_v, _KIND_CODE)
+    takes = [KIND_FIELDS[k] | {"video_id"} for k in KINDS]
+    suspect = np.zeros(n, bool)
+    for code in np.unique(kind).tolist():
+        allowed = takes[code] if code >= 0 else _ALL_FIELDS
+        if code == kind[0] and (kind == code).all():
+            suspect = ~np.fromiter(map(allowed.issuperset, rows), bool, n)
+        else:
+            idx = np.flatnonzero(kind == code)
+            suspect[idx] = ~np.fromiter(map(allowed.issuperset, [rows[i] for i in idx]), bool, idx.size)
+    unknown = np.zeros(n, bool)
+    extra = np.zeros(n, bool)
+    for i in np.flatnonzero(suspect).tolist():
+        keys = set(rows[i])
+        if not keys <= _ALL_FIELDS:
+            unknown[i] = True
+        elif kind[i] >= 0 and any(v is not None and k not in takes[kind[i]] for k, v in rows[i].items()):
+            extra[i] = True
+    ref.add(
+        unknown,
+        "(fields)",
+        lambda i: (
+            f"unknown field(s) {sorted(set(map(str, rows[i])) - _ALL_FIELDS)}"
+            + (" (annotation ids are assigned by the dataset)" if "annotation_id" in rows[i] else "")
+            + f"; allowed: {', '.join(sorted(_ALL_FIELDS))}"
+        ),
+    )
+
+    def _extra(i: int) -> str:
+        allowed = takes[kind[i]]
+        names = sorted(k for k, v in rows[i].items() if v is not None and k not in allowed)
+        return f"a {KINDS[kind[i]]} row does not take {', '.join(names)}; allowed: {', '.join(sorted(allowed))}"
+
+    ref.add(extra, "(fields)", _extra)
+    ref.add(
+        kind < 0,
+        "kind",
+        lambda i: (
+            ("missing" if kinds_v[i] is None else f"unknown kind {_show(kinds_v[i])}")
+            + f"; allowed: {', '.join(KINDS)}"
+        ),
+    )
+    vids = [r.get("video_id") for r in rows]
+    bad_vid = np.array([v is not None and v != vid for v in vids], bool)
+    ref.add(bad_vid, "video_id", lambda i: f"video_id {vids[i]!r} differs from the batch's video {vid!r}")
+    label_code = {name: i for i, name in enumerate(labels)}
+    labels_v = [r.get("label") for r in rows]
+    label = _codes(labels_v, label_code)
+    ref.add(
+        label < 0,
+        "label",
+        lambda i: (
+            ("missing" if labels_v[i] is None else f"unknown label {_show(labels_v[i])}")
+            + f"; known: {_listing(list(labels))} (add it with add_labels)"
+        ),
+    )
+
+    # Frames.
+    starts_v = [r.get("start_frame") for r in rows]
+    start, bad = _ints(starts_v)
+    fc = video.frame_count
+    ref.add(
+        bad,
+        "start_frame",
+        lambda i: (
+            ("missing" if starts_v[i] is None else f"{_show(starts_v[i])} is not an integer frame number")
+            + f"; allowed: integers in [0, {fc})"
+        ),
+    )
+    ends_v = [r.get("end_frame") for r in rows]
+    has_end = _present(ends_v)
+    end, bad_end = _ints([e if e is not None else 0 for e in ends_v])
+    end = np.where(has_end, end, start)
+    ref.add(bad_end & has_end, "end_frame", lambda i: f"{_show(ends_v[i])} is not an integer frame number (inclusive)")
+    ok = ~ref.bad
+    ref.add(
+        ok & ((start < 0) | (start >= fc)),
+        "start_frame",
+        lambda i: f"frame {start[i]} out of range [0, {fc}) of video {vid!r}",
+    )
+    ref.add(
+        ok & ((end < 0) | (end >= fc)),
+        "end_frame",
+        lambda i: f"frame {end[i]} out of range [0, {fc}) of video {vid!r} (end_frame is inclusive)",
+    )
+    ref.add(
+        ok & has_end & (end < start),
+        "end_frame",
+        lambda i: f"end_frame {end[i]} < start_frame {start[i]}; allowed: end_frame >= start_frame (inclusive)",
+    )
+    ref.add(
+        ok & has_end & (kind != _MARKER) & (end != start),
+        "end_frame",
+        lambda i: (
+            f"end_frame {end[i]} != start_frame {start[i]}: a {KINDS[kind[i]]} row covers one frame;"
+            " use a marker for a range"
+        ),
+    )
+
+    # Codes with defaults.
+    origins_v = [r.get("origin") for r in rows]
+    origin = _codes(origins_v, _ORIGIN_CODE)
+    origin[~_present(origins_v)] = _ORIGIN_CODE["human"]
+    ref.add(origin < 0, "origin", lambda i: f"unknown origin {_show(origins_v[i])}; allowed: {', '.join(ORIGINS)}")
+    status_v = [r.get("status") for r in rows]
+    status = _codes(status_v, _STATUS_CODE)
+    status[~_present(status_v)] = _STATUS_CODE["unreviewed"]
+    ref.add(status < 0, "status", lambda i: f"unknown status {_show(status_v[i])}; allowed: {', '.join(STATUSES)}")
+
+    view_v = [r.get("view_id") for r in rows]
+    view_code = {k: c for k, (c, _) in views.items()}
+    view = _codes(view_v, view_code)
+    has_view = _present(view_v)
+    view[~has_view] = -1
+    ref.add(
+        has_view & (view < 0),
+        "view_id",
+        lambda i: f"unknown view {_show(view_v[i])}; known: {_listing(sorted(views))} (add it with add_view)",
+    )
+    W, H = video.width, video.height
+    view_by_code = {c: v for c, v in views.values()}
+    for code in np.unique(view[view >= 0]).tolist():
+        v = view_by_code[code]
+        if v.crop[2] > W or v.crop[3] > H:
+            msg = f"view {v.view_id!r} crops {v.crop}, outside the {W}x{H} frame of video {vid!r}"
+            ref.add(view == code, "view_id", msg)
+
+    # Confidence and track.
+    conf_v = [r.get("confidence") for r in rows]
+    has_conf = _present(conf_v)
+    conf, bad = _floats([c if c is not None else np.nan for c in conf_v])
+    with np.errstate(invalid="ignore"):
+        bad |= has_conf & ~((conf >= 0) & (conf <= 1))
+    ref.add(bad, "confidence", lambda i: f"{_show(conf_v[i])} is not a number in [0, 1]; allowed: [0, 1] or None")
+    track_v = [r.get("track_id") for r in rows]
+    has_track = _present(track_v)
+    track, bad = _ints([t if t is not None else 0 for t in track_v])
+    bad = has_track & (bad | (track < 0))
+    track = np.where(has_track, track, -1)
+    ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
+
+    # Boxes.
+    box = np.full((n, 4), np.nan)
+    box_v = [r.get("box") for r in rows]
+    has_box = _present(box_v)
+    ref.add(
+        (kind == _BOX) & ~has_box,
+        "box",
+        lambda i: "missing; a box row needs box = (x0, y0, x1, y1) pixel corners",
+    )
+    bidx = np.flatnonzero(has_box & (kind != _MARKER))
+    if bidx.size:
+        parsed, bad_parse = _boxes([box_v[i] for i in bidx])
+        bad = np.zeros(n, bool)
+        bad[bidx] = bad_parse
+        ref.add(bad, "box", lambda i: f"{_show(box_v[i])} is not 4 numbers (x0, y0, x1, y1)")
+        box[bidx] = parsed
+        b = box[bidx]
+        finite = np.isfinite(b).all(axis=1) & ~bad_parse
+        bad = np.zeros(n, bool)
+        bad[bidx] = ~finite & ~bad_parse
+        ref.add(bad, "box", lambda i: f"{_show(box_v[i])} holds NaN or infinity; allowed: finite pixel corners")
+        with np.errstate(invalid="ignore"):
+            inverted = finite & ((b[:, 2] <= b[:, 0]) | (b[:, 3] <= b[:, 1]))
+            outside = finite & ~inverted & ((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > W) | (b[:, 3] > H))
+        bad = np.zeros(n, bool)
+        bad[bidx] = inverted
+        ref.add(
+            bad, "box", lambda i: f"{_show(box_v[i])} is empty or inverted; allowed: x0 < x1 and y0 < y1 (xyxy corners)"
+        )
+        if clip:
+            cb = b.copy()
+            cb[:, [0, 2]] = np.clip(cb[:, [0, 2]], 0, W)
+            cb[:, [1, 3]] = np.clip(cb[:, [1, 3]], 0, H)
+            gone = outside & ((cb[:, 2] <= cb[:, 0]) | (cb[:, 3] <= cb[:, 1]))
+            bad = np.zeros(n, bool)
+            bad[bidx] = gone
+            ref.add(
+                bad,
+                "box",
+                lambda i: f"{_show(box_v[i])} lies entirely outside the {W}x{H} frame; nothing is left after clipping",
+            )
+            box[bidx] = np.where(outside[:, None], cb, b)
+        else:
+            bad = np.zeros(n, bool)
+            bad[bidx] = outside
+            ref.add(
+                bad,
+                "box",
+                lambda i: (
+                    f"{_show(box_v[i])} leaves the frame; allowed: 0 <= x0 < x1 <= {W}, 0 <= y0 < y1 <= {H}"
+                    " (pass clip=True / --clip to clip boxes to the frame)"
+                ),
+            )
+
+    # Masks (a Python loop over mask rows only).
+    mask_size = np.zeros((n, 2), np.int32)
+    lengths = np.zeros(n, np.int64)
+    pieces: list[bytes] = []
+    midx = np.flatnonzero(kind == _MASK)
+    for i in midx.tolist():
+        value = rows[i].get("mask")
+        if value is None:
+            ref.add_row(i, "mask", "missing; a mask row needs an (H, W) array or a COCO RLE dict")
+            continue
+        crop = view_by_code[int(view[i])].crop if view[i] >= 0 else None
+        parsed_mask = _parse_mask(value, (H, W), crop)
+        if isinstance(parsed_mask, str):
+            ref.add_row(i, "mask", parsed_mask)
+            continue
+        counts, bbox = parsed_mask
+        if has_box[i] and not np.allclose(box[i], bbox, atol=1e-6):
+            ref.add_row(i, "box", f"{_show(box_v[i])} is not the mask's bbox {bbox}; omit box on mask rows")
+            continue
+        box[i] = bbox
+        mask_size[i] = (H, W)
+        lengths[i] = len(counts)
+        pieces.append(counts)
+
+    # A track id keeps one label within the batch.
+    tidx = np.flatnonzero((track >= 0) & ~ref.bad)
+    if tidx.size:
+        pairs, _ = unique_rows(np.stack([track[tidx], label[tidx]], axis=1))
+        multi = np.flatnonzero(np.diff(pairs[:, 0]) == 0)
+        if multi.size:
+            t = pairs[multi[0], 0]
+            first_label = label[tidx[track[tidx] == t][0]]
+            rows_t = tidx[(track[tidx] == t) & (label[tidx] != first_label)]
+            bad = np.zeros(n, bool)
+            bad[rows_t] = True
+            ref.add(
+                bad,
+                "track_id",
+                lambda i: (
+                    f"track {track[i]} has label {labels[label[i]]!r} here but {labels[first_label]!r} in "
+                    f"an earlier row of the batch; allowed: one label per track in a video"
+                ),
+            )
+    ref.raise_if_any()
+
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    counts_arr = np.frombuffer(b"".join(pieces), np.uint8).copy() if pieces else np.zeros(0, np.uint8)
+    return RowColumns(
+        kind=kind.astype(np.uint8),
+        label=label.astype(np.int32),
+        start_frame=start,
+        end_frame=end,
+        box=box,
+        track_id=track,
+        origin=origin.astype(np.uint8),
+        confidence=conf.astype(np.float32),
+        status=status.astype(np.uint8),
+        view=view.astype(np.int32),
+        mask_offsets=offsets,
+        mask_counts=counts_arr,
+        mask_size=mask_size,
+    )
+
+
+def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequence[str], video_id: str) -> None:
+    """Refuse rows whose track id already carries another label in the video.
+
+    Parameters
+    ----------
+    cols : RowColumns
+        A batch validated by :func:`check_rows`.
+    stored : mapping track_id -> label code
+        The tracks already stored for the video (rows of every status count).
+    labels : sequence of str
+        The label vocabulary (for the message).
+    video_id : str
+
+    Raises
+    ------
+    AnnotationError
+        Naming the first such row, its track, its label and the stored label.
+    """
+    if not stored:
+        return
+    n = len(cols)
+    ref = _Refusal(n, video_id)
+    tr = cols.track_id
+    keys = np.fromiter(stored.keys(), np.int64, len(stored))
+    vals = np.fromiter(stored.values(), np.int64, len(stored))
+    order = np.argsort(keys)
+    keys, vals = keys[order], vals[order]
+    pos = np.clip(np.searchsorted(keys, tr), 0, keys.size - 1)
+    clash = (tr >= 0) & (keys[pos] == tr) & (vals[pos] != cols.label)
+    ref.add(
+        clash,
+        "track_id",
+        lambda i: (
+            f"track {tr[i]} has label {labels[cols.label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
+            f"already stored for video {video_id!r}; allowed: one label per track in a video"
+        ),
+    )
+    ref.raise_if_any()
