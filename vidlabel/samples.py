@@ -289,17 +289,16 @@ class FrameSamples:
         self._image_sizes = _readonly(sizes)
         frame_counts = np.array([self._videos[v].frame_count for v in video_ids], dtype=np.int64)
 
-        # Rows. Identity maps and all-rows selections avoid copying the table's columns.
+        # Rows. Identity maps and all-rows selections avoid copying the table's columns (a fresh
+        # process pays a page fault for every new page, so fewer temporaries is faster too).
         n_rows = len(table)
         vid_identity = np.array_equal(vid_map[:-1], np.arange(len(table.video_ids)))
         lab_identity = np.array_equal(lab_map[:-1], np.arange(len(table.labels)))
-        vcode = table.video.astype(np.int64) if vid_identity else vid_map[table.video]
-        ccode = table.label.astype(np.int64) if lab_identity else lab_map[table.label]
         keep = table.status != _REJECTED
         if not vid_identity:
-            keep &= vcode >= 0
+            keep &= (vid_map >= 0)[table.video]
         if not lab_identity:
-            keep &= ccode >= 0
+            keep &= (lab_map >= 0)[table.label]
         if view_id is not None:
             vix = table.view_ids.index(view_id) if view_id in table.view_ids else -2
             keep &= table.view == vix
@@ -311,57 +310,80 @@ class FrameSamples:
         is_marker = table.kind == _KIND_MARKER
         regions = keep & (np.isin(table.kind, region_kinds) if len(region_kinds) < 2 else ~is_marker)
         markers = keep & is_marker
+        del keep, is_marker
 
         # Regions: sorted by (video, frame, annotation id), CSR over distinct (video, frame).
         rows: np.ndarray | None = None if bool(regions.all()) else np.flatnonzero(regions)
+        del regions
 
         def take(col: np.ndarray) -> np.ndarray:
             return col if rows is None else col[rows]
 
-        rv, rf = take(vcode), take(table.start_frame)
-        outside = (rf < 0) | (rf >= frame_counts[rv]) if rf.size else np.zeros(0, bool)
-        self._dropped = int(outside.sum())
-        if self._dropped:
-            first_bad = int(np.flatnonzero(outside)[0])
+        bad_ids: list[int] = []
+        rf = take(table.start_frame)
+        if rf.size and int(rf.min()) < 0:
+            negative = rf < 0
+            bad_ids += take(table.annotation_id)[negative].tolist()
+            rows = np.flatnonzero(~negative) if rows is None else rows[~negative]
+            rf = take(table.start_frame)
+        rv = take(table.video)
+        key = rv.astype(np.int64) if vid_identity else vid_map[rv]
+        key <<= _SHIFT
+        key |= rf
+        del rv, rf
+        if key.size > 1 and not np.all(key[1:] >= key[:-1]):
+            order = np.argsort(key, kind="stable")  # stable: annotation ids stay ascending within a frame
+            rows = order if rows is None else rows[order]
+            key = key[order]
+            del order
+        # Rows beyond the end of their video (frame_count can shrink when a video is re-probed).
+        edges = np.searchsorted(key, np.arange(len(video_ids) + 1, dtype=np.int64) << _SHIFT)
+        last = key[np.maximum(edges[1:] - 1, 0)] & _FRAME_MASK if key.size else frame_counts
+        if key.size and bool(((edges[1:] > edges[:-1]) & (last >= frame_counts)).any()):
+            beyond = (key & _FRAME_MASK) >= frame_counts[key >> _SHIFT]
+            bad_ids += take(table.annotation_id)[beyond].tolist()
+            fine = np.flatnonzero(~beyond)
+            rows = fine if rows is None else rows[fine]
+            key = key[fine]
+        self._dropped = len(bad_ids)
+        if bad_ids:
             warnings.warn(
-                f"{self._dropped} annotation rows lie outside their video's frames (e.g. annotation "
-                f"{int(take(table.annotation_id)[first_bad])}); they are left out",
+                f"{len(bad_ids)} annotation rows lie outside their video's frames (e.g. annotation "
+                f"{min(bad_ids)}); they are left out",
                 VidlabelWarning,
                 stacklevel=3,
             )
-        key = (rv << _SHIFT) | rf
-        if self._dropped or (key.size > 1 and not np.all(key[1:] >= key[:-1])):
-            # stable: annotation ids stay ascending within a frame
-            order = np.argsort(key, kind="stable")
-            if self._dropped:
-                order = order[~outside[order]]
-            rows = order if rows is None else rows[order]
-            key = key[order]
-        new = np.ones(key.size, bool)
-        new[1:] = key[1:] != key[:-1]
-        starts = np.flatnonzero(new)
-        self._rk_key = _readonly(key[starts])
-        self._rk_off = _readonly(np.append(starts, key.size).astype(np.int64))
+        boundary = np.empty(key.size + 1, bool)
+        boundary[0] = boundary[-1] = True
+        np.not_equal(key[1:], key[:-1], out=boundary[1:-1])
+        offsets = np.flatnonzero(boundary)  # starts of each distinct (video, frame), then the row count
+        self._rk_key = _readonly(key[offsets[:-1]])
+        self._rk_off = _readonly(offsets.astype(np.int64, copy=False))
+        del key, boundary, offsets
         box = take(table.box)
         self._r_box = _readonly(box if self._view is None else view_boxes(box, self._view))
-        self._r_label = _readonly(take(ccode) + self._label_offset)
+        labels_sel = take(table.label)
+        r_label = labels_sel.astype(np.int64) if lab_identity else lab_map[labels_sel]
+        if self._label_offset:
+            r_label += self._label_offset
+        self._r_label = _readonly(r_label)
         self._r_track = _readonly(take(table.track_id))
         self._r_ann = _readonly(take(table.annotation_id))
         self._r_boxes_out: np.ndarray | None = None
         if self._with_masks:
             mrows_ = np.arange(n_rows) if rows is None else rows
             lengths = table.mask_offsets[mrows_ + 1] - table.mask_offsets[mrows_]
-            offsets = np.zeros(mrows_.size + 1, np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            gather = np.repeat(table.mask_offsets[mrows_] - offsets[:-1], lengths) + np.arange(offsets[-1])
-            self._m_offsets = _readonly(offsets)
+            moff = np.zeros(mrows_.size + 1, np.int64)
+            np.cumsum(lengths, out=moff[1:])
+            gather = np.repeat(table.mask_offsets[mrows_] - moff[:-1], lengths) + np.arange(moff[-1])
+            self._m_offsets = _readonly(moff)
             self._m_counts = _readonly(table.mask_counts[gather])
             self._m_size = _readonly(table.mask_size[mrows_])
-        del rv, rf, key, new, starts, box
+        del box, labels_sel, r_label
 
         # Markers: intervals per video (inclusive end, clipped to the video).
         mrows = np.flatnonzero(markers)
-        mv = vcode[mrows]
+        mv = vid_map[table.video[mrows]]
         ms = np.maximum(table.start_frame[mrows], 0)
         me = np.minimum(table.end_frame[mrows], frame_counts[mv] - 1) if mrows.size else mv
         ok = me >= ms
@@ -370,7 +392,7 @@ class FrameSamples:
         self._mk_video = _readonly(mv[order])
         self._mk_start = _readonly(ms[order])
         self._mk_end = _readonly(me[order])
-        self._mk_class = _readonly(ccode[mrows][order])
+        self._mk_class = _readonly(lab_map[table.label[mrows]][order])
         self._mk_off = _readonly(np.searchsorted(self._mk_video, np.arange(len(video_ids) + 1)).astype(np.int64))
 
         # The sample list.
