@@ -492,15 +492,18 @@ def test_rows_outside_the_video_are_reported() -> None:
         [
             {"video": "v", "kind": "box", "label": "x", "start_frame": 1, "box": (0, 0, 1, 1)},
             {"video": "v", "kind": "box", "label": "x", "start_frame": 9, "box": (0, 0, 1, 1)},
+            {"video": "w", "kind": "box", "label": "x", "start_frame": -1, "box": (0, 0, 1, 1)},
+            {"video": "w", "kind": "box", "label": "x", "start_frame": 0, "box": (0, 0, 1, 1)},
         ],
         labels=("x",),
-        videos={"v": (5, 8, 8)},
+        videos={"v": (5, 8, 8), "w": (5, 8, 8)},
     )
     with pytest.warns(
-        VidlabelWarning, match=r"1 annotation rows lie outside their video's frames \(e.g. annotation 2\)"
+        VidlabelWarning, match=r"2 annotation rows lie outside their video's frames \(e.g. annotation 2\)"
     ):
         samples = fs(rel)
-    assert samples.index == [("v", 1)] and samples.describe()["rows_outside_video"] == 1
+    assert samples.index == [("v", 1), ("w", 0)] and samples.describe()["rows_outside_video"] == 2
+    assert [t["annotation_ids"].tolist() for t in samples.targets()] == [[1], [4]]
 
 
 def test_plan_reads_positions_and_pairs() -> None:
