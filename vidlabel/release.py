@@ -6,7 +6,7 @@ Layout (``<dataset>/releases/<release_id>.h5``)::
 
     /                 attrs: format="vidlabel-release", format_version, release_id, created,
                              labels, video_ids, view_ids, views, info (JSON strings)
-    /table/<column>   one dataset per AnnotationTable column (Blosc-compressed)
+    /table/<column>   one dataset per AnnotationTable column (Blosc zstd, bit-shuffled)
     /videos/<i>       attrs: video_id, metadata (JSON, without the frame index), index (JSON or "")
         pts, keyframes  (T,), (K,) int64 frame index, when the video has one
 """
@@ -209,7 +209,7 @@ def _compression(arr: np.ndarray) -> dict[str, Any]:
     rows = max(1, min(arr.shape[0], (1 << 20) // max(1, arr.dtype.itemsize * int(np.prod(arr.shape[1:])))))
     return {
         "chunks": (rows, *arr.shape[1:]),
-        **hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE),
+        **hdf5plugin.Blosc(cname="zstd", clevel=3, shuffle=hdf5plugin.Blosc.BITSHUFFLE),
     }
 
 

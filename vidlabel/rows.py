@@ -434,11 +434,20 @@ def check_rows(
         not_map = np.array([not isinstance(r, Mapping) for r in rows], bool)
         ref.add(not_map, "(row)", lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
         ref.raise_if_any()
-    kinds_v = [r.get("kind") for r in rows]
+    fields_present: set[Any] = set().union(*rows) if n else set()
+
+    def column(name: str) -> list[Any]:
+        """The field of every row, None where absent (no pass over the rows when no row has it)."""
+        return [r.get(name) for r in rows] if name in fields_present else [None] * n
+
+    def present(name: str, values: list[Any]) -> np.ndarray:
+        return _present(values) if name in fields_present else np.zeros(n, bool)
+
+    kinds_v = column("kind")
     kind = _codes(kinds_v, _KIND_CODE)
     takes = [KIND_FIELDS[k] | {"video_id"} for k in KINDS]
     suspect = np.zeros(n, bool)
-    for code in np.unique(kind).tolist():
+    for code in [c for c in range(-1, len(KINDS)) if (kind == c).any()]:
         allowed = takes[code] if code >= 0 else _ALL_FIELDS
         if code == kind[0] and (kind == code).all():
             suspect = ~np.fromiter(map(allowed.issuperset, rows), bool, n)
@@ -477,11 +486,11 @@ def check_rows(
             + f"; allowed: {', '.join(KINDS)}"
         ),
     )
-    vids = [r.get("video_id") for r in rows]
-    bad_vid = np.array([v is not None and v != vid for v in vids], bool)
+    vids = column("video_id")
+    bad_vid = present("video_id", vids) & np.array([v != vid for v in vids], bool)
     ref.add(bad_vid, "video_id", lambda i: f"video_id {vids[i]!r} differs from the batch's video {vid!r}")
     label_code = {name: i for i, name in enumerate(labels)}
-    labels_v = [r.get("label") for r in rows]
+    labels_v = column("label")
     label = _codes(labels_v, label_code)
     ref.add(
         label < 0,
@@ -493,7 +502,7 @@ def check_rows(
     )
 
     # Frames.
-    starts_v = [r.get("start_frame") for r in rows]
+    starts_v = column("start_frame")
     start, bad = _ints(starts_v)
     fc = video.frame_count
     ref.add(
@@ -504,10 +513,13 @@ def check_rows(
             + f"; allowed: integers in [0, {fc})"
         ),
     )
-    ends_v = [r.get("end_frame") for r in rows]
-    has_end = _present(ends_v)
-    end, bad_end = _ints([e if e is not None else 0 for e in ends_v])
-    end = np.where(has_end, end, start)
+    ends_v = column("end_frame")
+    has_end = present("end_frame", ends_v)
+    if has_end.any():
+        end, bad_end = _ints([e if e is not None else 0 for e in ends_v])
+        end = np.where(has_end, end, start)
+    else:
+        end, bad_end = start.copy(), np.zeros(n, bool)
     ref.add(bad_end & has_end, "end_frame", lambda i: f"{_show(ends_v[i])} is not an integer frame number (inclusive)")
     ok = ~ref.bad
     ref.add(
@@ -535,19 +547,19 @@ def check_rows(
     )
 
     # Codes with defaults.
-    origins_v = [r.get("origin") for r in rows]
+    origins_v = column("origin")
     origin = _codes(origins_v, _ORIGIN_CODE)
-    origin[~_present(origins_v)] = _ORIGIN_CODE["human"]
+    origin[~present("origin", origins_v)] = _ORIGIN_CODE["human"]
     ref.add(origin < 0, "origin", lambda i: f"unknown origin {_show(origins_v[i])}; allowed: {', '.join(ORIGINS)}")
-    status_v = [r.get("status") for r in rows]
+    status_v = column("status")
     status = _codes(status_v, _STATUS_CODE)
-    status[~_present(status_v)] = _STATUS_CODE["unreviewed"]
+    status[~present("status", status_v)] = _STATUS_CODE["unreviewed"]
     ref.add(status < 0, "status", lambda i: f"unknown status {_show(status_v[i])}; allowed: {', '.join(STATUSES)}")
 
-    view_v = [r.get("view_id") for r in rows]
+    view_v = column("view_id")
     view_code = {k: c for k, (c, _) in views.items()}
     view = _codes(view_v, view_code)
-    has_view = _present(view_v)
+    has_view = present("view_id", view_v)
     view[~has_view] = -1
     ref.add(
         has_view & (view < 0),
@@ -556,30 +568,34 @@ def check_rows(
     )
     W, H = video.width, video.height
     view_by_code = {c: v for c, v in views.values()}
-    for code in np.unique(view[view >= 0]).tolist():
+    for code in sorted(set(view[view >= 0].tolist())):
         v = view_by_code[code]
         if v.crop[2] > W or v.crop[3] > H:
             msg = f"view {v.view_id!r} crops {v.crop}, outside the {W}x{H} frame of video {vid!r}"
             ref.add(view == code, "view_id", msg)
 
     # Confidence and track.
-    conf_v = [r.get("confidence") for r in rows]
-    has_conf = _present(conf_v)
-    conf, bad = _floats([c if c is not None else np.nan for c in conf_v])
-    with np.errstate(invalid="ignore"):
-        bad |= has_conf & ~((conf >= 0) & (conf <= 1))
+    conf_v = column("confidence")
+    has_conf = present("confidence", conf_v)
+    conf, bad = np.full(n, np.nan), np.zeros(n, bool)
+    if has_conf.any():
+        conf, bad = _floats([c if c is not None else np.nan for c in conf_v])
+        with np.errstate(invalid="ignore"):
+            bad |= has_conf & ~((conf >= 0) & (conf <= 1))
     ref.add(bad, "confidence", lambda i: f"{_show(conf_v[i])} is not a number in [0, 1]; allowed: [0, 1] or None")
-    track_v = [r.get("track_id") for r in rows]
-    has_track = _present(track_v)
-    track, bad = _ints([t if t is not None else 0 for t in track_v])
-    bad = has_track & (bad | (track < 0))
-    track = np.where(has_track, track, -1)
+    track_v = column("track_id")
+    has_track = present("track_id", track_v)
+    track, bad = np.full(n, -1, np.int64), np.zeros(n, bool)
+    if has_track.any():
+        track, bad = _ints([t if t is not None else 0 for t in track_v])
+        bad = has_track & (bad | (track < 0))
+        track = np.where(has_track, track, -1)
     ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
 
     # Boxes.
     box = np.full((n, 4), np.nan)
-    box_v = [r.get("box") for r in rows]
-    has_box = _present(box_v)
+    box_v = column("box")
+    has_box = present("box", box_v)
     ref.add(
         (kind == _BOX) & ~has_box,
         "box",
