@@ -8,9 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
+from vidlabel.chunks import concat, decode_chunk, encode_chunk, take
 from vidlabel.dataset import DB_NAME, SCHEMA_VERSION
 from vidlabel.errors import (
     AnnotationError,
@@ -492,3 +495,90 @@ def test_pickle_round_trip(ds: Dataset) -> None:
 def test_close_and_reconnect(ds: Dataset) -> None:
     ds.close()
     assert ds.labels() == ["person", "car", "goal"]
+
+
+# -- properties ------------------------------------------------------------------------------------
+
+
+def _random_cols(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    lengths = np.where(rng.random(n) < 0.3, rng.integers(1, 9, n), 0)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return {
+        "annotation_id": np.sort(rng.choice(10**6, n, replace=False)).astype(np.int64),
+        "kind": rng.integers(0, 3, n).astype(np.uint8),
+        "label": rng.integers(0, 50, n).astype(np.int32),
+        "start_frame": rng.integers(0, 10**5, n),
+        "end_frame": rng.integers(0, 10**5, n),
+        "box": rng.normal(size=(n, 4)) * 100,
+        "track_id": rng.integers(-1, 30, n),
+        "origin": rng.integers(0, 2, n).astype(np.uint8),
+        "confidence": rng.random(n).astype(np.float32),
+        "status": rng.integers(0, 3, n).astype(np.uint8),
+        "view": rng.integers(-1, 3, n).astype(np.int32),
+        "mask_size": np.where(lengths[:, None] > 0, rng.integers(1, 99, (n, 2)), 0).astype(np.int32),
+        "mask_offsets": offsets,
+        "mask_counts": rng.integers(48, 112, int(offsets[-1])).astype(np.uint8),
+    }
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(0, 40), min_size=1, max_size=4))
+def test_chunks_round_trip_concat_and_take(seed: int, sizes: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+    parts = [_random_cols(rng, n) for n in sizes]
+    decoded = [decode_chunk(encode_chunk(p)) for p in parts]
+    for p, d in zip(parts, decoded):
+        assert p.keys() == d.keys()
+        for k in p:
+            assert np.array_equal(p[k], d[k]), k
+    whole = concat(decoded)
+    n = sum(sizes)
+    assert whole["annotation_id"].shape == (n,) and whole["mask_offsets"].shape == (n + 1,)
+    rows = rng.permutation(n)[: n // 2]
+    sub = take(whole, rows)
+    for j, r in enumerate(rows.tolist()):
+        a, b = whole["mask_offsets"][r], whole["mask_offsets"][r + 1]
+        c, d = sub["mask_offsets"][j], sub["mask_offsets"][j + 1]
+        assert np.array_equal(whole["mask_counts"][a:b], sub["mask_counts"][c:d])
+        assert sub["annotation_id"][j] == whole["annotation_id"][r]
+
+
+row_strategy = st.fixed_dictionaries(
+    {
+        "kind": st.just("box"),
+        "label": st.sampled_from(["person", "car"]),
+        "start_frame": st.integers(0, 99),
+        "box": st.tuples(
+            st.floats(0, 30, allow_nan=False),
+            st.floats(0, 20, allow_nan=False),
+            st.floats(31, 64, allow_nan=False),
+            st.floats(21, 48, allow_nan=False),
+        ),
+    },
+    optional={
+        "origin": st.sampled_from(["human", "model"]),
+        "confidence": st.floats(0, 1, width=32),
+        "status": st.sampled_from(["unreviewed", "approved", "rejected"]),
+    },
+)
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows=st.lists(row_strategy, max_size=30))
+def test_rows_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: list[dict]) -> None:
+    d = Dataset.create(tmp_path_factory.mktemp("prop") / "ds")
+    d.add_video(meta())
+    d.add_labels(["person", "car"])
+    ids = d.add_annotations(rows, "clip")
+    got = d.annotations()
+    assert [g["annotation_id"] for g in got] == ids
+    for row, g in zip(rows, got):
+        assert g["box"] == tuple(float(x) for x in row["box"])
+        assert g["start_frame"] == row["start_frame"] and g["label"] == row["label"]
+        assert g["origin"] == row.get("origin", "human") and g["status"] == row.get("status", "unreviewed")
+        if "confidence" in row:
+            assert np.float32(g["confidence"]) == np.float32(row["confidence"])
+    snap = d.snapshot()
+    kept = [i for i, r in zip(ids, rows) if r.get("status") != "rejected"]
+    assert snap.table.annotation_id.tolist() == kept

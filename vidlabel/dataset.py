@@ -62,7 +62,15 @@ from vidlabel.errors import (
     SchemaVersionError,
     UnknownVideoError,
 )
-from vidlabel.release import BuildReport, Release, copy_release, read_release, release_id_of, write_release
+from vidlabel.release import (
+    BuildReport,
+    Release,
+    copy_release,
+    read_release,
+    release_created,
+    release_id_of,
+    write_release,
+)
 from vidlabel.rows import check_rows, check_tracks
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, FrameIndex, VideoMetadata, View
 from vidlabel.validate import Problem, validate_table
@@ -973,6 +981,10 @@ class Dataset:
         wrote = False
         if not path.exists():
             wrote = write_release(rel, path)
+        if not wrote:
+            # The file is the truth: another build of this content (maybe in another process) wrote it first.
+            rel = dataclasses.replace(rel, created=release_created(path))
+            created = rel.created
         with self._write("build") as con:
             counter = int(con.execute("SELECT value FROM meta WHERE key = 'build_counter'").fetchone()[0]) + 1
             con.execute("UPDATE meta SET value = ? WHERE key = 'build_counter'", (str(counter),))

@@ -31,7 +31,16 @@ from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, Vie
 if TYPE_CHECKING:
     from vidlabel.validate import Problem
 
-__all__ = ["FORMAT_VERSION", "BuildReport", "Release", "read_release", "release_id_of", "write_release"]
+__all__ = [
+    "FORMAT_VERSION",
+    "BuildReport",
+    "Release",
+    "copy_release",
+    "read_release",
+    "release_created",
+    "release_id_of",
+    "write_release",
+]
 
 #: Version of the release file layout written by this vidlabel.
 FORMAT_VERSION = 1
@@ -344,6 +353,14 @@ def read_release(path: str | os.PathLike[str]) -> Release:
             table=table,
             info=json.loads(f.attrs["info"]),
         )
+
+
+def release_created(path: str | os.PathLike[str]) -> str:
+    """The ``created`` time recorded in a release file (reads one attribute)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return str(f.attrs["created"])
 
 
 def copy_release(release: Release) -> Release:
