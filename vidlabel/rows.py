@@ -24,16 +24,12 @@ from vidlabel.spec import KINDS, ORIGINS, STATUSES, VideoMetadata, View
 
 __all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "rle_counts"]
 
+_COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
 KIND_FIELDS: dict[str, frozenset[str]] = {
-    "box": frozenset(
-        {"kind", "label", "start_frame", "end_frame", "box", "track_id", "origin", "confidence", "status", "view_id"}
-    ),
-    "mask": frozenset(
-        {"kind", "label", "start_frame", "end_frame", "box", "mask", "track_id", "origin", "confidence", "status"}
-        | {"view_id"}
-    ),
-    "marker": frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"}),
+    "box": _COMMON | {"box", "track_id"},
+    "mask": _COMMON | {"box", "mask", "track_id"},  # a box, if given, must be the mask's bbox
+    "marker": _COMMON,  # markers are frame-level: no box, mask or track
 }
 _ALL_FIELDS = frozenset().union(*KIND_FIELDS.values()) | {"video_id"}
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
