@@ -483,7 +483,12 @@ class FrameStore:
 
     def read_row(self, video_id: str, row: int) -> np.ndarray:
         """One stored frame by row: (H, W, 3) uint8."""
-        return self.read_rows(video_id, [row])[0]
+        state = self._process()
+        reader = state.frames.get(video_id)
+        if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:
+            return self.read_rows(video_id, [row])[0]
+        buf = np.empty((1, *reader.shape[1:]), np.uint8)  # one-frame chunk: decoded straight into the result
+        return reader.read_chunk(row, buf)[0]
 
     def frame(self, i: int) -> np.ndarray:
         """The stored frame of sample ``i``: (H, W, 3) uint8."""

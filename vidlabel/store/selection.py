@@ -112,6 +112,7 @@ class StoreSamples:
         if frames is None:
             frames = "stored" if (exported == "all" or store.frames_only) else "annotated"
         self.frames = frames
+        self._prepared: dict[str, _VideoTargets] = {}
         self._positions = self._select(frames)
         self._positions.setflags(write=False)
 
@@ -194,51 +195,47 @@ class StoreSamples:
         sample.pop("image", None)
         return sample
 
+    def _targets(self, video_id: str) -> _VideoTargets:
+        """The selected regions of a video as CSR over its stored rows (built once per process)."""
+        prepared = self._prepared.get(video_id)
+        if prepared is None:
+            prepared = _VideoTargets(self.store.video_data(video_id), self)
+            self._prepared[video_id] = prepared
+        return prepared
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_prepared"] = {}
+        return state
+
     def sample_row(
         self, video_id: str, row: int, image: np.ndarray | None = None, *, read_image: bool = True
     ) -> dict[str, Any]:
         """The sample dict of a stored row (``image`` read from the store unless given)."""
-        data = self.store.video_data(video_id)
-        width, height = data.size
-        if image is None and read_image:
-            image = self.store.read_row(video_id, row)
-        frame = int(data.frame_number[row])
-        reg = data.regions
+        t = self._targets(video_id)
+        if image is None:
+            image = self.store.read_row(video_id, row) if read_image else np.zeros((t.height, t.width, 3), np.uint8)
+        a, b = int(t.offsets[row]), int(t.offsets[row + 1])
         masks = None
-        if reg:
-            a, b = int(reg["row_offsets"][row]), int(reg["row_offsets"][row + 1])
-            is_mask = np.diff(reg["mask_offsets"][a : b + 1]) > 0
-            labels = self._label_map[reg["label_index"][a:b]]
-            keep = np.where(is_mask, self._want_mask, self._want_box) & (labels >= 0)
-            idx = np.flatnonzero(keep) + a
-            boxes = reg["bbox_xyxy"][idx].astype(np.float64)
-            label_index, tracks, anns = labels[keep], reg["track_id"][idx], reg["annotation_id"][idx]
-            if self.with_masks:
-                masks = np.zeros((idx.size, height, width), np.uint8)
-                mo, mc = reg["mask_offsets"], reg["mask_counts"]
-                for j, r in enumerate(idx.tolist()):
-                    if mo[r + 1] > mo[r]:
-                        masks[j] = decode_rle({"size": [height, width], "counts": mc[mo[r] : mo[r + 1]].tobytes()})
-        else:
-            boxes = np.zeros((0, 4))
-            label_index = tracks = anns = np.zeros(0, np.int64)
-            if self.with_masks:
-                masks = np.zeros((0, height, width), np.uint8)
+        if self.with_masks:
+            masks = np.zeros((b - a, t.height, t.width), np.uint8)
+            mo, mc = t.mask_offsets, t.mask_counts
+            for j, r in enumerate(t.region[a:b].tolist()):
+                if mo[r + 1] > mo[r]:
+                    masks[j] = decode_rle({"size": [t.height, t.width], "counts": mc[mo[r] : mo[r + 1]].tobytes()})
+        frame = int(t.frame_number[row])
         frame_labels = np.zeros(len(self._class_names), np.float32)
-        seg = data.segments
-        if seg and seg["start_frame"].size:
-            active = (seg["start_frame"] <= frame) & (frame <= seg["end_frame"])
-            cls = self._label_map[seg["label_index"][active]]
-            frame_labels[cls[cls >= 0]] = 1.0
+        if t.seg_start.size:
+            frame_labels[t.seg_class[(t.seg_start <= frame) & (frame <= t.seg_end)]] = 1.0
         return make_sample(
-            image=image if image is not None else np.zeros((height, width, 3), np.uint8),
-            boxes_xyxy=boxes,
-            label_index=label_index,
-            track_ids=np.array(tracks, dtype=np.int64),
-            annotation_ids=np.array(anns, dtype=np.int64),
+            image=image,
+            boxes_xyxy=t.boxes[a:b],
+            label_index=t.labels[a:b],
+            track_ids=t.tracks[a:b].copy(),
+            annotation_ids=t.anns[a:b].copy(),
             frame_labels=frame_labels,
             video_id=video_id,
-            view_id=data.attrs.get("view_id"),
+            view_id=t.view_id,
             frame_index=frame,
             masks=masks,
             box_format=self.box_format,
@@ -280,3 +277,38 @@ class StoreSamples:
 
     def __repr__(self) -> str:
         return f"StoreSamples(store={str(self.store.path)!r}, samples={len(self)}, kinds={self.kinds})"
+
+
+class _VideoTargets:
+    """One video's selected regions (kind and label filters applied, classes renumbered) as CSR over its rows."""
+
+    def __init__(self, data: Any, sel: StoreSamples) -> None:
+        self.frame_number = data.frame_number
+        self.width, self.height = data.size
+        self.view_id = data.attrs.get("view_id")
+        t = data.frame_number.size
+        reg = data.regions
+        if reg:
+            keep = sel._keep_regions(data)
+            self.region = np.flatnonzero(keep)
+            row_of = np.repeat(np.arange(t), np.diff(reg["row_offsets"]))[keep]
+            self.offsets = np.zeros(t + 1, np.int64)
+            np.cumsum(np.bincount(row_of, minlength=t), out=self.offsets[1:])
+            self.boxes = reg["bbox_xyxy"][self.region].astype(np.float64)
+            self.labels = sel._label_map[reg["label_index"][self.region]]
+            self.tracks = reg["track_id"][self.region]
+            self.anns = reg["annotation_id"][self.region]
+            self.mask_offsets, self.mask_counts = reg["mask_offsets"], reg["mask_counts"]
+        else:
+            self.region = np.zeros(0, np.int64)
+            self.offsets = np.zeros(t + 1, np.int64)
+            self.boxes = np.zeros((0, 4))
+            self.labels = self.tracks = self.anns = np.zeros(0, np.int64)
+            self.mask_offsets, self.mask_counts = np.zeros(1, np.int64), np.zeros(0, np.uint8)
+        seg = data.segments
+        if seg and seg["start_frame"].size:
+            cls = sel._label_map[seg["label_index"]]
+            ok = cls >= 0
+            self.seg_start, self.seg_end, self.seg_class = seg["start_frame"][ok], seg["end_frame"][ok], cls[ok]
+        else:
+            self.seg_start = self.seg_end = self.seg_class = np.zeros(0, np.int64)

@@ -1,0 +1,257 @@
+"""Benchmark the frame store: export speed, size and random-read speed per codec, in one run.
+
+On generated 1280x720 H.264 clips (default four clips of 600 frames, a
+keyframe every 250 frames; a panning noise texture with moving boxes, so the
+decoded frames have realistic entropy), it prints per codec:
+
+- export frames/s with ``workers=2`` over the four clips, against raw PyAV
+  decoding of the same clips in one process (target >= 0.8x for the default codec);
+- bytes per stored frame;
+- random single-frame reads/s through ``StoreFrames`` against ``FrameReader``
+  random reads (target >= 300x), against a folder of JPEG files like the
+  spec's frame cache (target >= 5x for the default codec) and against a plain
+  memcpy of the same bytes (target >= 0.6 for the uncompressed codec);
+
+and a DataLoader over the default codec's store with 2 workers against 0
+(target >= 1.6x).
+
+Usage::
+
+    python scripts/bench_store.py [--dir /tmp/vidlabel_bench] [--frames 600] [--clips 4] [--codecs none,lz4,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+WIDTH, HEIGHT = 1280, 720
+GOP = 250
+
+
+def frame_picture(n: int, texture: np.ndarray) -> np.ndarray:
+    """Frame ``n``: a panning noise texture, two moving boxes and the frame number in 16 blocks."""
+    y0, x0 = (n * 3) % (texture.shape[0] - HEIGHT), (n * 5) % (texture.shape[1] - WIDTH)
+    img = texture[y0 : y0 + HEIGHT, x0 : x0 + WIDTH].copy()
+    bx, by = (40 + 7 * n) % (WIDTH - 200), (60 + 3 * n) % (HEIGHT - 150)
+    img[by : by + 150, bx : bx + 200] = (200, 60, 40)
+    cx = (WIDTH - 300 - 4 * n) % (WIDTH - 120)
+    img[400:520, cx : cx + 120] = (40, 180, 90)
+    for k in range(16):
+        r, c = divmod(k, 8)
+        img[r * 16 : (r + 1) * 16, c * 16 : (c + 1) * 16] = 255 if (n >> k) & 1 else 0
+    return img
+
+
+def encode(path: Path, n_frames: int, seed: int) -> None:
+    import av
+
+    rng = np.random.default_rng(seed)
+    # smooth shading plus fine noise: after H.264 the frames compress losslessly about as real footage does
+    yy, xx = np.mgrid[0 : HEIGHT * 2, 0 : WIDTH * 2]
+    shade = 110 + 50 * np.sin(xx / 97.0 + seed) * np.cos(yy / 71.0)
+    texture = np.clip(shade[..., None] + rng.normal(0, 9, (HEIGHT * 2, WIDTH * 2, 3)), 0, 255).astype(np.uint8)
+    tmp = path.with_suffix(".part.mp4")
+    with av.open(str(tmp), "w") as out:
+        stream = out.add_stream("libx264", rate=Fraction(30))
+        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.options = {"crf": "20", "preset": "veryfast", "g": str(GOP), "keyint_min": str(GOP),
+                          "sc_threshold": "0", "bf": "0"}  # fmt: skip
+        for n in range(n_frames):
+            frame = av.VideoFrame.from_ndarray(frame_picture(n, texture), format="rgb24")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    tmp.rename(path)
+
+
+def raw_decode_fps(paths: list[Path]) -> tuple[float, int]:
+    """Plain PyAV sequential decoding to RGB of every clip, one process."""
+    import av
+
+    n = 0
+    t0 = time.perf_counter()
+    for path in paths:
+        with av.open(str(path)) as container:
+            for frame in container.decode(video=0):
+                frame.to_ndarray(format="rgb24")
+                n += 1
+    return n / (time.perf_counter() - t0), n
+
+
+def timed_rate(fn: Any, *, min_seconds: float = 2.0, max_calls: int = 100_000) -> float:
+    """Calls per second of ``fn`` over at least ``min_seconds`` (after one warm-up call)."""
+    fn()
+    calls, t0 = 0, time.perf_counter()
+    while calls < max_calls:
+        fn()
+        calls += 1
+        if time.perf_counter() - t0 >= min_seconds:
+            break
+    return calls / (time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", default="/tmp/vidlabel_bench", help="work folder (clips are kept and reused)")
+    parser.add_argument("--frames", type=int, default=600, help="frames per clip (>= 600 for the report)")
+    parser.add_argument("--clips", type=int, default=4)
+    parser.add_argument("--codecs", default="none,lz4,zstd,gzip,png,jpeg")
+    parser.add_argument("--format", default="hdf5", choices=["hdf5", "zarr"])
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per read measurement")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import simplejpeg
+    import torch
+    from torch.utils.data import DataLoader
+
+    from vidlabel import Dataset, FrameReader, export, probe
+    from vidlabel.store import DEFAULT_CODEC, open_store
+    from vidlabel.torch_data import StoreFrames, collate_frames
+
+    work = Path(args.dir)
+    work.mkdir(parents=True, exist_ok=True)
+    paths = []
+    t0 = time.perf_counter()
+    for i in range(args.clips):
+        path = work / f"clip{i}_{args.frames}.mp4"
+        if not path.exists():
+            encode(path, args.frames, seed=i)
+        paths.append(path)
+    print(f"clips: {args.clips} x {args.frames} frames, {WIDTH}x{HEIGHT}, keyframe every {GOP} "
+          f"(ready in {time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
+
+    ds_path = work / f"ds_{args.clips}x{args.frames}"
+    shutil.rmtree(ds_path, ignore_errors=True)
+    ds = Dataset.create(ds_path)
+    ds.add_labels(["box"])
+    for i, path in enumerate(paths):
+        vid = f"clip{i}"
+        ds.add_video(probe(path, video_id=vid))
+        rows = [{"kind": "box", "label": "box", "start_frame": n,
+                 "box": ((40 + 7 * n) % (WIDTH - 200), (60 + 3 * n) % (HEIGHT - 150),
+                         (40 + 7 * n) % (WIDTH - 200) + 200, (60 + 3 * n) % (HEIGHT - 150) + 150)}
+                for n in range(args.frames)]  # fmt: skip
+        ds.add_annotations(rows, vid)
+    ds.build()
+    total = args.clips * args.frames
+
+    raw_fps, n_raw = raw_decode_fps(paths)
+    print(f"raw PyAV decode to RGB, one process: {raw_fps:.0f} frames/s ({n_raw} frames)", flush=True)
+
+    meta0 = ds.video("clip0")
+    rng = np.random.default_rng(0)
+    with FrameReader.for_video(meta0) as reader:
+        picks = rng.integers(0, args.frames, 12).tolist()
+        t0 = time.perf_counter()
+        for n in picks:
+            reader.read(n)
+        reader_rate = len(picks) / (time.perf_counter() - t0)
+    print(f"FrameReader random single reads: {reader_rate:.1f} frames/s", flush=True)
+
+    # the spec's frame cache: one JPEG file per frame
+    jpeg_dir = work / "jpeg_folder"
+    shutil.rmtree(jpeg_dir, ignore_errors=True)
+    jpeg_dir.mkdir()
+    with FrameReader.for_video(meta0) as reader:
+        for n, image in reader.iter_frames(range(min(300, args.frames))):
+            (jpeg_dir / f"{n:06d}.jpg").write_bytes(simplejpeg.encode_jpeg(image, quality=90, colorspace="RGB"))
+    files = sorted(jpeg_dir.glob("*.jpg"))
+    jpeg_bytes = sum(f.stat().st_size for f in files) / len(files)
+
+    def read_jpeg() -> None:
+        f = files[int(rng.integers(len(files)))]
+        simplejpeg.decode_jpeg(f.read_bytes(), colorspace="RGB")
+
+    jpeg_rate = timed_rate(read_jpeg, min_seconds=args.seconds)
+    print(f"JPEG folder random reads: {jpeg_rate:.0f} frames/s ({jpeg_bytes / 1e3:.0f} KB per frame)", flush=True)
+
+    pool = np.stack([frame_picture(k, np.zeros((HEIGHT * 2, WIDTH * 2, 3), np.uint8)) for k in range(32)])
+
+    def memcpy() -> None:
+        np.copyto(np.empty((HEIGHT, WIDTH, 3), np.uint8), pool[int(rng.integers(len(pool)))])
+
+    memcpy_rate = timed_rate(memcpy, min_seconds=args.seconds)
+    print(f"memcpy of one frame from memory: {memcpy_rate:.0f} frames/s", flush=True)
+
+    rows = []
+    default_store = None
+    for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
+        out = work / f"store_{codec}"
+        shutil.rmtree(out, ignore_errors=True)
+        report = export(ds, out, codec=codec, format=args.format, workers=2, progress=False)
+        export_fps = report.frames_decoded / report.seconds
+        frames = StoreFrames(out)
+        n = len(frames)
+
+        def read_one(frames: StoreFrames = frames, n: int = n) -> None:
+            frames[int(rng.integers(n))]
+
+        rate = timed_rate(read_one, min_seconds=args.seconds)
+        store = open_store(out)
+        row = {
+            "codec": report.codec,
+            "export_fps": export_fps,
+            "export_vs_raw": export_fps / raw_fps,
+            "bytes_per_frame": report.size_bytes / total,
+            "reads": rate,
+            "vs_reader": rate / reader_rate,
+            "vs_jpeg": rate / jpeg_rate,
+            "vs_memcpy": rate / memcpy_rate,
+        }
+        rows.append(row)
+        print(f"{report.codec:>8}: export {export_fps:6.0f} frames/s ({row['export_vs_raw']:.2f}x raw), "
+              f"{row['bytes_per_frame'] / 1e3:7.0f} KB/frame, StoreFrames random reads {rate:6.0f}/s "
+              f"({row['vs_reader']:.0f}x FrameReader, {row['vs_jpeg']:.1f}x JPEG folder, "
+              f"{row['vs_memcpy']:.2f} of memcpy)", flush=True)  # fmt: skip
+        store.close()
+        if report.codec.split(":")[0] == DEFAULT_CODEC:
+            default_store = out
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+
+    loader_line = ""
+    if default_store is not None:
+        frames = StoreFrames(default_store)
+        sampler = torch.utils.data.RandomSampler(frames, num_samples=480, generator=torch.Generator().manual_seed(0))
+
+        def loader_rate(workers: int) -> float:
+            loader = DataLoader(frames, batch_size=8, sampler=sampler, num_workers=workers, collate_fn=collate_frames,
+                                persistent_workers=False)  # fmt: skip
+            it = iter(loader)
+            next(it)  # start-up (worker processes) not timed
+            count, t0 = 0, time.perf_counter()
+            for batch in it:
+                count += len(batch["video_id"])
+            return count / (time.perf_counter() - t0)
+
+        zero, two = loader_rate(0), loader_rate(2)
+        loader_line = (f"DataLoader over StoreFrames ({DEFAULT_CODEC}), batch 8, random sampler: 0 workers {zero:.0f} "
+                       f"samples/s, 2 workers {two:.0f} samples/s: {two / zero:.2f}x (target >= 1.6x)")  # fmt: skip
+        print(loader_line, flush=True)
+
+    print()
+    print(f"| codec | export frames/s (workers=2) | vs raw decode ({raw_fps:.0f}/s) | bytes/frame | "
+          f"random reads/s | vs FrameReader ({reader_rate:.1f}/s) | vs JPEG folder ({jpeg_rate:.0f}/s) | "
+          f"vs memcpy ({memcpy_rate:.0f}/s) |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['codec']} | {r['export_fps']:.0f} | {r['export_vs_raw']:.2f}x | {r['bytes_per_frame'] / 1e3:.0f} KB | "
+              f"{r['reads']:.0f} | {r['vs_reader']:.0f}x | {r['vs_jpeg']:.1f}x | {r['vs_memcpy']:.2f} |")  # fmt: skip
+    if loader_line:
+        print()
+        print(loader_line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
