@@ -95,6 +95,22 @@ def test_truth_objects_are_what_is_drawn(short_clip):
     assert [o.track_id for o in SHORT.objects(10)] == [1, 2, 4, 3]
 
 
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"frame_count": 0}, "frame_count must be >= 1"),
+        ({"width": 321}, "size must be even and at least 128x96, got 321x240"),
+        ({"height": 64}, "at least 128x96"),
+        ({"marker": ("lights_on", 10, 300)}, r"0 <= start <= end < 240, got 10..300"),
+        ({"marker": ("car", 1, 2)}, "marker's label must be 'lights_on'"),
+        ({"annotate_every": 0}, "annotate_every must be >= 1"),
+    ],
+)
+def test_demo_truth_refuses_a_clip_it_cannot_draw(changes, match):
+    with pytest.raises(ValueError, match=match):
+        demo_truth(**changes)
+
+
 def test_annotation_rows_cover_every_annotated_object_and_the_marker():
     rows, what = annotation_rows(SHORT)
     n_objects = sum(len(SHORT.objects(n)) for n in SHORT.annotated_frames)

@@ -107,6 +107,11 @@ class DemoTruth:
         Objects are annotated on frames ``0, k, 2k, ...``.
     marker : (label, start_frame, end_frame)
         The time marker, ``end_frame`` inclusive; the background brightens on those frames.
+
+    Raises
+    ------
+    ValueError
+        On an empty clip, a size under 128x96 or odd, a marker outside the clip.
     """
 
     frame_count: int = 240
@@ -119,6 +124,22 @@ class DemoTruth:
 
     #: The label vocabulary, objects first, then the marker's label.
     labels: tuple[str, ...] = ("car", "person", "ball", "lights_on")
+
+    def __post_init__(self) -> None:
+        label, start, end = self.marker
+        problems = [
+            (self.frame_count < 1, f"frame_count must be >= 1, got {self.frame_count}"),
+            (self.width < 128 or self.height < 96 or self.width % 2 or self.height % 2,
+             f"size must be even and at least 128x96, got {self.width}x{self.height}"),
+            (self.gop < 1 or self.annotate_every < 1,
+             f"gop and annotate_every must be >= 1, got {self.gop} and {self.annotate_every}"),
+            (not 0 <= start <= end < self.frame_count,
+             f"marker frames must satisfy 0 <= start <= end < {self.frame_count}, got {start}..{end}"),
+            (label != self.labels[-1], f"the marker's label must be {self.labels[-1]!r}, got {label!r}"),
+        ]  # fmt: skip
+        for bad, message in problems:
+            if bad:
+                raise ValueError(f"DemoTruth: {message}")
 
     @property
     def annotated_frames(self) -> list[int]:
