@@ -93,7 +93,7 @@ class FramesWriter(ABC):
     backend: ClassVar[str]
 
     @abstractmethod
-    def write_chunk(self, index: int, data: bytes) -> None:
+    def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         """Store chunk ``index``'s encoded bytes (from :meth:`Codec.encode` for this backend)."""
 
     @abstractmethod

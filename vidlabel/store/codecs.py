@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class Codec:
 
     # -- encoding -----------------------------------------------------------------------------------------
 
-    def encode(self, chunk: np.ndarray, backend: str) -> bytes:
+    def encode(self, chunk: np.ndarray, backend: str) -> bytes | np.ndarray:
         """Encode one chunk.
 
         Parameters
@@ -90,13 +91,14 @@ class Codec:
 
         Returns
         -------
-        bytes
-            Exactly what the backend's declared filter/codec chain stores.
+        bytes or ndarray
+            Exactly what the backend's declared filter/codec chain stores
+            (for ``none``, the contiguous chunk itself: no copy).
         """
         chunk = np.ascontiguousarray(chunk, dtype=np.uint8)
         name = self.name
         if name == "none":
-            return chunk.tobytes()
+            return chunk
         if name == "lz4":
             if backend == "hdf5":
                 return _h5_lz4_encode(chunk)
@@ -123,8 +125,10 @@ class Codec:
             return _png_encode(chunk[0])
         raise OptionError(f"unknown codec {name!r}; allowed: {', '.join(CODECS)}")
 
-    def decode(self, data: bytes | memoryview, out: np.ndarray, backend: str) -> np.ndarray:
-        """Decode one chunk's bytes into ``out`` ((n, H, W, 3) uint8, C-contiguous) and return it.
+    def decode(self, data: Any, out: np.ndarray, backend: str) -> np.ndarray:
+        """Decode one chunk's bytes (any bytes-like object) into ``out`` ((n, H, W, 3) uint8, C-contiguous).
+
+        Returns ``out``.
 
         Raises
         ------
@@ -134,10 +138,10 @@ class Codec:
         name = self.name
         try:
             if name == "none":
-                flat = out.reshape(-1)
-                if len(data) != flat.nbytes:
-                    raise ValueError(f"{len(data)} bytes for a chunk of {flat.nbytes}")
-                flat[:] = np.frombuffer(data, dtype=np.uint8)
+                flat, raw = out.reshape(-1), np.frombuffer(data, dtype=np.uint8)
+                if raw.size != flat.nbytes:
+                    raise ValueError(f"{raw.size} bytes for a chunk of {flat.nbytes}")
+                flat[:] = raw
             elif name == "lz4":
                 if backend == "hdf5":
                     _h5_lz4_decode(data, out)
@@ -150,8 +154,8 @@ class Codec:
 
                 Zstd().decode(data, out=out.reshape(-1))
             elif name == "gzip":
-                raw = zlib.decompress(data) if backend == "hdf5" else _gunzip(data)
-                out.reshape(-1)[:] = np.frombuffer(raw, dtype=np.uint8)
+                inflated = zlib.decompress(data) if backend == "hdf5" else _gunzip(data)
+                out.reshape(-1)[:] = np.frombuffer(inflated, dtype=np.uint8)
             elif name == "jpeg":
                 import simplejpeg
 

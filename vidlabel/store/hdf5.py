@@ -142,7 +142,7 @@ class HDF5FramesWriter(FramesWriter):
         self._ds = _create_frames(self._file, shape, chunk_frames, codec)
         self._chunk_frames = chunk_frames
 
-    def write_chunk(self, index: int, data: bytes) -> None:
+    def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         self._ds.id.write_direct_chunk((index * self._chunk_frames, 0, 0, 0), data)
 
     def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:

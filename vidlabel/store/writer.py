@@ -81,7 +81,7 @@ def write_frames(
             index, chunk = item
             try:
                 data = codec.encode(chunk, backend.name)
-                crc[index] = google_crc32c.value(data)
+                crc[index] = google_crc32c.extend(0, data)
                 writer.write_chunk(index, data)
             except BaseException as err:
                 failure.append(err)
@@ -103,6 +103,12 @@ def write_frames(
                     f"frames unit {key}: frame {int(frame_number[row])} has shape {image.shape} {image.dtype}, "
                     f"expected ({height}, {width}, 3) uint8"
                 )
+            if chunk_frames == 1:  # the frame is the chunk: no copy
+                work.put((row, np.ascontiguousarray(image)[None]))
+                row += 1
+                if on_frame is not None:
+                    on_frame(1)
+                continue
             chunk[row % chunk_frames] = image
             row += 1
             if row % chunk_frames == 0:
@@ -110,7 +116,7 @@ def write_frames(
                 chunk = np.zeros((chunk_frames, height, width, 3), np.uint8)
             if on_frame is not None:
                 on_frame(1)
-        if not failure and row % chunk_frames:
+        if not failure and chunk_frames > 1 and row % chunk_frames:
             work.put((row // chunk_frames, chunk))
         if not failure and row != t:
             raise StoreError(f"frames unit {key}: got {row} frames, expected {t}")

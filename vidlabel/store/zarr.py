@@ -216,11 +216,11 @@ class ZarrFramesWriter(FramesWriter):
         _write_meta(self.dir / "frames", _frames_meta(shape, chunk_frames, codec, self.attrs))
         self._made: set[int] = set()
 
-    def write_chunk(self, index: int, data: bytes) -> None:
+    def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         path = _chunk_path(self.dir / "frames", index)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
-            fh.write(data)
+            fh.write(data)  # type: ignore[arg-type]
 
     def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
         _write_array(self.dir / "frame_number", np.asarray(frame_number, dtype=np.int64))
