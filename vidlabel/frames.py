@@ -206,7 +206,7 @@ class FrameReader:
                     )
                     index = None
             self.indexed = index is not None
-            self._index: FrameIndex = index if index is not None else read_frame_index(self.path)
+            self._index: FrameIndex = index if index is not None else read_frame_index(self.path, hash_file=False)
             # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
             self._seek_ok: bool | None = True if self.indexed else (False if _is_vfr(self._index) else None)
             self._use_index(self._index)
@@ -232,6 +232,7 @@ class FrameReader:
         view: View | None = None,
         roots: Iterable[str | os.PathLike[str]] = (),
         on_corrupt: OnCorrupt = "raise",
+        check_hash: bool = True,
     ) -> FrameReader:
         """A reader for a registered video, using its frame index when it matches.
 
@@ -242,6 +243,10 @@ class FrameReader:
         roots : iterable of path-like
             Folders to search when the recorded path is stale.
         on_corrupt : {"raise", "skip"}
+        check_hash : bool
+            Hash the file (once per process) to check the index belongs to it.
+            Without the check a wrong index is still caught while reading (the
+            decoder's timestamps disagree), only later.
 
         Raises
         ------
@@ -262,7 +267,7 @@ class FrameReader:
             index = FrameIndex(
                 index.timebase, index.pts, index.keyframes, index.method, meta.content_hash, index.decoder_pts
             )
-        return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt)
+        return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt, check_hash=check_hash)
 
     @property
     def frame_count(self) -> int:
@@ -663,6 +668,7 @@ class FrameReader:
 
     def _find(self, t: int, first_key: int | None = None) -> tuple[int, Any, bool] | _Missing:
         """Decode to frame ``t``: (t, av frame, trusted), or why it has no picture."""
+        late = 0
         for _ in range(_MAX_ATTEMPTS):
             if self._cur is not None and self._cur[0] == t:
                 return self._cur
@@ -691,8 +697,9 @@ class FrameReader:
                         raise _LandedLate  # errors before the anchor may come from the seek itself
                     return found
             except _LandedLate:
-                # Start from the keyframe before the one this run started from (frame 0: the file's start).
-                first_key = self._key_at_or_before(self._run_key - 1) if self._run_key > 0 else 0
+                # Start from the keyframe before the one this run started from; the second time, from the start.
+                late += 1
+                first_key = self._key_at_or_before(self._run_key - 1) if self._run_key > 0 and late < 2 else 0
                 self._anchored = False
             except _Disagree as err:
                 self._fallback(str(err))

@@ -328,7 +328,7 @@ def _decode_scan(path: Path, *, limit: int | None = None, progress: bool = False
 
 
 def read_frame_index(
-    path: str | os.PathLike[str], *, method: Literal["auto", "demux", "decode"] = "auto"
+    path: str | os.PathLike[str], *, method: Literal["auto", "demux", "decode"] = "auto", hash_file: bool = True
 ) -> FrameIndex:
     """The frame index of a video file: pts of every displayed frame and the keyframes.
 
@@ -348,6 +348,9 @@ def read_frame_index(
     method : {"auto", "demux", "decode"}
         ``"demux"`` never decodes (and raises where demuxing cannot tell the
         frames); ``"decode"`` always decodes the whole file.
+    hash_file : bool
+        Record the file's content hash in the index (reads the whole file once
+        more; False leaves ``content_hash`` None).
 
     Returns
     -------
@@ -365,7 +368,7 @@ def read_frame_index(
     if method not in ("auto", "demux", "decode"):
         raise ValueError(f"method must be 'auto', 'demux' or 'decode', got {method!r}")
     p = Path(path)
-    chash = content_hash(p)
+    chash = content_hash(p) if hash_file else None
     if method != "decode":
         container, stream = open_video(p)
         try:
@@ -389,7 +392,7 @@ def read_frame_index(
     return _best_index(p, scan, info, chash)
 
 
-def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str) -> FrameIndex:
+def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str | None) -> FrameIndex:
     """The index from a full decode pass; labelled ``"demux"`` when demuxing alone gives the same frames."""
     decoded = _index_from_decode(scan, chash)
     if decoded is None:
