@@ -384,3 +384,16 @@ def test_cached_reader(clip: ClipTruth) -> None:
         assert len(cached) == 48 and sum(1 for _ in cached) == 48
     with pytest.raises(ValueError, match="capacity must be >= 1"):
         CachedReader(clip.path, capacity=0)
+
+
+def test_nonreference_frames_are_skipped_on_the_way(clip_bframes: ClipTruth) -> None:
+    frames = [50, 7, 33, 59, 18, 44]
+    index = _meta(clip_bframes.path).frame_index
+    decoded = {}
+    for skip in (True, False):
+        with FrameReader(clip_bframes.path, index=index) as reader:
+            reader.skip_nonref = skip
+            for t in frames:
+                check_frame(clip_bframes, reader, t, reader.read(t))
+            decoded[skip] = reader.stats["decoded"]
+    assert decoded[True] < decoded[False]

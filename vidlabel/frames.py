@@ -172,7 +172,14 @@ class FrameReader:
     -----
     One open container per reader; not thread-safe; not picklable (open one per
     process). Use as a context manager or call :meth:`close`.
+
+    On the way to a frame, frames shown before it that no other frame refers
+    to (non-reference B-frames) are not decoded at all (FFmpeg's
+    ``skip_frame="NONREF"``); :attr:`skip_nonref` turns that off.
     """
+
+    #: Skip decoding non-reference frames shown before the frame asked for.
+    skip_nonref: bool = True
 
     def __init__(
         self,
@@ -193,9 +200,12 @@ class FrameReader:
         self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
         self.skipped: list[int] = []
         self._container: Any = None
+        self._stream: Any = None
+        self._skip_below: int | None = None
         self._packets: Iterator[Any] | None = None
         self._pending: deque[Any] = deque()
         self._container, self._stream = open_video(self.path)
+        self._avcc_length = _avcc_length(self._stream.codec_context)
         try:
             if index is not None and check_hash and index.content_hash is not None:
                 actual = content_hash(self.path)
@@ -455,6 +465,8 @@ class FrameReader:
         return (h, w) if self.rotation % 180 else (w, h)
 
     def _use_index(self, index: FrameIndex) -> None:
+        # Decoder labels in display order: then "shown before the target" is "label below the target's".
+        self._label_order = index.decoder_pts is None
         self._labels: list[int] = (index.decoder_pts if index.decoder_pts is not None else index.pts).tolist()
         self._label_to_n: dict[int, int] | None = None
         self._keyframes = index.keyframes
@@ -484,6 +496,10 @@ class FrameReader:
         self._pre_anchor_errors = 0
         self._count_next = 0
         self._count_errors = 0
+        self._skipped: set[int] = set()  # pts of packets sent while non-reference frames were skipped
+        self._skip_mode = "DEFAULT"
+        if self._stream is not None and self._stream.codec_context.skip_frame != "DEFAULT":
+            self._stream.codec_context.skip_frame = "DEFAULT"
 
     def _rewind(self) -> None:
         """Back to the start of the file: reopen it (always exact, whatever the container)."""
@@ -519,6 +535,20 @@ class FrameReader:
                 return None
             if packet.is_keyframe and self._tainted and packet.pts is not None:
                 self._recover_label = packet.pts
+            # Frames shown before the target that nothing refers to need not be decoded at all. Only
+            # packets checked to be well-formed non-reference H.264 are skipped: FFmpeg skips a corrupt
+            # packet silently in that mode, and its errors must still be seen.
+            skip = (
+                self._skip_below is not None
+                and packet.pts is not None
+                and packet.pts < self._skip_below
+                and _h264_nonref(memoryview(packet), self._avcc_length)
+            )
+            mode = "NONREF" if skip else "DEFAULT"
+            if mode != self._skip_mode:
+                ctx.skip_frame = self._skip_mode = mode
+            if skip:
+                self._skipped.add(packet.pts)
             try:
                 frames = ctx.decode(packet)
             except av.error.FFmpegError:
@@ -588,13 +618,16 @@ class FrameReader:
             elif found != self._last + 1:
                 if found is None:
                     raise _Disagree(f"the decoder gave pts {label}, which is not in the index")
-                if not (found > self._last + 1 and lost):
+                # A gap is fine where frames were skipped on purpose, or lost right after a decode error.
+                gap = range(self._last + 1, found)
+                unexplained = [m for m in gap if self._labels[m] not in self._skipped]
+                if found < self._last + 1 or (unexplained and not lost):
                     expected = self._labels[self._last + 1] if self._last + 1 < len(self._labels) else None
                     raise _Disagree(
                         f"after frame {self._last} the decoder gave pts {label} (frame {found} in the index), "
                         f"expected pts {expected}"
                     )
-                self._lost.update(range(self._last + 1, found))
+                self._lost.update(unexplained)
             self._last = n = found
             self._cur = (n, frame, not self._tainted)
             return self._cur
@@ -666,8 +699,7 @@ class FrameReader:
             self._rewind()
         return True
 
-    def _find(self, t: int, first_key: int | None = None) -> tuple[int, Any, bool] | _Missing:
-        """Decode to frame ``t``: (t, av frame, trusted), or why it has no picture."""
+    def _find_frame(self, t: int, first_key: int | None) -> tuple[int, Any, bool] | _Missing:
         late = 0
         for _ in range(_MAX_ATTEMPTS):
             if self._cur is not None and self._cur[0] == t:
@@ -678,6 +710,11 @@ class FrameReader:
                 if not self._position(t, first_key):
                     continue
                 first_key = None
+                self._skip_below = (
+                    self._labels[t]
+                    if self.skip_nonref and self._avcc_length and self._mode == "label" and self._label_order
+                    else None
+                )
                 while True:
                     was_anchored = self._anchored
                     found = self._advance(target=t)
@@ -705,6 +742,45 @@ class FrameReader:
                 self._fallback(str(err))
                 first_key = None
         return _Missing(f"could not position the decoder on it after {_MAX_ATTEMPTS} attempts")
+
+    def _find(self, t: int, first_key: int | None = None) -> tuple[int, Any, bool] | _Missing:
+        """Decode to frame ``t``: (t, av frame, trusted), or why it has no picture."""
+        try:
+            return self._find_frame(t, first_key)
+        finally:
+            self._skip_below = None
+
+
+def _avcc_length(ctx: Any) -> int:
+    """Size of the NAL length prefix of H.264 in mp4/mkv (avcC extradata); 0 for anything else."""
+    extradata = ctx.extradata
+    if ctx.name != "h264" or not extradata or len(extradata) < 7 or extradata[0] != 1:
+        return 0
+    return (extradata[4] & 3) + 1
+
+
+def _h264_nonref(data: memoryview, length_size: int) -> bool:
+    """True if a length-prefixed H.264 packet is well formed and holds only non-reference slices."""
+    if not length_size:
+        return False
+    pos, end, slices = 0, len(data), 0
+    while pos < end:
+        if pos + length_size > end:
+            return False
+        size = int.from_bytes(data[pos : pos + length_size], "big")
+        pos += length_size
+        if size <= 0 or pos + size > end:
+            return False
+        header = data[pos]
+        if header & 0x80:  # forbidden_zero_bit: not H.264
+            return False
+        kind = header & 31
+        if kind == 1 and not header & 0x60:  # a slice with nal_ref_idc 0
+            slices += 1
+        elif kind not in (6, 9, 12):  # anything but SEI, delimiter, filler: keep it
+            return False
+        pos += size
+    return slices > 0
 
 
 def _is_vfr(index: FrameIndex) -> bool:
