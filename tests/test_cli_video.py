@@ -86,3 +86,13 @@ def test_check_video_without_index_and_errors(dataset: Dataset, capsys: pytest.C
     assert "vidlabel: error: unknown video 'nope'" in capsys.readouterr().err
     assert main(["check-video", str(dataset.path), "clip", "--reads", "-1"]) == 1
     assert "--reads must be >= 0, got -1" in capsys.readouterr().err
+
+
+def test_dataset_and_release_keep_decoder_labels(tmp_path: Path, clip_pts_from_dts: ClipTruth) -> None:
+    meta = probe(clip_pts_from_dts.path)
+    assert meta.frame_index is not None and meta.frame_index.decoder_pts is not None
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_video(meta)
+    assert ds.video(meta.video_id).frame_index == meta.frame_index
+    release, _ = ds.build()
+    assert ds.release(release.release_id).videos[meta.video_id].frame_index == meta.frame_index

@@ -334,7 +334,14 @@ class Dataset:
         fi = meta.frame_index
         if fi is None:
             return json.dumps(d), None, None, None
-        head = json.dumps({"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash})
+        head_dict: dict[str, Any] = {
+            "timebase": dict(fi.timebase),
+            "method": fi.method,
+            "content_hash": fi.content_hash,
+        }
+        if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
+            head_dict["decoder_pts"] = fi.decoder_pts.tolist()
+        head = json.dumps(head_dict)
         return json.dumps(d), head, pack_ints(fi.pts), pack_ints(fi.keyframes)
 
     @staticmethod
@@ -349,6 +356,7 @@ class Dataset:
             keyframes=unpack_ints(kf),
             method=h["method"],
             content_hash=h["content_hash"],
+            decoder_pts=h.get("decoder_pts"),
         )
         return meta.replace(frame_index=fi)
 

@@ -167,7 +167,10 @@ def _video_dict(meta: VideoMetadata) -> dict[str, Any]:
 def _index_dict(fi: FrameIndex | None) -> dict[str, Any] | None:
     if fi is None:
         return None
-    return {"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash}
+    out: dict[str, Any] = {"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash}
+    if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
+        out["decoder_pts"] = fi.decoder_pts.tolist()
+    return out
 
 
 def release_id_of(
@@ -340,6 +343,7 @@ def read_release(path: str | os.PathLike[str]) -> Release:
                     keyframes=one["keyframes"][()],
                     method=index["method"],
                     content_hash=index["content_hash"],
+                    decoder_pts=index.get("decoder_pts"),
                 )
             videos[str(one.attrs["video_id"])] = VideoMetadata.from_dict({**meta, "frame_index": None}).replace(
                 frame_index=fi
