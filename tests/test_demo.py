@@ -209,7 +209,7 @@ def test_run_demo_passes_every_check(tmp_path, capsys):
     n = len(truth.annotated_frames)
     assert result["checked"] == {"StoreFrames": 2 * n, "VideoStream": n}
     assert result["store"] == tmp_path / "demo" / "store" and result["store_bytes"] > 0
-    assert set(result["throughput"]) == {"StoreFrames", "VideoStream"}
+    assert set(result["throughput"]) == {"StoreFrames", "StoreFrames, 2 workers", "VideoStream"}
     out = capsys.readouterr().out
     assert "checks    all passed" in out and result["release_id"] in out
     # a second run in the same folder replaces the first
