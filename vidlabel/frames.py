@@ -37,16 +37,24 @@ import os
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlparse
 
 import av
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VideoNotFoundError, VidlabelWarning
+from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VidlabelWarning
 from vidlabel.geometry import view_image
-from vidlabel.probe import content_hash, open_video, read_frame_index, rotation_of
+from vidlabel.probe import (
+    avcc_length,
+    content_hash,
+    h264_nonref,
+    is_vfr,
+    open_video,
+    read_frame_index,
+    resolve_video_path,
+    rotation_of,
+)
 from vidlabel.spec import FrameIndex, VideoMetadata, View
 
 __all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path"]
@@ -73,57 +81,6 @@ class _Missing:
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
-
-
-def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Path:
-    """The file of a registered video: its recorded path, else the same file under one of ``roots``.
-
-    Under each root the recorded path's trailing parts are tried, longest
-    first (``/old/data/cam1/a.mp4`` → ``ROOT/old/data/cam1/a.mp4``, ...,
-    ``ROOT/cam1/a.mp4``, ``ROOT/a.mp4``).
-
-    Parameters
-    ----------
-    meta : VideoMetadata
-    roots : iterable of path-like
-        Folders to search when the recorded path is stale.
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    VideoNotFoundError
-        Naming the video id and every path tried.
-    """
-    recorded = [_uri_path(s["uri"]) for s in meta.sources]
-    tried: list[str] = []
-    for p in recorded:
-        tried.append(str(p))
-        if p.is_file():
-            return p
-    for root in roots:
-        for p in recorded:
-            parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
-            for i in range(len(parts)):
-                cand = Path(root, *parts[i:])
-                tried.append(str(cand))
-                if cand.is_file():
-                    return cand
-    if not recorded:
-        raise VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
-    raise VideoNotFoundError(
-        f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} (pass roots=[...] to search folders)",
-        video_id=meta.video_id,
-        path=str(recorded[0]),
-    )
-
-
-def _uri_path(uri: str) -> Path:
-    if uri.startswith("file://"):
-        return Path(unquote(urlparse(uri).path))
-    return Path(uri)
 
 
 class FrameReader:
@@ -205,7 +162,7 @@ class FrameReader:
         self._packets: Iterator[Any] | None = None
         self._pending: deque[Any] = deque()
         self._container, self._stream = open_video(self.path)
-        self._avcc_length = _avcc_length(self._stream.codec_context)
+        self._avcc_length = avcc_length(self._stream.codec_context)
         try:
             if index is not None and check_hash and index.content_hash is not None:
                 actual = content_hash(self.path)
@@ -218,7 +175,7 @@ class FrameReader:
             self.indexed = index is not None
             self._index: FrameIndex = index if index is not None else read_frame_index(self.path, hash_file=False)
             # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
-            self._seek_ok: bool | None = True if self.indexed else (False if _is_vfr(self._index) else None)
+            self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
             self._use_index(self._index)
             self._mode = "label"
             self._rotation: int | None = None
@@ -542,7 +499,7 @@ class FrameReader:
                 self._skip_below is not None
                 and packet.pts is not None
                 and packet.pts < self._skip_below
-                and _h264_nonref(memoryview(packet), self._avcc_length)
+                and h264_nonref(memoryview(packet), self._avcc_length)
             )
             mode = "NONREF" if skip else "DEFAULT"
             if mode != self._skip_mode:
@@ -749,47 +706,6 @@ class FrameReader:
             return self._find_frame(t, first_key)
         finally:
             self._skip_below = None
-
-
-def _avcc_length(ctx: Any) -> int:
-    """Size of the NAL length prefix of H.264 in mp4/mkv (avcC extradata); 0 for anything else."""
-    extradata = ctx.extradata
-    if ctx.name != "h264" or not extradata or len(extradata) < 7 or extradata[0] != 1:
-        return 0
-    return (extradata[4] & 3) + 1
-
-
-def _h264_nonref(data: memoryview, length_size: int) -> bool:
-    """True if a length-prefixed H.264 packet is well formed and holds only non-reference slices."""
-    if not length_size:
-        return False
-    pos, end, slices = 0, len(data), 0
-    while pos < end:
-        if pos + length_size > end:
-            return False
-        size = int.from_bytes(data[pos : pos + length_size], "big")
-        pos += length_size
-        if size <= 0 or pos + size > end:
-            return False
-        header = data[pos]
-        if header & 0x80:  # forbidden_zero_bit: not H.264
-            return False
-        kind = header & 31
-        if kind == 1 and not header & 0x60:  # a slice with nal_ref_idc 0
-            slices += 1
-        elif kind not in (6, 9, 12):  # anything but SEI, delimiter, filler: keep it
-            return False
-        pos += size
-    return slices > 0
-
-
-def _is_vfr(index: FrameIndex) -> bool:
-    """Variable frame rate: pts steps that differ by more than 5% (and a tick) of the median step."""
-    if index.frame_count < 3:
-        return False
-    steps = np.diff(index.pts)
-    med = float(np.median(steps))
-    return bool(steps.max() - steps.min() > max(1.0, 0.05 * med))
 
 
 class CachedReader:

@@ -1,4 +1,4 @@
-"""Video metadata, content hash and frame index, read from the file with PyAV.
+"""Video metadata, content hash and frame index, read from the file with PyAV; where a video's file is.
 
 Frame ``n`` of a video is the ``n``-th displayed frame: the ``n``-th frame a
 full sequential decode gives, in presentation order. The container's own frame
@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal
+from urllib.parse import unquote, urlparse
 
 import av
 import numpy as np
@@ -37,7 +39,7 @@ import numpy as np
 from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
 from vidlabel.spec import FrameIndex, VideoMetadata
 
-__all__ = ["content_hash", "probe", "read_frame_index"]
+__all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path"]
 
 #: Decoded frames checked against a demuxed index before ``read_frame_index`` trusts it.
 VERIFY_FRAMES = 32
@@ -490,3 +492,113 @@ def probe(
         bit_depth=bit_depth,
         frame_index=index if with_index else None,
     )
+
+
+def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """The file of a registered video: its recorded path, else the same file under one of ``roots``.
+
+    Under each root the recorded path's trailing parts are tried, longest
+    first (``/old/data/cam1/a.mp4`` → ``ROOT/old/data/cam1/a.mp4``, ...,
+    ``ROOT/cam1/a.mp4``, ``ROOT/a.mp4``).
+
+    Parameters
+    ----------
+    meta : VideoMetadata
+    roots : iterable of path-like
+        Folders to search when the recorded path is stale.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    VideoNotFoundError
+        Naming the video id and every path tried.
+    """
+    recorded = [_uri_path(s["uri"]) for s in meta.sources]
+    tried: list[str] = []
+    for p in recorded:
+        tried.append(str(p))
+        if p.is_file():
+            return p
+    for root in roots:
+        for p in recorded:
+            parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
+            for i in range(len(parts)):
+                cand = Path(root, *parts[i:])
+                tried.append(str(cand))
+                if cand.is_file():
+                    return cand
+    if not recorded:
+        raise VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
+    raise VideoNotFoundError(
+        f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} (pass roots=[...] to search folders)",
+        video_id=meta.video_id,
+        path=str(recorded[0]),
+    )
+
+
+def _uri_path(uri: str) -> Path:
+    if uri.startswith("file://"):
+        return Path(unquote(urlparse(uri).path))
+    return Path(uri)
+
+
+def avcc_length(ctx: Any) -> int:
+    """Size in bytes of the NAL length prefix of H.264 stored as in mp4/mkv (avcC extradata); 0 for anything else.
+
+    Parameters
+    ----------
+    ctx : av.codec.context.CodecContext
+        A decoder's codec context.
+    """
+    extradata = ctx.extradata
+    if ctx.name != "h264" or not extradata or len(extradata) < 7 or extradata[0] != 1:
+        return 0
+    return (extradata[4] & 3) + 1
+
+
+def h264_nonref(data: memoryview, length_size: int) -> bool:
+    """True if a length-prefixed H.264 packet is well formed and holds only non-reference slices.
+
+    Such a frame can be left undecoded: no other frame refers to it. A packet
+    that does not parse (corrupt) is never called non-reference, so decoding it
+    still reports its error.
+
+    Parameters
+    ----------
+    data : memoryview
+        The packet's bytes.
+    length_size : int
+        From :func:`avcc_length`; 0 gives False.
+    """
+    if not length_size:
+        return False
+    pos, end, slices = 0, len(data), 0
+    while pos < end:
+        if pos + length_size > end:
+            return False
+        size = int.from_bytes(data[pos : pos + length_size], "big")
+        pos += length_size
+        if size <= 0 or pos + size > end:
+            return False
+        header = data[pos]
+        if header & 0x80:  # forbidden_zero_bit: not H.264
+            return False
+        kind = header & 31
+        if kind == 1 and not header & 0x60:  # a slice with nal_ref_idc 0
+            slices += 1
+        elif kind not in (6, 9, 12):  # anything but SEI, delimiter, filler: keep it
+            return False
+        pos += size
+    return slices > 0
+
+
+def is_vfr(index: FrameIndex) -> bool:
+    """Whether a video has a variable frame rate: pts steps differing by more than 5% (and a tick) of the median."""
+    if index.frame_count < 3:
+        return False
+    steps = np.diff(index.pts)
+    med = float(np.median(steps))
+    return bool(steps.max() - steps.min() > max(1.0, 0.05 * med))
