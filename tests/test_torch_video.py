@@ -93,14 +93,21 @@ def _sample(h: int, w: int, n: int, frame: int) -> dict[str, Any]:
 
 
 def test_to_torch_sample_and_collate() -> None:
-    t = to_torch_sample(_sample(4, 6, 2, 3))
-    assert t["image"].shape == (3, 4, 6) and t["image"].is_contiguous() and int(t["image"][0, 0, 0]) == 3
+    hwc = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    t = to_torch_sample({**_sample(4, 6, 2, 3), "image": hwc})
+    assert t["image"].shape == (3, 4, 6) and t["image"].dtype == torch.uint8
+    assert np.array_equal(t["image"].numpy(), hwc.transpose(2, 0, 1))  # channel c, row y, column x
+    assert t["image"].data_ptr() == hwc.ctypes.data  # a view, no copy
     assert t["boxes"].shape == (2, 4) and t["frame_index"] == 3 and t["view_id"] is None
     readonly = np.zeros(3, np.int64)
     readonly.setflags(write=False)
     assert to_torch_sample({"labels": readonly})["labels"].tolist() == [0, 0, 0]  # copied, no warning
     batch = collate_frames([to_torch_sample(_sample(4, 6, n, n)) for n in (0, 1, 3)])
     assert batch["image"].shape == (3, 3, 4, 6) and batch["image"].dtype == torch.uint8
+    assert batch["image"].is_contiguous(memory_format=torch.channels_last)
+    assert [int(batch["image"][i, 2, 3, 5]) for i in range(3)] == [0, 1, 3]
+    chw = collate_frames([{"image": torch.full((3, 2, 2), k, dtype=torch.uint8)} for k in (1, 2)])["image"]
+    assert chw.is_contiguous() and chw[:, 0, 0, 0].tolist() == [1, 2]
     assert [b.shape[0] for b in batch["boxes"]] == [0, 1, 3] and isinstance(batch["labels"], list)
     assert batch["frame_labels"].shape == (3, 2)
     assert batch["frame_index"].tolist() == [0, 1, 3] and batch["frame_index"].dtype == torch.int64

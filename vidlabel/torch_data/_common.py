@@ -99,14 +99,18 @@ def _tensor(arr: np.ndarray) -> torch.Tensor:
 def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     """A NumPy sample dict as tensors.
 
-    ``image`` (H, W, 3) uint8 becomes a contiguous (3, H, W) uint8 tensor;
-    every other array becomes a tensor of the same shape and dtype; strings,
-    ints and None are kept as they are.
+    ``image`` (H, W, 3) uint8 becomes a (3, H, W) uint8 tensor that shares
+    memory with the decoded frame: a channels-last view (strides ``(1, 3W,
+    3)``), no copy. Call ``.contiguous()`` if an operation needs
+    channels-first memory; :func:`collate_frames` batches such views into a
+    ``torch.channels_last`` (B, 3, H, W) tensor with one copy. Every other
+    array becomes a tensor of the same shape and dtype; strings, ints and
+    None are kept as they are.
     """
     out: dict[str, Any] = {}
     for key, value in sample.items():
-        if key == "image" and isinstance(value, np.ndarray):
-            out[key] = torch.from_numpy(np.ascontiguousarray(value.transpose(2, 0, 1)))
+        if key == "image" and isinstance(value, np.ndarray) and value.ndim == 3:
+            out[key] = _tensor(value).permute(2, 0, 1)
         elif isinstance(value, np.ndarray):
             out[key] = _tensor(value)
         else:
@@ -114,12 +118,28 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _channels_last_view(t: torch.Tensor) -> bool:
+    # A (C, H, W) CPU tensor whose memory is a C-contiguous (H, W, C) array (what to_torch_sample makes).
+    return t.dim() == 3 and t.device.type == "cpu" and not t.requires_grad and t.permute(1, 2, 0).is_contiguous()
+
+
+def _stack(values: list[torch.Tensor]) -> torch.Tensor:
+    """Stack same-shape tensors; channels-last image views are stacked in NumPy (one memcpy each)
+    into a (B, C, H, W) ``torch.channels_last`` tensor, which torch.stack would copy slowly."""
+    if values[0].dim() == 3 and values[0].shape[0] > 1 and all(_channels_last_view(v) for v in values):
+        hwc = np.stack([v.permute(1, 2, 0).numpy() for v in values])
+        return torch.from_numpy(hwc).permute(0, 3, 1, 2)
+    return torch.stack(values)
+
+
 def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Collate samples (tensor dicts) into a batch dict.
 
     - ``image``, and any other tensor key outside :data:`RAGGED_KEYS`: stacked
-      to (B, ...) when every sample's shape agrees (images (B, 3, H, W)
-      uint8), else a list;
+      to (B, ...) when every sample's shape agrees, else a list. Images are
+      (B, 3, H, W) uint8; from :func:`to_torch_sample`'s channels-last views
+      they come in ``torch.channels_last`` memory format (one copy, no
+      transpose);
     - ragged targets (``boxes``, ``labels``, ``track_ids``, ``annotation_ids``,
       ``masks``): a list of B tensors;
     - ints/floats (``frame_index``): a (B,) tensor;
@@ -144,7 +164,7 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         first = values[0]
         if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
-                out[key] = torch.stack(values)
+                out[key] = _stack(values)
             else:
                 out[key] = values
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):

@@ -84,7 +84,8 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
     Yields
     ------
     dict
-        The sample as tensors: ``image`` (3, H, W) uint8, ``boxes`` (N, 4)
+        The sample as tensors: ``image`` (3, H, W) uint8 (a channels-last view of the
+        decoded frame, see :func:`~vidlabel.torch_data._common.to_torch_sample`), ``boxes`` (N, 4)
         float32, ``labels``/``track_ids``/``annotation_ids`` (N,) int64,
         ``frame_labels`` (C,) float32, ``masks`` (N, H, W) uint8 with
         ``with_masks``; ``video_id``, ``view_id`` (str), ``frame_index`` (int).
