@@ -157,3 +157,23 @@ def test_roots_find_moved_videos(vds: VideoDataset, tmp_path: Path) -> None:
             assert read_frame_number(reader.read(13)) == 13
     finally:
         hidden.rename(vds.media)
+
+
+def test_release_choice_and_pickling_with_a_real_dataset(vds: VideoDataset, tmp_path: Path) -> None:
+    import pickle
+
+    from vidlabel.errors import ReleaseNotFoundError
+
+    ds = Dataset.open(vds.path)
+    latest = FrameSamples(ds)  # release="latest"
+    assert latest.release_id == vds.release_id
+    again = pickle.loads(pickle.dumps(latest))  # holds the dataset path, no connection
+    assert again.index == latest.index and again.describe()["dataset"] == str(vds.path)
+    with again.reader("v2") as reader:
+        assert read_frame_number(reader.read(17)) == 17
+    live = FrameSamples(ds, release=None)
+    assert live.release_id is None and live.index == latest.index
+    with pytest.raises(ReleaseNotFoundError, match="r000000000000"):
+        FrameSamples(ds, release="r000000000000")
+    with pytest.raises(ReleaseNotFoundError):
+        FrameSamples(Dataset.create(tmp_path / "empty"))
