@@ -879,12 +879,14 @@ class Dataset:
         videos = {r[1]: self._video_from_record(*r[2:]) for r in sorted(video_rows, key=lambda r: r[1])}
         video_ids = tuple(videos)
         view_ids = tuple(sorted(view_rows))
+        # Database codes -> positions in the sorted id tuples of the table.
+        video_pos = {v: i for i, v in enumerate(video_ids)}
         video_map = np.full(max([r[0] for r in video_rows], default=0) + 1, -1, np.int32)
         for r in video_rows:
-            video_map[r[0]] = video_ids.index(r[1])
+            video_map[r[0]] = video_pos[r[1]]
         view_map = np.full(max([c for c, _ in view_rows.values()], default=0) + 2, -1, np.int32)
-        for vid, (code, _) in view_rows.items():
-            view_map[code] = view_ids.index(vid)
+        for pos, vid in enumerate(view_ids):
+            view_map[view_rows[vid][0]] = pos
         codes = [STATUSES.index(s) for s in statuses]
         keep = np.isin(cols["status"], codes)
         ids = cols["annotation_id"]
