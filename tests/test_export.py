@@ -412,7 +412,7 @@ def test_verify_finds_a_corrupt_chunk(world: tuple[Path, Dataset], tmp_path: Pat
     export(ds, out, format="zarr", progress=False)
     report = verify_store(out)
     assert report["ok"] and report["videos"] == 2 and report["chunks"] == report["frames"] == len(open_store(out))
-    chunk = out / "videos" / "cam" / "frames" / "c" / "2" / "0" / "0" / "0"
+    chunk = out / "videos" / "cam" / "frames" / "c.2.0.0.0"
     data = bytearray(chunk.read_bytes())
     data[100] ^= 0xFF
     chunk.write_bytes(bytes(data))

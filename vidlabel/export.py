@@ -25,7 +25,10 @@ the spec calls a frame cache. How it works:
   under a temporary name and published by rename with ``complete`` set last;
   the root is marked incomplete first and complete last. A killed export
   leaves only temporary files: the same command resumes, skipping every
-  video already published, and the result equals a clean export.
+  video already published, and the result equals a clean export. Small
+  metadata files are flushed to disk before they are renamed; frame data is
+  not (that would stall the export at disk speed): after a power loss,
+  ``vidlabel verify`` checks every chunk against its CRC-32C.
 """
 
 from __future__ import annotations

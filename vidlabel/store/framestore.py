@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,6 @@ from vidlabel.errors import (
 )
 from vidlabel.store.backend import Backend, FramesReader, VideoReader
 from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
-from vidlabel.store.codecs import get_codec
 from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
@@ -543,10 +542,6 @@ class FrameStore:
         video_id, row = self.locate(i)
         return StoreSamples(self, all_rows=True, **options).sample_row(video_id, row)
 
-    def iter_videos(self) -> Iterable[str]:
-        """The stored video ids."""
-        return iter(self._video_ids)
-
 
 def reader_path(reader: FramesReader) -> Any:
     """Identity of a frames reader for cache keys."""
@@ -594,5 +589,4 @@ def open_store(path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE
     StoreError, StoreIncompleteError, SchemaVersionError
         See :class:`FrameStore`.
     """
-    get_codec(None)
     return FrameStore(path, cache_bytes=cache_bytes)

@@ -5,7 +5,7 @@ On disk::
     OUT/zarr.json                  root group attributes (``complete`` last)
     OUT/index/                     (N, 2) int64
     OUT/videos/<video_id>/         a group per video: attributes, small arrays, regions/, segments/,
-                                   frames/ (one file per chunk: c/<i>/0/0/0), frames_crc32c/
+                                   frames/ (one file per chunk: c.<i>.0.0.0), frames_crc32c/
     OUT/.partial/                  work in progress (frames units, unpublished groups); deleted at the end
     OUT/.vidlabel-lock             the single-writer lock
 
@@ -151,13 +151,14 @@ def _frames_meta(shape: tuple[int, ...], chunk_frames: int, codec: Codec, attrs:
     return {
         "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint8",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk_frames, *shape[1:]]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}},
         "fill_value": 0, "codecs": codecs, "attributes": attrs, "storage_transformers": [],
     }  # fmt: skip
 
 
 def _chunk_path(frames_dir: Path, index: int) -> Path:
-    return frames_dir / "c" / str(index) / "0" / "0" / "0"
+    # chunk key encoding "default" with separator ".": one flat folder of chunk files, no folder per chunk
+    return frames_dir / f"c.{index}.0.0.0"
 
 
 # -- frames -------------------------------------------------------------------------------------------------------
@@ -218,7 +219,6 @@ class ZarrFramesWriter(FramesWriter):
 
     def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         path = _chunk_path(self.dir / "frames", index)
-        path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(data)  # type: ignore[arg-type]
 
