@@ -207,9 +207,13 @@ class Dataset:
         finally:
             con.close()
         try:
-            os.link(tmp, p / DB_NAME)
+            os.link(tmp, p / DB_NAME)  # exclusive: two creators cannot both win
         except FileExistsError as err:
             raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from err
+        except OSError:  # no hard links on this file system
+            if (p / DB_NAME).exists():
+                raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from None
+            os.replace(tmp, p / DB_NAME)
         finally:
             tmp.unlink(missing_ok=True)
         con = sqlite3.connect(p / DB_NAME, isolation_level=None)
