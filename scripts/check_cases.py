@@ -98,7 +98,7 @@ def check_case(path: Path, truth: dict[str, Any], seed: int) -> tuple[Tally, str
             probe(path)
             tally.fail("audio-only file was probed without error")
         except NoVideoStreamError as err:
-            return tally, f"NoVideoStreamError: {str(err)[:60]}..."
+            return tally, f"NoVideoStreamError: {str(err).replace(str(path), path.name)}"
         return tally, ""
     meta = probe(path)
     index = meta.frame_index
@@ -128,7 +128,7 @@ def check_case(path: Path, truth: dict[str, Any], seed: int) -> tuple[Tally, str
     if truth.get("pts_s") == "i/30":
         if [int(p) * tb for p in index.pts] != [Fraction(i, 30) for i in range(index.frame_count)]:
             tally.fail("pts differ from i/30")
-    notes = [f"index {index.method}"]
+    notes = [f"{meta.frame_count} frames, index {index.method}"]
     frames = list(range(meta.frame_count))
     for use_index in (True, False):
         with warnings.catch_warnings(record=True) as caught:

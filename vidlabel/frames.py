@@ -12,11 +12,13 @@ How a frame is found (spec: "The frame index", "Reading a batch: read_many"):
   decoder returns anchors the numbering (frames before it are dropped), and a
   seek that lands after the target is retried from an earlier keyframe.
 - Every frame returned is checked: once anchored, each decoded frame must carry
-  the timestamp the index gives the next frame. A gap is accepted only right
-  after a decode error (those frames are lost). Any other disagreement warns
-  (:class:`~vidlabel.errors.VidlabelWarning`), drops the index and falls back to
-  plain sequential decoding from the start of the file, where frame N is the
-  N-th frame decoded. A wrong frame is never returned.
+  the timestamp the index gives the next frame. A gap is accepted only where
+  non-reference frames were skipped on purpose (see :class:`FrameReader`) or
+  right after a decode error (those frames are lost). Any other disagreement
+  warns (:class:`~vidlabel.errors.VidlabelWarning`), drops the index and falls
+  back to plain sequential decoding from the start of the file, where frame N
+  is the N-th frame decoded; there, after a decode error, no later frame is
+  trusted (counting cannot prove its number). A wrong frame is never returned.
 - After a decode error, frames decode without error but show garbage until the
   next keyframe: they are not trusted. With ``on_corrupt="raise"`` asking for
   one raises :class:`~vidlabel.errors.VideoDecodeError` naming the file and
