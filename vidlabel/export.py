@@ -239,27 +239,40 @@ def _regions(
         boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, ow)
         boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, oh)
 
-    mask_parts: list[bytes] = []
-    mask_offsets = np.zeros(rows.size + 1, np.int64)
     width, height = size
-    for j, r in enumerate(rows.tolist()):
-        rle = table.mask_rle(r)
-        data = b""
-        if rle is not None:
-            mh, mw = rle["size"]
-            if view is None and output_size is None and (mh, mw) == (height, width):
-                data = rle["counts"]
-            else:
-                mask = decode_rle(rle)
-                if view is not None and (mh, mw) == (meta.height, meta.width):
-                    mask = view_mask(mask, view)
-                if mask.shape != (vh, vw):
-                    mask = resize_mask(mask, (vw, vh))
-                if mask.shape != (height, width):
-                    mask = resize_mask(mask, (width, height))
-                data = encode_rle(mask)["counts"]
-        mask_parts.append(data)
-        mask_offsets[j + 1] = mask_offsets[j] + len(data)
+    lengths = table.mask_offsets[rows + 1] - table.mask_offsets[rows]
+    as_is = (lengths > 0) & (view is None) & (output_size is None)
+    as_is &= np.all(table.mask_size[rows] == (height, width), axis=1)
+    redo = np.flatnonzero((lengths > 0) & ~as_is)
+    new_counts: dict[int, bytes] = {}
+    for j in redo.tolist():  # masks that need the view's crop or a resize: decode, transform, encode again
+        rle = table.mask_rle(int(rows[j]))
+        assert rle is not None
+        mh, mw = rle["size"]
+        mask = decode_rle(rle)
+        if view is not None and (mh, mw) == (meta.height, meta.width):
+            mask = view_mask(mask, view)
+        if mask.shape != (vh, vw):
+            mask = resize_mask(mask, (vw, vh))
+        if mask.shape != (height, width):
+            mask = resize_mask(mask, (width, height))
+        new_counts[j] = encode_rle(mask)["counts"]
+    out_lengths = np.where(as_is, lengths, 0)
+    for j, data in new_counts.items():
+        out_lengths[j] = len(data)
+    mask_offsets = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(out_lengths, out=mask_offsets[1:])
+    mask_counts = np.zeros(int(mask_offsets[-1]), np.uint8)
+    keep = np.flatnonzero(as_is)
+    if keep.size:  # copied as they are, without a Python loop
+        n = lengths[keep]
+        before = np.cumsum(n) - n
+        step = np.arange(int(n.sum()), dtype=np.int64)
+        dst = np.repeat(mask_offsets[keep] - before, n) + step
+        src = np.repeat(table.mask_offsets[rows[keep]] - before, n) + step
+        mask_counts[dst] = table.mask_counts[src]
+    for j, data in new_counts.items():
+        mask_counts[mask_offsets[j] : mask_offsets[j + 1]] = np.frombuffer(data, np.uint8)
     arrays: dict[str, np.ndarray] = {
         "row_offsets": row_offsets,
         "bbox_xyxy": boxes.astype(np.float32).reshape(-1, 4),
@@ -269,7 +282,7 @@ def _regions(
         "confidence": table.confidence[rows].astype(np.float32),
         "origin": table.origin[rows].astype(np.uint8),
         "mask_offsets": mask_offsets,
-        "mask_counts": np.frombuffer(b"".join(mask_parts), dtype=np.uint8).copy(),
+        "mask_counts": mask_counts,
     }
     return arrays, not_stored, outside
 
