@@ -309,3 +309,18 @@ def test_datasets_pickle(samples: FrameSamples, tmp_path: Path) -> None:
     assert check_tensor_sample(again[5]) == samples.index[5]
     stream = pickle.loads(pickle.dumps(VideoStream(samples, seed=4)))
     assert stream.seed == 4 and len(stream) == N_SAMPLES
+
+
+def test_view_and_masks_through_the_loader(vds: VideoDataset) -> None:
+    top = FrameSamples(Dataset.open(vds.path), release=vds.release_id, view_id="top", with_masks=True)
+    loader = DataLoader(VideoStream(top, shuffle_videos=False), batch_size=4, collate_fn=collate_frames)
+    frames = []
+    for batch in loader:
+        assert batch["image"].shape[1:] == (3, 40, 64) and batch["view_id"] == ["top"] * len(batch["video_id"])
+        for i, frame in enumerate(batch["frame_index"].tolist()):
+            assert read_frame_number(batch["image"][i].permute(1, 2, 0).numpy()) == frame
+            assert batch["masks"][i].shape == (1, 40, 64) and int(batch["masks"][i].sum()) == 0  # a box row
+            x0, y0, x1, y1 = object_box(frame, WIDTH, HEIGHT)
+            assert batch["boxes"][i].tolist() == [[x0, y0, x1, min(y1, 40)]]
+            frames.append(frame)
+    assert frames == list(range(0, 30, 3))
