@@ -487,3 +487,21 @@ def test_cli_export_info_verify_cache(
     assert "no vidlabel frame store" in capsys.readouterr().err
     assert main(["export", str(ds.path), str(out), "--format", "zarr", "--no-progress"]) == 1
     assert "holds a hdf5 frame store" in capsys.readouterr().err
+
+
+def test_open_frame_files_are_bounded(
+    world: tuple[Path, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidlabel.store.framestore import _ProcessState
+
+    root, ds = world
+    export(ds, tmp_path / "lru", progress=False)
+    monkeypatch.setattr(_ProcessState, "MAX_OPEN", 1)
+    store = open_store(tmp_path / "lru")
+    refs = {v: reference_frames(root, v) for v in ("cam", "cam2")}
+    for i in [0, len(store) - 1, 1, len(store) - 2, 0]:  # alternate videos: each read reopens a file
+        video_id, row = store.locate(i)
+        n = store.video_data(video_id).frame_number[row]
+        np.testing.assert_array_equal(store.frame(i), refs[video_id][n])
+        assert len(store._process().frames) == 1
+    store.close()

@@ -116,7 +116,7 @@ class VideoReader(ABC):
 
     @abstractmethod
     def frames(self) -> FramesReader:
-        """A reader of the group's ``frames``."""
+        """A new reader of the group's ``frames`` (the caller closes it; it may outlive this reader)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release file handles."""

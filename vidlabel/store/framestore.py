@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -115,25 +116,30 @@ class _Part:
 
 
 class _ProcessState:
-    """What a FrameStore opens in one process: backends, video readers, frames readers, the chunk cache."""
+    """What a FrameStore opens in one process: backends, frames readers (at most ``MAX_OPEN`` open, least
+    recently used closed first), each video's small arrays, the chunk cache, a thread pool."""
+
+    MAX_OPEN = 64
 
     def __init__(self, cache_bytes: int) -> None:
         self.pid = os.getpid()
         self.backends: dict[int, Backend] = {}
-        self.videos: dict[str, VideoReader] = {}
-        self.frames: dict[str, FramesReader] = {}
+        self.frames: OrderedDict[str, FramesReader] = OrderedDict()
         self.data: dict[str, VideoData] = {}
         self.cache = ChunkCache(cache_bytes)
         self.lock = threading.RLock()
         self.pool: ThreadPoolExecutor | None = None
 
+    def add_frames(self, video_id: str, reader: FramesReader) -> None:
+        self.frames[video_id] = reader
+        while len(self.frames) > self.MAX_OPEN:
+            _, old = self.frames.popitem(last=False)
+            old.close()
+
     def close(self) -> None:
         for reader in self.frames.values():
             reader.close()
-        for video in self.videos.values():
-            video.close()
         self.frames.clear()
-        self.videos.clear()
         if self.pool is not None:
             self.pool.shutdown(wait=False)
             self.pool = None
@@ -368,19 +374,16 @@ class FrameStore:
             state.backends[part] = backend
         return backend
 
-    def _video_reader(self, state: _ProcessState, video_id: str) -> VideoReader:
-        reader = state.videos.get(video_id)
-        if reader is None:
-            reader = self._backend(state, video_id).open_video(video_id)
-            if reader.attrs.get("complete") is not True:
-                reader.close()
-                raise StoreIncompleteError(
-                    f"video {video_id!r} of store {str(self.path)!r} was not completely written; "
-                    "rerun the export to finish it",
-                    path=str(self.path),
-                    video_id=video_id,
-                )
-            state.videos[video_id] = reader
+    def _open_video(self, state: _ProcessState, video_id: str) -> VideoReader:
+        reader = self._backend(state, video_id).open_video(video_id)
+        if reader.attrs.get("complete") is not True:
+            reader.close()
+            raise StoreIncompleteError(
+                f"video {video_id!r} of store {str(self.path)!r} was not completely written; "
+                "rerun the export to finish it",
+                path=str(self.path),
+                video_id=video_id,
+            )
         return reader
 
     def video_data(self, video_id: str) -> VideoData:
@@ -398,14 +401,17 @@ class FrameStore:
         if data is not None:
             return data
         with state.lock:
-            reader = self._video_reader(state, video_id)
-            arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
-            frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
-            regions: dict[str, np.ndarray] = {}
-            segments: dict[str, np.ndarray] = {}
-            if not frames_only:
-                regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
-                segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
+            reader = self._open_video(state, video_id)
+            try:
+                arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
+                frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
+                regions: dict[str, np.ndarray] = {}
+                segments: dict[str, np.ndarray] = {}
+                if not frames_only:
+                    regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
+                    segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
+            finally:
+                reader.close()
             for arr in (*arrays.values(), *regions.values(), *segments.values()):
                 arr.setflags(write=False)
             data = VideoData(video_id, dict(reader.attrs), regions=regions, segments=segments, **arrays)
@@ -416,8 +422,14 @@ class FrameStore:
         reader = state.frames.get(video_id)
         if reader is None:
             with state.lock:
-                reader = self._video_reader(state, video_id).frames()
-                state.frames[video_id] = reader
+                video = self._open_video(state, video_id)
+                try:
+                    reader = video.frames()
+                finally:
+                    video.close()
+                state.add_frames(video_id, reader)
+        else:
+            state.frames.move_to_end(video_id)
         return reader
 
     # -- frames ------------------------------------------------------------------------------------------------

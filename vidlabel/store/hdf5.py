@@ -168,7 +168,6 @@ class HDF5VideoReader(VideoReader):
         self.path = path
         self._file = _open(path)
         self.attrs = _get_attrs(self._file)
-        self._frames: HDF5FramesReader | None = None
 
     def array(self, name: str) -> np.ndarray:
         try:
@@ -177,17 +176,13 @@ class HDF5VideoReader(VideoReader):
             raise StoreError(f"video file {str(self.path)!r} has no array {name!r}", path=str(self.path)) from err
 
     def frames(self) -> HDF5FramesReader:
-        if self._frames is None:
-            link = self._file.get("frames", getlink=True)
-            if not isinstance(link, h5py.ExternalLink):
-                raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
-            self._frames = HDF5FramesReader((self.path.parent / link.filename).resolve())
-        return self._frames
+        """A new reader of the linked frames file (the caller closes it; it outlives this reader)."""
+        link = self._file.get("frames", getlink=True)
+        if not isinstance(link, h5py.ExternalLink):
+            raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
+        return HDF5FramesReader((self.path.parent / link.filename).resolve())
 
     def close(self) -> None:
-        if self._frames is not None:
-            self._frames.close()
-            self._frames = None
         if self._file.id.valid:
             self._file.close()
 
