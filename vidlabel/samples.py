@@ -18,7 +18,7 @@ import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,7 +34,18 @@ from vidlabel.geometry import (
 )
 from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, epoch_rng, shuffled
 from vidlabel.release import Release
-from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, FrameIndex, VideoMetadata, View
+from vidlabel.spec import (
+    BOX_FORMATS,
+    KINDS,
+    ORIGINS,
+    STATUSES,
+    BoxFormat,
+    FrameIndex,
+    Kind,
+    Origin,
+    VideoMetadata,
+    View,
+)
 from vidlabel.storereader import StoreBackedReader
 
 __all__ = ["FrameSamples", "SampleIndex", "StoreBackedReader"]
@@ -192,14 +203,14 @@ class FrameSamples:
         release: str | None = "latest",
         view_id: str | None = None,
         videos: Sequence[str] | None = None,
-        kinds: Sequence[str] = ("box", "mask"),
+        kinds: Sequence[Kind] = ("box", "mask"),
         labels: Sequence[str] | None = None,
-        origins: Sequence[str] | None = None,
+        origins: Sequence[Origin] | None = None,
         min_confidence: float | None = None,
-        frames: str = "annotated",
+        frames: Literal["annotated", "all"] = "annotated",
         stride: int = 1,
         with_masks: bool = False,
-        box_format: str = "xyxy",
+        box_format: BoxFormat = "xyxy",
         normalized: bool = False,
         label_offset: int = 0,
         roots: Sequence[str | os.PathLike[str]] = (),
