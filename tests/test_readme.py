@@ -99,7 +99,7 @@ def test_the_demo_command_runs_as_a_new_user_would(tmp_path):
 def walkthrough(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """Run every command block of the walkthrough, in order, in a folder with a generated ``my_video.mp4``."""
     folder = tmp_path_factory.mktemp("walkthrough")
-    encode_demo_clip(folder / "my_video.mp4", demo_truth(frame_count=90))
+    encode_demo_clip(folder / "my_video.mp4", demo_truth(frame_count=90, marker=("lights_on", 30, 59)))
     outputs: dict[str, str] = {}
     for lang, body in _blocks(_section("Walkthrough: your own video")):
         if lang == "python":
