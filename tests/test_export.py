@@ -505,3 +505,21 @@ def test_open_frame_files_are_bounded(
         np.testing.assert_array_equal(store.frame(i), refs[video_id][n])
         assert len(store._process().frames) == 1
     store.close()
+
+
+def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path) -> None:
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=12)
+    moved = tmp_path / "d" / "moved"
+    moved.mkdir()
+    (tmp_path / "d" / "b.mp4").rename(moved / "b.mp4")
+    out = tmp_path / "out"
+    with pytest.raises(VideoNotFoundError, match=r"'b'"):
+        export(ds, out, workers=2, progress=False)
+    with pytest.raises(StoreIncompleteError, match=r"incomplete"):
+        open_store(out)
+    assert backend_for(out, "hdf5").video_ids() == ["a"]  # the video that worked is published
+    report = export(ds, out, workers=2, progress=False, roots=[moved])
+    assert report.videos_up_to_date == 1 and report.frames_decoded == len(FrameSamples(ds, videos=["b"]))
+    assert open_store(out).index == list(FrameSamples(ds).index)

@@ -750,9 +750,11 @@ def _run_jobs(jobs: list[_UnitJob], workers: int, bar: Any) -> Iterable[tuple[st
 
     ctx = mp.get_context("spawn")  # never fork a process holding HDF5 handles and threads
     progress_queue = ctx.Queue() if bar is not None else None
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker, initargs=(progress_queue,)
-    ) as pool:
+    )
+    error: BaseException | None = None
+    try:
         futures = {pool.submit(_run_unit, job): job for job in jobs}
         pending = set(futures)
         while pending:
@@ -764,12 +766,24 @@ def _run_jobs(jobs: list[_UnitJob], workers: int, bar: Any) -> Iterable[tuple[st
                 except _queue.Empty:
                     pass
             for fut in done:
-                job = futures[fut]
-                counts = fut.result()
-                yield job.key, counts
-        if bar is not None:
-            bar.n = bar.total
-            bar.refresh()
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:  # stop starting videos; publish those that finish; raise at the end
+                    if error is None:
+                        error = exc
+                        for other in pending:
+                            other.cancel()
+                    continue
+                yield futures[fut].key, fut.result()
+    finally:
+        # running videos finish before returning, so no worker still writes once the lock is released
+        pool.shutdown(wait=True, cancel_futures=True)
+    if error is not None:
+        raise error
+    if bar is not None:
+        bar.n = bar.total
+        bar.refresh()
 
 
 def cache(
