@@ -226,15 +226,14 @@ def get_codec(codec: str | Codec | None) -> Codec:
 def _h5_lz4_encode(chunk: np.ndarray) -> bytes:
     from numcodecs import lz4
 
-    raw = memoryview(chunk).cast("B")  # type: ignore[arg-type]
-    total = raw.nbytes
-    block = bytes(lz4.compress(chunk))[4:]  # numcodecs prefixes a 4-byte little-endian size
-    if len(block) >= total:
-        return struct.pack(">QII", total, total, total) + raw.tobytes()
-    return struct.pack(">QII", total, total, len(block)) + block
+    total = int(chunk.nbytes)
+    compressed = memoryview(lz4.compress(chunk))[4:]  # numcodecs prefixes a 4-byte little-endian size
+    if compressed.nbytes >= total:
+        return b"".join((struct.pack(">QII", total, total, total), memoryview(chunk).cast("B")))  # type: ignore[arg-type]
+    return b"".join((struct.pack(">QII", total, total, compressed.nbytes), compressed))
 
 
-def _h5_lz4_decode(data: bytes | memoryview, out: np.ndarray) -> None:
+def _h5_lz4_decode(data: Any, out: np.ndarray) -> None:
     from numcodecs import lz4
 
     view = memoryview(data).cast("B")
@@ -250,7 +249,10 @@ def _h5_lz4_decode(data: bytes | memoryview, out: np.ndarray) -> None:
         if csize == size:
             flat[dst : dst + size] = np.frombuffer(view[pos : pos + csize], dtype=np.uint8)
         else:
-            lz4.decompress(struct.pack("<I", size) + bytes(view[pos : pos + csize]), flat[dst : dst + size])
+            block = bytearray(4 + csize)  # numcodecs wants its 4-byte size prefix: one copy of the compressed bytes
+            block[:4] = struct.pack("<I", size)
+            block[4:] = view[pos : pos + csize]
+            lz4.decompress(block, flat[dst : dst + size])
         pos += csize
         dst += size
 
