@@ -10,6 +10,7 @@ import functools
 import shutil
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -397,3 +398,29 @@ def test_nonreference_frames_are_skipped_on_the_way(clip_bframes: ClipTruth) -> 
                 check_frame(clip_bframes, reader, t, reader.read(t))
             decoded[skip] = reader.stats["decoded"]
     assert decoded[True] < decoded[False]
+
+
+def _numbers_in_child(reader: FrameReader, queue: Any) -> None:
+    queue.put([displayed_number(reader.read(t)) for t in (30, 2, 47)])
+    reader.close()
+
+
+def test_reader_pickles_and_survives_fork(clip: ClipTruth) -> None:
+    import multiprocessing
+    import pickle
+
+    with FrameReader(clip.path, index=_meta(clip.path).frame_index, video_id="cam") as reader:
+        reader.read(20)
+        copy = pickle.loads(pickle.dumps(reader))
+        with copy:
+            assert copy.indexed and copy.video_id == "cam" and displayed_number(copy.read(9)) == 9
+        if "fork" in multiprocessing.get_all_start_methods():
+            # The child inherits the open container (and decoder threads that live only in the parent).
+            ctx = multiprocessing.get_context("fork")
+            queue = ctx.Queue()
+            child = ctx.Process(target=_numbers_in_child, args=(reader, queue))  # fork: nothing pickled
+            child.start()
+            child.join(timeout=120)
+            assert child.exitcode == 0
+            assert queue.get(timeout=5) == [30, 2, 47]
+            assert displayed_number(reader.read(21)) == 21

@@ -129,8 +129,10 @@ class FrameReader:
 
     Notes
     -----
-    One open container per reader; not thread-safe; not picklable (open one per
-    process). Use as a context manager or call :meth:`close`.
+    One open container per reader; not thread-safe. A reader pickles as its
+    path, index and options and reopens the file when unpickled; one inherited
+    through ``fork`` opens the file afresh in the child on its first read. Use
+    as a context manager or call :meth:`close`.
 
     On the way to a frame, frames shown before it that no other frame refers
     to (non-reference B-frames) are not decoded at all (FFmpeg's
@@ -159,6 +161,7 @@ class FrameReader:
         self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
         self.skipped: list[int] = []
         self._container: Any = None
+        self._pid = os.getpid()
         self._stream: Any = None
         self._skip_below: int | None = None
         self._packets: Iterator[Any] | None = None
@@ -354,12 +357,21 @@ class FrameReader:
         """Close the file (idempotent)."""
         if self._container is not None:
             try:
-                self._container.close()
+                if self._pid == os.getpid():
+                    self._container.close()
+                else:
+                    _abandon((self._container, self._cur, self._pending, self._packets))
+                    self._pending = deque()
             finally:
                 self._container = None
                 self._cur = None
                 self._packets = None
                 self._pending.clear()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as what it reads, reopened on the other side (e.g. a DataLoader worker started with spawn).
+        index = self._index if self.indexed and self._mode == "label" else None
+        return (_reopen, (self.path, index, self.view, self.video_id, self.on_corrupt))
 
     def __enter__(self) -> FrameReader:
         return self
@@ -385,6 +397,14 @@ class FrameReader:
         warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
 
     def _check(self, frame: Any) -> int:
+        if self._pid != os.getpid() and self._container is not None:
+            # Inherited through fork: the decoder's threads stayed in the parent. Never touch, close or
+            # free that container or its frames here (freeing a decoded frame was seen to hang); open afresh.
+            _abandon((self._container, self._cur, self._pending, self._packets))
+            self._container = self._cur = self._packets = None
+            self._pending = deque()
+            self._pid = os.getpid()
+            self._rewind()
         if self._container is None:
             raise VideoDecodeError(f"reader of video {self.video_id!r} is closed ({self.path})", path=str(self.path))
         if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
@@ -708,6 +728,20 @@ class FrameReader:
             return self._find_frame(t, first_key)
         finally:
             self._skip_below = None
+
+
+#: Containers inherited through fork: closing them would wait for decoder threads that live in the parent.
+_ABANDONED: list[Any] = []
+
+
+def _abandon(container: Any) -> None:
+    _ABANDONED.append(container)
+
+
+def _reopen(
+    path: Path, index: FrameIndex | None, view: View | None, video_id: str, on_corrupt: OnCorrupt
+) -> FrameReader:
+    return FrameReader(path, index=index, view=view, video_id=video_id, on_corrupt=on_corrupt, check_hash=False)
 
 
 class CachedReader:
