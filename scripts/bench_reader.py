@@ -104,12 +104,14 @@ class NaiveReader:
         self.stream = self.container.streams.video[0]
         self.fps = self.stream.average_rate
         self.tb = self.stream.time_base
+        self.decoded = 0
 
     def read(self, n: int) -> np.ndarray:
         target = int(Fraction(n) / self.fps / self.tb) + (self.stream.start_time or 0)
         self.container.seek(target, stream=self.stream, backward=True)
         last = None
         for frame in self.container.decode(self.stream):
+            self.decoded += 1
             last = frame
             if frame.pts is not None and frame.pts >= target:
                 break
@@ -118,12 +120,6 @@ class NaiveReader:
 
     def close(self) -> None:
         self.container.close()
-
-
-def timed(fn: Any, frames: list[int]) -> tuple[float, list[np.ndarray]]:
-    start = time.perf_counter()
-    images = [fn(n) for n in frames]
-    return len(frames) / (time.perf_counter() - start), images
 
 
 def bench(path: Path, label: str, args: argparse.Namespace, identify: Any) -> None:
@@ -159,18 +155,30 @@ def bench(path: Path, label: str, args: argparse.Namespace, identify: Any) -> No
 
     rng = random.Random(args.seed)
     frames = [rng.randrange(meta.frame_count) for _ in range(args.reads)]
+    # Interleaved (naive, then ours, frame by frame) so both see the same load on a shared machine.
     naive = NaiveReader(path)
-    naive_fps, naive_images = timed(naive.read, frames)
+    reader = FrameReader(path, index=index)
+    wall = {"naive": 0.0, "ours": 0.0}
+    cpu = {"naive": 0.0, "ours": 0.0}
+    wrong = {"naive": 0, "ours": 0}
+    for n in frames:
+        for name, read in (("naive", naive.read), ("ours", reader.read)):
+            start, cpu_start = time.perf_counter(), time.process_time()
+            image = read(n)
+            wall[name] += time.perf_counter() - start
+            cpu[name] += time.process_time() - cpu_start
+            wrong[name] += identify(image, n)
+    decoded_per_read = reader.stats["decoded"] / len(frames)
+    naive_decoded = naive.decoded / len(frames)
     naive.close()
-    with FrameReader(path, index=index) as reader:
-        one_fps, one_images = timed(reader.read, frames)
-        decoded_per_read = reader.stats["decoded"] / len(frames)
-    naive_wrong = sum(identify(im, n) for im, n in zip(naive_images, frames, strict=True))
-    one_wrong = sum(identify(im, n) for im, n in zip(one_images, frames, strict=True))
+    reader.close()
+    naive_fps, one_fps = len(frames) / wall["naive"], len(frames) / wall["ours"]
     print(
-        f"random single reads ({len(frames)}): naive seek+decode {naive_fps:.1f} frames/s ({naive_wrong} wrong), "
-        f"FrameReader {one_fps:.1f} frames/s ({one_wrong} wrong, {decoded_per_read:.0f} frames decoded per read); "
-        f"{one_fps / naive_fps:.2f}x naive"
+        f"random single reads ({len(frames)}): naive seek+decode {naive_fps:.1f} frames/s ({wrong['naive']} wrong, "
+        f"{naive_decoded:.0f} decoded per read), "
+        f"FrameReader {one_fps:.1f} frames/s ({wrong['ours']} wrong, {decoded_per_read:.0f} frames decoded per "
+        f"read): {one_fps / naive_fps:.2f}x naive; CPU per read {cpu['naive'] * 1000 / len(frames):.0f} ms vs "
+        f"{cpu['ours'] * 1000 / len(frames):.0f} ms ({cpu['naive'] / cpu['ours']:.2f}x)"
     )
     for size in (8, 32, 120):
         with FrameReader(path, index=index) as reader:
