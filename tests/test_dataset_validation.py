@@ -88,6 +88,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("inf box", {**GOOD, "box": (1, 2, math.inf, 4)}, r"field 'box'.*holds NaN or infinity"),
     ("box of 3", {**GOOD, "box": (1, 2, 3)}, r"field 'box'.*\(1, 2, 3\) is not 4 numbers"),
     ("box text", {**GOOD, "box": "1,2,3,4"}, r"field 'box'.*'1,2,3,4' is not 4 numbers"),
+    ("box of strings", {**GOOD, "box": ["1", "2", "3", "4"]}, r"field 'box'.*\['1', '2', '3', '4'\] is not 4 numbers"),
+    ("box huge", {**GOOD, "box": (1, 2, 10**400, 4)}, r"field 'box'.*is not 4 numbers"),
     ("box missing", {"kind": "box", "label": "car", "start_frame": 1}, r"field 'box'.*missing; a box row needs"),
     (
         "box outside",
@@ -134,6 +136,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("confidence < 0", {**GOOD, "confidence": -0.1}, r"field 'confidence'.*-0\.1 is not a number in \[0, 1\]"),
     ("confidence nan", {**GOOD, "confidence": math.nan}, r"field 'confidence'.*nan is not a number in \[0, 1\]"),
     ("confidence text", {**GOOD, "confidence": "high"}, r"field 'confidence'.*'high' is not a number in \[0, 1\]"),
+    ("confidence huge", {**GOOD, "confidence": 10**400}, r"field 'confidence'.*is not a number in \[0, 1\]"),
+    ("confidence bool", {**GOOD, "confidence": True}, r"field 'confidence'.*True is not a number in \[0, 1\]"),
     (
         "marker with box",
         {"kind": "marker", "label": "goal", "start_frame": 1, "box": (1, 2, 3, 4)},

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import is_, is_not
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _ORIGIN_CODE = {k: i for i, k in enumerate(ORIGINS)}
 _STATUS_CODE = {k: i for i, k in enumerate(STATUSES)}
 _BOX, _MASK, _MARKER = (_KIND_CODE[k] for k in ("box", "mask", "marker"))
+_NAN = float("nan")
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _present(values: list[Any]) -> np.ndarray:
     """(N,) bool: the value is not None."""
-    return np.array([v is not None for v in values], bool).reshape(len(values))
+    return np.fromiter(map(is_not, values, repeat(None)), bool, len(values))
 
 
 def _codes(values: list[Any], mapping: Mapping[Any, int]) -> np.ndarray:
@@ -199,45 +201,61 @@ def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
-def _floats(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(float64 values, bad mask) of a list that should hold real numbers (NaN/inf pass; caller checks)."""
+def _floats(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float64 values with NaN for None, present mask, bad mask) of a list of real numbers or None.
+
+    NaN and infinity pass as values (the caller checks ranges); a given NaN is present.
+    """
     n = len(values)
-    try:
-        arr = np.array(values)
-        if arr.shape == (n,) and arr.dtype.kind in "fiu":
-            return arr.astype(np.float64), np.zeros(n, bool)
-    except (TypeError, ValueError):
-        pass
+    filled = [_NAN if v is None else v for v in values]
+    arr = None
+    if set(map(type, filled)) <= {float, int}:
+        try:
+            arr = np.fromiter(filled, np.float64, n)
+        except OverflowError:
+            arr = None
+    if arr is not None:
+        nones = sum(map(is_, values, repeat(None)))
+        isnan = np.isnan(arr)
+        present = ~isnan if int(isnan.sum()) == nones else _present(values)
+        return arr, present, np.zeros(n, bool)
     out = np.full(n, np.nan)
     bad = np.zeros(n, bool)
     for i, v in enumerate(values):
-        if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
+        if v is None:
+            continue
+        try:
+            if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
+                raise TypeError
             out[i] = float(v)
-        else:
+        except (TypeError, OverflowError):
             bad[i] = True
-    return out, bad
+    return out, _present(values), bad
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
 
 
 def _boxes(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """((K, 4) float64, bad mask) of a list of 4-number boxes."""
+    """((K, 4) float64, bad mask) of a list of 4-number boxes (numbers only: no strings or booleans)."""
     k = len(values)
     try:
         if set(map(type, values)) <= {tuple, list, np.ndarray} and set(map(len, values)) <= {4}:
-            arr = np.fromiter(chain.from_iterable(values), np.float64, 4 * k).reshape(k, 4)
-            return arr, np.zeros(k, bool)
-    except (TypeError, ValueError):
+            flat = list(chain.from_iterable(values))
+            if not set(map(type, flat)) & {str, bytes, bool, np.bool_, type(None)}:
+                return np.fromiter(flat, np.float64, 4 * k).reshape(k, 4), np.zeros(k, bool)
+    except (TypeError, ValueError, OverflowError):
         pass
     out = np.full((k, 4), np.nan)
     bad = np.zeros(k, bool)
     for i, v in enumerate(values):
         try:
-            b = np.asarray(v, dtype=np.float64)
-        except (TypeError, ValueError):
-            bad[i] = True
-            continue
-        if b.shape == (4,) and not isinstance(v, str | bytes):
-            out[i] = b
-        else:
+            items = list(v)
+            if len(items) != 4 or isinstance(v, str | bytes) or not all(map(_is_number, items)):
+                raise TypeError
+            out[i] = np.asarray(items, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
             bad[i] = True
     return out, bad
 
@@ -443,13 +461,16 @@ def check_rows(
     kind = _codes(kinds_v, _KIND_CODE)
     takes = [KIND_FIELDS[k] | {"video_id"} for k in KINDS]
     suspect = np.zeros(n, bool)
-    for code in [c for c in range(-1, len(KINDS)) if (kind == c).any()]:
+    kinds_present = [c for c in range(-1, len(KINDS)) if (kind == c).any()]
+    for code in kinds_present:
         allowed = takes[code] if code >= 0 else _ALL_FIELDS
+        if fields_present <= allowed:
+            continue  # no row of this kind can carry a field outside its set
         if code == kind[0] and (kind == code).all():
             suspect = ~np.fromiter(map(allowed.issuperset, rows), bool, n)
         else:
             idx = np.flatnonzero(kind == code)
-            suspect[idx] = ~np.fromiter(map(allowed.issuperset, [rows[i] for i in idx]), bool, idx.size)
+            suspect[idx] = ~np.fromiter(map(allowed.issuperset, [rows[i] for i in idx.tolist()]), bool, idx.size)
     unknown = np.zeros(n, bool)
     extra = np.zeros(n, bool)
     for i in np.flatnonzero(suspect).tolist():
@@ -572,10 +593,9 @@ def check_rows(
 
     # Confidence and track.
     conf_v = column("confidence")
-    has_conf = present("confidence", conf_v)
-    conf, bad = np.full(n, np.nan), np.zeros(n, bool)
-    if has_conf.any():
-        conf, bad = _floats([c if c is not None else np.nan for c in conf_v])
+    conf, has_conf, bad = np.full(n, np.nan), np.zeros(n, bool), np.zeros(n, bool)
+    if "confidence" in fields_present:
+        conf, has_conf, bad = _floats(conf_v)
         with np.errstate(invalid="ignore"):
             bad |= has_conf & ~((conf >= 0) & (conf <= 1))
     ref.add(bad, "confidence", lambda i: f"{_show(conf_v[i])} is not a number in [0, 1]; allowed: [0, 1] or None")
@@ -583,7 +603,7 @@ def check_rows(
     has_track = present("track_id", track_v)
     track, bad = np.full(n, -1, np.int64), np.zeros(n, bool)
     if has_track.any():
-        track, bad = _ints([t if t is not None else 0 for t in track_v])
+        track, bad = _ints(track_v if has_track.all() else [t if t is not None else 0 for t in track_v])
         bad = has_track & (bad | (track < 0))
         track = np.where(has_track, track, -1)
     ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
@@ -599,7 +619,7 @@ def check_rows(
     )
     bidx = np.flatnonzero(has_box & (kind != _MARKER))
     if bidx.size:
-        parsed, bad_parse = _boxes([box_v[i] for i in bidx])
+        parsed, bad_parse = _boxes(box_v if bidx.size == n else [box_v[i] for i in bidx.tolist()])
         bad = np.zeros(n, bool)
         bad[bidx] = bad_parse
         ref.add(bad, "box", lambda i: f"{_show(box_v[i])} is not 4 numbers (x0, y0, x1, y1)")
@@ -669,10 +689,14 @@ def check_rows(
     # A track id keeps one label within the batch.
     tidx = np.flatnonzero((track >= 0) & ~ref.bad)
     if tidx.size:
-        pairs, _ = unique_rows(np.stack([track[tidx], label[tidx]], axis=1))
-        multi = np.flatnonzero(np.diff(pairs[:, 0]) == 0)
+        tt, tl = track[tidx], label[tidx].astype(np.int64)
+        if tt.max() < 2**40 and len(labels) < 2**20:
+            tracks_of_pairs = np.unique((tt << 20) | tl) >> 20  # one sort of packed (track, label)
+        else:
+            tracks_of_pairs = unique_rows(np.stack([tt, tl], axis=1))[0][:, 0]
+        multi = np.flatnonzero(np.diff(tracks_of_pairs) == 0)
         if multi.size:
-            t = pairs[multi[0], 0]
+            t = tracks_of_pairs[multi[0]]
             first_label = label[tidx[track[tidx] == t][0]]
             rows_t = tidx[(track[tidx] == t) & (label[tidx] != first_label)]
             bad = np.zeros(n, bool)
