@@ -69,6 +69,7 @@ from vidlabel.release import (
     read_release,
     release_created,
     release_id_of,
+    video_dict,
     write_release,
 )
 from vidlabel.rows import check_rows, check_tracks
@@ -333,8 +334,7 @@ class Dataset:
 
     @staticmethod
     def _video_record(meta: VideoMetadata) -> tuple[str, str | None, bytes | None, bytes | None]:
-        d = meta.to_dict()
-        d.pop("frame_index")
+        d = video_dict(meta)
         fi = meta.frame_index
         if fi is None:
             return json.dumps(d), None, None, None

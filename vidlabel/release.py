@@ -7,8 +7,10 @@ Layout (``<dataset>/releases/<release_id>.h5``)::
     /                 attrs: format="vidlabel-release", format_version, release_id, created,
                              labels, video_ids, view_ids, views, info (JSON strings)
     /table/<column>   one dataset per AnnotationTable column (Blosc zstd, bit-shuffled)
-    /videos/<i>       attrs: video_id, metadata (JSON, without the frame index), index (JSON or "")
-        pts, keyframes  (T,), (K,) int64 frame index, when the video has one
+    /videos           attrs: metadata (JSON list, one [metadata without the frame index, index
+                             timebase/method/content_hash or null] per video, sorted by id)
+        pts, keyframes                all videos' frame indexes concatenated, int64
+        pts_offsets, keyframes_offsets  (V + 1,) int64: video i's are [offsets[i]:offsets[i + 1]]
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ __all__ = [
     "read_release",
     "release_created",
     "release_id_of",
+    "video_dict",
     "write_release",
 ]
 
 #: Version of the release file layout written by this vidlabel.
 FORMAT_VERSION = 1
 _FORMAT = "vidlabel-release"
+_NO_INTS = np.zeros(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -157,10 +161,11 @@ def _view_dict(view: View) -> dict[str, Any]:
     }
 
 
-def _video_dict(meta: VideoMetadata) -> dict[str, Any]:
-    """Metadata as JSON-ready dict without the frame index arrays."""
-    d = meta.to_dict()
-    d.pop("frame_index")
+def video_dict(meta: VideoMetadata) -> dict[str, Any]:
+    """Metadata as a JSON-ready dict without the frame index (which can hold 100k+ frames)."""
+    d = {f.name: getattr(meta, f.name) for f in dataclasses.fields(meta) if f.name != "frame_index"}
+    d["fps"] = dict(meta.fps)
+    d["sources"] = [dict(s) for s in meta.sources]
     return d
 
 
@@ -195,7 +200,7 @@ def release_id_of(
     h.update(_json(head).encode())
     for vid in sorted(videos):
         meta = videos[vid]
-        h.update(b"\x00video\x00" + _json([_video_dict(meta), _index_dict(meta.frame_index)]).encode())
+        h.update(b"\x00video\x00" + _json([video_dict(meta), _index_dict(meta.frame_index)]).encode())
         if meta.frame_index is not None:
             h.update(meta.frame_index.pts.astype("<i8").tobytes())
             h.update(b"\x00keyframes\x00")
@@ -221,7 +226,7 @@ def _compression(arr: np.ndarray) -> dict[str, Any]:
     rows = max(1, min(arr.shape[0], (1 << 20) // max(1, arr.dtype.itemsize * int(np.prod(arr.shape[1:])))))
     return {
         "chunks": (rows, *arr.shape[1:]),
-        **hdf5plugin.Blosc(cname="zstd", clevel=3, shuffle=hdf5plugin.Blosc.BITSHUFFLE),
+        **hdf5plugin.Blosc(cname="zstd", clevel=1, shuffle=hdf5plugin.Blosc.BITSHUFFLE),
     }
 
 
@@ -269,16 +274,15 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
                 arr = np.ascontiguousarray(getattr(t, name))
                 g.create_dataset(name, data=arr, **_compression(arr))
             vg = f.create_group("videos")
-            for i, vid in enumerate(sorted(release.videos)):
-                meta = release.videos[vid]
-                one = vg.create_group(str(i))
-                one.attrs["video_id"] = vid
-                one.attrs["metadata"] = _json(_video_dict(meta))
-                one.attrs["index"] = _json(_index_dict(meta.frame_index))
-                if meta.frame_index is not None:
-                    for name in ("pts", "keyframes"):
-                        arr = getattr(meta.frame_index, name)
-                        one.create_dataset(name, data=arr, **_compression(arr))
+            metas = [release.videos[vid] for vid in sorted(release.videos)]
+            vg.attrs["metadata"] = _json([[video_dict(m), _index_dict(m.frame_index)] for m in metas])
+            for name in ("pts", "keyframes"):
+                parts = [getattr(m.frame_index, name) if m.frame_index is not None else _NO_INTS for m in metas]
+                offsets = np.zeros(len(parts) + 1, np.int64)
+                np.cumsum([p.size for p in parts], out=offsets[1:])
+                flat = np.concatenate(parts) if parts else _NO_INTS
+                vg.create_dataset(name, data=flat, **_compression(flat))
+                vg.create_dataset(f"{name}_offsets", data=offsets)
         try:
             os.link(tmp, final)
         except FileExistsError:
@@ -331,23 +335,21 @@ def read_release(path: str | os.PathLike[str]) -> Release:
             for k, v in json.loads(f.attrs["views"]).items()
         }
         videos: dict[str, VideoMetadata] = {}
-        for key in sorted(f["videos"], key=int):
-            one = f["videos"][key]
-            meta = json.loads(one.attrs["metadata"])
-            index = json.loads(one.attrs["index"])
+        vg = f["videos"]
+        arrays = {name: vg[name][()] for name in ("pts", "keyframes", "pts_offsets", "keyframes_offsets")}
+        for i, (meta, index) in enumerate(json.loads(vg.attrs["metadata"])):
             fi = None
             if index is not None:
+                po, ko = arrays["pts_offsets"], arrays["keyframes_offsets"]
                 fi = FrameIndex(
                     timebase=index["timebase"],
-                    pts=one["pts"][()],
-                    keyframes=one["keyframes"][()],
+                    pts=arrays["pts"][po[i] : po[i + 1]],
+                    keyframes=arrays["keyframes"][ko[i] : ko[i + 1]],
                     method=index["method"],
                     content_hash=index["content_hash"],
-                    decoder_pts=index.get("decoder_pts"),
                 )
-            videos[str(one.attrs["video_id"])] = VideoMetadata.from_dict({**meta, "frame_index": None}).replace(
-                frame_index=fi
-            )
+            one = VideoMetadata.from_dict(meta)
+            videos[one.video_id] = one.replace(frame_index=fi) if fi is not None else one
         return Release(
             release_id=str(f.attrs["release_id"]),
             created=str(f.attrs["created"]),
