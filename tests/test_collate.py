@@ -1,0 +1,49 @@
+"""collate_frames: ragged targets stay one tensor per sample, backed by one storage per key."""
+
+import numpy as np
+import pytest
+import torch
+
+from vidlabel.errors import OptionError
+from vidlabel.torch_data import collate_frames
+from vidlabel.torch_data._common import to_torch_sample
+
+
+def _sample(n_boxes: int, frame: int) -> dict:
+    rng = np.random.default_rng(frame)
+    return {
+        "image": np.full((6, 8, 3), frame, np.uint8),
+        "boxes": rng.random((n_boxes, 4)).astype(np.float32),
+        "labels": np.arange(n_boxes, dtype=np.int64),
+        "masks": (rng.random((n_boxes, 6, 8)) > 0.5).astype(np.uint8),
+        "video_id": "v",
+        "frame_index": frame,
+    }
+
+
+def test_ragged_targets_are_per_sample_tensors_sharing_one_storage():
+    samples = [_sample(3, 0), _sample(0, 1), _sample(2, 2)]
+    batch = collate_frames([to_torch_sample(s) for s in samples])
+    assert batch["image"].shape == (3, 3, 6, 8)
+    assert [int(img[0, 0, 0]) for img in batch["image"]] == [0, 1, 2]
+    for key in ("boxes", "labels", "masks"):
+        assert [tuple(t.shape) for t in batch[key]] == [s[key].shape for s in samples]
+        for got, s in zip(batch[key], samples):
+            np.testing.assert_array_equal(got.numpy(), s[key])
+        pointers = {t.untyped_storage().data_ptr() for t in batch[key]}
+        assert len(pointers) == 1
+    assert batch["frame_index"].tolist() == [0, 1, 2]
+    assert batch["video_id"] == ["v", "v", "v"]
+
+
+def test_ragged_targets_of_different_trailing_shapes_stay_separate():
+    a, b = _sample(1, 0), _sample(1, 1)
+    b["masks"] = np.zeros((1, 3, 4), np.uint8)
+    batch = collate_frames([to_torch_sample(a), to_torch_sample(b)])
+    assert [tuple(t.shape) for t in batch["masks"]] == [(1, 6, 8), (1, 3, 4)]
+    assert isinstance(batch["masks"][0], torch.Tensor)
+
+
+def test_empty_batch_is_refused():
+    with pytest.raises(OptionError, match="empty batch"):
+        collate_frames([])
