@@ -623,11 +623,13 @@ class Dataset:
         n = int(cols["annotation_id"].shape[0])
         pos = 0
         last = con.execute(
-            "SELECT chunk, n_rows, data FROM chunks WHERE video = ? ORDER BY chunk DESC LIMIT 1", (vcode,)
+            "SELECT chunk, n_rows FROM chunks WHERE video = ? ORDER BY chunk DESC LIMIT 1", (vcode,)
         ).fetchone()
         if last is not None and last[1] < CHUNK_ROWS:
+            # Top up the video's last chunk so that many small batches do not make many tiny chunks.
             pos = min(n, CHUNK_ROWS - last[1])
-            merged = concat([decode_chunk(last[2]), take(cols, np.arange(pos))])
+            (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (last[0],)).fetchone()
+            merged = concat([decode_chunk(blob), take(cols, np.arange(pos))])
             con.execute(
                 "UPDATE chunks SET n_rows = ?, min_id = ?, max_id = ?, min_frame = ?, max_frame = ?, data = ? "
                 "WHERE chunk = ?",
