@@ -158,6 +158,7 @@ def test_slice_iteration_and_len(clip: ClipTruth) -> None:
         assert displayed_number(reader[5]) == 5
         assert sum(1 for _ in reader) == 48
         assert [n for n, _ in reader.iter_frames(range(40, 48))] == list(range(40, 48))
+        assert reader.read_many([]) == [] and list(reader.iter_frames([])) == []
 
 
 def test_rotation_follows_the_display_matrix(clip_rot90: ClipTruth, clip_rot270: ClipTruth) -> None:

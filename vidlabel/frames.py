@@ -432,7 +432,7 @@ class FrameReader:
             )
         image = found[1].to_ndarray(format="rgb24")
         self.stats["converted"] += 1
-        rot = rotation_of(found[1])
+        rot = self._rotation
         if rot:
             image = np.ascontiguousarray(np.rot90(image, k=rot // 90))
         return view_image(image, self.view)
@@ -661,6 +661,8 @@ class FrameReader:
 
         Returns False when the one-off seek check ran instead (the caller starts over).
         """
+        if first_key is None and self._anchored and not self._eof and self._last == t - 1:
+            return True  # the next frame: read on (the sequential case, kept cheap)
         if self._mode == "label" and self._seek_ok is not False:
             k = self._key_at_or_before(t if first_key is None else min(t, first_key))
             if first_key is None and self._anchored and not self._eof and self._last < t:
