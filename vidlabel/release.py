@@ -347,6 +347,7 @@ def read_release(path: str | os.PathLike[str]) -> Release:
                     keyframes=arrays["keyframes"][ko[i] : ko[i + 1]],
                     method=index["method"],
                     content_hash=index["content_hash"],
+                    decoder_pts=index.get("decoder_pts"),
                 )
             one = VideoMetadata.from_dict(meta)
             videos[one.video_id] = one.replace(frame_index=fi) if fi is not None else one
