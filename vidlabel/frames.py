@@ -119,6 +119,10 @@ class FrameReader:
         ``decoded`` frames, ``converted`` to RGB, ``seeks``, ``rewinds`` so far.
     skipped : list of int
         Frames :meth:`iter_frames` left out (``on_corrupt="skip"``).
+    indexed : bool
+        Whether a given index is in use (False: none given, or it was for another file).
+    rotation : int
+        Display rotation applied, degrees counter-clockwise.
 
     Raises
     ------
