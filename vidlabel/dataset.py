@@ -29,37 +29,39 @@ import dataclasses
 import json
 import os
 import sqlite3
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.chunks import (
-    Cols,
-    cols_from_rows,
-    concat,
-    decode_chunk,
-    empty_cols,
-    encode_chunk,
-    pack_ints,
-    take,
-    unpack_ints,
+from vidlabel.annotationdb import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
+from vidlabel.chunks import Cols, cols_from_rows, take
+from vidlabel.datasetdb import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    LocalConnection,
+    as_meta,
+    check_database,
+    create_database,
+    fetch_views,
+    label_names,
+    now,
+    read_transaction,
+    unknown_video,
+    video_from_record,
+    video_record,
+    write_transaction,
 )
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
     DatasetError,
     DatasetExistsError,
-    DatasetNotFoundError,
     ReleaseNotFoundError,
-    SchemaVersionError,
     UnknownVideoError,
 )
 from vidlabel.release import (
@@ -69,65 +71,20 @@ from vidlabel.release import (
     read_release,
     release_created,
     release_id_of,
-    video_dict,
     write_release,
 )
 from vidlabel.rows import check_rows, check_tracks
-from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, FrameIndex, VideoMetadata, View
+from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View
 from vidlabel.validate import Problem, validate_table
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 
-#: Version of the SQLite schema this vidlabel writes; a dataset with a newer one is refused.
-SCHEMA_VERSION = 1
-#: The database file inside a dataset folder.
-DB_NAME = "vidlabel.sqlite"
 #: Most annotations stored in one chunk (one video each).
 CHUNK_ROWS = 16384
-_FORMAT = "vidlabel-dataset"
 _LIVE_STATUSES = ("unreviewed", "approved")
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE labels (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE videos (
-    code INTEGER PRIMARY KEY, video_id TEXT NOT NULL UNIQUE, metadata TEXT NOT NULL,
-    frame_index TEXT, index_pts BLOB, index_keyframes BLOB);
-CREATE TABLE views (
-    code INTEGER PRIMARY KEY, view_id TEXT NOT NULL UNIQUE,
-    x0 INTEGER NOT NULL, y0 INTEGER NOT NULL, x1 INTEGER NOT NULL, y1 INTEGER NOT NULL,
-    out_w INTEGER, out_h INTEGER);
-CREATE TABLE tracks (
-    video INTEGER NOT NULL, track_id INTEGER NOT NULL, label INTEGER NOT NULL,
-    PRIMARY KEY (video, track_id)) WITHOUT ROWID;
-CREATE TABLE chunks (
-    chunk INTEGER PRIMARY KEY, video INTEGER NOT NULL, n_rows INTEGER NOT NULL,
-    min_id INTEGER NOT NULL, max_id INTEGER NOT NULL, min_frame INTEGER NOT NULL, max_frame INTEGER NOT NULL,
-    data BLOB NOT NULL);
-CREATE INDEX chunks_video ON chunks (video);
-CREATE TABLE releases (
-    seq INTEGER PRIMARY KEY, release_id TEXT NOT NULL UNIQUE, created TEXT NOT NULL,
-    n_rows INTEGER NOT NULL, last_built INTEGER NOT NULL);
-"""
 
 # Test hook: called inside every write transaction just before COMMIT with the operation's name.
 _before_commit: Callable[[str], None] | None = None
-# Connections inherited through fork are never used or closed by the child.
-_ABANDONED: list[sqlite3.Connection] = []
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-# --------------------------------------------------------------------------------------------------
-# The dataset
-# --------------------------------------------------------------------------------------------------
-
-
-class _Local(threading.local):
-    con: sqlite3.Connection | None = None
-    pid: int = -1
 
 
 class Dataset:
@@ -152,7 +109,7 @@ class Dataset:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path).absolute()
-        self._local = _Local()
+        self._local = LocalConnection()
         self._releases: dict[str, Release] = {}
         self._check()
 
@@ -190,38 +147,7 @@ class Dataset:
                     path=str(p),
                 )
         p.mkdir(parents=True, exist_ok=True)
-        tmp = p / f".{DB_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial"
-        con = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            con.executescript(_SCHEMA)
-            con.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [
-                    ("format", _FORMAT),
-                    ("schema_version", str(SCHEMA_VERSION)),
-                    ("created", _now()),
-                    ("vidlabel_version", __version__),
-                    ("next_annotation_id", "1"),
-                    ("build_counter", "0"),
-                ],
-            )
-        finally:
-            con.close()
-        try:
-            os.link(tmp, p / DB_NAME)  # exclusive: two creators cannot both win
-        except FileExistsError as err:
-            raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from err
-        except OSError:  # no hard links on this file system
-            if (p / DB_NAME).exists():
-                raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from None
-            os.replace(tmp, p / DB_NAME)
-        finally:
-            tmp.unlink(missing_ok=True)
-        con = sqlite3.connect(p / DB_NAME, isolation_level=None)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-        finally:
-            con.close()
+        create_database(p)
         (p / "releases").mkdir(exist_ok=True)
         return cls(p)
 
@@ -256,121 +182,30 @@ class Dataset:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._path = Path(state["path"])
-        self._local = _Local()
+        self._local = LocalConnection()
         self._releases = {}
 
     def close(self) -> None:
         """Close this thread's database connection (reopened on next use)."""
-        con = self._local.con
-        if con is not None and self._local.pid == os.getpid():
-            con.close()
-        self._local.con = None
+        self._local.close()
 
     def _check(self) -> None:
-        p = self._path
-        if not p.exists():
-            raise DatasetNotFoundError(
-                f"no dataset at {p}: the folder does not exist (create one with Dataset.create or `vidlabel create`)",
-                path=str(p),
-            )
-        if not p.is_dir():
-            raise DatasetNotFoundError(f"{p} is a file, not a dataset folder", path=str(p))
-        if not (p / DB_NAME).is_file():
-            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME})", path=str(p))
-        try:
-            meta = dict(self._con().execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as err:
-            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
-        if meta.get("format") != _FORMAT:
-            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
-        version = int(meta.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"dataset {p} has schema version {version}, written by a newer vidlabel; this vidlabel "
-                f"({__version__}) reads up to version {SCHEMA_VERSION}. Upgrade vidlabel.",
-                path=str(p),
-            )
+        check_database(self._path, self._con)
 
     def _con(self) -> sqlite3.Connection:
-        loc = self._local
-        pid = os.getpid()
-        if loc.con is None or loc.pid != pid:
-            if loc.con is not None:
-                _ABANDONED.append(loc.con)  # inherited through fork: never touch it here
-            con = sqlite3.connect(self._path / DB_NAME, timeout=120.0, isolation_level=None, check_same_thread=False)
-            con.execute("PRAGMA busy_timeout = 120000")
-            con.execute("PRAGMA synchronous = NORMAL")
-            con.execute("PRAGMA journal_size_limit = 8388608")
-            loc.con, loc.pid = con, pid
-        return loc.con
+        return self._local.get(self._path / DB_NAME)
 
     @contextmanager
     def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
-        con = self._con()
-        con.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self._con(), operation, _before_commit) as con:
             yield con
-            if _before_commit is not None:
-                _before_commit(operation)
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One read transaction: every SELECT inside sees the same state."""
-        con = self._con()
-        con.execute("BEGIN")
-        try:
-            yield con
-        finally:
-            if con.in_transaction:
-                con.execute("COMMIT")
+        return read_transaction(self._con())
 
     # -- videos ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _video_record(meta: VideoMetadata) -> tuple[str, str | None, bytes | None, bytes | None]:
-        d = video_dict(meta)
-        fi = meta.frame_index
-        if fi is None:
-            return json.dumps(d), None, None, None
-        head_dict: dict[str, Any] = {
-            "timebase": dict(fi.timebase),
-            "method": fi.method,
-            "content_hash": fi.content_hash,
-        }
-        if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
-            head_dict["decoder_pts"] = fi.decoder_pts.tolist()
-        head = json.dumps(head_dict)
-        return json.dumps(d), head, pack_ints(fi.pts), pack_ints(fi.keyframes)
-
-    @staticmethod
-    def _video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: bytes | None) -> VideoMetadata:
-        meta = VideoMetadata.from_dict(json.loads(metadata))
-        if head is None or pts is None or kf is None:
-            return meta
-        h = json.loads(head)
-        fi = FrameIndex(
-            timebase=h["timebase"],
-            pts=unpack_ints(pts),
-            keyframes=unpack_ints(kf),
-            method=h["method"],
-            content_hash=h["content_hash"],
-            decoder_pts=h.get("decoder_pts"),
-        )
-        return meta.replace(frame_index=fi)
-
-    @staticmethod
-    def _as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:
-        if isinstance(meta, VideoMetadata):
-            return meta
-        if isinstance(meta, Mapping):
-            return VideoMetadata.from_dict(meta)
-        raise TypeError(f"expected a VideoMetadata, got {type(meta).__name__}")
 
     def add_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
         """Register a video: its metadata, content hash and frame index (if any).
@@ -385,8 +220,8 @@ class Dataset:
         DatasetError
             If a video with this id is already registered (use :meth:`update_video`).
         """
-        meta = self._as_meta(meta)
-        record = self._video_record(meta)
+        meta = as_meta(meta)
+        record = video_record(meta)
         with self._write("add_video") as con:
             try:
                 con.execute(
@@ -412,8 +247,8 @@ class Dataset:
         UnknownVideoError
             If no video has this id.
         """
-        meta = self._as_meta(meta)
-        record = self._video_record(meta)
+        meta = as_meta(meta)
+        record = video_record(meta)
         with self._write("update_video") as con:
             cur = con.execute(
                 "UPDATE videos SET metadata = ?, frame_index = ?, index_pts = ?, index_keyframes = ? "
@@ -424,12 +259,7 @@ class Dataset:
                 raise self._unknown_video(con, meta.video_id)
 
     def _unknown_video(self, con: sqlite3.Connection, video_id: Any) -> UnknownVideoError:
-        known = [r[0] for r in con.execute("SELECT video_id FROM videos ORDER BY video_id")]
-        shown = ", ".join(known[:20]) + (f", ... ({len(known)} in all)" if len(known) > 20 else "")
-        return UnknownVideoError(
-            f"unknown video {video_id!r} in dataset {self._path}; known: {shown or '(none)'}",
-            video_id=str(video_id),
-        )
+        return unknown_video(con, self._path, video_id)
 
     def videos(self) -> list[VideoMetadata]:
         """Every registered video, sorted by video id (with content hash and frame index)."""
@@ -438,7 +268,7 @@ class Dataset:
             .execute("SELECT metadata, frame_index, index_pts, index_keyframes FROM videos ORDER BY video_id")
             .fetchall()
         )
-        return [self._video_from_record(*r) for r in rows]
+        return [video_from_record(*r) for r in rows]
 
     def video(self, video_id: str) -> VideoMetadata:
         """The metadata of one video.
@@ -454,7 +284,7 @@ class Dataset:
         ).fetchone()
         if row is None:
             raise self._unknown_video(con, video_id)
-        return self._video_from_record(*row)
+        return video_from_record(*row)
 
     # -- labels and views ------------------------------------------------------------------------
 
@@ -482,7 +312,7 @@ class Dataset:
                     f"label {i} is {name!r}; allowed: a non-empty string without leading or trailing spaces"
                 )
         with self._write("add_labels") as con:
-            have = [r[0] for r in con.execute("SELECT name FROM labels ORDER BY code")]
+            have = label_names(con)
             known = set(have)
             for name in items:
                 if name not in known:
@@ -493,7 +323,7 @@ class Dataset:
 
     def labels(self) -> list[str]:
         """The label vocabulary in order (a label's class index is its position)."""
-        return [r[0] for r in self._con().execute("SELECT name FROM labels ORDER BY code")]
+        return label_names(self._con())
 
     def add_view(
         self,
@@ -534,18 +364,9 @@ class Dataset:
             )
         return view
 
-    @staticmethod
-    def _view_rows(con: sqlite3.Connection) -> dict[str, tuple[int, View]]:
-        out = {}
-        for code, vid, x0, y0, x1, y1, w, h in con.execute(
-            "SELECT code, view_id, x0, y0, x1, y1, out_w, out_h FROM views ORDER BY view_id"
-        ):
-            out[vid] = (code, View(vid, (x0, y0, x1, y1), (w, h) if w is not None else None))
-        return out
-
     def views(self) -> dict[str, View]:
         """Every view, by view id (sorted)."""
-        return {k: v for k, (_, v) in self._view_rows(self._con()).items()}
+        return {k: v for k, (_, v) in fetch_views(self._con()).items()}
 
     # -- annotations -----------------------------------------------------------------------------
 
@@ -588,8 +409,8 @@ class Dataset:
                 raise self._unknown_video(con, video_id)
             vcode, metadata = row
             meta = VideoMetadata.from_dict(json.loads(metadata))
-            labels = [r[0] for r in con.execute("SELECT name FROM labels ORDER BY code")]
-            cols = check_rows(rows, video=meta, labels=labels, views=self._view_rows(con), clip=clip)
+            labels = label_names(con)
+            cols = check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip)
             n = len(cols)
             if n == 0:
                 return []
@@ -605,46 +426,8 @@ class Dataset:
             first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
             ids = np.arange(first, first + n, dtype=np.int64)
             con.execute("UPDATE meta SET value = ? WHERE key = 'next_annotation_id'", (str(first + n),))
-            self._append(con, vcode, cols_from_rows(ids, cols))
+            append_chunks(con, vcode, cols_from_rows(ids, cols), chunk_rows=CHUNK_ROWS)
         return ids.tolist()
-
-    @staticmethod
-    def _chunk_params(cols: Cols) -> tuple[int, int, int, int, int, bytes]:
-        return (
-            int(cols["annotation_id"].shape[0]),
-            int(cols["annotation_id"].min()),
-            int(cols["annotation_id"].max()),
-            int(cols["start_frame"].min()),
-            int(cols["end_frame"].max()),
-            encode_chunk(cols),
-        )
-
-    def _append(self, con: sqlite3.Connection, vcode: int, cols: Cols) -> None:
-        n = int(cols["annotation_id"].shape[0])
-        pos = 0
-        last = con.execute(
-            "SELECT chunk, n_rows FROM chunks WHERE video = ? ORDER BY chunk DESC LIMIT 1", (vcode,)
-        ).fetchone()
-        if last is not None and last[1] < CHUNK_ROWS:
-            # Top up the video's last chunk so that many small batches do not make many tiny chunks.
-            pos = min(n, CHUNK_ROWS - last[1])
-            (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (last[0],)).fetchone()
-            merged = concat([decode_chunk(blob), take(cols, np.arange(pos))])
-            con.execute(
-                "UPDATE chunks SET n_rows = ?, min_id = ?, max_id = ?, min_frame = ?, max_frame = ?, data = ? "
-                "WHERE chunk = ?",
-                (*self._chunk_params(merged), last[0]),
-            )
-        params = []
-        while pos < n:
-            part = take(cols, np.arange(pos, min(n, pos + CHUNK_ROWS)))
-            params.append((vcode, *self._chunk_params(part)))
-            pos += CHUNK_ROWS
-        con.executemany(
-            "INSERT INTO chunks (video, n_rows, min_id, max_id, min_frame, max_frame, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            params,
-        )
 
     def _edit(self, ids: Iterable[int], operation: str, change: Callable[[Cols, np.ndarray], Cols | None]) -> None:
         """Apply ``change(cols, hit)`` to every chunk holding some of ``ids``; all ids must exist."""
@@ -655,52 +438,10 @@ class Dataset:
         if wanted.size == 0:
             return
         with self._write(operation) as con:
-            meta = np.array(con.execute("SELECT chunk, min_id, max_id, video FROM chunks").fetchall(), np.int64)
-            meta = meta.reshape(-1, 4)
-            lo = np.searchsorted(wanted, meta[:, 1], side="left")
-            hi = np.searchsorted(wanted, meta[:, 2], side="right")
-            found: list[np.ndarray] = []
-            touched: set[int] = set()
-            for chunk, vcode in meta[hi > lo][:, [0, 3]].tolist():
-                (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
-                cols = decode_chunk(blob)
-                hit = np.isin(cols["annotation_id"], wanted)
-                if not hit.any():
-                    continue
-                found.append(cols["annotation_id"][hit])
-                touched.add(vcode)
-                new = change(cols, hit)
-                if new is None or new["annotation_id"].size == 0:
-                    con.execute("DELETE FROM chunks WHERE chunk = ?", (chunk,))
-                else:
-                    con.execute(
-                        "UPDATE chunks SET n_rows = ?, min_id = ?, max_id = ?, min_frame = ?, max_frame = ?, "
-                        "data = ? WHERE chunk = ?",
-                        (*self._chunk_params(new), chunk),
-                    )
-            got = np.concatenate(found) if found else np.zeros(0, np.int64)
-            missing = np.setdiff1d(wanted, got)
-            if missing.size:
-                shown = ", ".join(map(str, missing[:10].tolist())) + (" ..." if missing.size > 10 else "")
-                raise AnnotationError(
-                    f"{operation}: {missing.size} unknown annotation id(s): {shown}; nothing was changed"
-                )
+            touched = edit_chunks(con, wanted, operation, change)
             if operation == "delete_annotations":
                 for vcode in sorted(touched):
-                    self._rebuild_tracks(con, vcode)
-
-    @staticmethod
-    def _rebuild_tracks(con: sqlite3.Connection, vcode: int) -> None:
-        con.execute("DELETE FROM tracks WHERE video = ?", (vcode,))
-        pairs: set[tuple[int, int]] = set()
-        for (blob,) in con.execute("SELECT data FROM chunks WHERE video = ?", (vcode,)).fetchall():
-            c = decode_chunk(blob)
-            sel = c["track_id"] >= 0
-            pairs.update(zip(c["track_id"][sel].tolist(), c["label"][sel].tolist()))
-        con.executemany(
-            "INSERT OR IGNORE INTO tracks (video, track_id, label) VALUES (?, ?, ?)",
-            [(vcode, t, lab) for t, lab in sorted(pairs)],
-        )
+                    rebuild_tracks(con, vcode)
 
     def set_status(self, ids: Iterable[int], status: str) -> None:
         """Set the review status of annotations (one transaction).
@@ -735,37 +476,6 @@ class Dataset:
             On an unknown id; nothing is deleted.
         """
         self._edit(ids, "delete_annotations", lambda cols, hit: take(cols, np.flatnonzero(~hit)))
-
-    def _load(
-        self,
-        con: sqlite3.Connection,
-        *,
-        video_code: int | None = None,
-        start: int | None = None,
-        stop: int | None = None,
-    ) -> tuple[Cols, np.ndarray]:
-        """(columns, video code per row) of the chunks that may match, concatenated in chunk order."""
-        sql = "SELECT video, data FROM chunks"
-        where, params = [], []
-        if video_code is not None:
-            where.append("video = ?")
-            params.append(video_code)
-        if start is not None:
-            where.append("max_frame >= ?")
-            params.append(start)
-        if stop is not None:
-            where.append("min_frame < ?")
-            params.append(stop)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        parts, vcodes = [], []
-        for vcode, blob in con.execute(sql + " ORDER BY chunk", params):
-            c = decode_chunk(blob)
-            parts.append(c)
-            vcodes.append(np.full(c["annotation_id"].shape[0], vcode, np.int64))
-        if not parts:
-            return empty_cols(), np.zeros(0, np.int64)
-        return concat(parts), np.concatenate(vcodes)
 
     def annotations(
         self,
@@ -811,9 +521,9 @@ class Dataset:
                 if not found:
                     raise self._unknown_video(con, video_id)
                 vcode = found[0]
-            labels = [r[0] for r in con.execute("SELECT name FROM labels ORDER BY code")]
-            view_names = {code: vid for vid, (code, _) in self._view_rows(con).items()}
-            cols, vcodes = self._load(con, video_code=vcode, start=start, stop=stop)
+            labels = label_names(con)
+            view_names = {code: vid for vid, (code, _) in fetch_views(con).items()}
+            cols, vcodes = load_chunks(con, video_code=vcode, start=start, stop=stop)
         keep = np.ones(cols["annotation_id"].shape[0], bool)
         if start is not None:
             keep &= cols["end_frame"] >= start
@@ -827,33 +537,7 @@ class Dataset:
             keep &= cols["kind"] == KINDS.index(kind)
         rows = np.flatnonzero(keep)
         rows = rows[np.argsort(cols["annotation_id"][rows], kind="stable")]
-        out = []
-        for i in rows.tolist():
-            k = KINDS[cols["kind"][i]]
-            a, b = cols["mask_offsets"][i], cols["mask_offsets"][i + 1]
-            conf = cols["confidence"][i]
-            out.append(
-                {
-                    "annotation_id": int(cols["annotation_id"][i]),
-                    "video_id": video_names[int(vcodes[i])],
-                    "kind": k,
-                    "label": labels[cols["label"][i]],
-                    "start_frame": int(cols["start_frame"][i]),
-                    "end_frame": int(cols["end_frame"][i]),
-                    "box": None if k == "marker" else tuple(float(x) for x in cols["box"][i]),
-                    "mask": (
-                        {"size": [int(x) for x in cols["mask_size"][i]], "counts": cols["mask_counts"][a:b].tobytes()}
-                        if b > a
-                        else None
-                    ),
-                    "track_id": int(cols["track_id"][i]) if cols["track_id"][i] >= 0 else None,
-                    "origin": ORIGINS[cols["origin"][i]],
-                    "confidence": None if np.isnan(conf) else float(str(conf)),
-                    "status": STATUSES[cols["status"][i]],
-                    "view_id": view_names[int(cols["view"][i])] if cols["view"][i] >= 0 else None,
-                }
-            )
-        return out
+        return annotation_dicts(cols, vcodes, rows, video_names=video_names, labels=labels, view_names=view_names)
 
     # -- snapshots, validation, releases ---------------------------------------------------------
 
@@ -876,13 +560,13 @@ class Dataset:
         if bad:
             raise AnnotationError(f"unknown status(es) {bad}; allowed: {', '.join(STATUSES)}")
         with self._read() as con:
-            labels = tuple(r[0] for r in con.execute("SELECT name FROM labels ORDER BY code"))
-            view_rows = self._view_rows(con)
+            labels = tuple(label_names(con))
+            view_rows = fetch_views(con)
             video_rows = con.execute(
                 "SELECT code, video_id, metadata, frame_index, index_pts, index_keyframes FROM videos"
             ).fetchall()
-            cols, vcodes = self._load(con)
-        videos = {r[1]: self._video_from_record(*r[2:]) for r in sorted(video_rows, key=lambda r: r[1])}
+            cols, vcodes = load_chunks(con)
+        videos = {r[1]: video_from_record(*r[2:]) for r in sorted(video_rows, key=lambda r: r[1])}
         video_ids = tuple(videos)
         view_ids = tuple(sorted(view_rows))
         # Database codes -> positions in the sorted id tuples of the table.
@@ -927,7 +611,7 @@ class Dataset:
         )
         return Release(
             release_id=None,
-            created=_now(),
+            created=now(),
             labels=labels,
             views={k: v for k, (_, v) in view_rows.items()},
             videos=videos,

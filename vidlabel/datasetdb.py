@@ -1,0 +1,300 @@
+"""The SQLite layer under :class:`~vidlabel.dataset.Dataset`: schema, connections, transactions, records.
+
+One database file per dataset folder (``vidlabel.sqlite``, WAL mode). This
+module creates and checks it, opens one connection per process and thread
+(a connection inherited through fork is never used or closed by the child),
+runs read and write transactions, and encodes videos (metadata JSON plus a
+compact frame index) and views as table rows. Annotations live in the
+``chunks`` table (see :mod:`vidlabel.annotationdb`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from vidlabel._version import __version__
+from vidlabel.chunks import pack_ints, unpack_ints
+from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
+from vidlabel.release import video_dict
+from vidlabel.spec import FrameIndex, VideoMetadata, View
+
+__all__ = [
+    "DB_NAME",
+    "SCHEMA_VERSION",
+    "LocalConnection",
+    "as_meta",
+    "check_database",
+    "create_database",
+    "fetch_views",
+    "label_names",
+    "now",
+    "read_transaction",
+    "unknown_video",
+    "video_from_record",
+    "video_record",
+    "write_transaction",
+]
+
+#: Version of the SQLite schema this vidlabel writes; a dataset with a newer one is refused.
+SCHEMA_VERSION = 1
+#: The database file inside a dataset folder.
+DB_NAME = "vidlabel.sqlite"
+_FORMAT = "vidlabel-dataset"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE labels (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE videos (
+    code INTEGER PRIMARY KEY, video_id TEXT NOT NULL UNIQUE, metadata TEXT NOT NULL,
+    frame_index TEXT, index_pts BLOB, index_keyframes BLOB);
+CREATE TABLE views (
+    code INTEGER PRIMARY KEY, view_id TEXT NOT NULL UNIQUE,
+    x0 INTEGER NOT NULL, y0 INTEGER NOT NULL, x1 INTEGER NOT NULL, y1 INTEGER NOT NULL,
+    out_w INTEGER, out_h INTEGER);
+CREATE TABLE tracks (
+    video INTEGER NOT NULL, track_id INTEGER NOT NULL, label INTEGER NOT NULL,
+    PRIMARY KEY (video, track_id)) WITHOUT ROWID;
+CREATE TABLE chunks (
+    chunk INTEGER PRIMARY KEY, video INTEGER NOT NULL, n_rows INTEGER NOT NULL,
+    min_id INTEGER NOT NULL, max_id INTEGER NOT NULL, min_frame INTEGER NOT NULL, max_frame INTEGER NOT NULL,
+    data BLOB NOT NULL);
+CREATE INDEX chunks_video ON chunks (video);
+CREATE TABLE releases (
+    seq INTEGER PRIMARY KEY, release_id TEXT NOT NULL UNIQUE, created TEXT NOT NULL,
+    n_rows INTEGER NOT NULL, last_built INTEGER NOT NULL);
+"""
+
+# Connections inherited through fork are never used or closed by the child.
+_ABANDONED: list[sqlite3.Connection] = []
+
+
+def now() -> str:
+    """The current UTC time as ISO 8601 seconds with a ``Z`` suffix."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------------------------------
+# The database file
+# --------------------------------------------------------------------------------------------------
+
+
+def create_database(folder: Path) -> None:
+    """Write a new, empty database into ``folder`` (which exists), exclusively, and switch it to WAL.
+
+    Raises
+    ------
+    DatasetExistsError
+        If another creator put a database there first.
+    """
+    p = folder
+    tmp = p / f".{DB_NAME}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial"
+    con = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        con.executescript(_SCHEMA)
+        con.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("format", _FORMAT),
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("created", now()),
+                ("vidlabel_version", __version__),
+                ("next_annotation_id", "1"),
+                ("build_counter", "0"),
+            ],
+        )
+    finally:
+        con.close()
+    try:
+        os.link(tmp, p / DB_NAME)  # exclusive: two creators cannot both win
+    except FileExistsError as err:
+        raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from err
+    except OSError:  # no hard links on this file system
+        if (p / DB_NAME).exists():
+            raise DatasetExistsError(f"{p} already holds a vidlabel dataset", path=str(p)) from None
+        os.replace(tmp, p / DB_NAME)
+    finally:
+        tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(p / DB_NAME, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+    finally:
+        con.close()
+
+
+def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
+    """Check that folder ``p`` holds a vidlabel database this vidlabel can read.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If the folder does not exist or holds no vidlabel dataset.
+    SchemaVersionError
+        If the dataset was written by a newer vidlabel.
+    """
+    if not p.exists():
+        raise DatasetNotFoundError(
+            f"no dataset at {p}: the folder does not exist (create one with Dataset.create or `vidlabel create`)",
+            path=str(p),
+        )
+    if not p.is_dir():
+        raise DatasetNotFoundError(f"{p} is a file, not a dataset folder", path=str(p))
+    if not (p / DB_NAME).is_file():
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME})", path=str(p))
+    try:
+        meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as err:
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+    if meta.get("format") != _FORMAT:
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
+    version = int(meta.get("schema_version", "0"))
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"dataset {p} has schema version {version}, written by a newer vidlabel; this vidlabel "
+            f"({__version__}) reads up to version {SCHEMA_VERSION}. Upgrade vidlabel.",
+            path=str(p),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Connections and transactions
+# --------------------------------------------------------------------------------------------------
+
+
+class LocalConnection(threading.local):
+    """The connection of this process and thread to one database, opened on first use."""
+
+    con: sqlite3.Connection | None = None
+    pid: int = -1
+
+    def get(self, db_path: Path) -> sqlite3.Connection:
+        """This thread's connection, opened afresh in a new process (the inherited one is abandoned)."""
+        pid = os.getpid()
+        if self.con is None or self.pid != pid:
+            if self.con is not None:
+                _ABANDONED.append(self.con)  # inherited through fork: never touch it here
+            con = sqlite3.connect(db_path, timeout=120.0, isolation_level=None, check_same_thread=False)
+            con.execute("PRAGMA busy_timeout = 120000")
+            con.execute("PRAGMA synchronous = NORMAL")
+            con.execute("PRAGMA journal_size_limit = 8388608")
+            self.con, self.pid = con, pid
+        return self.con
+
+    def close(self) -> None:
+        """Close this thread's connection if this process opened it (reopened on next use)."""
+        con = self.con
+        if con is not None and self.pid == os.getpid():
+            con.close()
+        self.con = None
+
+
+@contextmanager
+def write_transaction(
+    con: sqlite3.Connection, operation: str, before_commit: Callable[[str], None] | None = None
+) -> Iterator[sqlite3.Connection]:
+    """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception.
+
+    ``before_commit(operation)``, when given, runs inside it just before COMMIT (a test hook).
+    """
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        if before_commit is not None:
+            before_commit(operation)
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def read_transaction(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction: every SELECT inside sees the same state."""
+    con.execute("BEGIN")
+    try:
+        yield con
+    finally:
+        if con.in_transaction:
+            con.execute("COMMIT")
+
+
+# --------------------------------------------------------------------------------------------------
+# Records: videos, labels, views
+# --------------------------------------------------------------------------------------------------
+
+
+def video_record(meta: VideoMetadata) -> tuple[str, str | None, bytes | None, bytes | None]:
+    """The ``videos`` columns of a video: metadata JSON, frame index head JSON, packed pts and keyframes."""
+    d = video_dict(meta)
+    fi = meta.frame_index
+    if fi is None:
+        return json.dumps(d), None, None, None
+    head_dict: dict[str, Any] = {
+        "timebase": dict(fi.timebase),
+        "method": fi.method,
+        "content_hash": fi.content_hash,
+    }
+    if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
+        head_dict["decoder_pts"] = fi.decoder_pts.tolist()
+    head = json.dumps(head_dict)
+    return json.dumps(d), head, pack_ints(fi.pts), pack_ints(fi.keyframes)
+
+
+def video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: bytes | None) -> VideoMetadata:
+    """The inverse of :func:`video_record`."""
+    meta = VideoMetadata.from_dict(json.loads(metadata))
+    if head is None or pts is None or kf is None:
+        return meta
+    h = json.loads(head)
+    fi = FrameIndex(
+        timebase=h["timebase"],
+        pts=unpack_ints(pts),
+        keyframes=unpack_ints(kf),
+        method=h["method"],
+        content_hash=h["content_hash"],
+        decoder_pts=h.get("decoder_pts"),
+    )
+    return meta.replace(frame_index=fi)
+
+
+def as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:
+    """A VideoMetadata, or one made from a dict of its fields."""
+    if isinstance(meta, VideoMetadata):
+        return meta
+    if isinstance(meta, Mapping):
+        return VideoMetadata.from_dict(meta)
+    raise TypeError(f"expected a VideoMetadata, got {type(meta).__name__}")
+
+
+def unknown_video(con: sqlite3.Connection, dataset_path: Path, video_id: Any) -> UnknownVideoError:
+    """The error for an unknown video id, listing (up to 20 of) the known ones."""
+    known = [r[0] for r in con.execute("SELECT video_id FROM videos ORDER BY video_id")]
+    shown = ", ".join(known[:20]) + (f", ... ({len(known)} in all)" if len(known) > 20 else "")
+    return UnknownVideoError(
+        f"unknown video {video_id!r} in dataset {dataset_path}; known: {shown or '(none)'}",
+        video_id=str(video_id),
+    )
+
+
+def label_names(con: sqlite3.Connection) -> list[str]:
+    """The label vocabulary in order (a label's class index is its position)."""
+    return [r[0] for r in con.execute("SELECT name FROM labels ORDER BY code")]
+
+
+def fetch_views(con: sqlite3.Connection) -> dict[str, tuple[int, View]]:
+    """Every view by view id (sorted): its database code and the View."""
+    out = {}
+    for code, vid, x0, y0, x1, y1, w, h in con.execute(
+        "SELECT code, view_id, x0, y0, x1, y1, out_w, out_h FROM views ORDER BY view_id"
+    ):
+        out[vid] = (code, View(vid, (x0, y0, x1, y1), (w, h) if w is not None else None))
+    return out
