@@ -226,7 +226,11 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
         return np.split(np.arange(rows.shape[0], dtype=np.int64), starts[1:])
 
     def set_epoch(self, epoch: int) -> None:
-        """Use epoch ``epoch``'s order from the next iteration on (call it in every worker's copy via the loader)."""
+        """Use epoch ``epoch``'s order from the next iteration on.
+
+        Call it before iterating the DataLoader each epoch: workers get a fresh
+        copy of the dataset at every iteration (not with ``persistent_workers=True``).
+        """
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
         self.epoch = int(epoch)
