@@ -1,0 +1,529 @@
+"""The columnar selection behind :class:`~vidlabel.samples.FrameSamples`: which frames, which rows.
+
+Decided from a release's annotation table alone (NumPy columns, no per-row
+Python objects), so a million-row release opens fast. The selected box/mask
+rows ("regions") are sorted by (video, frame, annotation id) and indexed
+CSR-style by distinct (video, frame) key (``video_code << KEY_SHIFT | frame``);
+time markers are kept as intervals and, for the frames of the sample index,
+compressed into a small table of distinct ``frame_labels`` vectors.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning
+from vidlabel.geometry import view_boxes
+from vidlabel.release import Release
+from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, VideoMetadata, View
+
+__all__ = [
+    "BLOCK_FRAMES",
+    "KEY_SHIFT",
+    "SampleIndex",
+    "Selection",
+    "check_options",
+    "marker_patterns",
+    "names_shown",
+    "out_size",
+    "readonly",
+    "select_samples",
+]
+
+KEY_SHIFT = 40  # key = video_code << 40 | frame
+_FRAME_MASK = (1 << KEY_SHIFT) - 1
+_KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
+_REJECTED = STATUSES.index("rejected")
+BLOCK_FRAMES = 8192  # frames per block when iterating (bounds the temporary Python ints)
+
+
+def names_shown(items: Iterable[str], limit: int = 20) -> str:
+    """Up to ``limit`` names, comma-separated, with the total when there are more."""
+    items = list(items)
+    text = ", ".join(items[:limit])
+    return text + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def readonly(arr: np.ndarray) -> np.ndarray:
+    """``arr``, made read-only in place."""
+    arr.setflags(write=False)
+    return arr
+
+
+class SampleIndex(Sequence):  # type: ignore[type-arg]
+    """The (video_id, frame) pairs of a :class:`FrameSamples`, in order, without a Python object per pair.
+
+    Behaves like a read-only list of tuples (``len``, ``[i]``, slices,
+    iteration, ``==`` with a list). The columns are also available as arrays.
+
+    Attributes
+    ----------
+    video_ids : tuple of str
+        The videos the codes refer to (sorted).
+    video_codes : (F,) int32
+        Index into ``video_ids`` of each sample.
+    frames : (F,) int64
+        Frame number of each sample.
+    """
+
+    def __init__(self, video_ids: tuple[str, ...], video_codes: np.ndarray, frames: np.ndarray) -> None:
+        self.video_ids = video_ids
+        self.video_codes = video_codes
+        self.frames = frames
+
+    def __len__(self) -> int:
+        return int(self.frames.shape[0])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self._pairs(self.video_codes[i], self.frames[i]))
+        n = len(self)
+        j = int(i)
+        if j < -n or j >= n:
+            raise IndexError(f"sample position {j} out of range [0, {n})")
+        j %= n
+        return (self.video_ids[int(self.video_codes[j])], int(self.frames[j]))
+
+    def _pairs(self, codes: np.ndarray, frames: np.ndarray) -> Iterator[tuple[str, int]]:
+        ids = self.video_ids
+        for a in range(0, int(frames.shape[0]), BLOCK_FRAMES):
+            for v, f in zip(codes[a : a + BLOCK_FRAMES].tolist(), frames[a : a + BLOCK_FRAMES].tolist()):
+                yield (ids[v], f)
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return self._pairs(self.video_codes, self.frames)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SampleIndex):
+            return (
+                self.video_ids == other.video_ids
+                and np.array_equal(self.video_codes, other.video_codes)
+                and np.array_equal(self.frames, other.frames)
+            )
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and all(tuple(a) == b for a, b in zip(other, self))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        n = len(self)
+        if n <= 40:
+            return repr(list(self))
+        head = ", ".join(repr(p) for p in self[:3])
+        tail = ", ".join(repr(p) for p in self[n - 3 :])
+        return f"[{head}, ..., {tail}]  # {n} pairs"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select_samples` chose: classes, view, videos, the regions, the markers and the samples.
+
+    Every array is read-only. Regions (R rows) are in (video, frame,
+    annotation id) order; keys are ``video_code << KEY_SHIFT | frame``.
+
+    Attributes
+    ----------
+    class_names : tuple of str
+    view : View or None
+    view_id : str or None
+    video_ids : tuple of str
+        The selected videos, sorted; a video code is a position here.
+    videos : dict of str to VideoMetadata
+    image_sizes : (V, 2) int64
+        (width, height) of the images of each video (the view's size, or the displayed frame's).
+    dropped : int
+        Rows left out because they lie outside their video's frames.
+    rk_key : (K,) int64
+        The distinct (video, frame) keys of the regions, ascending.
+    rk_off : (K + 1,) int64
+        CSR offsets of each key's regions.
+    r_box : (R, 4) float64, xyxy pixels of the image (the view's when one is set)
+    r_label : (R,) int64, class index plus ``label_offset``
+    r_track : (R,) int64, -1 for none
+    r_ann : (R,) int64, annotation ids
+    m_offsets : (R + 1,) int64; m_counts : (M,) uint8; m_size : (R, 2) int32
+        COCO RLE of each region's mask in CSR form (empty without ``with_masks``).
+    mk_video, mk_start, mk_end, mk_class : (Mk,) int64
+        Marker intervals (inclusive end, clipped to the video), sorted by (video, start).
+    mk_off : (V + 1,) int64
+        CSR offsets of each video's markers.
+    index : SampleIndex
+        The samples.
+    ix_lo, ix_hi : (F,) int64
+        Region range ``[lo, hi)`` of each sample.
+    ix_pattern : (F,) int32
+        Row of ``patterns`` of each sample.
+    patterns : (P, C) float32
+        The distinct ``frame_labels`` vectors.
+    """
+
+    class_names: tuple[str, ...]
+    view: View | None
+    view_id: str | None
+    video_ids: tuple[str, ...]
+    videos: dict[str, VideoMetadata]
+    image_sizes: np.ndarray
+    dropped: int
+    rk_key: np.ndarray
+    rk_off: np.ndarray
+    r_box: np.ndarray
+    r_label: np.ndarray
+    r_track: np.ndarray
+    r_ann: np.ndarray
+    m_offsets: np.ndarray
+    m_counts: np.ndarray
+    m_size: np.ndarray
+    mk_video: np.ndarray
+    mk_start: np.ndarray
+    mk_end: np.ndarray
+    mk_class: np.ndarray
+    mk_off: np.ndarray
+    index: SampleIndex
+    ix_lo: np.ndarray
+    ix_hi: np.ndarray
+    ix_pattern: np.ndarray
+    patterns: np.ndarray
+
+
+def out_size(view: View | None, meta: VideoMetadata) -> tuple[int, int]:
+    """(width, height) of the images of a video: the view's size, or the displayed frame's."""
+    return view.size if view is not None else (meta.width, meta.height)
+
+
+def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
+    """Choose the samples and their targets from a release, given options checked by :func:`check_options`.
+
+    Raises
+    ------
+    OptionError
+        On a label or view the release does not have.
+    UnknownVideoError
+        On a video id the release does not hold.
+    """
+    table = rel.table
+    # Classes.
+    vocabulary = tuple(rel.labels) if rel.labels else tuple(table.labels)
+    if opt["labels"] is None:
+        class_names = vocabulary
+    else:
+        unknown = [x for x in opt["labels"] if x not in vocabulary]
+        if unknown:
+            raise OptionError(
+                f"unknown label {unknown[0]!r} in labels=; the release's labels: {names_shown(vocabulary)}"
+            )
+        class_names = tuple(opt["labels"])
+    class_of = {name: i for i, name in enumerate(class_names)}
+    lab_map = np.array([class_of.get(x, -1) for x in table.labels] + [-1], dtype=np.int64)
+
+    # View.
+    view_id = opt["view_id"]
+    view: View | None = None
+    if view_id is not None:
+        if view_id not in rel.views:
+            raise OptionError(
+                f"unknown view {view_id!r}; the release's views: {names_shown(sorted(rel.views)) or '(none)'}"
+            )
+        view = rel.views[view_id]
+
+    # Videos.
+    if opt["videos"] is None:
+        video_ids = tuple(sorted(rel.videos))
+    else:
+        for v in opt["videos"]:
+            if v not in rel.videos:
+                raise UnknownVideoError(
+                    f"unknown video {v!r} in videos=; release {rel.release_id} holds: {names_shown(sorted(rel.videos))}",
+                    video_id=v,
+                )
+        video_ids = tuple(sorted(set(opt["videos"])))
+    videos: dict[str, VideoMetadata] = {v: rel.videos[v] for v in video_ids}
+    code_of = {v: i for i, v in enumerate(video_ids)}
+    vid_map = np.array([code_of.get(v, -1) for v in table.video_ids] + [-1], dtype=np.int64)
+    sizes = np.array([out_size(view, videos[v]) for v in video_ids], dtype=np.int64).reshape(-1, 2)
+    image_sizes = readonly(sizes)
+    frame_counts = np.array([videos[v].frame_count for v in video_ids], dtype=np.int64)
+
+    # Rows. Identity maps and all-rows selections avoid copying the table's columns (a fresh
+    # process pays a page fault for every new page, so fewer temporaries is faster too).
+    n_rows = len(table)
+    vid_identity = np.array_equal(vid_map[:-1], np.arange(len(table.video_ids)))
+    lab_identity = np.array_equal(lab_map[:-1], np.arange(len(table.labels)))
+    keep = table.status != _REJECTED
+    if not vid_identity:
+        keep &= (vid_map >= 0)[table.video]
+    if not lab_identity:
+        keep &= (lab_map >= 0)[table.label]
+    if view_id is not None:
+        vix = table.view_ids.index(view_id) if view_id in table.view_ids else -2
+        keep &= table.view == vix
+    if opt["origins"] is not None:
+        keep &= np.isin(table.origin, [ORIGINS.index(o) for o in opt["origins"]])
+    if opt["min_confidence"] is not None:
+        keep &= ~(table.confidence < np.float32(opt["min_confidence"]))
+    region_kinds = [k for k in (_KIND_BOX, _KIND_MASK) if KINDS[k] in opt["kinds"]]
+    is_marker = table.kind == _KIND_MARKER
+    regions = keep & (np.isin(table.kind, region_kinds) if len(region_kinds) < 2 else ~is_marker)
+    markers = keep & is_marker
+    del keep, is_marker
+
+    # Regions: sorted by (video, frame, annotation id), CSR over distinct (video, frame).
+    rows: np.ndarray | None = None if bool(regions.all()) else np.flatnonzero(regions)
+    del regions
+
+    def take(col: np.ndarray) -> np.ndarray:
+        return col if rows is None else col[rows]
+
+    bad_ids: list[int] = []
+    rf = take(table.start_frame)
+    if rf.size and int(rf.min()) < 0:
+        negative = rf < 0
+        bad_ids += take(table.annotation_id)[negative].tolist()
+        rows = np.flatnonzero(~negative) if rows is None else rows[~negative]
+        rf = take(table.start_frame)
+    rv = take(table.video)
+    key = rv.astype(np.int64) if vid_identity else vid_map[rv]
+    key <<= KEY_SHIFT
+    key |= rf
+    del rv, rf
+    if key.size > 1 and not np.all(key[1:] >= key[:-1]):
+        order = np.argsort(key, kind="stable")  # stable: annotation ids stay ascending within a frame
+        rows = order if rows is None else rows[order]
+        key = key[order]
+        del order
+    # Rows beyond the end of their video (frame_count can shrink when a video is re-probed).
+    edges = np.searchsorted(key, np.arange(len(video_ids) + 1, dtype=np.int64) << KEY_SHIFT)
+    last = key[np.maximum(edges[1:] - 1, 0)] & _FRAME_MASK if key.size else frame_counts
+    if key.size and bool(((edges[1:] > edges[:-1]) & (last >= frame_counts)).any()):
+        beyond = (key & _FRAME_MASK) >= frame_counts[key >> KEY_SHIFT]
+        bad_ids += take(table.annotation_id)[beyond].tolist()
+        fine = np.flatnonzero(~beyond)
+        rows = fine if rows is None else rows[fine]
+        key = key[fine]
+    dropped = len(bad_ids)
+    if bad_ids:
+        warnings.warn(
+            f"{len(bad_ids)} annotation rows lie outside their video's frames (e.g. annotation "
+            f"{min(bad_ids)}); they are left out",
+            VidlabelWarning,
+            stacklevel=4,
+        )
+    boundary = np.empty(key.size + 1, bool)
+    boundary[0] = boundary[-1] = True
+    np.not_equal(key[1:], key[:-1], out=boundary[1:-1])
+    offsets = np.flatnonzero(boundary)  # starts of each distinct (video, frame), then the row count
+    rk_key = readonly(key[offsets[:-1]])
+    rk_off = readonly(offsets.astype(np.int64, copy=False))
+    del key, boundary, offsets
+    box = take(table.box)
+    r_box = readonly(box if view is None else view_boxes(box, view))
+    labels_sel = take(table.label)
+    r_label = labels_sel.astype(np.int64) if lab_identity else lab_map[labels_sel]
+    if opt["label_offset"]:
+        r_label += opt["label_offset"]
+    r_label = readonly(r_label)
+    r_track = readonly(take(table.track_id))
+    r_ann = readonly(take(table.annotation_id))
+    if opt["with_masks"]:
+        mrows_ = np.arange(n_rows) if rows is None else rows
+        lengths = table.mask_offsets[mrows_ + 1] - table.mask_offsets[mrows_]
+        moff = np.zeros(mrows_.size + 1, np.int64)
+        np.cumsum(lengths, out=moff[1:])
+        gather = np.repeat(table.mask_offsets[mrows_] - moff[:-1], lengths) + np.arange(moff[-1])
+        m_offsets = readonly(moff)
+        m_counts = readonly(table.mask_counts[gather])
+        m_size = readonly(table.mask_size[mrows_])
+    else:
+        m_offsets = m_counts = readonly(np.zeros(0, np.int64))
+        m_size = readonly(np.zeros((0, 2), np.int32))
+    del box, labels_sel
+
+    # Markers: intervals per video (inclusive end, clipped to the video).
+    mrows = np.flatnonzero(markers)
+    mv = vid_map[table.video[mrows]]
+    ms = np.maximum(table.start_frame[mrows], 0)
+    me = np.minimum(table.end_frame[mrows], frame_counts[mv] - 1) if mrows.size else mv
+    ok = me >= ms
+    mrows, mv, ms, me = mrows[ok], mv[ok], ms[ok], me[ok]
+    order = np.lexsort((ms, mv))
+    mk_video = readonly(mv[order])
+    mk_start = readonly(ms[order])
+    mk_end = readonly(me[order])
+    mk_class = readonly(lab_map[table.label[mrows]][order])
+    mk_off = readonly(np.searchsorted(mk_video, np.arange(len(video_ids) + 1)).astype(np.int64))
+
+    # The sample list.
+    if opt["frames"] == "all":
+        lengths = frame_counts
+        total = int(lengths.sum())
+        codes = np.repeat(np.arange(len(video_ids), dtype=np.int64), lengths)
+        base = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        keys = (codes << KEY_SHIFT) | (np.arange(total, dtype=np.int64) - base)
+    else:
+        keys = rk_key if region_kinds else np.zeros(0, np.int64)
+        if "marker" in opt["kinds"] and mk_start.size:
+            n = mk_end - mk_start + 1
+            first = np.repeat(mk_start - (np.cumsum(n) - n), n)
+            mframes = first + np.arange(int(n.sum()), dtype=np.int64)
+            mkeys = (np.repeat(mk_video, n) << KEY_SHIFT) | mframes
+            keys = np.union1d(keys, mkeys)
+    if opt["stride"] > 1:
+        keys = keys[:: opt["stride"]]
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    index = SampleIndex(video_ids, readonly((keys >> KEY_SHIFT).astype(np.int32)), readonly(keys & _FRAME_MASK))
+    # Region range of every sample.
+    if keys is rk_key or np.array_equal(keys, rk_key):
+        ix_lo, ix_hi = rk_off[:-1], rk_off[1:]
+    else:
+        pos = np.searchsorted(rk_key, keys)
+        found = pos < rk_key.size
+        found[found] = rk_key[pos[found]] == keys[found]
+        lo = np.where(found, rk_off[np.minimum(pos, rk_key.size)], 0)
+        hi = np.where(found, rk_off[np.minimum(pos + 1, rk_key.size)], 0)
+        ix_lo, ix_hi = readonly(lo.astype(np.int64)), readonly(hi.astype(np.int64))
+    ix_pattern, patterns = marker_patterns(keys, mk_video, mk_start, mk_end, mk_class, len(class_names))
+    return Selection(
+        class_names=class_names,
+        view=view,
+        view_id=view_id,
+        video_ids=video_ids,
+        videos=videos,
+        image_sizes=image_sizes,
+        dropped=dropped,
+        rk_key=rk_key,
+        rk_off=rk_off,
+        r_box=r_box,
+        r_label=r_label,
+        r_track=r_track,
+        r_ann=r_ann,
+        m_offsets=m_offsets,
+        m_counts=m_counts,
+        m_size=m_size,
+        mk_video=mk_video,
+        mk_start=mk_start,
+        mk_end=mk_end,
+        mk_class=mk_class,
+        mk_off=mk_off,
+        index=index,
+        ix_lo=ix_lo,
+        ix_hi=ix_hi,
+        ix_pattern=ix_pattern,
+        patterns=patterns,
+    )
+
+
+def marker_patterns(
+    keys: np.ndarray,
+    mk_video: np.ndarray,
+    mk_start: np.ndarray,
+    mk_end: np.ndarray,
+    mk_class: np.ndarray,
+    n_classes: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample, a row of a small table of distinct frame_labels vectors."""
+    if mk_start.size == 0 or keys.size == 0:
+        return readonly(np.zeros(keys.size, np.int32)), readonly(np.zeros((1, n_classes), np.float32))
+    a = np.searchsorted(keys, (mk_video << KEY_SHIFT) | mk_start, side="left")
+    b = np.searchsorted(keys, (mk_video << KEY_SHIFT) | mk_end, side="right")
+    cuts = np.unique(np.concatenate([[0, keys.size], a, b]))
+    seg_a = np.searchsorted(cuts, a)
+    seg_b = np.searchsorted(cuts, b)
+    diff = np.zeros((cuts.size, n_classes), np.int32)
+    np.add.at(diff, (seg_a, mk_class), 1)
+    np.add.at(diff, (seg_b, mk_class), -1)
+    active = np.cumsum(diff, axis=0)[:-1] > 0  # one row per segment [cuts[i], cuts[i + 1])
+    patterns, seg_pattern = np.unique(active, axis=0, return_inverse=True)
+    per_sample = np.repeat(seg_pattern.reshape(-1).astype(np.int32), np.diff(cuts))
+    return readonly(per_sample), readonly(patterns.astype(np.float32))
+
+
+def check_options(
+    *,
+    view_id: str | None = None,
+    videos: Sequence[str] | None = None,
+    kinds: Sequence[str] = ("box", "mask"),
+    labels: Sequence[str] | None = None,
+    origins: Sequence[str] | None = None,
+    min_confidence: float | None = None,
+    frames: str = "annotated",
+    stride: int = 1,
+    with_masks: bool = False,
+    box_format: str = "xyxy",
+    normalized: bool = False,
+    label_offset: int = 0,
+    roots: Sequence[str | os.PathLike[str]] = (),
+    cache: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Validate the options that do not need the release; normalise them to tuples."""
+
+    def as_tuple(value: Any, name: str) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = (value,)
+        try:
+            out = tuple(value)
+        except TypeError as err:
+            raise OptionError(f"{name} must be a list of strings, got {value!r}") from err
+        bad = [x for x in out if not isinstance(x, str)]
+        if bad:
+            raise OptionError(f"{name} must hold strings, got {bad[0]!r}")
+        return out
+
+    kinds_t = as_tuple(kinds, "kinds")
+    for k in kinds_t:
+        if k not in KINDS:
+            raise OptionError(f"unknown kind {k!r} in kinds=; allowed: {', '.join(KINDS)}")
+    if not kinds_t:
+        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
+    labels_t = None if labels is None else as_tuple(labels, "labels")
+    if labels_t is not None:
+        if not labels_t:
+            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
+        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
+        if dup:
+            raise OptionError(f"label {dup[0]!r} appears twice in labels=")
+    origins_t = None if origins is None else as_tuple(origins, "origins")
+    if origins_t is not None:
+        for o in origins_t:
+            if o not in ORIGINS:
+                raise OptionError(f"unknown origin {o!r} in origins=; allowed: {', '.join(ORIGINS)}")
+    videos_t = None if videos is None else as_tuple(videos, "videos")
+    if view_id is not None and not isinstance(view_id, str):
+        raise OptionError(f"view_id must be a string or None, got {view_id!r}")
+    if min_confidence is not None:
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float, np.number)):
+            raise OptionError(f"min_confidence must be a number in [0, 1] or None, got {min_confidence!r}")
+        if not 0.0 <= float(min_confidence) <= 1.0:
+            raise OptionError(f"min_confidence must lie in [0, 1], got {min_confidence!r}")
+        min_confidence = float(min_confidence)
+    if frames not in ("annotated", "all"):
+        raise OptionError(f"unknown frames mode {frames!r}; allowed: annotated, all")
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise OptionError(f"stride must be an integer >= 1, got {stride!r}")
+    if box_format not in BOX_FORMATS:
+        raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
+    if isinstance(label_offset, bool) or not isinstance(label_offset, (int, np.integer)):
+        raise OptionError(f"label_offset must be an integer, got {label_offset!r}")
+    if isinstance(roots, (str, os.PathLike)):
+        roots = (roots,)
+    return {
+        "view_id": view_id,
+        "videos": videos_t,
+        "kinds": kinds_t,
+        "labels": labels_t,
+        "origins": origins_t,
+        "min_confidence": min_confidence,
+        "frames": frames,
+        "stride": int(stride),
+        "with_masks": bool(with_masks),
+        "box_format": box_format,
+        "normalized": bool(normalized),
+        "label_offset": int(label_offset),
+        "roots": tuple(str(r) for r in roots),
+        "cache": None if cache is None else str(cache),
+    }
