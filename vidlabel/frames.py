@@ -42,50 +42,27 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import av
 import numpy as np
 
 from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VidlabelWarning
+from vidlabel.framedecode import SEEK_MARGIN, DecodeEngine, Missing
 from vidlabel.geometry import view_image
 from vidlabel.probe import (
     avcc_length,
     content_hash,
-    h264_nonref,
     is_vfr,
     open_video,
     read_frame_index,
     resolve_video_path,
-    rotation_of,
 )
 from vidlabel.spec import FrameIndex, VideoMetadata, View
 
 __all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path"]
 
-#: Seek forward only when the target's keyframe is more than this many frames past the current position.
-SEEK_MARGIN = 4
-_MAX_ATTEMPTS = 8
-
 OnCorrupt = Literal["raise", "skip"]
 
 
-class _Disagree(Exception):
-    """The decoder gave a frame the index does not explain (internal)."""
-
-
-class _LandedLate(Exception):
-    """After a seek the decoder is already past the target (internal)."""
-
-
-class _Missing:
-    """Why a frame number has no trustworthy picture (internal)."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-class FrameReader:
+class FrameReader(DecodeEngine):
     """Exact displayed frames of one video file, as RGB arrays.
 
     Parameters
@@ -142,9 +119,6 @@ class FrameReader:
     to (non-reference B-frames) are not decoded at all (FFmpeg's
     ``skip_frame="NONREF"``); :attr:`skip_nonref` turns that off.
     """
-
-    #: Skip decoding non-reference frames shown before the frame asked for.
-    skip_nonref: bool = True
 
     def __init__(
         self,
@@ -246,11 +220,6 @@ class FrameReader:
         return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt, check_hash=check_hash)
 
     @property
-    def frame_count(self) -> int:
-        """Number of displayed frames (from the frame index)."""
-        return self._index.frame_count
-
-    @property
     def frame_index(self) -> FrameIndex:
         """The frame index in use (given, or built when none was)."""
         return self._index
@@ -335,7 +304,7 @@ class FrameReader:
             self._check(0)  # a closed reader raises here
         for t in targets:
             found = self._find(t)
-            if isinstance(found, _Missing) or not found[2]:
+            if isinstance(found, Missing) or not found[2]:
                 if self.on_corrupt == "skip":
                     self.skipped.append(t)
                     if not self._warned_skip:
@@ -397,9 +366,6 @@ class FrameReader:
 
     # --------------------------------------------------------------- helpers
 
-    def _warn(self, message: str) -> None:
-        warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
-
     def _check(self, frame: Any) -> int:
         if self._pid != os.getpid() and self._container is not None:
             # Inherited through fork: the decoder's threads stayed in the parent. Never touch, close or
@@ -423,12 +389,12 @@ class FrameReader:
         return t
 
     def _why(self, t: int, found: Any) -> str:
-        if isinstance(found, _Missing):
+        if isinstance(found, Missing):
             return f"frame {t}: {found.reason}"
         return f"frame {t}: it follows a decode error before the next keyframe (its picture is not trusted)"
 
     def _picture(self, t: int, found: Any) -> np.ndarray:
-        if isinstance(found, _Missing) or not found[2]:
+        if isinstance(found, Missing) or not found[2]:
             raise VideoDecodeError(
                 f"cannot read frame {t} of video {self.video_id!r} ({self.path}): {self._why(t, found)}",
                 path=str(self.path),
@@ -446,294 +412,6 @@ class FrameReader:
             return self.view.size
         w, h = self._coded_size or (self._stream.codec_context.width, self._stream.codec_context.height)
         return (h, w) if self.rotation % 180 else (w, h)
-
-    def _use_index(self, index: FrameIndex) -> None:
-        # Decoder labels in display order: then "shown before the target" is "label below the target's".
-        self._label_order = index.decoder_pts is None
-        self._labels: list[int] = (index.decoder_pts if index.decoder_pts is not None else index.pts).tolist()
-        self._label_to_n: dict[int, int] | None = None
-        self._keyframes = index.keyframes
-
-    def _lookup(self, label: int | None, expected: int) -> int | None:
-        if label is None:
-            return None
-        if 0 <= expected < len(self._labels) and self._labels[expected] == label:
-            return expected
-        if self._label_to_n is None:
-            self._label_to_n = {v: i for i, v in enumerate(self._labels)}
-        return self._label_to_n.get(label)
-
-    # ---------------------------------------------------------------- engine
-
-    def _reset(self, *, from_start: bool, key: int = 0) -> None:
-        self._packets = None
-        self._pending = deque()
-        self._eof = False
-        self._anchored = from_start
-        self._last = -1
-        self._run_from_start = from_start
-        self._run_key = key
-        self._tainted = False
-        self._recover_label: int | None = None
-        self._errors_since_output = 0
-        self._pre_anchor_errors = 0
-        self._count_next = 0
-        self._count_errors = 0
-        self._skipped: set[int] = set()  # pts of packets sent while non-reference frames were skipped
-        self._skip_mode = "DEFAULT"
-        if self._stream is not None and self._stream.codec_context.skip_frame != "DEFAULT":
-            self._stream.codec_context.skip_frame = "DEFAULT"
-
-    def _rewind(self) -> None:
-        """Back to the start of the file: reopen it (always exact, whatever the container)."""
-        self.stats["rewinds"] += 1
-        if self._container is not None:
-            self._container.close()
-        self._cur = None  # its frame belongs to the closed container
-        self._container, self._stream = open_video(self.path)
-        self._reset(from_start=True)
-
-    def _seek(self, k: int) -> None:
-        """Seek to keyframe ``k`` by its timestamp; the first keyframe decoded anchors the numbering."""
-        self.stats["seeks"] += 1
-        self._container.seek(int(self._labels[k]), stream=self._stream, backward=True)
-        self._reset(from_start=False, key=k)
-
-    def _pull(self) -> Any:
-        """Next decoded frame in output order, or None at the end; decode errors are recorded, not raised."""
-        ctx = self._stream.codec_context
-        while not self._pending:
-            if self._eof:
-                return None
-            if self._packets is None:
-                self._packets = self._container.demux(self._stream)
-            try:
-                packet = next(self._packets)
-            except StopIteration:
-                self._eof = True
-                return None
-            except av.error.FFmpegError:
-                self._note_error()
-                self._eof = True
-                return None
-            if packet.is_keyframe and self._tainted and packet.pts is not None:
-                self._recover_label = packet.pts
-            # Frames shown before the target that nothing refers to need not be decoded at all. Only
-            # packets checked to be well-formed non-reference H.264 are skipped: FFmpeg skips a corrupt
-            # packet silently in that mode, and its errors must still be seen.
-            skip = (
-                self._skip_below is not None
-                and packet.pts is not None
-                and packet.pts < self._skip_below
-                and h264_nonref(memoryview(packet), self._avcc_length)
-            )
-            mode = "NONREF" if skip else "DEFAULT"
-            if mode != self._skip_mode:
-                ctx.skip_frame = self._skip_mode = mode
-            if skip:
-                self._skipped.add(packet.pts)
-            try:
-                frames = ctx.decode(packet)
-            except av.error.FFmpegError:
-                self._note_error()
-                continue
-            self._pending.extend(frames)
-        return self._pending.popleft()
-
-    def _note_error(self) -> None:
-        self._tainted = True
-        self._recover_label = None
-        self._errors_since_output += 1
-        self._count_errors += 1
-        if not self._anchored:
-            self._pre_anchor_errors += 1
-
-    def _first_frame(self) -> None:
-        """Decode the first frame at open: it gives the rotation and the size, and checks the file decodes."""
-        for _ in range(_MAX_ATTEMPTS):
-            try:
-                found = self._advance(target=0)
-            except _Disagree as err:
-                self._fallback(str(err))
-                continue
-            if found is None:
-                raise VideoDecodeError(
-                    f"no frame of video {self.video_id!r} decodes ({self.path})",
-                    path=str(self.path),
-                    video_id=self.video_id,
-                )
-            return
-
-    def _advance(self, target: int) -> tuple[int, Any, bool] | None:
-        """Decode on to the next frame the numbering can place: (number, av frame, trusted); None at the end.
-
-        Raises _LandedLate when, after a seek, the decoder is past ``target`` before any keyframe anchored it.
-        """
-        while True:
-            frame = self._pull()
-            if frame is None:
-                return None
-            self.stats["decoded"] += 1
-            if self._rotation is None:
-                self._rotation = rotation_of(frame)
-                self._coded_size = (frame.width, frame.height)
-            if self._mode == "count":
-                n = self._count_next
-                self._count_next += 1
-                self._last = n
-                self._cur = (n, frame, self._count_errors == 0)
-                return self._cur
-            label = frame.pts
-            key = bool(frame.key_frame)
-            if self._tainted and key and label is not None and label == self._recover_label:
-                self._tainted = False
-            lost = self._errors_since_output
-            self._errors_since_output = 0
-            found = self._lookup(label, self._last + 1)
-            if not self._anchored:
-                if found is None:
-                    raise _Disagree(f"after a seek the decoder gave pts {label}, which is not in the index")
-                if not key:
-                    if found > target:
-                        raise _LandedLate
-                    continue  # leading frames of the keyframe interval: no references after a seek
-                self._anchored = True
-            elif found != self._last + 1:
-                if found is None:
-                    raise _Disagree(f"the decoder gave pts {label}, which is not in the index")
-                # A gap is fine where frames were skipped on purpose, or lost right after a decode error.
-                gap = range(self._last + 1, found)
-                unexplained = [m for m in gap if self._labels[m] not in self._skipped]
-                if found < self._last + 1 or (unexplained and not lost):
-                    expected = self._labels[self._last + 1] if self._last + 1 < len(self._labels) else None
-                    raise _Disagree(
-                        f"after frame {self._last} the decoder gave pts {label} (frame {found} in the index), "
-                        f"expected pts {expected}"
-                    )
-                self._lost.update(unexplained)
-            self._last = n = found
-            self._cur = (n, frame, not self._tainted)
-            return self._cur
-
-    def _fallback(self, reason: str) -> None:
-        self._warn(
-            f"the frame index of video {self.video_id!r} disagrees with the decoder ({reason}); "
-            "ignoring it and decoding sequentially from the start"
-        )
-        self._mode = "count"
-        self._seek_ok = False
-        self._cur = None
-        self._lost.clear()
-        self._rewind()
-
-    def _check_seeking(self) -> bool:
-        """One-off check (no index given): does a seek give the pixels sequential decoding gives?"""
-        keys = self._keyframes[self._keyframes > 0]
-        if keys.size == 0:
-            return True
-        k = int(keys[0])
-        m = min(k + 1, self.frame_count - 1)
-        self._seek_ok = False
-        seq = self._find(m)
-        seq_image = None if isinstance(seq, _Missing) else (seq[2], seq[1].to_ndarray(format="rgb24"))
-        if self._mode != "label":
-            return False
-        self._seek_ok = True
-        self._cur = None
-        sought = self._find(m, first_key=k)
-        if self._mode != "label":
-            return False
-        sought_image = None if isinstance(sought, _Missing) else (sought[2], sought[1].to_ndarray(format="rgb24"))
-        same = (seq_image is None and sought_image is None) or (
-            seq_image is not None
-            and sought_image is not None
-            and seq_image[0] == sought_image[0]
-            and np.array_equal(seq_image[1], sought_image[1])
-        )
-        if not same:
-            self._warn(
-                f"a seek in video {self.video_id!r} did not give the frame sequential decoding gives "
-                f"(frame {m}); reading it sequentially"
-            )
-        return same
-
-    def _key_at_or_before(self, t: int) -> int:
-        return int(self._keyframes[np.searchsorted(self._keyframes, t, side="right") - 1])
-
-    def _position(self, t: int, first_key: int | None) -> bool:
-        """Seek, rewind or read on, whichever reaches frame ``t`` with the least decoding.
-
-        Returns False when the one-off seek check ran instead (the caller starts over).
-        """
-        if first_key is None and self._anchored and not self._eof and self._last == t - 1:
-            return True  # the next frame: read on (the sequential case, kept cheap)
-        if self._mode == "label" and self._seek_ok is not False:
-            k = self._key_at_or_before(t if first_key is None else min(t, first_key))
-            if first_key is None and self._anchored and not self._eof and self._last < t:
-                if k <= self._last + SEEK_MARGIN:
-                    return True  # read on: no keyframe much nearer
-            if k == 0:
-                self._rewind()
-                return True
-            if self._seek_ok is None:
-                self._seek_ok = self._check_seeking()
-                return False
-            self._seek(k)
-            return True
-        if not self._anchored or self._last >= t or self._eof:
-            self._rewind()
-        return True
-
-    def _find_frame(self, t: int, first_key: int | None) -> tuple[int, Any, bool] | _Missing:
-        late = 0
-        for _ in range(_MAX_ATTEMPTS):
-            if self._cur is not None and self._cur[0] == t:
-                return self._cur
-            if t in self._lost:
-                return _Missing("it was lost to a decode error (its packet does not decode)")
-            try:
-                if not self._position(t, first_key):
-                    continue
-                first_key = None
-                self._skip_below = (
-                    self._labels[t]
-                    if self.skip_nonref and self._avcc_length and self._mode == "label" and self._label_order
-                    else None
-                )
-                while True:
-                    was_anchored = self._anchored
-                    found = self._advance(target=t)
-                    seek_run = not self._run_from_start
-                    if found is None:
-                        if seek_run and not self._anchored:
-                            raise _LandedLate
-                        return _Missing(f"the file ends after frame {self._last} (truncated or corrupt)")
-                    n = found[0]
-                    if n < t:
-                        continue
-                    if n > t and seek_run and not was_anchored:
-                        raise _LandedLate
-                    if n > t:
-                        return _Missing("it was lost to a decode error (its packet does not decode)")
-                    if not found[2] and seek_run and self._pre_anchor_errors:
-                        raise _LandedLate  # errors before the anchor may come from the seek itself
-                    return found
-            except _LandedLate:
-                # Start from the keyframe before the one this run started from; the second time, from the start.
-                late += 1
-                first_key = self._key_at_or_before(self._run_key - 1) if self._run_key > 0 and late < 2 else 0
-                self._anchored = False
-            except _Disagree as err:
-                self._fallback(str(err))
-                first_key = None
-        return _Missing(f"could not position the decoder on it after {_MAX_ATTEMPTS} attempts")
-
-    def _find(self, t: int, first_key: int | None = None) -> tuple[int, Any, bool] | _Missing:
-        """Decode to frame ``t``: (t, av frame, trusted), or why it has no picture."""
-        try:
-            return self._find_frame(t, first_key)
-        finally:
-            self._skip_below = None
 
 
 #: Containers inherited through fork: closing them would wait for decoder threads that live in the parent.
