@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from vidlabel._version import __version__
-from vidlabel.errors import VidlabelError
+from vidlabel.errors import VidlabelError, VidlabelWarning
 
 __all__ = ["main"]
 
@@ -479,21 +480,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Print vidlabel's own warnings as one line, like errors; others as Python would."""
+    if issubclass(category, VidlabelWarning):
+        print(f"vidlabel: warning: {message}", file=sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``vidlabel`` console script; returns the exit status."""
+    """Entry point of the ``vidlabel`` console script; returns the exit status.
+
+    Errors print ``vidlabel: error: ...`` and return 1 (2 for bad arguments,
+    from argparse); vidlabel's warnings print ``vidlabel: warning: ...``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except VidlabelError as err:
-        print(f"vidlabel: error: {err}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError) as err:
-        print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("vidlabel: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return int(args.func(args) or 0)
+        except VidlabelError as err:
+            print(f"vidlabel: error: {err}", file=sys.stderr)
+            return 1
+        except (OSError, ValueError) as err:
+            print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("vidlabel: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

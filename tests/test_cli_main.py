@@ -1,0 +1,36 @@
+"""vidlabel.cli.main: one-line errors and warnings, exit codes."""
+
+import warnings
+
+import pytest
+
+from vidlabel import cli
+from vidlabel.errors import UnknownVideoError, VidlabelWarning
+
+
+def test_vidlabel_warning_prints_one_line(monkeypatch, capsys, tmp_path):
+    def command(args):
+        warnings.warn("3 annotations lie on frames this export does not store", VidlabelWarning, stacklevel=2)
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_create", command)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        assert cli.main(["create", str(tmp_path / "ds")]) == 0
+    err = capsys.readouterr().err
+    assert err == "vidlabel: warning: 3 annotations lie on frames this export does not store\n"
+
+
+def test_vidlabel_error_prints_one_line_and_exits_1(monkeypatch, capsys, tmp_path):
+    def command(args):
+        raise UnknownVideoError("unknown video 'cam9'; known: cam1, cam2")
+
+    monkeypatch.setattr(cli, "_cmd_create", command)
+    assert cli.main(["create", str(tmp_path / "ds")]) == 1
+    assert capsys.readouterr().err == "vidlabel: error: unknown video 'cam9'; known: cam1, cam2\n"
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit, match="2"):
+        cli.main(["export"])
+    assert "the following arguments are required" in capsys.readouterr().err
