@@ -44,7 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--view", default=None, help="store this view's crop with only its annotations")
     p.add_argument("--frames", default="annotated", choices=["annotated", "all"], help="which frames to store")
-    p.add_argument("--stride", type=int, default=1, help="keep every Nth frame of that list")
+    p.add_argument("--stride", type=int, default=1, help="keep every Nth frame of each video's list")
     p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"), help="resize stored frames")
     p.add_argument("--chunk-frames", type=int, default=None, help="frames per chunk (default 1: best for random reads)")
     p.add_argument("--workers", type=int, default=1, help="processes decoding videos in parallel")

@@ -290,13 +290,25 @@ def two_videos() -> Release:
     return make_release(rows, labels=("x",), videos={"a": (20, 8, 8), "b": (5, 8, 8), "c": (4, 8, 8)})
 
 
-def test_stride_keeps_every_nth_of_the_list() -> None:
+def test_stride_keeps_every_nth_of_each_videos_list() -> None:
     samples = fs(two_videos(), stride=2)
-    # the list a10..a14, b3, b4: positions 0, 2, 4, 6
-    assert samples.index == [("a", 10), ("a", 12), ("a", 14), ("b", 4)]
+    # a's list a10..a14 keeps positions 0, 2, 4; b's list b3, b4 keeps position 0
+    assert samples.index == [("a", 10), ("a", 12), ("a", 14), ("b", 3)]
     # a dropped frame still has its targets when asked for
     assert samples.sample("a", 11, np.zeros((8, 8, 3), np.uint8))["annotation_ids"].tolist() == [2]
-    assert fs(two_videos(), stride=100).index == [("a", 10)]
+    # each video keeps its first selected frame whatever the stride
+    assert fs(two_videos(), stride=100).index == [("a", 10), ("b", 3)]
+
+
+def test_stride_of_a_video_does_not_depend_on_other_videos() -> None:
+    rows = [{"video": "b", "kind": "box", "label": "x", "start_frame": f, "box": (0, 0, 2, 2)} for f in (2, 4, 6, 8)]
+    alone = fs(make_release(rows, labels=("x",), videos={"b": (10, 8, 8)}), stride=2).index
+    # a video whose id sorts earlier, with an odd number of selected frames, must not shift b's phase
+    rows_a = [{"video": "a", "kind": "box", "label": "x", "start_frame": f, "box": (0, 0, 2, 2)} for f in (0, 1, 2)]
+    both = fs(make_release(rows_a + rows, labels=("x",), videos={"a": (5, 8, 8), "b": (10, 8, 8)}), stride=2).index
+    assert alone == [("b", 2), ("b", 6)]
+    assert [k for k in both if k[0] == "b"] == alone
+    assert [k for k in both if k[0] == "a"] == [("a", 0), ("a", 2)]
 
 
 def test_frames_all_and_videos() -> None:
@@ -304,7 +316,7 @@ def test_frames_all_and_videos() -> None:
     assert samples.index == [("a", f) for f in range(20)] + [("b", f) for f in range(5)] + [("c", f) for f in range(4)]
     by = {(t["video_id"], t["frame_index"]): t["annotation_ids"].tolist() for t in samples.targets()}
     assert by[("a", 0)] == [] and by[("a", 12)] == [3] and by[("b", 4)] == [7] and by[("c", 3)] == []
-    assert fs(two_videos(), frames="all", stride=7).index == [("a", 0), ("a", 7), ("a", 14), ("b", 1), ("c", 3)]
+    assert fs(two_videos(), frames="all", stride=7).index == [("a", 0), ("a", 7), ("a", 14), ("b", 0), ("c", 0)]
     only = fs(two_videos(), videos=["c", "b"], frames="all")
     assert only.video_ids == ("b", "c") and len(only) == 9
     assert fs(two_videos(), videos=["b"]).index == [("b", 3), ("b", 4)]

@@ -84,8 +84,9 @@ class FrameSamples:
         "annotated": frames with a selected annotation of a kind in ``kinds``;
         "all": every frame of the selected videos.
     stride : int
-        Keep every ``stride``-th entry of that list (global positions 0,
-        stride, 2 * stride, ... across videos in video-id order).
+        Keep every ``stride``-th frame of that list, per video: positions
+        0, stride, 2 * stride, ... of each video's own frames, starting from
+        that video's first selected frame (other videos never shift it).
     with_masks : bool
         Decode masks into the samples (an all-zero mask for a box row).
     box_format : {"xyxy", "xywh", "cxcywh"}

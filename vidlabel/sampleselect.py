@@ -373,8 +373,12 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
             mframes = first + np.arange(int(n.sum()), dtype=np.int64)
             mkeys = (np.repeat(mk_video, n) << KEY_SHIFT) | mframes
             keys = np.union1d(keys, mkeys)
-    if opt["stride"] > 1:
-        keys = keys[:: opt["stride"]]
+    if opt["stride"] > 1 and keys.size:
+        # Every Nth frame of each video's list, from that video's first frame in it.
+        kv = keys >> KEY_SHIFT
+        first = np.flatnonzero(np.r_[True, kv[1:] != kv[:-1]])
+        starts = np.repeat(first, np.diff(np.r_[first, kv.size]))
+        keys = keys[(np.arange(kv.size) - starts) % opt["stride"] == 0]
     keys = np.ascontiguousarray(keys, dtype=np.int64)
     index = SampleIndex(video_ids, readonly((keys >> KEY_SHIFT).astype(np.int32)), readonly(keys & _FRAME_MASK))
     # Region range of every sample.
