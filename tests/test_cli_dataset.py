@@ -59,6 +59,13 @@ def test_labels_view_and_video(dataset: Path, tmp_path: Path, capsys: pytest.Cap
     assert ds.views()["left"].output_size == (16, 24)
 
 
+def test_add_view_refuses_a_crop_larger_than_a_video(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "add-view", dataset, "v1", "--crop", 0, 0, 700, 100)
+    assert code == 1 and out == ""
+    assert re.search(r"crop \(0, 0, 700, 100\) does not fit inside video 'cam1' \(64x48\)", err)
+    assert Dataset.open(dataset).views() == {}
+
+
 def test_add_video_metadata_needs_the_required_fields(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"frame_count": 3}')
     assert code == 1 and "--metadata needs frame_count, fps, width and height" in err

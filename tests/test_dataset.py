@@ -240,6 +240,18 @@ def test_views(ds: Dataset) -> None:
         ds.add_view("bad", crop=(10, 0, 5, 48))
 
 
+def test_add_view_refuses_a_crop_outside_a_registered_video(ds: Dataset) -> None:
+    ds.add_video(meta("small", width=40, height=30))
+    with pytest.raises(AnnotationError, match=r"crop \(0, 0, 700, 10\) does not fit inside video 'clip' \(64x48\)"):
+        ds.add_view("wide", crop=(0, 0, 700, 10))
+    with pytest.raises(
+        AnnotationError, match=r"view 'mid': crop \(0, 0, 50, 30\) does not fit inside video 'small' \(40x30\)"
+    ):
+        ds.add_view("mid", crop=(0, 0, 50, 30))
+    assert ds.views() == {}
+    assert ds.add_view("fits", crop=(0, 0, 40, 30)).crop == (0, 0, 40, 30)
+
+
 # -- annotations -----------------------------------------------------------------------------------
 
 

@@ -210,9 +210,11 @@ def test_track_checks_count_rows_of_any_status(ds: Dataset) -> None:
 
 def test_view_crop_outside_the_video(tmp_path: Path) -> None:
     d = Dataset.create(tmp_path / "ds")
+    d.add_view("big", crop=(0, 0, 40, 40))  # before the video: add_view refuses it afterwards
     d.add_video(VideoMetadata(video_id="small", frame_count=10, fps=25, width=20, height=20))
     d.add_labels(["a"])
-    d.add_view("big", crop=(0, 0, 40, 40))
+    with pytest.raises(AnnotationError, match=r"crop \(0, 0, 40, 40\) does not fit inside video 'small' \(20x20\)"):
+        d.add_view("big2", crop=(0, 0, 40, 40))
     with pytest.raises(AnnotationError, match=r"field 'view_id'.*view 'big' crops \(0, 0, 40, 40\), outside the 20x20"):
         d.add_annotations(
             [{"kind": "box", "label": "a", "start_frame": 0, "box": (1, 1, 5, 5), "view_id": "big"}], "small"

@@ -408,6 +408,19 @@ def test_view_image_cropped_from_a_full_frame() -> None:
     assert s["image"].shape == (50, 100, 3) and (s["image"] == 77).all()
 
 
+def test_view_that_does_not_fit_a_video_is_refused() -> None:
+    rel = make_release(
+        [], labels=("x",), videos={"big": (3, 320, 240), "small": (3, 160, 120)},
+        views=(View("c", crop=(40, 20, 240, 220)),),
+    )  # fmt: skip
+    with pytest.raises(
+        OptionError, match=r"view 'c': crop \(40, 20, 240, 220\) does not fit inside video 'small' \(160x120\)"
+    ):
+        fs(rel, view_id="c", frames="all")
+    assert fs(rel, view_id="c", frames="all", videos=["big"]).image_size("big") == (200, 200)
+    assert fs(rel, frames="all").image_size("small") == (160, 120)
+
+
 def test_masks_in_a_view_and_box_rows_get_empty_masks() -> None:
     samples = fs(view_release(), view_id="lower", with_masks=True)
     s = samples.sample("v", 0, np.zeros((50, 100, 3), np.uint8))

@@ -199,7 +199,32 @@ def test_view_outside_frame_in_table() -> None:
     views = {"wide": View("wide", (0, 0, 100, 10))}
     problems = validate_table(table, {"v": video("v")}, views, check_files=False)
     assert codes(problems) == [("view_outside_frame", "v", 1)]
-    assert "outside the 64x48 frame (1 rows use it)" in problems[0].message
+    assert "crops (0, 0, 100, 10), which does not fit inside the 64x48 frame (1 row uses it)" in problems[0].message
+
+
+def test_view_outside_frame_for_every_view_and_video_used_or_not(ds: Dataset) -> None:
+    ds.add_view("wide", crop=(0, 0, 64, 20))
+    ds.add_view("small", crop=(0, 0, 16, 16))
+    assert ds.validate() == []
+    ds.add_video(video("narrow", uri=str(ds.path.parent / "clip.mp4")).replace(width=40))  # added after the view
+    problems = ds.validate()
+    assert codes(problems) == [("view_outside_frame", "narrow", None)]
+    assert problems[0].severity == "error"
+    assert (
+        problems[0].message
+        == "view 'wide' crops (0, 0, 64, 20), which does not fit inside the 40x48 frame (no rows use it)"
+    )
+    ids = ds.add_annotations([box(1, view_id="small"), box(2, view_id="small")], "narrow")
+    assert codes(ds.validate()) == [("view_outside_frame", "narrow", None)]
+    ds.update_video(ds.video("narrow").replace(width=10))
+    got = ds.validate()
+    assert codes(got) == [
+        ("view_outside_frame", "narrow", None),
+        ("box_out_of_frame", "narrow", ids[0]),
+        ("view_outside_frame", "narrow", ids[0]),
+        ("box_out_of_frame", "narrow", ids[1]),
+    ]
+    assert "(2 rows use it)" in got[2].message
 
 
 def test_problem_text_and_dict() -> None:

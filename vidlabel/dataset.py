@@ -333,7 +333,9 @@ class Dataset:
     ) -> View:
         """Add a view: a named crop ``(x0, y0, x1, y1)`` of the full frame, optionally resized to ``(w, h)``.
 
-        Adding the same view again is a no-op.
+        Adding the same view again is a no-op. The crop must fit inside the
+        frame of every registered video (``validate()`` reports
+        ``view_outside_frame`` for videos added later that it does not fit).
 
         Returns
         -------
@@ -342,10 +344,19 @@ class Dataset:
         Raises
         ------
         AnnotationError
-            If the crop or size is invalid, or a different view has this id.
+            If the crop or size is invalid, the crop does not fit inside a
+            registered video's frame, or a different view has this id.
         """
         view = View(view_id, crop, output_size)
         with self._write("add_view") as con:
+            for (metadata,) in con.execute("SELECT metadata FROM videos ORDER BY video_id"):
+                meta = video_from_record(metadata, None, None, None)
+                if view.crop[2] > meta.width or view.crop[3] > meta.height:
+                    raise AnnotationError(
+                        f"view {view.view_id!r}: crop {view.crop} does not fit inside video {meta.video_id!r} "
+                        f"({meta.width}x{meta.height}); a crop must satisfy x1 <= {meta.width} and "
+                        f"y1 <= {meta.height} for every video"
+                    )
             row = con.execute(
                 "SELECT x0, y0, x1, y1, out_w, out_h FROM views WHERE view_id = ?", (view.view_id,)
             ).fetchone()

@@ -105,8 +105,9 @@ class FrameSamples:
     ------
     OptionError
         On an unknown label, view, kind, origin, frames mode or box format,
-        ``stride < 1``, a non-integer ``label_offset`` or a bad
-        ``min_confidence``.
+        ``stride < 1``, a non-integer ``label_offset``, a bad
+        ``min_confidence``, or a view whose crop does not fit inside a
+        selected video's frame.
     UnknownVideoError
         On a video id the release does not hold.
     ReleaseNotFoundError

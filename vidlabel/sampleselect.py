@@ -203,7 +203,8 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     Raises
     ------
     OptionError
-        On a label or view the release does not have.
+        On a label or view the release does not have, or a view whose crop
+        does not fit inside a selected video's frame.
     UnknownVideoError
         On a video id the release does not hold.
     """
@@ -246,6 +247,15 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     videos: dict[str, VideoMetadata] = {v: rel.videos[v] for v in video_ids}
     code_of = {v: i for i, v in enumerate(video_ids)}
     vid_map = np.array([code_of.get(v, -1) for v in table.video_ids] + [-1], dtype=np.int64)
+    if view is not None:
+        for v in video_ids:
+            m = videos[v]
+            if view.crop[2] > m.width or view.crop[3] > m.height:
+                raise OptionError(
+                    f"view {view_id!r}: crop {view.crop} does not fit inside video {v!r} ({m.width}x{m.height}); "
+                    "leave that video out with videos=, or use a view that fits (validate reports "
+                    "view_outside_frame)"
+                )
     sizes = np.array([out_size(view, videos[v]) for v in video_ids], dtype=np.int64).reshape(-1, 2)
     image_sizes = readonly(sizes)
     frame_counts = np.array([videos[v].frame_count for v in video_ids], dtype=np.int64)

@@ -23,7 +23,8 @@ frame_out_of_range     error     a row's frames lie outside [0, frame_count) (e.
 box_out_of_frame       error     a box leaves the frame (e.g. after update_video changed the size).
 invalid_box            error     a box or mask row whose box is NaN, infinite, empty or inverted.
 mask_size_mismatch     error     a mask whose size is not the video's frame size.
-view_outside_frame     error     a row's view crops outside the video's frame.
+view_outside_frame     error     a view's crop does not fit inside a video's frame (every view is
+                                 checked against every video, whether or not rows use the view).
 track_label_conflict   error     one track id carries two labels in one video.
 duplicate_annotation   warning   same video, kind, label, view, frames, box (and mask) as an earlier row.
 track_frame_conflict   warning   one track has two rows of the same kind and view on the same frame.
@@ -172,6 +173,34 @@ def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool) -
     return out
 
 
+def _view_problems(
+    table: AnnotationTable, videos: Mapping[str, VideoMetadata], views: Mapping[str, View]
+) -> list[Problem]:
+    """``view_outside_frame`` for every (view, video) pair whose crop does not fit the frame, used or not."""
+    problems: list[Problem] = []
+    for vid in sorted(videos):
+        meta = videos[vid]
+        for view_id in sorted(views):
+            x0, y0, x1, y1 = views[view_id].crop
+            if x1 <= meta.width and y1 <= meta.height:
+                continue
+            rows = np.zeros(0, np.int64)
+            if vid in table.video_ids and view_id in table.view_ids:
+                use = (table.video == table.video_ids.index(vid)) & (table.view == table.view_ids.index(view_id))
+                rows = np.flatnonzero(use)
+            used = {0: "no rows use it", 1: "1 row uses it"}.get(rows.size, f"{rows.size} rows use it")
+            problems.append(
+                _problem(
+                    "view_outside_frame",
+                    f"view {view_id!r} crops {(x0, y0, x1, y1)}, which does not fit inside the "
+                    f"{meta.width}x{meta.height} frame ({used})",
+                    vid,
+                    int(table.annotation_id[rows[0]]) if rows.size else None,
+                )
+            )
+    return problems
+
+
 def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
     """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic)."""
     n = cols[0].shape[0]
@@ -223,6 +252,7 @@ def validate_table(
     base_path = Path(base) if base is not None else None
     for vid in sorted(videos):
         problems.extend(_video_problems(videos[vid], base_path, check_files))
+    problems.extend(_view_problems(table, videos, views))
 
     n = len(table)
     if n == 0:
@@ -266,26 +296,11 @@ def validate_table(
             lambda i: f"mask is {ms[i, 0]}x{ms[i, 1]} (HxW) but the frame is {int(H[i])}x{int(W[i])}",
         )
 
-    # Views: crop inside the frame, boxes overlapping the crop.
+    # Views: boxes overlapping the crop (crops inside every frame: _view_problems).
     has_view = table.view >= 0
     if has_view.any():
         crops = np.array([views[v].crop if v in views else (0, 0, 0, 0) for v in table.view_ids], np.float64)
         c = crops[np.where(has_view, table.view, 0)]
-        pairs, _ = unique_rows(np.stack([table.video[has_view], table.view[has_view]], axis=1))
-        for vcode, wcode in pairs.tolist():
-            m = metas[vcode]
-            crop = crops[wcode]
-            if m is not None and (crop[2] > m.width or crop[3] > m.height):
-                rows = np.flatnonzero(has_view & (table.video == vcode) & (table.view == wcode))
-                problems.append(
-                    _problem(
-                        "view_outside_frame",
-                        f"view {table.view_ids[wcode]!r} crops {tuple(int(x) for x in crop)}, outside the "
-                        f"{m.width}x{m.height} frame ({rows.size} rows use it)",
-                        vids[vcode],
-                        int(ids[rows[0]]),
-                    )
-                )
         with np.errstate(invalid="ignore"):
             away = (
                 has_view
