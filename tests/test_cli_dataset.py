@@ -44,6 +44,7 @@ def test_create_and_error_on_existing(tmp_path: Path, capsys: pytest.CaptureFixt
     code, out, err = run(capsys, "create", tmp_path / "new")
     assert code == 1 and out == ""
     assert err.startswith("vidlabel: error: ") and "already holds a vidlabel dataset" in err
+    assert "open it (Dataset.open, or any other `vidlabel` command) instead of creating it" in err
     assert err.count("\n") == 1
 
 
@@ -73,6 +74,7 @@ def test_add_video_metadata_needs_the_required_fields(dataset: Path, capsys: pyt
     assert code == 1 and "unknown field(s) ['colour']" in err
     code, _, err = run(capsys, "add-video", dataset, "/nowhere/cam1.mp4", "--metadata", META)
     assert code == 1 and "'cam1' is already registered" in err
+    assert "register the file under another id (video_id / `vidlabel add-video --video-id`)" in err
 
 
 def test_add_video_probes_the_file(tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,6 +101,10 @@ def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytes
     code, out, err = run(capsys, "add-annotations", dataset, "cam1", f)
     assert code == 0, err
     assert out.strip() == "added 3 annotations to video 'cam1' (ids 1..3)"
+    one = write_jsonl(tmp_path / "one.jsonl", rows[:1])
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", one)
+    assert code == 0 and out.strip() == "added 1 annotation to video 'cam1' (id 4)"
+    Dataset.open(dataset).delete_annotations([4])
     got = Dataset.open(dataset).annotations()
     assert [r["kind"] for r in got] == ["box", "marker", "mask"]
     assert got[2]["box"] == (2.0, 4.0, 3.0, 24.0)
@@ -117,7 +123,8 @@ def test_add_annotations_errors_name_the_line(
     bad = write_jsonl(tmp_path / "bad.jsonl", [good, good, {**good, "label": "prson"}], blank_after=1)
     code, out, err = run(capsys, "add-annotations", dataset, "cam1", bad)
     assert code == 1 and out == ""
-    assert re.match(r"vidlabel: error: .*bad\.jsonl line 4: row 2, field 'label'.*unknown label 'prson'", err)
+    assert re.match(r"vidlabel: error: .*bad\.jsonl line 4, field 'label' \(video 'cam1'\): unknown label 'prson'", err)
+    assert "row 2" not in err and "add-labels" in err
     assert err.count("\n") == 1
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps(good) + "\n{not json\n")
@@ -129,7 +136,7 @@ def test_add_annotations_errors_name_the_line(
     code, _, err = run(capsys, "add-annotations", dataset, "nope", write_jsonl(tmp_path / "g.jsonl", [good]))
     assert code == 1 and "unknown video 'nope'" in err
     code, _, err = run(capsys, "add-annotations", dataset, "cam1", tmp_path / "missing.jsonl")
-    assert code == 1 and "missing.jsonl" in err
+    assert code == 1 and err == f"vidlabel: error: annotation file {str(tmp_path / 'missing.jsonl')!r} not found\n"
     assert Dataset.open(dataset).annotations() == []
 
 
@@ -146,11 +153,11 @@ def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pyt
     code, out, _ = run(capsys, "build", dataset)
     assert code == 0 and out.strip() == release_id
     code, out, _ = run(capsys, "releases", dataset)
-    assert code == 0 and re.fullmatch(rf"{release_id}  \S+Z  1 rows  \(latest\)\n", out)
+    assert code == 0 and re.fullmatch(rf"{release_id}  \S+Z  1 row  \(latest\)\n", out)
 
     code, out, _ = run(capsys, "validate", dataset)
     assert code == 0
-    assert "warning missing_video_file (video 'cam1')" in out and out.endswith("0 error(s), 1 warning(s)\n")
+    assert "warning missing_video_file (video 'cam1')" in out and out.endswith("0 errors, 1 warning\n")
     code, out, _ = run(capsys, "validate", dataset, "--json")
     (line,) = out.splitlines()
     assert json.loads(line)["code"] == "missing_video_file"
@@ -159,7 +166,7 @@ def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pyt
     assert code == 0
     assert "videos: 1" in out and "cam1: 40 frames, 64x48, 25/1 fps, no index" in out
     assert "labels (3): person, car, goal" in out
-    assert "annotations: 1 (1 box, 0 mask, 0 marker; 1 unreviewed, 0 approved, 0 rejected)" in out
+    assert "annotations: 1 (1 box, 0 masks, 0 markers; 1 unreviewed, 0 approved, 0 rejected)" in out
     assert f"releases: {release_id}" in out
 
 
@@ -169,7 +176,7 @@ def test_validate_exit_status_on_errors(dataset: Path, tmp_path: Path, capsys: p
     ds = Dataset.open(dataset)
     ds.update_video(ds.video("cam1").replace(frame_count=20))
     code, out, _ = run(capsys, "validate", dataset)
-    assert code == 1 and "error frame_out_of_range" in out and "1 error(s)" in out
+    assert code == 1 and "error frame_out_of_range" in out and "1 error," in out
     code, out, err = run(capsys, "build", dataset)
     assert code == 1 and out == "" and "refused" in err and err.count("\n") == 1
 

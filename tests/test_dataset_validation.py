@@ -44,7 +44,7 @@ def refused(ds: Dataset, rows: list[dict[str, Any]], match: str, *, clip: bool =
         ds.add_annotations(batch, "clip", clip=clip)
     err = info.value
     assert getattr(err, "row", None) == 2, str(err)
-    assert str(err).startswith("row 2, field ")
+    assert str(err).startswith("row 2 (0-based), field ")
     assert "nothing was written" in str(err)
     assert state(ds) == before
     # The next id is the one it would have been: the refused batch consumed nothing.
@@ -57,7 +57,11 @@ M[3:9, 4:10] = 1
 
 
 CASES: list[tuple[str, dict[str, Any], str]] = [
-    ("unknown label", {**GOOD, "label": "prson"}, r"field 'label'.*unknown label 'prson'; known: person, car, goal"),
+    (
+        "unknown label",
+        {**GOOD, "label": "prson"},
+        r"field 'label'.*unknown label 'prson'; known: person, car, goal \(add it with add_labels / `vidlabel add-labels`\)",
+    ),
     ("missing label", {"kind": "box", "start_frame": 1, "box": (1, 2, 3, 4)}, r"field 'label'.*missing; known:"),
     ("unknown kind", {**GOOD, "kind": "polygon"}, r"field 'kind'.*unknown kind 'polygon'; allowed: box, mask, marker"),
     ("missing kind", {"label": "car", "start_frame": 1}, r"field 'kind'.*missing; allowed: box, mask, marker"),
@@ -141,15 +145,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "marker with box",
         {"kind": "marker", "label": "goal", "start_frame": 1, "box": (1, 2, 3, 4)},
-        r"field '\(fields\)'.*a marker row does not take box; allowed:",
+        r"field 'box'.*a marker row does not take box; allowed:",
     ),
     (
         "marker with track",
         {"kind": "marker", "label": "goal", "start_frame": 1, "track_id": 3},
-        r"a marker row does not take track_id",
+        r"field 'track_id'.*a marker row does not take track_id",
     ),
-    ("box with mask", {**GOOD, "mask": M}, r"a box row does not take mask; allowed:"),
-    ("unknown field", {**GOOD, "colour": "red"}, r"field '\(fields\)'.*unknown field\(s\) \['colour'\]; allowed:"),
+    ("box with mask", {**GOOD, "mask": M}, r"field 'mask'.*a box row does not take mask; allowed:"),
+    ("unknown field", {**GOOD, "colour": "red"}, r"field 'colour'.*unknown field\(s\) \['colour'\]; allowed:"),
     ("annotation id", {**GOOD, "annotation_id": 4}, r"unknown field\(s\) \['annotation_id'\] \(annotation ids are"),
     ("unknown status", {**GOOD, "status": "done"}, r"field 'status'.*'done'; allowed: unreviewed, approved, rejected"),
     ("unknown origin", {**GOOD, "origin": "robot"}, r"field 'origin'.*unknown origin 'robot'; allowed: human, model"),
@@ -171,14 +175,34 @@ def test_refused(ds: Dataset, row: dict[str, Any], match: str) -> None:
 def test_track_with_two_labels_within_the_batch(ds: Dataset) -> None:
     before = state(ds)
     rows = [dict(GOOD, track_id=3), dict(GOOD, start_frame=6), dict(GOOD, label="car", track_id=3)]
-    with pytest.raises(AnnotationError, match=r"row 2, field 'track_id'.*track 3 has label 'car' here but 'person'"):
+    with pytest.raises(
+        AnnotationError, match=r"row 2 \(0-based\), field 'track_id'.*track 3 has label 'car' here but 'person'"
+    ):
         ds.add_annotations(rows, "clip")
     assert state(ds) == before
 
 
 def test_row_not_a_dict(ds: Dataset) -> None:
-    with pytest.raises(AnnotationError, match=r"row 1, field '\(row\)'.*a row must be a dict of fields, got list"):
+    with pytest.raises(
+        AnnotationError, match=r"^row 1 \(0-based\), video 'clip': a row must be a dict of fields, got list"
+    ):
         ds.add_annotations([GOOD, ["box"]], "clip")  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        (GOOD, r"rows must be a list of dicts \(one per annotation\), got dict \(wrap a single row in a list"),
+        (None, r"rows must be a list of dicts \(one per annotation\), got NoneType"),
+        ("box", r"rows must be a list of dicts \(one per annotation\), got str"),
+        (3, r"rows must be a list of dicts \(one per annotation\), got int"),
+    ],
+)
+def test_rows_not_a_list(ds: Dataset, rows: Any, match: str) -> None:
+    before = state(ds)
+    with pytest.raises(AnnotationError, match=match):
+        ds.add_annotations(rows, "clip")
+    assert state(ds) == before
 
 
 def test_unknown_video(ds: Dataset) -> None:
@@ -188,9 +212,27 @@ def test_unknown_video(ds: Dataset) -> None:
     assert state(ds) == before
 
 
+def test_marker_without_end_frame_covers_one_frame(ds: Dataset) -> None:
+    # README's annotation table: end_frame is optional; a marker without it is a one-frame marker.
+    (aid,) = ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 4}], "clip")
+    row = next(r for r in ds.annotations() if r["annotation_id"] == aid)
+    assert (row["start_frame"], row["end_frame"]) == (4, 4)
+
+
+def test_single_row_batch_says_so(ds: Dataset) -> None:
+    with pytest.raises(
+        AnnotationError, match=r"^row 0 \(0-based\), field 'label'.*-- the batch \(1 row\) was refused"
+    ) as info:
+        ds.add_annotations([dict(GOOD, label="x")], "clip")
+    assert (info.value.row, info.value.field) == (0, "label")  # type: ignore[attr-defined]
+
+
 def test_first_bad_row_is_named_and_others_counted(ds: Dataset) -> None:
     rows = [GOOD, dict(GOOD, box=(9, 9, 1, 1)), dict(GOOD, label="x"), dict(GOOD, start_frame=-3), GOOD]
-    with pytest.raises(AnnotationError, match=r"^row 1, field 'box'.*inverted.*3 of 5 rows have problems"):
+    with pytest.raises(
+        AnnotationError,
+        match=r"^row 1 \(0-based\), field 'box'.*inverted.*3 of 5 rows have problems \(this message shows the first\)",
+    ):
         ds.add_annotations(rows, "clip")
 
 

@@ -107,6 +107,9 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
     path = Path(args.file)
     rows: list[Any] = []
     lines: list[int] = []
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "not found"
+        raise AnnotationError(f"annotation file {str(path)!r} {what}", path=str(path))
     with open(path, encoding="utf-8") as f:
         for number, text in enumerate(f, 1):
             if not text.strip():
@@ -128,11 +131,15 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
         ids = ds.add_annotations(rows, args.video_id, clip=args.clip)
     except AnnotationError as err:
         row_index = getattr(err, "row", None)
-        if row_index is None or row_index >= len(lines):
+        detail = getattr(err, "detail", None)
+        if row_index is None or detail is None or row_index >= len(lines):
             raise
-        raise AnnotationError(f"{path} line {lines[row_index]}: {err}", video_id=args.video_id) from err
-    span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
-    print(f"added {len(ids)} annotations to video {args.video_id!r}{span}")
+        raise AnnotationError(f"{path} line {lines[row_index]}, {detail}", video_id=args.video_id) from err
+    if len(ids) == 1:
+        span = f" (id {ids[0]})"
+    else:
+        span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
+    print(f"added {_plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
     return 0
 
 
@@ -157,7 +164,7 @@ def _cmd_releases(args: argparse.Namespace) -> int:
         print("no releases yet (vidlabel build DATASET)")
     for rec in records:
         latest = "  (latest)" if rec["latest"] else ""
-        print(f"{rec['release_id']}  {rec['created']}  {rec['rows']} rows{latest}")
+        print(f"{rec['release_id']}  {rec['created']}  {_plural(rec['rows'], 'row')}{latest}")
     return 0
 
 
@@ -169,7 +176,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for problem in problems:
         print(json.dumps(problem.to_dict()) if args.json else str(problem))
     if not args.json:
-        print(f"{errors} error(s), {len(problems) - errors} warning(s)")
+        print(f"{_plural(errors, 'error')}, {_plural(len(problems) - errors, 'warning')}")
     return 1 if errors else 0
 
 
@@ -202,7 +209,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"labels ({len(info['labels'])}): {', '.join(info['labels'])}")
     if info["views"]:
         print(f"views: {', '.join(info['views'])}")
-    kinds = ", ".join(f"{n} {k}" for k, n in info["by_kind"].items())
+    kinds = ", ".join(_plural(n, k) for k, n in info["by_kind"].items())
     statuses = ", ".join(f"{n} {s}" for s, n in info["by_status"].items())
     print(f"annotations: {info['annotations']} ({kinds}; {statuses})")
     print(f"releases: {', '.join(info['releases']) or '(none)'}")
@@ -379,6 +386,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     result = run_demo(args.dir, progress=True)
     return 0 if result["ok"] else 1
+
+
+def _plural(n: int, noun: str) -> str:
+    """``"1 annotation"``, ``"3 annotations"``, ``"2 boxes"``."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun}es" if noun.endswith(("x", "s")) else f"{n} {noun}s"
 
 
 def _json_arg(text: str) -> Any:

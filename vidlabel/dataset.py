@@ -139,7 +139,9 @@ class Dataset:
                 raise DatasetExistsError(f"cannot create a dataset at {p}: it is a file", path=str(p))
             if (p / DB_NAME).exists():
                 raise DatasetExistsError(
-                    f"{p} already holds a vidlabel dataset; open it with Dataset.open", path=str(p)
+                    f"{p} already holds a vidlabel dataset; open it (Dataset.open, or any other `vidlabel` command) "
+                    "instead of creating it",
+                    path=str(p),
                 )
             if any(p.iterdir()):
                 raise DatasetExistsError(
@@ -231,8 +233,8 @@ class Dataset:
                 )
             except sqlite3.IntegrityError as err:
                 raise DatasetError(
-                    f"video {meta.video_id!r} is already registered in {self._path}; use update_video to replace "
-                    "its metadata",
+                    f"video {meta.video_id!r} is already registered in {self._path}; register the file under another "
+                    "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video",
                     video_id=meta.video_id,
                 ) from err
 
@@ -411,8 +413,14 @@ class Dataset:
         AnnotationError
             If any row is invalid (the error names row, field, value and what
             is allowed), or a track id already has another label in this
-            video. Nothing is written.
+            video, or ``rows`` is not a list (iterable) of dicts. Nothing is written.
         """
+        if rows is None or isinstance(rows, (Mapping, str, bytes)) or not isinstance(rows, Iterable):
+            hint = " (wrap a single row in a list: [row])" if isinstance(rows, Mapping) else ""
+            raise AnnotationError(
+                f"rows must be a list of dicts (one per annotation), got {type(rows).__name__}{hint}",
+                video_id=video_id,
+            )
         rows = list(rows)
         with self._write("add_annotations") as con:
             row = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (video_id,)).fetchone()

@@ -99,9 +99,12 @@ class _Refusal:
         self.video_id = video_id
         self.bad = np.zeros(n, bool)
         self.first_row = n
-        self.first: tuple[str, Callable[[int], str]] | None = None
+        self.first: tuple[str | Callable[[int], str] | None, Callable[[int], str]] | None = None
 
-    def add(self, bad: np.ndarray, field: str, describe: Callable[[int], str] | str) -> None:
+    def add(
+        self, bad: np.ndarray, field: str | Callable[[int], str] | None, describe: Callable[[int], str] | str
+    ) -> None:
+        """Mark ``bad`` rows; ``field`` is the field's name (or a function of the row giving it; None: the row)."""
         if isinstance(describe, str):
             text = describe
             describe = lambda _: text  # noqa: E731
@@ -122,17 +125,18 @@ class _Refusal:
     def raise_if_any(self) -> None:
         if self.first is None:
             return
-        field, describe = self.first
+        field_of, describe = self.first
         row = self.first_row
+        field = field_of(row) if callable(field_of) else field_of
         n_bad = int(self.bad.sum())
-        more = f"; {n_bad} of {self.n} rows have problems" if n_bad > 1 else ""
-        err = AnnotationError(
-            f"row {row}, field {field!r} (video {self.video_id!r}): {describe(row)}"
-            f" -- the whole batch of {self.n} rows was refused, nothing was written{more}",
-            video_id=self.video_id,
-        )
+        more = f"; {n_bad} of {self.n} rows have problems (this message shows the first)" if n_bad > 1 else ""
+        batch = "the batch (1 row)" if self.n == 1 else f"the whole batch of {self.n} rows"
+        where = f"field {field!r} (video {self.video_id!r})" if field is not None else f"video {self.video_id!r}"
+        detail = f"{where}: {describe(row)} -- {batch} was refused, nothing was written{more}"
+        err = AnnotationError(f"row {row} (0-based), {detail}", video_id=self.video_id)
         err.row = row  # type: ignore[attr-defined]
         err.field = field  # type: ignore[attr-defined]
+        err.detail = detail  # type: ignore[attr-defined]
         raise err
 
 
@@ -435,8 +439,9 @@ def check_rows(
         empty, inverted, NaN or infinite box; box outside the frame (unless
         ``clip``); mask of the wrong size or empty; confidence outside
         [0, 1]; a field the kind does not take; unknown status or origin; a
-        track id with two labels in the batch. ``err.row`` and ``err.field``
-        say where.
+        track id with two labels in the batch. ``err.row`` (0-based) and
+        ``err.field`` (the offending field's name, or None when the row is not
+        a dict) say where; ``err.detail`` is the message without the row.
     """
     rows = list(rows)
     n = len(rows)
@@ -446,7 +451,7 @@ def check_rows(
     # Structure: mappings whose fields are the ones their kind takes (one set comparison per row).
     if not set(map(type, rows)) <= {dict}:
         not_map = np.array([not isinstance(r, Mapping) for r in rows], bool)
-        ref.add(not_map, "(row)", lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
+        ref.add(not_map, None, lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
         ref.raise_if_any()
     fields_present: set[Any] = set().union(*rows) if n else set()
 
@@ -481,7 +486,7 @@ def check_rows(
             extra[i] = True
     ref.add(
         unknown,
-        "(fields)",
+        lambda i: sorted(set(map(str, rows[i])) - _ALL_FIELDS)[0],
         lambda i: (
             f"unknown field(s) {sorted(set(map(str, rows[i])) - _ALL_FIELDS)}"
             + (" (annotation ids are assigned by the dataset)" if "annotation_id" in rows[i] else "")
@@ -489,12 +494,15 @@ def check_rows(
         ),
     )
 
-    def _extra(i: int) -> str:
-        allowed = takes[kind[i]]
-        names = sorted(k for k, v in rows[i].items() if v is not None and k not in allowed)
-        return f"a {KINDS[kind[i]]} row does not take {', '.join(names)}; allowed: {', '.join(sorted(allowed))}"
+    def _extra_names(i: int) -> list[str]:
+        return sorted(k for k, v in rows[i].items() if v is not None and k not in takes[kind[i]])
 
-    ref.add(extra, "(fields)", _extra)
+    def _extra(i: int) -> str:
+        names = _extra_names(i)
+        allowed = ", ".join(sorted(takes[kind[i]]))
+        return f"a {KINDS[kind[i]]} row does not take {', '.join(names)}; allowed: {allowed}"
+
+    ref.add(extra, lambda i: _extra_names(i)[0], _extra)
     ref.add(
         kind < 0,
         "kind",
@@ -514,7 +522,7 @@ def check_rows(
         "label",
         lambda i: (
             ("missing" if labels_v[i] is None else f"unknown label {_show(labels_v[i])}")
-            + f"; known: {_listing(list(labels))} (add it with add_labels)"
+            + f"; known: {_listing(list(labels))} (add it with add_labels / `vidlabel add-labels`)"
         ),
     )
 
@@ -581,7 +589,10 @@ def check_rows(
     ref.add(
         has_view & (view < 0),
         "view_id",
-        lambda i: f"unknown view {_show(view_v[i])}; known: {_listing(sorted(views))} (add it with add_view)",
+        lambda i: (
+            f"unknown view {_show(view_v[i])}; known: {_listing(sorted(views))} "
+            "(add it with add_view / `vidlabel add-view`)"
+        ),
     )
     W, H = video.width, video.height
     view_by_code = {c: v for c, v in views.values()}
