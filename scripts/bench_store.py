@@ -142,7 +142,7 @@ class InMemoryFrames:
         return {"image": image, "video_id": "x", "frame_index": i}
 
 
-def loader_rate(dataset: Any, workers: int, samples: int = 480) -> float:
+def loader_rate(dataset: Any, workers: int, samples: int = 1600) -> float:
     """Samples/s of a DataLoader (batch 8, random sampler, collate_frames) after its first batch."""
     import torch
     from torch.utils.data import DataLoader
