@@ -50,6 +50,13 @@ def names_shown(items: Iterable[str], limit: int = 20) -> str:
     return text + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
+def option_shown(name: str, values: Iterable[str], limit: int = 10) -> str:
+    """``name=[...]`` as it was given (its first ``limit`` entries), for messages."""
+    items = list(values)
+    more = f", ... ({len(items)} in all)" if len(items) > limit else ""
+    return f"{name}=[{', '.join(repr(x) for x in items[:limit])}{more}]"
+
+
 def readonly(arr: np.ndarray) -> np.ndarray:
     """``arr``, made read-only in place."""
     arr.setflags(write=False)
@@ -217,7 +224,8 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         unknown = [x for x in opt["labels"] if x not in vocabulary]
         if unknown:
             raise OptionError(
-                f"unknown label {unknown[0]!r} in labels=; the release's labels: {names_shown(vocabulary)}"
+                f"unknown label {unknown[0]!r} in {option_shown('labels', opt['labels'])}; "
+                f"the release's labels: {names_shown(vocabulary)}"
             )
         class_names = tuple(opt["labels"])
     class_of = {name: i for i, name in enumerate(class_names)}
@@ -240,7 +248,8 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         for v in opt["videos"]:
             if v not in rel.videos:
                 raise UnknownVideoError(
-                    f"unknown video {v!r} in videos=; release {rel.release_id} holds: {names_shown(sorted(rel.videos))}",
+                    f"unknown video {v!r} in {option_shown('videos', opt['videos'])}; release {rel.release_id} holds: "
+                    f"{names_shown(sorted(rel.videos))}",
                     video_id=v,
                 )
         video_ids = tuple(sorted(set(opt["videos"])))
@@ -491,7 +500,7 @@ def check_options(
     kinds_t = as_tuple(kinds, "kinds")
     for k in kinds_t:
         if k not in KINDS:
-            raise OptionError(f"unknown kind {k!r} in kinds=; allowed: {', '.join(KINDS)}")
+            raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
     if not kinds_t:
         raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
     labels_t = None if labels is None else as_tuple(labels, "labels")
@@ -500,12 +509,14 @@ def check_options(
             raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
         dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
         if dup:
-            raise OptionError(f"label {dup[0]!r} appears twice in labels=")
+            raise OptionError(f"label {dup[0]!r} appears twice in {option_shown('labels', labels_t)}")
     origins_t = None if origins is None else as_tuple(origins, "origins")
     if origins_t is not None:
         for o in origins_t:
             if o not in ORIGINS:
-                raise OptionError(f"unknown origin {o!r} in origins=; allowed: {', '.join(ORIGINS)}")
+                raise OptionError(
+                    f"unknown origin {o!r} in {option_shown('origins', origins_t)}; allowed: {', '.join(ORIGINS)}"
+                )
     videos_t = None if videos is None else as_tuple(videos, "videos")
     if view_id is not None and not isinstance(view_id, str):
         raise OptionError(f"view_id must be a string or None, got {view_id!r}")
