@@ -45,3 +45,33 @@ def test_explore_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     assert "StoreFrames[i] (tensors)" in text and "FrameReader.read(n) on clip.mp4" in text
     assert images == 3  # frames with targets, the marker timeline, the access timings
     assert not list(tmp_path.glob("*.png"))  # it writes nothing next to itself
+
+
+def test_explore_notebook_makes_a_new_temporary_folder_for_the_demo(tmp_path, monkeypatch):
+    """Without a store, the notebook's ``find_store`` runs the demo into a fresh ``tempfile.mkdtemp`` folder."""
+    import ast
+    import tempfile
+
+    import vidlabel.demo
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    source = next(c.source for c in nb.cells if c.cell_type == "code" and "def find_store" in c.source)
+    tree = ast.parse(source)
+    (func,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "find_store"]
+    asked: list[Path] = []
+
+    def fake_run_demo(folder, **_):
+        asked.append(Path(folder))
+        return {"store": Path(folder) / "store"}
+
+    monkeypatch.setattr(vidlabel.demo, "run_demo", fake_run_demo)
+    monkeypatch.delenv("VIDLABEL_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)  # no vidlabel_demo/store here nor above
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    space: dict = {"os": os, "tempfile": tempfile, "Path": Path}
+    exec(compile(ast.Module(body=[func], type_ignores=[]), str(NOTEBOOK), "exec"), space)
+    first, second = space["find_store"](), space["find_store"]()
+    assert len(asked) == 2 and asked[0] != asked[1]  # a new folder each time, never a fixed path
+    assert all(p.parent == tmp_path / "tmp" and p.is_dir() and not any(p.iterdir()) for p in asked)
+    assert (first, second) == (asked[0] / "store", asked[1] / "store")

@@ -130,6 +130,22 @@ def test_the_walkthrough_runs_end_to_end(walkthrough):
     assert frames and sorted(map(int, frames.groups())) == [0, 10], text
 
 
+@pytest.mark.slow
+def test_the_vtest_example_adds_the_shipped_annotation_file(tmp_path):
+    """The vtest section's commands, run on a generated 768x576 ``vtest.avi``, with the shipped annotation file."""
+    encode_demo_clip(
+        tmp_path / "vtest.avi", demo_truth(width=768, height=576, frame_count=64, marker=("lights_on", 30, 60))
+    )
+    (tmp_path / "scripts").mkdir()
+    shipped = ROOT / "scripts" / "vtest_annotations.jsonl"
+    (tmp_path / "scripts" / shipped.name).write_bytes(shipped.read_bytes())
+    rows = [line for line in shipped.read_text().splitlines() if line.strip()]
+    (block,) = [body for lang, body in _blocks(_section("A real example: OpenCV's vtest.avi")) if lang == "bash"]
+    text = _run("set -euo pipefail\n" + block, tmp_path).stdout
+    assert f"added {len(rows)} annotations to video 'vtest'" in text
+    assert "0 errors" in text and re.search(r"^r[0-9a-f]{12}$", text, re.M), text
+
+
 def test_the_walkthrough_store_holds_the_readers_frames_and_the_file_rows(walkthrough):
     folder, _ = walkthrough
     store = open_store(folder / "my_store")
