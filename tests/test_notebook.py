@@ -41,7 +41,7 @@ def test_explore_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     text = "".join(text)
     assert f"release {result['release_id']}" in text
     assert f"{len(truth.annotated_frames)} samples in 1 video(s); classes: car, person, ball, lights_on" in text
-    assert "demo: marker 'lights_on' on frames 12..29" in text
+    assert "demo: marker 'lights_on' on frames 12..29 (18 frames, 0.60 s)" in text  # end frame inclusive, 30 fps
     assert "StoreFrames[i] (tensors)" in text and "FrameReader.read(n) on clip.mp4" in text
     assert images == 3  # frames with targets, the marker timeline, the access timings
     assert not list(tmp_path.glob("*.png"))  # it writes nothing next to itself
