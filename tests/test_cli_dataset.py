@@ -198,3 +198,42 @@ def test_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
         main([command, "--help"])
     assert info.value.code == 0
     assert "usage: vidlabel " + command in capsys.readouterr().out
+
+
+def test_every_option_has_help_and_cache_speaks_to_users() -> None:
+    import argparse
+
+    from vidlabel.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        f"{name} {action.option_strings[-1]}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if action.option_strings and action.help is None
+    ]
+    assert missing == []
+    cache_help = sub.choices["cache"].format_help()
+    assert "spec" not in cache_help and "FrameSamples(cache=OUT)" in cache_help
+    assert "counted per video" in sub.choices["export"].format_help()
+
+
+def test_add_video_no_progress_reaches_probe(
+    tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    module = sys.modules["vidlabel.probe"]  # the package attribute vidlabel.probe is the function
+    calls: list[bool] = []
+    real = module.probe
+
+    def spy(*args: object, progress: bool = True, **kw: object) -> object:
+        calls.append(progress)
+        return real(*args, progress=progress, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "probe", spy)
+    Dataset.create(tmp_path / "ds")
+    assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "a", "--no-progress")[0] == 0
+    assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "b")[0] == 0
+    assert calls == [False, True]

@@ -52,7 +52,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.probe import probe
 
         try:
-            meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=True)
+            meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
         except NotImplementedError:
             meta = None
     if meta is None:
@@ -422,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video-id", help="id of the video (default: the file name without extension)")
     p.add_argument("--metadata", type=_json_arg, help="JSON VideoMetadata fields that override what the probe finds")
     p.add_argument("--no-index", action="store_true", help="do not build the frame index now (see 'vidlabel index')")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while the file is decoded")
 
     p = add("add-labels", _cmd_add_labels, "Add labels to the vocabulary (in order; names already there are kept).")
     p.add_argument("dataset", metavar="DATASET")
@@ -430,8 +431,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("add-view", _cmd_add_view, "Add a view: a named crop of the frame, optionally resized.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("view_id", metavar="VIEW_ID")
-    p.add_argument("--crop", type=int, nargs=4, metavar=("X0", "Y0", "X1", "Y1"), required=True)
-    p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"))
+    p.add_argument(
+        "--crop",
+        type=int,
+        nargs=4,
+        metavar=("X0", "Y0", "X1", "Y1"),
+        required=True,
+        help="pixel corners of the crop; it must fit inside every registered video",
+    )
+    p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"), help="resize the crop to W x H")
 
     p = add("add-annotations", _cmd_add_annotations, "Add annotations from a JSON Lines file (one row per line).")
     p.add_argument("dataset", metavar="DATASET")
@@ -465,25 +473,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("export", _cmd_export, "Decode a release once into a chunked frame store.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("out", metavar="OUT")
-    p.add_argument("--release", default="latest")
-    p.add_argument("--format", dest="store_format", choices=["hdf5", "zarr"], default="hdf5")
+    p.add_argument("--release", default="latest", help="release id to export, or 'latest' (default)")
+    p.add_argument(
+        "--format", dest="store_format", choices=["hdf5", "zarr"], default="hdf5", help="store format (default hdf5)"
+    )
     p.add_argument("--codec", default=None, help="none, lz4, zstd, gzip, png or jpeg")
-    p.add_argument("--view", dest="view_id", default=None)
-    p.add_argument("--frames", choices=["annotated", "all"], default="annotated")
-    p.add_argument("--stride", type=int, default=1)
-    p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"))
-    p.add_argument("--chunk-frames", type=int, default=None)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--view", dest="view_id", default=None, help="store this view's crop and its annotations only")
+    p.add_argument(
+        "--frames",
+        choices=["annotated", "all"],
+        default="annotated",
+        help="annotated (default): frames with a box or mask; all: every frame of each video",
+    )
+    p.add_argument(
+        "--stride", type=int, default=1, help="keep every Nth of those frames, counted per video (default 1)"
+    )
+    p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"), help="resize the stored frames")
+    p.add_argument(
+        "--chunk-frames",
+        type=int,
+        default=None,
+        help="frames per chunk (default 1: one chunk read per random frame; larger suits sequential reading; "
+        "png and jpeg need 1)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="processes decoding and writing videos (default 1)")
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    p = add("cache", _cmd_cache, "Write a frames-only store of the frames a release uses (the spec's frame cache).")
+    p = add(
+        "cache",
+        _cmd_cache,
+        "Write a frame cache: the full frames a release trains on (no annotations), for FrameSamples(cache=OUT).",
+    )
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("out", metavar="OUT")
-    p.add_argument("--release", default="latest")
-    p.add_argument("--format", dest="codec", choices=["jpeg", "png", "none"], default="jpeg")
+    p.add_argument("--release", default="latest", help="release id whose frames to cache, or 'latest' (default)")
+    p.add_argument(
+        "--format", dest="codec", choices=["jpeg", "png", "none"], default="jpeg", help="picture codec (default jpeg)"
+    )
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
     p.add_argument("out", metavar="OUT")
