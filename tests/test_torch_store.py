@@ -215,9 +215,11 @@ def test_option_errors(world: tuple[Path, Dataset]) -> None:
         StoreStream(root / "hdf5-none", shuffle_buffer=-1)
     with pytest.raises(OptionError, match=r"transform must be callable or None, got 3"):
         StoreFrames(root / "hdf5-none", transform=3)  # type: ignore[arg-type]
-    with pytest.raises(OptionError, match=r"unknown kind 'boxes' in kinds=; allowed: box, mask, marker"):
+    with pytest.raises(OptionError, match=r"unknown kind 'boxes' in kinds=\['boxes'\]; allowed: box, mask, marker"):
         StoreFrames(root / "hdf5-none", kinds=("boxes",))
-    with pytest.raises(OptionError, match=r"unknown label 'dog' in labels=; the store's labels: obj, person, event"):
+    with pytest.raises(
+        OptionError, match=r"unknown label 'dog' in labels=\['dog'\]; the store's labels: obj, person, event"
+    ):
         StoreFrames(root / "hdf5-none", labels=["dog"])
     with pytest.raises(OptionError, match=r"unknown box_format 'yolo'; allowed: xyxy, xywh, cxcywh"):
         StoreFrames(root / "hdf5-none", box_format="yolo")

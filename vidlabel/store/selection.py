@@ -28,7 +28,9 @@ def _check(
     kinds_t = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     bad = [k for k in kinds_t if k not in KINDS]
     if bad or not kinds_t:
-        raise OptionError(f"unknown kind {bad[0] if bad else None!r} in kinds=; allowed: {', '.join(KINDS)}")
+        raise OptionError(
+            f"unknown kind {bad[0] if bad else None!r} in kinds={list(kinds_t)!r}; allowed: {', '.join(KINDS)}"
+        )
     labels_t = None if labels is None else ((labels,) if isinstance(labels, str) else tuple(labels))
     if labels_t is not None and not labels_t:
         raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
@@ -99,7 +101,7 @@ class StoreSamples:
             unknown = [x for x in labels_t if x not in vocabulary]
             if unknown:
                 raise OptionError(
-                    f"unknown label {unknown[0]!r} in labels=; the store's labels: {', '.join(vocabulary)}"
+                    f"unknown label {unknown[0]!r} in labels={list(labels_t)!r}; the store's labels: {', '.join(vocabulary)}"
                 )
             self._class_names = list(labels_t)
         class_of = {name: i for i, name in enumerate(self._class_names)}
