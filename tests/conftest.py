@@ -1,4 +1,4 @@
-"""Session fixtures: small generated clips (no network, no ../shared)."""
+"""Session fixtures: small generated clips (no network, nothing outside the repository)."""
 
 from __future__ import annotations
 
