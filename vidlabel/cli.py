@@ -47,29 +47,19 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         raise ValueError(f"--metadata has unknown field(s) {unknown}; allowed: {', '.join(sorted(names))}")
     if isinstance(overrides.get("frame_index"), dict):
         overrides["frame_index"] = FrameIndex.from_dict(overrides["frame_index"])
-    meta = None
     if os.path.exists(args.file) or args.metadata is None:
+        # The file is there (or nothing else describes it): probe it; --metadata fields override what it finds.
         from vidlabel.probe import probe
 
-        try:
-            meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
-        except NotImplementedError:
-            meta = None
-    if meta is None:
-        if args.metadata is None:
-            print(
-                "vidlabel: error: this vidlabel cannot read metadata from the file yet; pass --metadata "
-                '\'{"frame_count": N, "fps": {"num": 30, "den": 1}, "width": W, "height": H}\'',
-                file=sys.stderr,
-            )
-            return 2
+        meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
+        meta = meta.replace(**overrides)
+    else:
+        # No file here: register the video from --metadata alone (e.g. labelled elsewhere, read from a store).
         overrides.setdefault("sources", [{"uri": os.path.abspath(args.file)}])
         try:
             meta = VideoMetadata(**overrides)
         except TypeError as err:
             raise ValueError(f"--metadata needs frame_count, fps, width and height ({err})") from err
-    else:
-        meta = meta.replace(**overrides)
     ds.add_video(meta)
     fps = meta.fps
     index = f", frame index of {meta.frame_index.frame_count} frames" if meta.frame_index is not None else ""
