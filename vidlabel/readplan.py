@@ -30,7 +30,8 @@ STREAM_VIDEO_ORDER = 1
 STREAM_SHUFFLE_BUFFER = 2
 
 
-def _check_nonneg_int(value: Any, name: str) -> int:
+def check_nonneg_int(value: Any, name: str) -> int:
+    """``value`` as an int; OptionError unless it is a non-negative integer (bools refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
     return int(value)
@@ -59,7 +60,7 @@ def epoch_rng(seed: int, epoch: int, stream: int, *extra: int) -> np.random.Gene
     OptionError
         If ``seed`` or ``epoch`` is not a non-negative integer.
     """
-    entropy = [_check_nonneg_int(seed, "seed"), _check_nonneg_int(epoch, "epoch"), int(stream), *map(int, extra)]
+    entropy = [check_nonneg_int(seed, "seed"), check_nonneg_int(epoch, "epoch"), int(stream), *map(int, extra)]
     return np.random.default_rng(np.random.SeedSequence(entropy))
 
 
@@ -229,7 +230,7 @@ class ReadPlan:
         seed: int,
         block: int,
     ) -> None:
-        self._seed = _check_nonneg_int(seed, "seed")
+        self._seed = check_nonneg_int(seed, "seed")
         if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
             raise OptionError(f"block must be an integer >= 1, got {block!r}")
         self._block = int(block)

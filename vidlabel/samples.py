@@ -29,7 +29,7 @@ from vidlabel.geometry import (
     view_image,
     view_mask,
 )
-from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, epoch_rng, shuffled
+from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 from vidlabel.release import Release
 from vidlabel.sampleselect import (
     BLOCK_FRAMES,
@@ -573,11 +573,10 @@ class FrameSamples:
             One sample per request: a frame requested k times yields k samples
             (its image decoded once, copied for the repeats).
         """
-        if isinstance(shuffle_buffer, bool) or not isinstance(shuffle_buffer, (int, np.integer)) or shuffle_buffer < 0:
-            raise OptionError(f"shuffle_buffer must be an integer >= 0, got {shuffle_buffer!r}")
+        buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         chunks = plan.shard(epoch, shard, num_shards)
         rng = epoch_rng(plan.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
-        return shuffled(self._read_chunks(chunks), int(shuffle_buffer), rng)
+        return shuffled(self._read_chunks(chunks), buffer_size, rng)
 
     def _read_chunks(self, chunks: Sequence[Any]) -> Iterator[dict[str, Any]]:
         readers: OrderedDict[str, Any] = OrderedDict()

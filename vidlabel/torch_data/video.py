@@ -23,7 +23,7 @@ import numpy as np
 import torch.utils.data
 
 from vidlabel.errors import OptionError
-from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, STREAM_VIDEO_ORDER, ReadPlan, epoch_rng, shuffled
+from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, STREAM_VIDEO_ORDER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 from vidlabel.samples import FrameSamples
 from vidlabel.torch_data._common import to_torch_sample, worker_info
 
@@ -36,12 +36,6 @@ def _check_samples(samples: Any) -> FrameSamples:
     if not isinstance(samples, FrameSamples):
         raise OptionError(f"expected a vidlabel.FrameSamples, got {type(samples).__name__}")
     return samples
-
-
-def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
 
 
 def _check_transform(transform: Any) -> Transform | None:
@@ -102,8 +96,8 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
     ) -> None:
         self.samples = _check_samples(samples)
         self.shuffle_videos = bool(shuffle_videos)
-        self.shuffle_buffer = _check_count(shuffle_buffer, "shuffle_buffer")
-        self.seed = _check_count(seed, "seed")
+        self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
+        self.seed = check_nonneg_int(seed, "seed")
         self.transform = _check_transform(transform)
         self.epoch = 0
         codes = samples.index.video_codes
@@ -111,7 +105,7 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
 
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch`` for the video order and the shuffle buffer of the next iteration."""
-        self.epoch = _check_count(epoch, "epoch")
+        self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
         """Samples per epoch over all shards together."""
@@ -182,7 +176,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
     def __init__(self, samples: FrameSamples, *, transform: Transform | None = None, max_open_readers: int = 4) -> None:
         self.samples = _check_samples(samples)
         self.transform = _check_transform(transform)
-        if _check_count(max_open_readers, "max_open_readers") < 1:
+        if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
         self.max_open_readers = int(max_open_readers)
         self._readers: OrderedDict[str, Any] = OrderedDict()
@@ -271,13 +265,13 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         if not isinstance(plan, ReadPlan):
             raise OptionError(f"plan must be a vidlabel.ReadPlan, got {type(plan).__name__}")
         self.plan = plan
-        self.shuffle_buffer = _check_count(shuffle_buffer, "shuffle_buffer")
+        self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
         """Use ``epoch`` for the chunk order and the shuffle buffer of the next iteration."""
-        self.epoch = _check_count(epoch, "epoch")
+        self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
         """Samples per epoch over all shards together (the plan's requests)."""
