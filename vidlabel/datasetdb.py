@@ -24,8 +24,8 @@ from typing import Any
 from vidlabel._version import __version__
 from vidlabel.chunks import pack_ints, unpack_ints
 from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
-from vidlabel.release import video_dict
-from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.release import index_dict, index_from_dict, video_dict
+from vidlabel.spec import VideoMetadata, View
 
 __all__ = [
     "DB_NAME",
@@ -238,15 +238,7 @@ def video_record(meta: VideoMetadata) -> tuple[str, str | None, bytes | None, by
     fi = meta.frame_index
     if fi is None:
         return json.dumps(d), None, None, None
-    head_dict: dict[str, Any] = {
-        "timebase": dict(fi.timebase),
-        "method": fi.method,
-        "content_hash": fi.content_hash,
-    }
-    if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
-        head_dict["decoder_pts"] = fi.decoder_pts.tolist()
-    head = json.dumps(head_dict)
-    return json.dumps(d), head, pack_ints(fi.pts), pack_ints(fi.keyframes)
+    return json.dumps(d), json.dumps(index_dict(fi)), pack_ints(fi.pts), pack_ints(fi.keyframes)
 
 
 def video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: bytes | None) -> VideoMetadata:
@@ -254,16 +246,7 @@ def video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: by
     meta = VideoMetadata.from_dict(json.loads(metadata))
     if head is None or pts is None or kf is None:
         return meta
-    h = json.loads(head)
-    fi = FrameIndex(
-        timebase=h["timebase"],
-        pts=unpack_ints(pts),
-        keyframes=unpack_ints(kf),
-        method=h["method"],
-        content_hash=h["content_hash"],
-        decoder_pts=h.get("decoder_pts"),
-    )
-    return meta.replace(frame_index=fi)
+    return meta.replace(frame_index=index_from_dict(json.loads(head), unpack_ints(pts), unpack_ints(kf)))
 
 
 def as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:

@@ -38,6 +38,8 @@ __all__ = [
     "BuildReport",
     "Release",
     "copy_release",
+    "index_dict",
+    "index_from_dict",
     "read_release",
     "release_created",
     "release_id_of",
@@ -169,13 +171,26 @@ def video_dict(meta: VideoMetadata) -> dict[str, Any]:
     return d
 
 
-def _index_dict(fi: FrameIndex | None) -> dict[str, Any] | None:
+def index_dict(fi: FrameIndex | None) -> dict[str, Any] | None:
+    """A frame index without its pts and keyframes, JSON-ready (timebase, method, content hash), or None."""
     if fi is None:
         return None
     out: dict[str, Any] = {"timebase": dict(fi.timebase), "method": fi.method, "content_hash": fi.content_hash}
     if fi.decoder_pts is not None:  # only for files whose decoder permutes the labels (see FrameIndex)
         out["decoder_pts"] = fi.decoder_pts.tolist()
     return out
+
+
+def index_from_dict(index: Mapping[str, Any], pts: np.ndarray, keyframes: np.ndarray) -> FrameIndex:
+    """The inverse of :func:`index_dict`, given the index's pts and keyframes."""
+    return FrameIndex(
+        timebase=index["timebase"],
+        pts=pts,
+        keyframes=keyframes,
+        method=index["method"],
+        content_hash=index["content_hash"],
+        decoder_pts=index.get("decoder_pts"),
+    )
 
 
 def release_id_of(
@@ -200,7 +215,7 @@ def release_id_of(
     h.update(_json(head).encode())
     for vid in sorted(videos):
         meta = videos[vid]
-        h.update(b"\x00video\x00" + _json([video_dict(meta), _index_dict(meta.frame_index)]).encode())
+        h.update(b"\x00video\x00" + _json([video_dict(meta), index_dict(meta.frame_index)]).encode())
         if meta.frame_index is not None:
             h.update(meta.frame_index.pts.astype("<i8").tobytes())
             h.update(b"\x00keyframes\x00")
@@ -275,7 +290,7 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
                 g.create_dataset(name, data=arr, **_compression(arr))
             vg = f.create_group("videos")
             metas = [release.videos[vid] for vid in sorted(release.videos)]
-            vg.attrs["metadata"] = _json([[video_dict(m), _index_dict(m.frame_index)] for m in metas])
+            vg.attrs["metadata"] = _json([[video_dict(m), index_dict(m.frame_index)] for m in metas])
             for name in ("pts", "keyframes"):
                 parts = [getattr(m.frame_index, name) if m.frame_index is not None else _NO_INTS for m in metas]
                 offsets = np.zeros(len(parts) + 1, np.int64)
@@ -341,14 +356,7 @@ def read_release(path: str | os.PathLike[str]) -> Release:
             fi = None
             if index is not None:
                 po, ko = arrays["pts_offsets"], arrays["keyframes_offsets"]
-                fi = FrameIndex(
-                    timebase=index["timebase"],
-                    pts=arrays["pts"][po[i] : po[i + 1]],
-                    keyframes=arrays["keyframes"][ko[i] : ko[i + 1]],
-                    method=index["method"],
-                    content_hash=index["content_hash"],
-                    decoder_pts=index.get("decoder_pts"),
-                )
+                fi = index_from_dict(index, arrays["pts"][po[i] : po[i + 1]], arrays["keyframes"][ko[i] : ko[i + 1]])
             one = VideoMetadata.from_dict(meta)
             videos[one.video_id] = one.replace(frame_index=fi) if fi is not None else one
         return Release(
