@@ -46,7 +46,7 @@ import numpy as np
 
 from vidlabel._version import __version__
 from vidlabel.errors import OptionError, StoreError, VidlabelWarning
-from vidlabel.geometry import decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
+from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
 from vidlabel.release import Release
 from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._fs import StoreLock
@@ -235,9 +235,7 @@ def _regions(
     vw, vh = view.size if view is not None else (meta.width, meta.height)
     if output_size is not None:
         ow, oh = output_size
-        boxes = boxes * np.array([ow / vw, oh / vh, ow / vw, oh / vh])
-        boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, ow)
-        boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, oh)
+        boxes = clip_boxes(boxes * np.array([ow / vw, oh / vh, ow / vw, oh / vh]), ow, oh)
 
     width, height = size
     lengths = table.mask_offsets[rows + 1] - table.mask_offsets[rows]
