@@ -289,17 +289,14 @@ class FrameSamples:
         return out
 
     def _locate(self, video_id: str, frame: int) -> int:
-        code = self._sel.video_ids.index(video_id) if video_id in self._sel.videos else -1
-        if code < 0:
-            self.video(video_id)  # raises
-        meta = self._sel.videos[video_id]
+        meta = self.video(video_id)  # raises UnknownVideoError
         if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
             raise OptionError(f"frame must be an integer, got {frame!r}")
         if not 0 <= frame < meta.frame_count:
             raise FrameOutOfRangeError(
                 f"frame {frame} out of range [0, {meta.frame_count}) in video {video_id!r}", video_id=video_id
             )
-        return code
+        return self._sel.video_ids.index(video_id)
 
     def sample(self, video_id: str, frame: int, image: np.ndarray) -> dict[str, Any]:
         """The full sample dict of one frame, given its pixels.
