@@ -25,6 +25,7 @@ from vidlabel._version import __version__
 from vidlabel.chunks import pack_ints, unpack_ints
 from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
 from vidlabel.release import index_dict, index_from_dict, video_dict
+from vidlabel.rows import listing
 from vidlabel.spec import VideoMetadata, View
 
 __all__ = [
@@ -261,9 +262,8 @@ def as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:
 def unknown_video(con: sqlite3.Connection, dataset_path: Path, video_id: Any) -> UnknownVideoError:
     """The error for an unknown video id, listing (up to 20 of) the known ones."""
     known = [r[0] for r in con.execute("SELECT video_id FROM videos ORDER BY video_id")]
-    shown = ", ".join(known[:20]) + (f", ... ({len(known)} in all)" if len(known) > 20 else "")
     return UnknownVideoError(
-        f"unknown video {video_id!r} in dataset {dataset_path}; known: {shown or '(none)'}",
+        f"unknown video {video_id!r} in dataset {dataset_path}; known: {listing(known)}",
         video_id=str(video_id),
     )
 

@@ -23,7 +23,7 @@ from vidlabel.errors import AnnotationError
 from vidlabel.geometry import encode_rle, mask_bbox
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, VideoMetadata, View
 
-__all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "rle_counts"]
+__all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
 
 _COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
@@ -84,7 +84,8 @@ def _show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _listing(names: Sequence[str], limit: int = 20) -> str:
+def listing(names: Sequence[str], limit: int = 20) -> str:
+    """Up to ``limit`` names joined by commas (with the total when there are more), or "(none)"."""
     if not names:
         return "(none)"
     shown = ", ".join(str(n) for n in names[:limit])
@@ -522,7 +523,7 @@ def check_rows(
         "label",
         lambda i: (
             ("missing" if labels_v[i] is None else f"unknown label {_show(labels_v[i])}")
-            + f"; known: {_listing(list(labels))} (add it with add_labels / `vidlabel add-labels`)"
+            + f"; known: {listing(list(labels))} (add it with add_labels / `vidlabel add-labels`)"
         ),
     )
 
@@ -590,7 +591,7 @@ def check_rows(
         has_view & (view < 0),
         "view_id",
         lambda i: (
-            f"unknown view {_show(view_v[i])}; known: {_listing(sorted(views))} "
+            f"unknown view {_show(view_v[i])}; known: {listing(sorted(views))} "
             "(add it with add_view / `vidlabel add-view`)"
         ),
     )
