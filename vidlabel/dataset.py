@@ -696,7 +696,8 @@ class Dataset:
         path = self._path / "releases" / f"{rid}.h5"
         existing = self._con().execute("SELECT created FROM releases WHERE release_id = ?", (rid,)).fetchone()
         created = existing[0] if existing else rel.created
-        rel = dataclasses.replace(rel, release_id=rid, created=created, info={**rel.info, "counts": rel.counts()})
+        counts = rel.counts()
+        rel = dataclasses.replace(rel, release_id=rid, created=created, info={**rel.info, "counts": counts})
         wrote = False
         if not path.exists():
             wrote = write_release(rel, path)
@@ -720,7 +721,7 @@ class Dataset:
             release_id=rid,
             new=new,
             rows=len(rel.table),
-            counts=rel.counts(),
+            counts=counts,
             warnings=tuple(p for p in problems if p.severity == "warning"),
             path=str(path),
             seconds=time.perf_counter() - t0,
