@@ -35,6 +35,7 @@ How a frame is found (spec: "The frame index", "Reading a batch: read_many"):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections import OrderedDict, deque
@@ -214,9 +215,7 @@ class FrameReader(DecodeEngine):
             )
             index = None
         if index is not None and index.content_hash is None and meta.content_hash is not None:
-            index = FrameIndex(
-                index.timebase, index.pts, index.keyframes, index.method, meta.content_hash, index.decoder_pts
-            )
+            index = dataclasses.replace(index, content_hash=meta.content_hash)
         return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt, check_hash=check_hash)
 
     @property
