@@ -20,6 +20,7 @@ import numpy as np
 
 from vidlabel.errors import DatasetError
 from vidlabel.rows import RowColumns
+from vidlabel.spec import take_csr
 
 __all__ = [
     "Cols",
@@ -125,15 +126,7 @@ def concat(parts: Sequence[Cols]) -> Cols:
 
 def take(cols: Cols, rows: np.ndarray) -> Cols:
     """Rows (int index array) of a column set, masks carried along."""
-    offsets = cols["mask_offsets"]
-    lengths = offsets[rows + 1] - offsets[rows]
-    new_offsets = np.zeros(rows.size + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    if new_offsets[-1]:
-        gather = np.repeat(offsets[rows] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
-        counts = cols["mask_counts"][gather]
-    else:
-        counts = np.zeros(0, np.uint8)
+    new_offsets, counts = take_csr(cols["mask_offsets"], cols["mask_counts"], rows)
     out = {k: v[rows] for k, v in cols.items() if k not in ("mask_offsets", "mask_counts")}
     out["mask_offsets"] = new_offsets
     out["mask_counts"] = counts

@@ -30,6 +30,7 @@ __all__ = [
     "VideoMetadata",
     "View",
     "as_rational",
+    "take_csr",
 ]
 
 Kind = Literal["box", "mask", "marker"]
@@ -377,6 +378,21 @@ class View:
         return self.output_size if self.output_size is not None else self.crop_size
 
 
+def take_csr(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a CSR ragged array: ``(new_offsets (len(rows) + 1,) int64, new_values)``.
+
+    Row ``i`` of the input is ``values[offsets[i]:offsets[i + 1]]``; ``rows``
+    is an int index array (any order, repeats allowed).
+    """
+    lengths = offsets[rows + 1] - offsets[rows]
+    new_offsets = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    if not new_offsets[-1]:
+        return new_offsets, values[:0]
+    gather = np.repeat(offsets[rows] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    return new_offsets, values[gather]
+
+
 @dataclass(frozen=True, eq=False)
 class AnnotationTable:
     """Annotation rows in columnar form: what a release freezes and ``FrameSamples`` selects from.
@@ -474,15 +490,7 @@ class AnnotationTable:
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        lengths = self.mask_offsets[rows + 1] - self.mask_offsets[rows]
-        offsets = np.zeros(rows.size + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        if offsets[-1]:
-            starts = self.mask_offsets[rows]
-            gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-            counts = self.mask_counts[gather]
-        else:
-            counts = np.zeros(0, np.uint8)
+        offsets, counts = take_csr(self.mask_offsets, self.mask_counts, rows)
         cols = {name: getattr(self, name)[rows] for name in self.COLUMNS}
         return AnnotationTable(
             labels=self.labels, video_ids=self.video_ids, view_ids=self.view_ids,
