@@ -14,6 +14,7 @@ INSTALL_REQUIRES = [
     "av>=12.0",
     "tqdm>=4.60",
     "zarr>=3.0",
+    "fsspec>=2023.6",  # Zarr stores at URLs (vidlabel.store.remote); pure Python, imported only for URLs
     "pycocotools>=2.0.7",
     "simplejpeg>=1.7",
 ]

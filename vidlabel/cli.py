@@ -174,7 +174,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from vidlabel.dataset import Dataset
+    from vidlabel.store.remote import is_url
 
+    if is_url(args.path):
+        return _info_store(args.path)  # a Zarr store at a URL
     path = Path(args.path)
     if not Dataset.is_dataset(path):
         if not path.exists():
@@ -371,6 +374,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def _cmd_upload(args: argparse.Namespace) -> int:
+    from vidlabel.store import upload
+
+    report = upload(args.store, args.url, storage_options=args.storage_options, progress=not args.no_progress)
+    print(report.summary())
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from vidlabel.demo import run_demo
 
@@ -448,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print problems as JSON Lines")
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
-    p.add_argument("path", metavar="PATH", help="a dataset folder or a frame store")
+    p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")
 
     p = add("index", _cmd_index, "Add a frame index to the videos registered without one.")
     p.add_argument("dataset", metavar="DATASET")
@@ -505,7 +516,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
-    p.add_argument("out", metavar="OUT")
+    p.add_argument("out", metavar="OUT", help="a frame store folder, or a Zarr store's URL")
+
+    p = add(
+        "upload",
+        _cmd_upload,
+        "Upload a complete local Zarr store to an object store (fsspec URL), the root's 'complete' last; "
+        "rerun to resume.",
+    )
+    p.add_argument("store", metavar="STORE", help="a local Zarr frame store (vidlabel export ... --format zarr)")
+    p.add_argument("url", metavar="URL", help="where to put it, e.g. s3://bucket/store or file:///data/store")
+    p.add_argument(
+        "--storage-options", type=_json_arg, default=None, help="JSON options of the fsspec filesystem (credentials)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")

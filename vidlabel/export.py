@@ -53,6 +53,7 @@ from vidlabel.store._fs import StoreLock
 from vidlabel.store.codecs import Codec, get_codec
 from vidlabel.store.framestore import BACKENDS, backend_for
 from vidlabel.store.layout import FORMAT, FORMAT_VERSION, digest, frames_key, pixel_key
+from vidlabel.store.remote import refuse_url_output
 from vidlabel.store.writer import write_frames
 
 __all__ = ["ExportReport", "cache", "export"]
@@ -476,7 +477,8 @@ def export(
     Raises
     ------
     OptionError
-        On a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...).
+        On a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), or if
+        ``out`` is a URL: export to a local folder and :func:`vidlabel.store.upload` it.
     StoreError
         If ``out`` holds something other than a store of this format.
     StoreLockedError
@@ -495,6 +497,7 @@ def export(
     t0 = time.perf_counter()
     if format not in BACKENDS:
         raise OptionError(f"unknown store format {format!r}; allowed: {', '.join(BACKENDS)}")
+    refuse_url_output(out, format=format)  # object stores: export locally, then vidlabel.store.upload
     the_codec = get_codec(codec)
     if chunk_frames is None:
         chunk_frames = 1

@@ -2,7 +2,8 @@
 
 ``vidlabel.export`` writes a store; :func:`open_store` reads one (or a folder
 of them) as a :class:`FrameStore`; ``vidlabel.torch_data.StoreFrames`` and
-``StoreStream`` train from it. See :mod:`vidlabel.store.layout` for the layout
+``StoreStream`` train from it; :func:`upload` puts a Zarr store on an object
+store, from which all of these read by URL (:mod:`vidlabel.store.remote`). See :mod:`vidlabel.store.layout` for the layout
 and :mod:`vidlabel.store.hdf5` / :mod:`vidlabel.store.zarr` for the files.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store.codecs import CODECS, DEFAULT_CODEC, Codec, get_codec
 from vidlabel.store.framestore import BACKENDS, FrameStore, VideoData, backend_for, find_stores, open_store
+from vidlabel.store.remote import UploadReport, upload
 from vidlabel.store.selection import StoreSamples
 from vidlabel.store.verify import verify_store
 
@@ -23,10 +25,12 @@ __all__ = [
     "Codec",
     "FrameStore",
     "StoreSamples",
+    "UploadReport",
     "VideoData",
     "backend_for",
     "find_stores",
     "get_codec",
     "open_store",
+    "upload",
     "verify_store",
 ]

@@ -16,12 +16,15 @@ rules:
 
 :class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
 chunk file for Zarr) and decodes them with :mod:`vidlabel.store.codecs`.
+A Zarr store at a URL is read (only) through
+:class:`vidlabel.store.zarr.ZarrURLBackend`, whose folder is the URL string.
 """
 
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -73,6 +76,10 @@ class FramesReader(ABC):
     def raw_chunk(self, index: int) -> bytes:
         """The stored bytes of chunk ``index`` (what its checksum covers)."""
 
+    def prefetch(self, indices: Iterable[int]) -> None:  # noqa: B027 - optional hook
+        """Chunks ``indices`` are about to be read: a reader of an object store fetches them concurrently now
+        (nothing to do for local files)."""
+
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         """Decode chunk ``index`` into ``out`` ((chunk_frames, H, W, 3) uint8, C-contiguous) and return it.
 
@@ -117,6 +124,9 @@ class VideoReader(ABC):
     @abstractmethod
     def frames(self) -> FramesReader:
         """A new reader of the group's ``frames`` (the caller closes it; it may outlive this reader)."""
+
+    def preload(self, names: Iterable[str]) -> None:  # noqa: B027 - optional hook
+        """The arrays ``names`` are about to be read: a reader of an object store fetches them all at once now."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release file handles."""

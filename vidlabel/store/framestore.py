@@ -1,11 +1,14 @@
-"""FrameStore: one exported store, or a folder of stores read as one; frames and targets by sample or by frame."""
+"""FrameStore: one exported store, or a folder of stores read as one; frames and targets by sample or by frame.
+
+A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidlabel.store.remote`.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,7 @@ import numpy as np
 
 from vidlabel.errors import (
     FrameOutOfRangeError,
+    OptionError,
     SchemaVersionError,
     StoreError,
     StoreIncompleteError,
@@ -23,6 +27,7 @@ from vidlabel.errors import (
 from vidlabel.store.backend import Backend, FramesReader, VideoReader
 from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store.remote import find_url_stores, is_url
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
 
@@ -37,14 +42,50 @@ def _backends() -> dict[str, type[Backend]]:
 BACKENDS: tuple[str, ...] = ("hdf5", "zarr")
 
 
-def backend_for(folder: str | os.PathLike[str], name: str | None = None) -> Backend:
-    """The backend of a store folder (detected, or ``name``'s for a new one).
+def _local_only(path: Any, storage_options: Mapping[str, Any] | None) -> None:
+    if storage_options:
+        raise OptionError(f"storage_options apply to URLs only; {str(path)!r} is a local path")
+
+
+def backend_for(
+    folder: str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Backend:
+    """The backend of a store folder (detected, or ``name``'s for a new one), or of a Zarr store at a URL.
+
+    Parameters
+    ----------
+    folder : path or str
+        A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
+        as Zarr, through :class:`~vidlabel.store.zarr.ZarrURLBackend` (read-only).
+    name : {"hdf5", "zarr"}, optional
+    storage_options : mapping, optional
+        fsspec filesystem options, for URLs only.
 
     Raises
     ------
     StoreError
-        If ``folder`` holds no store and no backend name is given.
+        If ``folder`` holds no store and no backend name is given, or ``folder`` is a URL and
+        ``name`` is ``"hdf5"`` (HDF5 stores are local only).
+    OptionError
+        If ``storage_options`` are given with a local path.
     """
+    if is_url(folder):
+        url = str(folder)
+        if name == "hdf5":
+            raise StoreError(
+                f"HDF5 frame stores are local only, and {url!r} is a URL: use format='zarr' for object stores "
+                "(export to a local folder, then upload it)",
+                path=url,
+            )
+        if name not in (None, "zarr"):
+            raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
+        from vidlabel.store.zarr import ZarrURLBackend
+
+        return ZarrURLBackend(url, dict(storage_options or {}))
+    _local_only(folder, storage_options)
     folder = Path(folder)
     classes = _backends()
     if name is not None:
@@ -57,8 +98,14 @@ def backend_for(folder: str | os.PathLike[str], name: str | None = None) -> Back
     raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
 
 
-def find_stores(path: str | os.PathLike[str]) -> list[Path]:
-    """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted)."""
+def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
+    """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
+
+    For a URL, the store URLs found there the same way (see :func:`vidlabel.store.remote.find_url_stores`).
+    """
+    if is_url(path):
+        return list(find_url_stores(str(path), storage_options))
+    _local_only(path, storage_options)
     path = Path(path)
     classes = _backends().values()
     if path.is_file() and path.name == "store.h5":
@@ -109,7 +156,7 @@ class VideoData:
 
 @dataclass
 class _Part:
-    folder: Path
+    folder: Path | str  # a folder, or a URL
     backend: str
     attrs: dict[str, Any]
     video_ids: list[str]
@@ -155,31 +202,46 @@ class FrameStore:
 
     Parameters
     ----------
-    path : path
+    path : path or str
         A store folder (``OUT`` of ``vidlabel.export``; for HDF5 its ``store.h5``
-        is accepted too) or a folder whose sub-folders are stores.
+        is accepted too) or a folder whose sub-folders are stores; or the
+        fsspec URL of a Zarr store (or of a prefix holding several), e.g.
+        ``s3://bucket/store``, ``gs://...``, ``file:///data/store``,
+        ``memory://store``: local folders are read with direct file reads,
+        URLs through fsspec (the filesystem opens lazily in each process).
     cache_bytes : int
         Bound of the decoded-chunk cache per process (default 256 MiB). Chunks
         of one frame are decoded straight into the returned array and not
         cached (a copy would cost as much as the read).
+    storage_options : mapping, optional
+        fsspec filesystem options for a URL (credentials, endpoint, ...).
 
     Raises
     ------
     StoreError
         If there is no store at ``path``, or the stores of a folder disagree
-        on their class names or share a video id.
+        on their class names or share a video id, or a URL holds an HDF5 store.
     StoreIncompleteError
-        If a store's export did not finish (no ``complete`` marker): rerun the
-        export to resume it.
+        If a store's export (or upload) did not finish (no ``complete``
+        marker): rerun it to resume it.
+    OptionError
+        If ``storage_options`` are given with a local path.
     SchemaVersionError
         If a store was written by a newer vidlabel.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        self.path = Path(path)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         ChunkCache(cache_bytes)  # validates
         self.cache_bytes = int(cache_bytes)
-        folders = find_stores(self.path)
+        self.storage_options = dict(storage_options or {})
+        folders = find_stores(self.path, storage_options=self.storage_options)
         if not folders:
             raise StoreError(f"no vidlabel frame store at {str(self.path)!r}", path=str(self.path))
         parts: list[_Part] = []
@@ -187,7 +249,7 @@ class FrameStore:
         index_parts: list[np.ndarray] = []
         video_ids: list[str] = []
         for p, folder in enumerate(folders):
-            backend = backend_for(folder)
+            backend = backend_for(folder, storage_options=self.storage_options)
             attrs, index = backend.read_root()
             _check_root(folder, attrs)
             ids = list(attrs.get("video_ids", []))
@@ -208,7 +270,7 @@ class FrameStore:
         if len(set(names)) > 1:
             raise StoreError(
                 f"the stores under {str(self.path)!r} have different class names: "
-                + "; ".join(f"{part.folder.name}: {list(n)}" for part, n in zip(parts, names))
+                + "; ".join(f"{_name(part.folder)}: {list(n)}" for part, n in zip(parts, names))
             )
         self._parts = parts
         self._video_part = video_part
@@ -257,8 +319,8 @@ class FrameStore:
         return dict(self._parts[0].attrs)
 
     @property
-    def stores(self) -> list[Path]:
-        """The store folders read (one, or several for a folder of stores)."""
+    def stores(self) -> list[Path | str]:
+        """The store folders (or URLs) read (one, or several for a folder of stores)."""
         return [p.folder for p in self._parts]
 
     @property
@@ -370,7 +432,8 @@ class FrameStore:
             )
         backend = state.backends.get(part)
         if backend is None:
-            backend = backend_for(self._parts[part].folder, self._parts[part].backend)
+            folder = self._parts[part].folder
+            backend = backend_for(folder, self._parts[part].backend, storage_options=self.storage_options)
             state.backends[part] = backend
         return backend
 
@@ -380,7 +443,7 @@ class FrameStore:
             reader.close()
             raise StoreIncompleteError(
                 f"video {video_id!r} of store {str(self.path)!r} was not completely written; "
-                "rerun the export to finish it",
+                f"rerun the {'upload' if is_url(self.path) else 'export'} to finish it",
                 path=str(self.path),
                 video_id=video_id,
             )
@@ -403,8 +466,12 @@ class FrameStore:
         with state.lock:
             reader = self._open_video(state, video_id)
             try:
-                arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
                 frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
+                names = list(VIDEO_ARRAYS)
+                if not frames_only:
+                    names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+                reader.preload(names)  # one round trip for a store at a URL
+                arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
                 regions: dict[str, np.ndarray] = {}
                 segments: dict[str, np.ndarray] = {}
                 if not frames_only:
@@ -483,6 +550,10 @@ class FrameStore:
                 out[k] = chunk[rows[k] - c * cf].copy()
 
         chunks = list(by_chunk)
+        if len(chunks) > 1:  # a store at a URL fetches the chunks it needs concurrently (no-op for local files)
+            cached = set() if cf == 1 else {c for c in chunks if (str(reader_path(reader)), c) in state.cache}
+            if len(chunks) - len(cached) > 1:
+                reader.prefetch(c for c in chunks if c not in cached)
         if len(chunks) > 1 and reader.codec.name != "none":
             if state.pool is None:
                 state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
@@ -560,10 +631,16 @@ def reader_path(reader: FramesReader) -> Any:
     return getattr(reader, "path", id(reader))
 
 
-def _check_root(folder: Path, attrs: dict[str, Any]) -> None:
+def _name(folder: Path | str) -> str:
+    """Last part of a folder or URL."""
+    return folder.name if isinstance(folder, Path) else folder.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
+    job = "upload (vidlabel upload)" if is_url(folder) else "export"
     if not attrs:
         raise StoreIncompleteError(
-            f"frame store {str(folder)!r} has no root yet: its export did not finish; rerun it to resume",
+            f"frame store {str(folder)!r} has no root yet: its {job} did not finish; rerun it to resume",
             path=str(folder),
         )
     if attrs.get("format") != FORMAT:
@@ -575,22 +652,30 @@ def _check_root(folder: Path, attrs: dict[str, Any]) -> None:
         )
     if attrs.get("complete") is not True:
         raise StoreIncompleteError(
-            f"frame store {str(folder)!r} is incomplete: its export was interrupted or is still running; "
-            "rerun the same export command to resume it",
+            f"frame store {str(folder)!r} is incomplete: its {job} was interrupted or is still running; "
+            f"rerun the same {job.split()[0]} command to resume it",
             path=str(folder),
         )
 
 
-def open_store(path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> FrameStore:
-    """Open an exported frame store, or a folder of stores read as one.
+def open_store(
+    path: str | os.PathLike[str],
+    *,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
+    storage_options: Mapping[str, Any] | None = None,
+) -> FrameStore:
+    """Open an exported frame store, or a folder of stores read as one, locally or at a URL.
 
     Parameters
     ----------
-    path : path
+    path : path or str
         The ``OUT`` folder of :func:`vidlabel.export` / ``vidlabel cache``, or a
-        folder of such folders.
+        folder of such folders; or the fsspec URL of a Zarr store put there by
+        :func:`vidlabel.store.upload` (``s3://bucket/store``, ``file:///...``).
     cache_bytes : int
         Bound of the per-process chunk cache in bytes.
+    storage_options : mapping, optional
+        fsspec filesystem options for a URL (credentials, endpoint, ...).
 
     Returns
     -------
@@ -598,7 +683,7 @@ def open_store(path: str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE
 
     Raises
     ------
-    StoreError, StoreIncompleteError, SchemaVersionError
+    StoreError, StoreIncompleteError, SchemaVersionError, OptionError
         See :class:`FrameStore`.
     """
-    return FrameStore(path, cache_bytes=cache_bytes)
+    return FrameStore(path, cache_bytes=cache_bytes, storage_options=storage_options)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,19 @@ from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT
 __all__ = ["verify_store"]
 
 
-def verify_store(path: str | os.PathLike[str], *, progress: bool = False) -> dict[str, Any]:
+def verify_store(
+    path: str | os.PathLike[str], *, progress: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Check every store at ``path``: root, index, each video's arrays and every frame chunk's CRC-32C.
 
     Parameters
     ----------
-    path : path
-        A store folder or a folder of stores.
+    path : path or str
+        A store folder or a folder of stores, or the fsspec URL of a Zarr store (or of a prefix of several).
     progress : bool
         Show a tqdm bar over the chunks.
+    storage_options : mapping, optional
+        fsspec filesystem options for a URL.
 
     Returns
     -------
@@ -37,7 +42,7 @@ def verify_store(path: str | os.PathLike[str], *, progress: bool = False) -> dic
     StoreError
         If there is no store at ``path``.
     """
-    folders = find_stores(path)
+    folders = find_stores(path, storage_options=storage_options)
     if not folders:
         raise StoreError(f"no vidlabel frame store at {str(path)!r}", path=str(path))
     report: dict[str, Any] = {"ok": True, "problems": [], "stores": [str(f) for f in folders], "videos": 0,
@@ -49,7 +54,7 @@ def verify_store(path: str | os.PathLike[str], *, progress: bool = False) -> dic
         bar = tqdm(desc="verify", unit="chunk")
     try:
         for folder in folders:
-            _verify_one(folder, report, bar)
+            _verify_one(folder, report, bar, storage_options)
     finally:
         if bar is not None:
             bar.close()
@@ -57,11 +62,13 @@ def verify_store(path: str | os.PathLike[str], *, progress: bool = False) -> dic
     return report
 
 
-def _verify_one(folder: Path, report: dict[str, Any], bar: Any) -> None:
+def _verify_one(
+    folder: Path | str, report: dict[str, Any], bar: Any, storage_options: Mapping[str, Any] | None
+) -> None:
     import google_crc32c
 
     problems: list[str] = report["problems"]
-    backend = backend_for(folder)
+    backend = backend_for(folder, storage_options=storage_options)
     attrs, index = backend.read_root()
     where = str(folder)
     if not attrs:
@@ -146,6 +153,8 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, A
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
         else:
             for c in range(frames.n_chunks):
+                if c % 64 == 0:  # a store at a URL fetches 64 chunks at a time (no-op for local files)
+                    frames.prefetch(range(c, min(c + 64, frames.n_chunks)))
                 data = frames.raw_chunk(c)
                 report["chunks"] += 1
                 report["bytes"] += len(data)

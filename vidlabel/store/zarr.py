@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,8 +38,9 @@ from vidlabel.errors import StoreError
 from vidlabel.store._fs import fsync_dir, link_or_copy_tree, publish, remove
 from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store.codecs import Codec, get_codec
+from vidlabel.store.remote import ObjectStore, is_url
 
-__all__ = ["ZarrBackend"]
+__all__ = ["ZarrBackend", "ZarrURLBackend"]
 
 PARTIAL = ".partial"
 TRASH = ".trash"
@@ -47,13 +49,23 @@ TRASH = ".trash"
 # -- zarr.json helpers ----------------------------------------------------------------------------------------
 
 
-def _read_meta(path: Path) -> dict[str, Any] | None:
+def _parse_meta(data: bytes | None) -> dict[str, Any] | None:
+    """A ``zarr.json`` document, or None for missing or unreadable bytes."""
+    if data is None:
+        return None
     try:
-        with open(path / "zarr.json", encoding="utf-8") as fh:
-            meta = json.load(fh)
-    except (OSError, json.JSONDecodeError):
+        meta = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
         return None
     return meta if isinstance(meta, dict) else None
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    try:
+        data = (path / "zarr.json").read_bytes()
+    except OSError:
+        return None
+    return _parse_meta(data)
 
 
 def _write_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -106,32 +118,49 @@ def _write_array(path: Path, arr: np.ndarray) -> None:
             fh.write(data + google_crc32c.value(data).to_bytes(4, "little"))
 
 
-def _read_array(path: Path) -> np.ndarray:
-    """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API)."""
-    import google_crc32c
+def _small_chunk_key(shape: Sequence[int]) -> str:
+    """Key of the single chunk of a small array, relative to the array (``c/0`` for 1-D, ``c/0/0`` for 2-D)."""
+    return "c/" + "/".join("0" for _ in shape)
 
-    meta = _read_meta(path)
-    if meta is None or meta.get("node_type") != "array":
-        raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
+
+def _is_small(meta: dict[str, Any]) -> bool:
+    """True for an array written by :func:`_write_array` (one chunk, ``bytes`` + ``crc32c``)."""
     shape = tuple(int(n) for n in meta["shape"])
     names = [c.get("name") for c in meta.get("codecs", [])]
     chunk_shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
-    if names != ["bytes", "crc32c"] or chunk_shape != tuple(max(1, n) for n in shape):
-        import zarr
+    return names == ["bytes", "crc32c"] and chunk_shape == tuple(max(1, n) for n in shape)
 
-        return np.asarray(zarr.open_array(str(path), mode="r")[...])
+
+def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.ndarray:
+    """The array of a :func:`_is_small` array's chunk bytes (None: no chunk, i.e. the fill value)."""
+    import google_crc32c
+
+    shape = tuple(int(n) for n in meta["shape"])
     dtype = np.dtype(meta["data_type"])
     if dtype.itemsize > 1:
         dtype = dtype.newbyteorder("<")
-    chunk = path / "c" / "/".join("0" for _ in shape)
-    try:
-        data = chunk.read_bytes()
-    except FileNotFoundError:
+    if data is None:
         return np.full(shape, meta["fill_value"], dtype=dtype.newbyteorder("="))
     body, crc = data[:-4], int.from_bytes(data[-4:], "little")
     if google_crc32c.value(body) != crc:
-        raise StoreError(f"checksum mismatch in Zarr array {str(path)!r}: the chunk is corrupt", path=str(path))
+        raise StoreError(f"checksum mismatch in Zarr array {where!r}: the chunk is corrupt", path=where)
     return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+
+
+def _read_array(path: Path) -> np.ndarray:
+    """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API)."""
+    meta = _read_meta(path)
+    if meta is None or meta.get("node_type") != "array":
+        raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
+    if not _is_small(meta):
+        import zarr
+
+        return np.asarray(zarr.open_array(str(path), mode="r")[...])
+    try:
+        data: bytes | None = (path / _small_chunk_key(meta["shape"])).read_bytes()
+    except FileNotFoundError:
+        data = None
+    return _decode_small(meta, data, str(path))
 
 
 def _frames_meta(shape: tuple[int, ...], chunk_frames: int, codec: Codec, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -395,6 +424,211 @@ class ZarrBackend(Backend):
 
     def size_on_disk(self) -> int:
         return folder_size(self.folder)
+
+
+# -- reading from a URL (object stores) -----------------------------------------------------------------------------
+
+
+def _read_only(url: str, what: str) -> StoreError:
+    return StoreError(
+        f"frame store {url!r} is read-only here: {what} needs a local folder; export to a local folder "
+        "(format='zarr') and upload it (vidlabel.store.upload / vidlabel upload)",
+        path=url,
+    )
+
+
+class ZarrURLFramesReader(FramesReader):
+    """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store.remote.ObjectStore`)."""
+
+    backend = "zarr"
+
+    def __init__(self, store: ObjectStore, key: str, meta: dict[str, Any], video_id: str) -> None:
+        attrs = meta.get("attributes", {})
+        super().__init__(
+            tuple(meta["shape"]), int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), attrs["codec"]
+        )
+        self.store = store
+        self.key = key
+        self.attrs = attrs
+        self.video_id = video_id
+        self.path = store.url_of(key)  # identity in cache keys, and messages
+        self._pending: dict[int, bytes | None] = {}
+
+    def _chunk_key(self, index: int) -> str:
+        return f"{self.key}/c.{index}.0.0.0"
+
+    def prefetch(self, indices: Iterable[int]) -> None:
+        """Fetch chunks ``indices`` concurrently now; the next :meth:`raw_chunk` of each takes its bytes."""
+        wanted = [int(i) for i in indices if 0 <= int(i) < self.n_chunks]
+        got = self.store.get_many(self._chunk_key(i) for i in wanted)
+        self._pending = {i: got[self._chunk_key(i)] for i in wanted}
+
+    def raw_chunk(self, index: int) -> bytes:
+        data = self._pending.pop(index, b"") if index in self._pending else self.store.get(self._chunk_key(index))
+        if not data:
+            first = index * self.chunk_frames
+            rows = f"rows {first}..{first + max(1, self.chunk_rows(index)) - 1}"
+            raise StoreError(
+                f"chunk {index} ({rows}) of video {self.video_id!r} is missing at {self.store.url_of(self._chunk_key(index))!r}",
+                path=self.path,
+                video_id=self.video_id,
+            )
+        return data
+
+
+class ZarrURLVideoReader(VideoReader):
+    """A video group read from an object store; :meth:`preload` fetches its small arrays in two round trips."""
+
+    def __init__(self, store: ObjectStore, key: str, attrs: dict[str, Any], video_id: str) -> None:
+        self.store = store
+        self.key = key
+        self.attrs = attrs
+        self.video_id = video_id
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def preload(self, names: Iterable[str]) -> None:
+        names = [n for n in names if n not in self._arrays]
+        got = self.store.get_many(f"{self.key}/{n}/zarr.json" for n in names)
+        metas = {n: _parse_meta(got[f"{self.key}/{n}/zarr.json"]) for n in names}
+        small = {n: m for n, m in metas.items() if m and m.get("node_type") == "array" and _is_small(m)}
+        chunk_keys = {n: f"{self.key}/{n}/{_small_chunk_key(m['shape'])}" for n, m in small.items()}
+        chunks = self.store.get_many(k for n, k in chunk_keys.items() if int(np.prod(small[n]["shape"])) > 0)
+        for n, m in small.items():
+            self._arrays[n] = _decode_small(m, chunks.get(chunk_keys[n]), self.store.url_of(f"{self.key}/{n}"))
+
+    def array(self, name: str) -> np.ndarray:
+        if name in self._arrays:
+            return self._arrays.pop(name)
+        key = f"{self.key}/{name}"
+        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        if meta is None or meta.get("node_type") != "array":
+            raise StoreError(
+                f"no Zarr array {name!r} in video {self.video_id!r} at {self.store.url_of(key)!r}",
+                path=self.store.url_of(key),
+                video_id=self.video_id,
+            )
+        if not _is_small(meta):
+            import zarr
+
+            arr = zarr.open_array(self.store.url_of(key), mode="r", storage_options=self.store.storage_options)
+            return np.asarray(arr[...])
+        size = int(np.prod(meta["shape"]))
+        data = self.store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
+        return _decode_small(meta, data, self.store.url_of(key))
+
+    def frames(self) -> ZarrURLFramesReader:
+        key = f"{self.key}/frames"
+        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        if meta is None:
+            raise StoreError(
+                f"video {self.video_id!r} has no Zarr frames array at {self.store.url_of(key)!r}",
+                path=self.store.url_of(key),
+                video_id=self.video_id,
+            )
+        return ZarrURLFramesReader(self.store, key, meta, self.video_id)
+
+
+class ZarrURLBackend(Backend):
+    """A Zarr store read from an fsspec URL (read-only: stores reach object stores by ``upload``).
+
+    Parameters
+    ----------
+    url : str
+        The store's URL (``s3://bucket/store``, ``file:///data/store``, ``memory://store``, ...).
+    storage_options : mapping, optional
+        Keyword arguments of the fsspec filesystem.
+    """
+
+    name = "zarr"
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.store = ObjectStore(url, storage_options)
+        self.url = self.store.url
+        self.folder = self.url  # type: ignore[assignment]  # a URL, not a Path: used in messages only
+
+    @classmethod
+    def detect(cls, folder: Path) -> bool:
+        if not is_url(str(folder)):
+            return False
+        meta = _parse_meta(ObjectStore(str(folder)).get("zarr.json"))
+        return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
+
+    def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
+        got = self.store.get_many(["zarr.json", "index/zarr.json"])
+        meta = _parse_meta(got["zarr.json"])
+        if meta is None:
+            return {}, np.zeros((0, 2), np.int64)
+        index = np.zeros((0, 2), np.int64)
+        index_meta = _parse_meta(got["index/zarr.json"])
+        if index_meta is not None:
+            index = self._index(index_meta).astype(np.int64).reshape(-1, 2)
+        return dict(meta.get("attributes", {})), index
+
+    def _index(self, meta: dict[str, Any]) -> np.ndarray:
+        if not _is_small(meta):
+            import zarr
+
+            arr = zarr.open_array(self.store.url_of("index"), mode="r", storage_options=self.store.storage_options)
+            return np.asarray(arr[...])
+        data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if int(np.prod(meta["shape"])) else None
+        return _decode_small(meta, data, self.store.url_of("index"))
+
+    def mark_incomplete(self, attrs: dict[str, Any]) -> None:
+        raise _read_only(self.url, "writing")
+
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+        raise _read_only(self.url, "writing")
+
+    def frames_units(self) -> dict[str, dict[str, Any]]:
+        raise _read_only(self.url, "exporting")
+
+    def open_frames_unit(self, key: str) -> FramesReader:
+        raise _read_only(self.url, "exporting")
+
+    def unit_frame_number(self, key: str) -> np.ndarray:
+        raise _read_only(self.url, "exporting")
+
+    def frames_writer(
+        self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
+    ) -> FramesWriter:
+        raise _read_only(self.url, "writing")
+
+    def _video_key(self, video_id: str) -> str:
+        return f"videos/{node_name(video_id)}"
+
+    def video_ids(self) -> list[str]:
+        names = self.store.list_dirs("videos")
+        got = self.store.get_many(f"videos/{n}/zarr.json" for n in names)
+        return sorted(unquote(n) for n in names if got[f"videos/{n}/zarr.json"] is not None)
+
+    def video_attrs(self, video_id: str) -> dict[str, Any] | None:
+        meta = _parse_meta(self.store.get(f"{self._video_key(video_id)}/zarr.json"))
+        return None if meta is None else dict(meta.get("attributes", {}))
+
+    def write_video(
+        self, video_id: str, *, attrs: dict[str, Any], arrays: dict[str, np.ndarray], frames_key: str
+    ) -> None:
+        raise _read_only(self.url, "writing")
+
+    def open_video(self, video_id: str) -> ZarrURLVideoReader:
+        key = self._video_key(video_id)
+        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        if meta is None:
+            raise StoreError(
+                f"frame store {self.url!r} has no group for video {video_id!r} ({self.store.url_of(key)})",
+                path=self.url,
+                video_id=video_id,
+            )
+        return ZarrURLVideoReader(self.store, key, dict(meta.get("attributes", {})), video_id)
+
+    def remove_video(self, video_id: str) -> None:
+        raise _read_only(self.url, "writing")
+
+    def collect_garbage(self, keep_units: set[str]) -> None:
+        raise _read_only(self.url, "writing")
+
+    def size_on_disk(self) -> int:
+        return self.store.total_size()
 
 
 # -- Zarr codecs for the per-frame picture codecs (so zarr.open_array reads png/jpeg frames) ----------------------

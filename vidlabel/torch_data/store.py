@@ -30,7 +30,7 @@ def _open(store: FrameStore | str | os.PathLike[str], cache_bytes: int | None) -
     if isinstance(store, FrameStore):
         if cache_bytes is None or int(cache_bytes) == store.cache_bytes:
             return store
-        return FrameStore(store.path, cache_bytes=int(cache_bytes))
+        return FrameStore(store.path, cache_bytes=int(cache_bytes), storage_options=store.storage_options)
     if cache_bytes is None:
         return open_store(store)
     return open_store(store, cache_bytes=int(cache_bytes))
