@@ -237,10 +237,12 @@ class DecodeEngine:
             elif found != self._last + 1:
                 if found is None:
                     raise _Disagree(f"the decoder gave pts {label}, which is not in the index")
-                # A gap is fine where frames were skipped on purpose, or lost right after a decode error.
+                # A gap is fine where frames were skipped on purpose, or lost to a decode error: one right
+                # before this frame, or one not yet followed by a keyframe (with B-frames the decoder may
+                # output frames it already held after the error, before the gap shows).
                 gap = range(self._last + 1, found)
                 unexplained = [m for m in gap if self._labels[m] not in self._skipped]
-                if found < self._last + 1 or (unexplained and not lost):
+                if found < self._last + 1 or (unexplained and not lost and not self._tainted):
                     expected = self._labels[self._last + 1] if self._last + 1 < len(self._labels) else None
                     raise _Disagree(
                         f"after frame {self._last} the decoder gave pts {label} (frame {found} in the index), "
