@@ -37,7 +37,7 @@ import av
 import numpy as np
 
 from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
-from vidlabel.spec import FrameIndex, VideoMetadata
+from vidlabel.spec import FrameIndex, VideoMetadata, frame_ranges
 
 __all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path"]
 
@@ -157,6 +157,8 @@ class _Scan:
     labels: list[int | None] = field(default_factory=list)  # decoded frames' pts, output order
     key_out: list[bool] = field(default_factory=list)
     lost: list[int | None] = field(default_factory=list)  # pts of packets that failed to decode
+    trusted: list[bool] = field(default_factory=list)  # per decoded frame: no decode error since the last keyframe
+    errors_before: list[int] = field(default_factory=list)  # per decoded frame: decode errors before its output
     errors: int = 0
     first_frame: dict[str, Any] = field(default_factory=dict)
     demux_error: str | None = None
@@ -172,6 +174,10 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
 
         bar = tqdm(total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False)
     packets = container.demux(stream)
+    # The reader's rule (vidlabel.framedecode): after a decode error, frames are untrusted until the
+    # frame of a keyframe packet demuxed after the error comes out of the decoder.
+    tainted = False
+    recover: int | None = None
     try:
         while True:
             try:
@@ -193,14 +199,21 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
                 )
             if not decode:
                 continue
+            if packet.is_keyframe and tainted and packet.pts is not None:
+                recover = packet.pts
             try:
                 frames = ctx.decode(packet)
             except av.error.FFmpegError:
                 scan.errors += 1
+                tainted, recover = True, None
                 if not flush and not packet.is_discard:
                     scan.lost.append(packet.pts)
                 continue
             for frame in frames:
+                if tainted and frame.key_frame and frame.pts is not None and frame.pts == recover:
+                    tainted = False
+                scan.trusted.append(not tainted)
+                scan.errors_before.append(scan.errors)
                 if not scan.first_frame:
                     scan.first_frame = {
                         "rotation": rotation_of(frame),
@@ -408,6 +421,36 @@ def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str | None) -
     return demuxed if demuxed is not None and not problems and _same_frames(demuxed, decoded) else decoded
 
 
+def _untrusted_frames(scan: _Scan, index: FrameIndex) -> tuple[tuple[int, int], ...]:
+    """Frames of ``index`` without a trustworthy picture, by the reader's rule, from a full decode pass.
+
+    A frame is untrusted when it comes out of the decoder after a decode error
+    and before the frame of the next keyframe (:attr:`_Scan.trusted`), or when
+    no decoded frame fills its slot (a hole: its packet failed). Where the
+    decoder's timestamps cannot number the frames (missing or repeated) the
+    reader counts frames instead, and then trusts none after the first error.
+    """
+    labels = scan.labels
+    n = index.frame_count
+    if any(v is None for v in labels) or len(set(labels)) != len(labels):
+        bad = np.asarray(scan.errors_before[:n], dtype=np.int64) > 0
+        return frame_ranges(np.r_[bad, np.ones(n - bad.size, bool)])
+    trusted = np.asarray(scan.trusted, dtype=bool)
+    if index.decoder_pts is not None:  # frames numbered in decoding output order
+        pos = np.arange(min(len(labels), n))
+        trusted = trusted[: pos.size]
+    else:
+        arr = np.asarray(labels, dtype=np.int64)
+        pos = np.searchsorted(index.pts, arr)
+        inside = pos < n
+        inside[inside] = index.pts[pos[inside]] == arr[inside]
+        pos, trusted = pos[inside], trusted[inside]
+    bad = np.ones(n, bool)  # a hole until a decoded frame fills the slot
+    bad[pos] = False
+    bad[pos[~trusted]] = True
+    return frame_ranges(bad)
+
+
 def _fps(index: FrameIndex | None, info: dict[str, Any], frame_count: int) -> Fraction:
     """Exact frame rate: from constant pts steps, else the stream's average rate, else the index's span."""
     if index is not None and index.frame_count > 1 and index.decoder_pts is None:
@@ -453,7 +496,11 @@ def probe(
         included, see the module notes); ``width``/``height`` displayed (rotation
         applied); exact ``fps``; ``rotation`` in degrees counter-clockwise;
         ``codec``, ``pix_fmt``, ``color_range``, ``color_space``, ``bit_depth``;
-        ``content_hash``; ``sources=[{"uri": absolute path}]``.
+        ``content_hash``; ``sources=[{"uri": absolute path}]``;
+        ``untrusted_frames``: inclusive ``(first, last)`` ranges of the frames
+        :class:`~vidlabel.frames.FrameReader` refuses (``VideoDecodeError``):
+        those that follow a decode error before the next keyframe, and holes;
+        ``()`` when every frame decodes cleanly.
 
     Raises
     ------
@@ -491,6 +538,7 @@ def probe(
         color_space=_COLOR_SPACES.get(int(first.get("colorspace", 2))),
         bit_depth=bit_depth,
         frame_index=index if with_index else None,
+        untrusted_frames=_untrusted_frames(scan, index),
     )
 
 

@@ -164,10 +164,18 @@ def _view_dict(view: View) -> dict[str, Any]:
 
 
 def video_dict(meta: VideoMetadata) -> dict[str, Any]:
-    """Metadata as a JSON-ready dict without the frame index (which can hold 100k+ frames)."""
-    d = {f.name: getattr(meta, f.name) for f in dataclasses.fields(meta) if f.name != "frame_index"}
+    """Metadata as a JSON-ready dict without the frame index (which can hold 100k+ frames).
+
+    ``untrusted_frames`` is written as a list of ``[first, last]`` pairs, and
+    left out when it is None (not known), so metadata registered before
+    vidlabel recorded it serialises, and gives the same release id, as before.
+    """
+    skip = ("frame_index", "untrusted_frames")
+    d = {f.name: getattr(meta, f.name) for f in dataclasses.fields(meta) if f.name not in skip}
     d["fps"] = dict(meta.fps)
     d["sources"] = [dict(s) for s in meta.sources]
+    if meta.untrusted_frames is not None:
+        d["untrusted_frames"] = [list(r) for r in meta.untrusted_frames]
     return d
 
 

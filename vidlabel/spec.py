@@ -30,6 +30,8 @@ __all__ = [
     "VideoMetadata",
     "View",
     "as_rational",
+    "frame_ranges",
+    "ranges_text",
     "take_csr",
 ]
 
@@ -248,12 +250,22 @@ class VideoMetadata:
         As probed from the stream.
     bit_depth : int, optional
     frame_index : FrameIndex, optional
+    untrusted_frames : sequence of (first, last) int, optional
+        Frames that have no trustworthy picture, as sorted, disjoint,
+        inclusive frame-number ranges within ``[0, frame_count)``:
+        frames that follow a decode error before the next keyframe, and
+        holes (frames whose packet does not decode). ``FrameReader.read``
+        raises ``VideoDecodeError`` on exactly these frames. ``probe`` fills
+        it (``()`` when every frame is trusted); None means not known
+        (metadata registered before vidlabel recorded it, or given by hand).
+        Overlapping or adjacent ranges are merged.
 
     Raises
     ------
     ValueError
         On an empty or slash-containing id, a negative frame count, a
-        non-positive size or a non-rational fps.
+        non-positive size, a non-rational fps, or an untrusted range that is
+        not two integers ``0 <= first <= last < frame_count``.
     """
 
     video_id: str
@@ -270,6 +282,7 @@ class VideoMetadata:
     color_space: str | None = None
     bit_depth: int | None = None
     frame_index: FrameIndex | None = field(default=None, repr=False)
+    untrusted_frames: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.video_id, str) or not self.video_id or "/" in self.video_id:
@@ -289,11 +302,48 @@ class VideoMetadata:
             if "uri" not in s:
                 raise ValueError(f"each source of video {self.video_id!r} needs a 'uri', got {s!r}")
         object.__setattr__(self, "sources", sources)
+        if self.untrusted_frames is not None:
+            object.__setattr__(self, "untrusted_frames", self._checked_ranges(self.untrusted_frames))
+
+    def _checked_ranges(self, value: Any) -> tuple[tuple[int, int], ...]:
+        pairs: list[tuple[int, int]] = []
+        for item in value:
+            try:
+                first, last = (int(v) for v in item)
+            except (TypeError, ValueError) as err:
+                raise ValueError(
+                    f"untrusted_frames of video {self.video_id!r} must be (first, last) frame pairs, got {item!r}"
+                ) from err
+            if not 0 <= first <= last < self.frame_count:
+                raise ValueError(
+                    f"untrusted frames {first}..{last} of video {self.video_id!r} must satisfy "
+                    f"0 <= first <= last < frame_count ({self.frame_count})"
+                )
+            pairs.append((first, last))
+        merged: list[tuple[int, int]] = []
+        for first, last in sorted(pairs):
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+            else:
+                merged.append((first, last))
+        return tuple(merged)
 
     @property
     def uri(self) -> str | None:
         """The first source's uri, or None."""
         return self.sources[0]["uri"] if self.sources else None
+
+    @property
+    def untrusted_count(self) -> int:
+        """Number of frames without a trustworthy picture (0 when none, or not known)."""
+        return sum(last - first + 1 for first, last in self.untrusted_frames or ())
+
+    def untrusted_mask(self) -> np.ndarray:
+        """(frame_count,) bool: True on the frames listed in ``untrusted_frames`` (all False when not known)."""
+        mask = np.zeros(self.frame_count, bool)
+        for first, last in self.untrusted_frames or ():
+            mask[first : last + 1] = True
+        return mask
 
     def replace(self, **changes: Any) -> VideoMetadata:
         """A copy with some fields changed."""
@@ -305,11 +355,13 @@ class VideoMetadata:
         out["fps"] = dict(self.fps)
         out["sources"] = [dict(s) for s in self.sources]
         out["frame_index"] = self.frame_index.to_dict() if self.frame_index is not None else None
+        if self.untrusted_frames is not None:
+            out["untrusted_frames"] = [list(r) for r in self.untrusted_frames]
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VideoMetadata:
-        """Inverse of :meth:`to_dict`; unknown keys are refused."""
+        """Inverse of :meth:`to_dict`; unknown keys are refused (a missing ``untrusted_frames`` gives None)."""
         data = dict(data)
         fi = data.pop("frame_index", None)
         names = {f.name for f in dataclasses.fields(cls)}
@@ -508,3 +560,35 @@ class AnnotationTable:
         }
         cols["mask_offsets"] = np.zeros(1, np.int64)
         return cls(labels=tuple(labels), video_ids=tuple(video_ids), view_ids=tuple(view_ids), **cols)
+
+
+def frame_ranges(frames: Any) -> tuple[tuple[int, int], ...]:
+    """Inclusive ``(first, last)`` ranges of runs of consecutive frame numbers.
+
+    Parameters
+    ----------
+    frames : (N,) int array-like, or (T,) bool mask
+        Frame numbers (any order, repeats allowed), or a mask over frames
+        ``0..T-1``.
+
+    Returns
+    -------
+    tuple of (int, int)
+        Sorted, disjoint, non-adjacent ranges; ``()`` for no frames.
+    """
+    arr = np.asarray(frames)
+    numbers = np.flatnonzero(arr) if arr.dtype == bool else np.unique(arr.astype(np.int64).reshape(-1))
+    if numbers.size == 0:
+        return ()
+    breaks = np.flatnonzero(np.diff(numbers) > 1)
+    firsts = np.r_[numbers[0], numbers[breaks + 1]]
+    lasts = np.r_[numbers[breaks], numbers[-1]]
+    return tuple((int(a), int(b)) for a, b in zip(firsts, lasts))
+
+
+def ranges_text(ranges: Sequence[tuple[int, int]], *, limit: int = 10) -> str:
+    """``"15..23, 30, 41..44"``: inclusive frame ranges for messages, the first ``limit`` of them."""
+    parts = [f"{a}..{b}" if b > a else f"{a}" for a, b in ranges[:limit]]
+    if len(ranges) > limit:
+        parts.append(f"... ({len(ranges)} ranges in all)")
+    return ", ".join(parts)
