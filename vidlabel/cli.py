@@ -52,6 +52,9 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.probe import probe
 
         meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
+        if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
+            count = int(overrides["frame_count"])  # keep the probed untrusted frames that the new count keeps
+            overrides["untrusted_frames"] = [(a, min(b, count - 1)) for a, b in meta.untrusted_frames if a < count]
         meta = meta.replace(**overrides)
     else:
         # No file here: register the video from --metadata alone (e.g. labelled elsewhere, read from a store).
@@ -60,14 +63,29 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
             meta = VideoMetadata(**overrides)
         except TypeError as err:
             raise ValueError(f"--metadata needs frame_count, fps, width and height ({err})") from err
-    ds.add_video(meta)
+    replace = args.replace and _registered(ds, meta.video_id)
+    if replace:
+        ds.update_video(meta)  # annotations are kept; validate reports rows the new metadata no longer fits
+    else:
+        ds.add_video(meta)
     fps = meta.fps
     index = f", frame index of {meta.frame_index.frame_count} frames" if meta.frame_index is not None else ""
+    untrusted = f", {meta.untrusted_count} without a trustworthy picture" if meta.untrusted_count else ""
     print(
-        f"added video {meta.video_id!r}: {meta.frame_count} frames, {meta.width}x{meta.height}, "
-        f"{fps['num']}/{fps['den']} fps{index}"
+        f"{'replaced' if replace else 'added'} video {meta.video_id!r}: {meta.frame_count} frames{untrusted}, "
+        f"{meta.width}x{meta.height}, {fps['num']}/{fps['den']} fps{index}"
     )
     return 0
+
+
+def _registered(ds: Any, video_id: str) -> bool:
+    from vidlabel.errors import UnknownVideoError
+
+    try:
+        ds.video(video_id)
+    except UnknownVideoError:
+        return False
+    return True
 
 
 def _cmd_add_labels(args: argparse.Namespace) -> int:
@@ -193,9 +211,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for meta in ds.videos()[:50]:
         fps = meta.fps
         index = "indexed" if meta.frame_index is not None else "no index"
+        untrusted = f" ({meta.untrusted_count} without a trustworthy picture)" if meta.untrusted_count else ""
         print(
-            f"  {meta.video_id}: {meta.frame_count} frames, {meta.width}x{meta.height}, {fps['num']}/{fps['den']} fps, "
-            f"{index}, {meta.uri}"
+            f"  {meta.video_id}: {meta.frame_count} frames{untrusted}, {meta.width}x{meta.height}, "
+            f"{fps['num']}/{fps['den']} fps, {index}, {meta.uri}"
         )
     if info["videos"] > 50:
         print(f"  ... {info['videos'] - 50} more")
@@ -423,6 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video-id", help="id of the video (default: the file name without extension)")
     p.add_argument("--metadata", type=_json_arg, help="JSON VideoMetadata fields that override what the probe finds")
     p.add_argument("--no-index", action="store_true", help="do not build the frame index now (see 'vidlabel index')")
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the metadata of a video already registered under this id (its annotations are kept)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar while the file is decoded")
 
     p = add("add-labels", _cmd_add_labels, "Add labels to the vocabulary (in order; names already there are kept).")

@@ -30,6 +30,7 @@ import json
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -63,6 +64,7 @@ from vidlabel.errors import (
     DatasetExistsError,
     ReleaseNotFoundError,
     UnknownVideoError,
+    VidlabelWarning,
 )
 from vidlabel.release import (
     BuildReport,
@@ -75,7 +77,7 @@ from vidlabel.release import (
 )
 from vidlabel.rows import check_rows, check_tracks
 from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View
-from vidlabel.validate import Problem, validate_table
+from vidlabel.validate import Problem, untrusted_summary, validate_table
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 
@@ -221,6 +223,13 @@ class Dataset:
         ------
         DatasetError
             If a video with this id is already registered (use :meth:`update_video`).
+
+        Warns
+        -----
+        VidlabelWarning
+            When ``meta.untrusted_frames`` lists frames without a trustworthy
+            picture (a truncated or corrupt file), naming the video, how many
+            and which.
         """
         meta = as_meta(meta)
         record = video_record(meta)
@@ -234,9 +243,11 @@ class Dataset:
             except sqlite3.IntegrityError as err:
                 raise DatasetError(
                     f"video {meta.video_id!r} is already registered in {self._path}; register the file under another "
-                    "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video",
+                    "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
+                    "(`vidlabel add-video --replace`)",
                     video_id=meta.video_id,
                 ) from err
+        _warn_untrusted(meta)
 
     def update_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
         """Replace the metadata (and frame index) of a registered video.
@@ -248,6 +259,11 @@ class Dataset:
         ------
         UnknownVideoError
             If no video has this id.
+
+        Warns
+        -----
+        VidlabelWarning
+            As :meth:`add_video`, on frames without a trustworthy picture.
         """
         meta = as_meta(meta)
         record = video_record(meta)
@@ -259,6 +275,7 @@ class Dataset:
             )
             if cur.rowcount == 0:
                 raise self._unknown_video(con, meta.video_id)
+        _warn_untrusted(meta)
 
     def _unknown_video(self, con: sqlite3.Connection, video_id: Any) -> UnknownVideoError:
         return unknown_video(con, self._path, video_id)
@@ -802,3 +819,13 @@ class Dataset:
             "by_status": {s: int(by_status[i]) for i, s in enumerate(STATUSES)},
             "releases": self.releases(),
         }
+
+
+def _warn_untrusted(meta: VideoMetadata) -> None:
+    message = untrusted_summary(meta)
+    if message is not None:
+        warnings.warn(
+            f"{message}; validate reports annotations on them (untrusted_frame), FrameSamples and export leave them out",
+            VidlabelWarning,
+            stacklevel=3,
+        )

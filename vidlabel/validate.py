@@ -29,6 +29,10 @@ track_label_conflict   error     one track id carries two labels in one video.
 duplicate_annotation   warning   same video, kind, label, view, frames, box (and mask) as an earlier row.
 track_frame_conflict   warning   one track has two rows of the same kind and view on the same frame.
 box_outside_view       warning   a view's row whose box does not overlap the view's crop.
+untrusted_frame        warning   a box or mask row on a frame without a trustworthy picture (the
+                                 video's ``untrusted_frames``: after a decode error before the next
+                                 keyframe, or lost; a truncated or corrupt file). FrameSamples and
+                                 export leave the row out: the reader refuses that frame.
 =====================  ========  =====================================================================
 
 Video files are never hashed here (too slow for big datasets): staleness is
@@ -47,9 +51,9 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from vidlabel.rows import unique_rows
-from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View
+from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View, ranges_text
 
-__all__ = ["PROBLEM_CODES", "Problem", "validate_table"]
+__all__ = ["PROBLEM_CODES", "Problem", "untrusted_summary", "validate_table"]
 
 _MASK, _MARKER = KINDS.index("mask"), KINDS.index("marker")
 
@@ -69,6 +73,7 @@ PROBLEM_CODES: dict[str, Severity] = {
     "duplicate_annotation": "warning",
     "track_frame_conflict": "warning",
     "box_outside_view": "warning",
+    "untrusted_frame": "warning",
 }
 
 
@@ -114,6 +119,22 @@ class Problem:
             "video_id": self.video_id,
             "annotation_id": self.annotation_id,
         }
+
+
+def untrusted_summary(meta: VideoMetadata) -> str | None:
+    """One line on a video's frames without a trustworthy picture, or None when it has none (or none known).
+
+    For example ``"video 't': 2 frames have no trustworthy picture (33..34: ...)"``.
+    """
+    n = meta.untrusted_count
+    if not n:
+        return None
+    frames = "1 frame has" if n == 1 else f"{n} frames have"
+    return (
+        f"video {meta.video_id!r}: {frames} no trustworthy picture ({ranges_text(meta.untrusted_frames or ())}: "
+        "they follow a decode error before the next keyframe, or their packet does not decode; the file may be "
+        "truncated or corrupt)"
+    )
 
 
 def _problem(code: str, message: str, video_id: str | None = None, annotation_id: int | None = None) -> Problem:
@@ -285,6 +306,19 @@ def validate_table(
         "box_out_of_frame",
         np.flatnonzero(outside),
         lambda i: f"box {box[i].tolist()} leaves the {int(W[i])}x{int(H[i])} frame",
+    )
+    untrusted = np.zeros(n, bool)
+    for vcode, meta in enumerate(metas):
+        if meta is not None and meta.untrusted_count:
+            rows = np.flatnonzero(spatial & (table.video == vcode) & ~bad)
+            untrusted[rows] = meta.untrusted_mask()[start[rows]]
+    emit(
+        "untrusted_frame",
+        np.flatnonzero(untrusted),
+        lambda i: (
+            f"{KINDS[kind[i]]} on frame {start[i]}, which has no trustworthy picture (the file may be truncated "
+            "or corrupt; the reader refuses the frame); FrameSamples and export leave this annotation out"
+        ),
     )
     is_mask = kind == _MASK
     if is_mask.any():
