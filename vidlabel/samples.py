@@ -83,6 +83,9 @@ class FrameSamples:
     frames : {"annotated", "all"}
         "annotated": frames with a selected annotation of a kind in ``kinds``;
         "all": every frame of the selected videos.
+        Either way frames without a trustworthy picture (the videos'
+        ``untrusted_frames``: a truncated or corrupt file) are left out, with
+        one warning; :meth:`describe` counts them.
     stride : int
         Keep every ``stride``-th frame of that list, per video: positions
         0, stride, 2 * stride, ... of each video's own frames, starting from
@@ -112,6 +115,13 @@ class FrameSamples:
         On a video id the release does not hold.
     ReleaseNotFoundError
         From the dataset, on an unknown release id.
+
+    Warns
+    -----
+    VidlabelWarning
+        Once, when rows lie outside their video's frames, and once when
+        annotations or frames lie on frames without a trustworthy picture
+        (naming the videos, the counts and the frames); both are left out.
 
     Notes
     -----
@@ -420,7 +430,10 @@ class FrameSamples:
             selection argument), ``class_names``, ``samples``, ``videos`` (samples
             per selected video), ``regions``, ``regions_per_class``,
             ``marker_frames_per_class`` (samples on which each marker label is
-            active), ``samples_without_regions``, ``rows_outside_video``.
+            active), ``samples_without_regions``, ``rows_outside_video``,
+            ``rows_on_untrusted_frames`` (selected box/mask annotations whose
+            frame has no trustworthy picture) and ``untrusted_frames_left_out``
+            (frames of the list, before ``stride``, left out for that reason).
         """
         lengths = self._sel.ix_hi - self._sel.ix_lo
         total = int(lengths.sum())
@@ -448,6 +461,8 @@ class FrameSamples:
             "marker_frames_per_class": {c: int(n) for c, n in zip(self._sel.class_names, marker_frames)},
             "samples_without_regions": int((lengths == 0).sum()),
             "rows_outside_video": self._sel.dropped,
+            "rows_on_untrusted_frames": self._sel.untrusted_rows,
+            "untrusted_frames_left_out": self._sel.untrusted_frames,
         }
 
     # -- pixels --------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning
 from vidlabel.geometry import view_boxes
 from vidlabel.release import Release
-from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, VideoMetadata, View
+from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, VideoMetadata, View, frame_ranges, ranges_text
 
 __all__ = [
     "BLOCK_FRAMES",
@@ -147,6 +147,14 @@ class Selection:
         (width, height) of the images of each video (the view's size, or the displayed frame's).
     dropped : int
         Rows left out because they lie outside their video's frames.
+    untrusted_rows : int
+        Selected box/mask rows on frames without a trustworthy picture (the
+        videos' ``untrusted_frames``); they stay in the regions (``sample``
+        gives them for an image supplied otherwise) but their frames are no
+        samples.
+    untrusted_frames : int
+        Frames of the sample list (before ``stride``) left out because they
+        have no trustworthy picture.
     rk_key : (K,) int64
         The distinct (video, frame) keys of the regions, ascending.
     rk_off : (K + 1,) int64
@@ -178,6 +186,8 @@ class Selection:
     videos: dict[str, VideoMetadata]
     image_sizes: np.ndarray
     dropped: int
+    untrusted_rows: int
+    untrusted_frames: int
     rk_key: np.ndarray
     rk_off: np.ndarray
     r_box: np.ndarray
@@ -333,6 +343,9 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
             VidlabelWarning,
             stacklevel=4,
         )
+    # Rows on frames without a trustworthy picture (the reader refuses those frames).
+    bad_masks = {c: videos[v].untrusted_mask() for c, v in enumerate(video_ids) if videos[v].untrusted_count}
+    untrusted_row_keys = key[_on_untrusted(key, bad_masks, len(video_ids))]
     boundary = np.empty(key.size + 1, bool)
     boundary[0] = boundary[-1] = True
     np.not_equal(key[1:], key[:-1], out=boundary[1:-1])
@@ -392,6 +405,10 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
             mframes = first + np.arange(int(n.sum()), dtype=np.int64)
             mkeys = (np.repeat(mk_video, n) << KEY_SHIFT) | mframes
             keys = np.union1d(keys, mkeys)
+    frames_untrusted = _on_untrusted(keys, bad_masks, len(video_ids))
+    _warn_untrusted(video_ids, untrusted_row_keys, keys[frames_untrusted])
+    if frames_untrusted.any():
+        keys = keys[~frames_untrusted]
     if opt["stride"] > 1 and keys.size:
         # Every Nth frame of each video's list, from that video's first frame in it.
         kv = keys >> KEY_SHIFT
@@ -419,6 +436,8 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         videos=videos,
         image_sizes=image_sizes,
         dropped=dropped,
+        untrusted_rows=int(untrusted_row_keys.size),
+        untrusted_frames=int(frames_untrusted.sum()),
         rk_key=rk_key,
         rk_off=rk_off,
         r_box=r_box,
@@ -438,6 +457,37 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         ix_hi=ix_hi,
         ix_pattern=ix_pattern,
         patterns=patterns,
+    )
+
+
+def _on_untrusted(keys: np.ndarray, masks: dict[int, np.ndarray], n_videos: int) -> np.ndarray:
+    """(K,) bool: which of the sorted ``keys`` lie on an untrusted frame (``masks``: video code -> (T,) bool)."""
+    out = np.zeros(keys.size, bool)
+    if not masks or not keys.size:
+        return out
+    edges = np.searchsorted(keys, np.arange(n_videos + 1, dtype=np.int64) << KEY_SHIFT)
+    for code, mask in masks.items():
+        a, b = int(edges[code]), int(edges[code + 1])
+        out[a:b] = mask[keys[a:b] & _FRAME_MASK]
+    return out
+
+
+def _warn_untrusted(video_ids: tuple[str, ...], row_keys: np.ndarray, frame_keys: np.ndarray) -> None:
+    """One warning for the rows and sample frames left out because their frame has no trustworthy picture."""
+    if not row_keys.size and not frame_keys.size:
+        return
+    parts = []
+    for code in np.union1d(row_keys >> KEY_SHIFT, frame_keys >> KEY_SHIFT).tolist():
+        frames = frame_keys[(frame_keys >> KEY_SHIFT) == code] & _FRAME_MASK
+        rows = int(((row_keys >> KEY_SHIFT) == code).sum())
+        where = f": {ranges_text(frame_ranges(frames))}" if frames.size else ""
+        parts.append(f"video {video_ids[code]!r}: {rows} annotations, {frames.size} frames{where}")
+    warnings.warn(
+        f"{row_keys.size} annotations and {frame_keys.size} frames without a trustworthy picture are left out of "
+        f"the samples ({'; '.join(parts)}): the reader refuses those frames (they follow a decode error before "
+        "the next keyframe; the file may be truncated or corrupt); validate reports them (untrusted_frame)",
+        VidlabelWarning,
+        stacklevel=5,
     )
 
 
