@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     if lost:
         print(f"  NOT STORED   {report.not_stored['box']} boxes and {report.not_stored['mask']} masks lie on frames "
               f"this export leaves out (stride/frames/view): {report.not_stored['by_video']}")  # fmt: skip
+        if report.not_stored.get("untrusted"):
+            print(f"               of them {report.not_stored['untrusted']} on frames without a trustworthy picture "
+                  f"(truncated or corrupt videos): {report.not_stored['untrusted_by_video']}")  # fmt: skip
     else:
         print("  annotations  every box and mask of the release lies on a stored frame")
     if first is not None:

@@ -9,7 +9,10 @@ the spec calls a frame cache. How it works:
   frames FrameSamples would sample. Regions (every box and mask row of the
   view) are stored per stored frame in the stored frame's pixels; markers
   become segments. Regions on frames that are not stored are counted in the
-  report (and warned about), never dropped silently.
+  report (and warned about), never dropped silently. Frames without a
+  trustworthy picture (a video's ``untrusted_frames``: a truncated or
+  corrupt file) are never stored, so the reader never has to decode them;
+  the annotations on them are reported apart from stride/frames/kinds.
 - **Frames are keyed by their pixels' inputs** (video content hash, view,
   output size, codec) plus chunking and the frame set, not by labels: a new
   release of the same videos reuses the stored frames (no decoding); a
@@ -38,14 +41,15 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.errors import OptionError, StoreError, VidlabelWarning
+from vidlabel.errors import OptionError, StoreError, VideoDecodeError, VidlabelWarning
+from vidlabel.exportreport import ExportReport, decode_failure, lost_reasons
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
 from vidlabel.release import Release
 from vidlabel.spec import KINDS, VideoMetadata, View
@@ -59,77 +63,8 @@ from vidlabel.store.writer import write_frames
 __all__ = ["ExportReport", "cache", "export"]
 
 _KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
-
-
-@dataclass
-class ExportReport:
-    """What an export did.
-
-    Attributes
-    ----------
-    out : str
-        The store folder.
-    format, codec : str
-    release_id : str or None
-    videos : int
-        Videos in the store.
-    samples : int
-        Stored frames (rows of ``/index``).
-    frames_decoded : int
-        Frames decoded from the videos by this run.
-    frames_copied : int
-        Frames taken from frames already stored (a different frame set).
-    frames_reused : int
-        Frames of units reused whole (nothing read or written).
-    videos_up_to_date : int
-        Videos already published identically (a resumed or repeated export).
-    not_stored : dict
-        Box/mask annotations whose frame is not stored (stride,
-        ``frames="annotated"`` with other ``kinds``): ``{"box": n, "mask": n,
-        "by_video": {video_id: n}, "annotation_ids": [...] (first 1000)}``.
-    markers_without_stored_frames : int
-        Markers none of whose frames is stored (still kept as segments).
-    rows_outside_video : int
-        Annotations whose frame lies outside their video (left out, as FrameSamples does).
-    seconds : float
-    size_bytes : int
-        Size of the store folder afterwards.
-    """
-
-    out: str
-    format: str
-    codec: str
-    release_id: str | None
-    videos: int = 0
-    samples: int = 0
-    frames_decoded: int = 0
-    frames_copied: int = 0
-    frames_reused: int = 0
-    videos_up_to_date: int = 0
-    not_stored: dict[str, Any] = field(default_factory=lambda: {"box": 0, "mask": 0, "by_video": {}})
-    markers_without_stored_frames: int = 0
-    rows_outside_video: int = 0
-    seconds: float = 0.0
-    size_bytes: int = 0
-
-    def summary(self) -> str:
-        """A few lines for the command line."""
-        fps = (self.frames_decoded + self.frames_copied) / self.seconds if self.seconds > 0 else 0.0
-        lines = [
-            f"store {self.out} ({self.format}, codec {self.codec}, release {self.release_id})",
-            f"{self.videos} videos, {self.samples} frames stored; decoded {self.frames_decoded}, "
-            f"copied {self.frames_copied}, reused {self.frames_reused}; {self.videos_up_to_date} videos up to date",
-            f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",
-        ]
-        lost = self.not_stored["box"] + self.not_stored["mask"]
-        if lost:
-            lines.append(
-                f"NOT STORED: {self.not_stored['box']} box and {self.not_stored['mask']} mask annotations lie on "
-                "frames this export does not store (stride / frames / kinds)"
-            )
-        if self.markers_without_stored_frames:
-            lines.append(f"{self.markers_without_stored_frames} markers have no stored frame (kept as segments)")
-        return "\n".join(lines)
+# FrameSamples' warning about frames without a trustworthy picture (export warns about them itself).
+_UNTRUSTED_LEFT_OUT = r".* without a trustworthy picture are left out of the samples"
 
 
 # -- planning ------------------------------------------------------------------------------------------------
@@ -205,7 +140,11 @@ def _regions(
     rel: Release, video_code: int, meta: VideoMetadata, view: View | None, view_code: int | None,
     size: tuple[int, int], output_size: tuple[int, int] | None, stored: np.ndarray,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:  # fmt: skip
-    """CSR regions over the stored frames, in stored pixels; plus what is not stored and rows outside the video."""
+    """CSR regions over the stored frames, in stored pixels; plus what is not stored and rows outside the video.
+
+    The not-stored dict counts ``box`` and ``mask`` rows, ``untrusted`` (those of them on frames without a
+    trustworthy picture) and lists their ``annotation_ids``.
+    """
     table = rel.table
     sel = (table.video == video_code) & (table.kind != _KIND_MARKER)
     if view_code is not None:
@@ -224,6 +163,7 @@ def _regions(
     not_stored = {
         "box": int((table.kind[lost_rows] == _KIND_BOX).sum()),
         "mask": int((table.kind[lost_rows] == _KIND_MASK).sum()),
+        "untrusted": int(meta.untrusted_mask()[frames[~found]].sum()) if meta.untrusted_count else 0,
         "annotation_ids": table.annotation_id[lost_rows].tolist(),
     }
     rows, pos = rows[found], pos[found]
@@ -514,9 +454,11 @@ def export(
     rel = _resolve_release(ds, release)
     dataset_path = str(getattr(ds, "path", "")) or rel.info.get("dataset")
     options = {"view_id": view_id, "kinds": tuple(kinds), "frames": frames, "stride": stride}
-    selection = FrameSamples.from_release(rel, dataset_path=dataset_path, **options)
-    if frames == "all":
-        annotated = FrameSamples.from_release(rel, view_id=view_id, kinds=tuple(kinds)).index
+    with warnings.catch_warnings():  # the export's own warning below says it, with the stride/kinds losses
+        warnings.filterwarnings("ignore", _UNTRUSTED_LEFT_OUT, VidlabelWarning)
+        selection = FrameSamples.from_release(rel, dataset_path=dataset_path, **options)
+        if frames == "all":
+            annotated = FrameSamples.from_release(rel, view_id=view_id, kinds=tuple(kinds)).index
     view = selection.view
     table = rel.table
     view_code = None
@@ -562,6 +504,9 @@ def export(
                 n_lost = lost["box"] + lost["mask"]
                 report.not_stored["box"] += lost["box"]
                 report.not_stored["mask"] += lost["mask"]
+                report.not_stored["untrusted"] += lost["untrusted"]
+                if lost["untrusted"]:
+                    report.not_stored["untrusted_by_video"][video_id] = lost["untrusted"]
                 if n_lost:
                     report.not_stored["by_video"][video_id] = n_lost
                     ids = report.not_stored.setdefault("annotation_ids", [])
@@ -580,15 +525,20 @@ def export(
             attrs["labels_key"] = digest("labels", attrs, *[arrays[k] for k in sorted(arrays)])
             plans.append(_VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays))
 
+        report.untrusted_frames = selection.describe()["untrusted_frames_left_out"]
         lost_total = report.not_stored["box"] + report.not_stored["mask"]
-        if lost_total:
-            warnings.warn(
-                f"export to {str(folder)!r}: {report.not_stored['box']} box and {report.not_stored['mask']} mask "
-                f"annotations lie on frames this export does not store (stride={stride}, frames={frames!r}, "
-                f"kinds={list(kinds)}); they are not in the store (ExportReport.not_stored lists them)",
-                VidlabelWarning,
-                stacklevel=2,
-            )
+        if lost_total or report.untrusted_frames:
+            parts = []
+            if lost_total:
+                why = lost_reasons(report.not_stored, f"stride={stride}, frames={frames!r}, kinds={list(kinds)}")
+                parts.append(
+                    f"{report.not_stored['box']} box and {report.not_stored['mask']} mask annotations lie on frames "
+                    f"this export does not store ({why}); they are not in the store (ExportReport.not_stored lists "
+                    "them)"
+                )
+            if report.untrusted_frames:
+                parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
+            warnings.warn(f"export to {str(folder)!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=2)
 
         # What to do per video.
         units = backend.frames_units()
@@ -668,6 +618,8 @@ def export(
                 report.frames_decoded += counts["decoded"]
                 report.frames_copied += counts["copied"]
                 publish_videos(key)
+        except VideoDecodeError as err:
+            raise decode_failure(err, rel, folder, dataset_path) from err
         finally:
             if bar is not None:
                 bar.close()

@@ -1,0 +1,148 @@
+"""What an export did (:class:`ExportReport`), and the words for what it could not do."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vidlabel.errors import VideoDecodeError
+from vidlabel.release import Release
+
+__all__ = ["ExportReport", "decode_failure", "lost_reasons"]
+
+
+@dataclass
+class ExportReport:
+    """What an export did.
+
+    Attributes
+    ----------
+    out : str
+        The store folder.
+    format, codec : str
+    release_id : str or None
+    videos : int
+        Videos in the store.
+    samples : int
+        Stored frames (rows of ``/index``).
+    frames_decoded : int
+        Frames decoded from the videos by this run.
+    frames_copied : int
+        Frames taken from frames already stored (a different frame set).
+    frames_reused : int
+        Frames of units reused whole (nothing read or written).
+    videos_up_to_date : int
+        Videos already published identically (a resumed or repeated export).
+    not_stored : dict
+        Box/mask annotations whose frame is not stored: ``{"box": n, "mask": n,
+        "untrusted": n, "untrusted_by_video": {video_id: n}, "by_video":
+        {video_id: n}, "annotation_ids": [...] (first 1000)}``. ``box`` and
+        ``mask`` count them all; ``untrusted`` counts those whose frame has no
+        trustworthy picture (the video's ``untrusted_frames``: never stored);
+        the rest are left out by ``stride``, or by ``frames="annotated"`` with
+        other ``kinds``.
+    untrusted_frames : int
+        Frames of the frame list (before ``stride``) left out because they have
+        no trustworthy picture.
+    markers_without_stored_frames : int
+        Markers none of whose frames is stored (still kept as segments).
+    rows_outside_video : int
+        Annotations whose frame lies outside their video (left out, as FrameSamples does).
+    seconds : float
+    size_bytes : int
+        Size of the store folder afterwards.
+    """
+
+    out: str
+    format: str
+    codec: str
+    release_id: str | None
+    videos: int = 0
+    samples: int = 0
+    frames_decoded: int = 0
+    frames_copied: int = 0
+    frames_reused: int = 0
+    videos_up_to_date: int = 0
+    not_stored: dict[str, Any] = field(
+        default_factory=lambda: {"box": 0, "mask": 0, "untrusted": 0, "untrusted_by_video": {}, "by_video": {}}
+    )
+    untrusted_frames: int = 0
+    markers_without_stored_frames: int = 0
+    rows_outside_video: int = 0
+    seconds: float = 0.0
+    size_bytes: int = 0
+
+    def summary(self) -> str:
+        """A few lines for the command line."""
+        fps = (self.frames_decoded + self.frames_copied) / self.seconds if self.seconds > 0 else 0.0
+        lines = [
+            f"store {self.out} ({self.format}, codec {self.codec}, release {self.release_id})",
+            f"{self.videos} videos, {self.samples} frames stored; decoded {self.frames_decoded}, "
+            f"copied {self.frames_copied}, reused {self.frames_reused}; {self.videos_up_to_date} videos up to date",
+            f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",
+        ]
+        lost = self.not_stored["box"] + self.not_stored["mask"]
+        if lost:
+            lines.append(
+                f"NOT STORED: {self.not_stored['box']} box and {self.not_stored['mask']} mask annotations lie on "
+                f"frames this export does not store ({lost_reasons(self.not_stored)})"
+            )
+        if self.untrusted_frames:
+            lines.append(
+                f"{self.untrusted_frames} frames without a trustworthy picture left out (truncated or corrupt "
+                "video files; `vidlabel validate` reports the annotations on them as untrusted_frame)"
+            )
+        if self.markers_without_stored_frames:
+            lines.append(f"{self.markers_without_stored_frames} markers have no stored frame (kept as segments)")
+        return "\n".join(lines)
+
+
+def lost_reasons(not_stored: dict[str, Any], other: str = "stride / frames / kinds") -> str:
+    """Why annotations are not stored, in words: how many lie on untrusted frames, how many on others."""
+    untrusted = int(not_stored.get("untrusted", 0))
+    if not untrusted:
+        return other
+    rest = not_stored["box"] + not_stored["mask"] - untrusted
+    parts = []
+    if untrusted:
+        videos = ", ".join(repr(v) for v in not_stored.get("untrusted_by_video", {}))
+        parts.append(
+            f"{untrusted} on frames without a trustworthy picture in video {videos}: the file is truncated or "
+            "corrupt, the reader refuses those frames"
+        )
+    if rest:
+        parts.append(f"{rest} by {other}")
+    return "; ".join(parts)
+
+
+def decode_failure(err: VideoDecodeError, rel: Release, folder: Path, dataset: str | None) -> VideoDecodeError:
+    """The error for a frame the reader refused during an export: why a rerun cannot help, and what does."""
+    meta = rel.videos.get(err.video_id or "")
+    vid = err.video_id if meta is None else meta.video_id
+    file = err.path or (meta.uri if meta is not None else None)
+    command = " ".join(
+        shlex.quote(str(x)) for x in ("vidlabel", "add-video", dataset or "DATASET", file or "FILE", "--video-id", vid)
+    )
+    redo = (
+        f"re-register the video (`{command} --replace`, or Dataset.update_video(probe(FILE, video_id={vid!r}))), "
+        "build a new release and export that; the annotations on frames without a trustworthy picture are then "
+        "reported, not stored"
+    )
+    if meta is not None and meta.untrusted_frames is None:
+        why = (
+            f"Video {vid!r} was registered before vidlabel recorded which frames have no trustworthy picture, "
+            "so this export could not leave them out, and running it again fails the same way"
+        )
+    else:
+        why = (
+            f"Probe did not find this frame of video {vid!r} untrusted when the video was registered: the file "
+            "may have changed or been damaged since, and running this export again fails the same way"
+        )
+    return VideoDecodeError(
+        f"export to {str(folder)!r} stopped: {err}. {why}. To export it: {redo}. (The store is left incomplete; "
+        "the videos already written are kept and reused by the next export to this folder.)",
+        path=err.path,
+        video_id=err.video_id,
+    )
