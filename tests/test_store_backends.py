@@ -217,3 +217,22 @@ def test_plain_zarr_reads_the_layout(tmp_path: Path, codec: str) -> None:
     assert np.abs(got.astype(int) - np.stack(frames)).max() <= tolerance(codec)
     assert root["videos/cam"].attrs["fps"] == {"num": 25, "den": 1}
     assert root["videos/cam/regions/row_offsets"].shape == (4,)
+
+
+@pytest.mark.parametrize("chunk_frames", [1, 3])
+def test_hdf5_uncompressed_chunks_are_copied_from_a_memory_map(tmp_path: Path, chunk_frames: int) -> None:
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    frames = noisy_frames(7, seed=3)
+    write_unit(backend, "u1", frames, "none", chunk_frames)
+    reader = backend.open_frames_unit("u1")
+    try:
+        assert reader._offsets is not None and bool((reader._offsets >= 0).all())  # every chunk mapped
+        mapped = read_all(reader)
+        reader._offsets = None  # the read_direct_chunk path, as for a file whose offsets are unknown
+        direct = read_all(reader)
+    finally:
+        reader.close()
+    assert np.array_equal(mapped, np.stack(frames)) and np.array_equal(direct, np.stack(frames))
+    with h5py.File(tmp_path / "out" / "frames" / "u1.h5", "r") as f:  # plain h5py agrees
+        assert np.array_equal(f["frames"][:], np.stack(frames))
