@@ -159,6 +159,8 @@ def check_case(path: Path, truth: dict[str, Any], seed: int) -> tuple[Tally, str
         tally.flagged += len(flagged)
         if use_index and flagged:
             notes.append(f"flagged {flagged[0]}..{flagged[-1]} ({len(flagged)})")
+        if use_index and flagged != np.flatnonzero(meta.untrusted_mask()).tolist():
+            tally.fail(f"probe's untrusted_frames {meta.untrusted_frames} differ from the frames the reader refuses")
     if name.startswith("B9_corrupt"):
         if tally.flagged and not all(25 <= n <= 44 for n in flagged):
             tally.fail(f"flagged frames outside 25..44: {flagged}")
