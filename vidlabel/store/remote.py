@@ -17,8 +17,8 @@ to a URL (it raises :class:`~vidlabel.errors.OptionError`). Export to a local
 folder with ``format="zarr"`` and :func:`upload` it (``vidlabel upload STORE URL``).
 The upload:
 
-1. holds the local store's writer lock (no export can change it meanwhile)
-   and refuses an incomplete or HDF5 store;
+1. holds the local store's writer lock (no export can change it meanwhile;
+   a read-only folder needs none) and refuses an incomplete or HDF5 store;
 2. puts a root ``zarr.json`` with ``complete: false`` first, so readers refuse
    the store while it changes;
 3. puts each video's arrays and chunks, then that video's group ``zarr.json``
@@ -42,6 +42,7 @@ configuration (e.g. the ``FSSPEC_S3_*`` environment variables).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -434,7 +435,10 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
     from vidlabel.store._fs import StoreLock
     from vidlabel.store.framestore import _check_root, backend_for
 
-    with StoreLock(folder):
+    lock: Any = StoreLock(folder)
+    if not os.access(folder, os.W_OK):
+        lock = contextlib.nullcontext()  # a read-only folder: no export can change it either
+    with lock:
         backend = backend_for(folder)
         if backend.name != "zarr":
             raise StoreError(
