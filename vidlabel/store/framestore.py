@@ -501,16 +501,26 @@ class FrameStore:
 
     # -- frames ------------------------------------------------------------------------------------------------
 
-    def read_rows(self, video_id: str, rows: Sequence[int]) -> list[np.ndarray]:
+    def read_rows(
+        self, video_id: str, rows: Sequence[int], out: Sequence[np.ndarray] | None = None
+    ) -> list[np.ndarray]:
         """Stored frames of one video by row, in the order asked (repeats allowed).
 
         Each chunk is read once; chunks of several frames go through the chunk
         cache; chunks of lossy/compressed codecs are decoded on a thread pool.
 
+        Parameters
+        ----------
+        video_id : str
+        rows : sequence of int
+        out : sequence of (H, W, 3) uint8 arrays, optional
+            Where to put each frame (C-contiguous, one per row; a batch
+            buffer's rows): one-frame chunks are decoded straight into them.
+
         Returns
         -------
         list of (H, W, 3) uint8
-            Fresh, writable arrays.
+            Fresh, writable arrays (``out``'s when given).
 
         Raises
         ------
@@ -531,23 +541,32 @@ class FrameStore:
         by_chunk: dict[int, list[int]] = {}
         for k, r in enumerate(rows):
             by_chunk.setdefault(r // cf, []).append(k)
-        out: list[np.ndarray | None] = [None] * len(rows)
+        if out is not None and (
+            len(out) != len(rows) or any(o.shape != tuple(reader.shape[1:]) or o.dtype != np.uint8 for o in out)
+        ):
+            raise OptionError(f"read_rows: out must hold {len(rows)} arrays of shape {reader.shape[1:]} uint8")
+        got: list[np.ndarray | None] = [None] * len(rows)
+
+        def dest(k: int) -> np.ndarray:
+            return np.empty(reader.shape[1:], np.uint8) if out is None else out[k]
 
         def load(c: int) -> None:
             ks = by_chunk[c]
             if cf == 1:
-                buf = np.empty((1, *reader.shape[1:]), np.uint8)
-                reader.read_chunk(c, buf)
-                out[ks[0]] = buf[0]
+                first = dest(ks[0])
+                reader.read_chunk(c, first[None])
+                got[ks[0]] = first
                 for k in ks[1:]:
-                    out[k] = buf[0].copy()
+                    got[k] = copy = dest(k)
+                    np.copyto(copy, first)
                 return
             key = (str(reader_path(reader)), c)
             chunk = state.cache.get(key)
             if chunk is None:
                 chunk = state.cache.put(key, reader.read_chunk(c))
             for k in ks:
-                out[k] = chunk[rows[k] - c * cf].copy()
+                got[k] = copy = dest(k)
+                np.copyto(copy, chunk[rows[k] - c * cf])
 
         chunks = list(by_chunk)
         if len(chunks) > 1:  # a store at a URL fetches the chunks it needs concurrently (no-op for local files)
@@ -561,7 +580,7 @@ class FrameStore:
         else:
             for c in chunks:
                 load(c)
-        return out  # type: ignore[return-value]
+        return got  # type: ignore[return-value]
 
     def read_row(self, video_id: str, row: int) -> np.ndarray:
         """One stored frame by row: (H, W, 3) uint8."""

@@ -250,15 +250,28 @@ class StoreSamples:
         video_id, row = self.locate(j)
         return self.sample_row(video_id, row)
 
-    def samples(self, js: Sequence[int]) -> list[dict[str, Any]]:
-        """Several samples, their frames read grouped by video and chunk (each chunk once)."""
+    def frame_sizes(self, js: Sequence[int]) -> list[tuple[int, int]]:
+        """(width, height) of the stored frames of samples ``js``."""
+        return [
+            (t.width, t.height) for t in (self._targets(video_id) for video_id, _row in (self.locate(j) for j in js))
+        ]
+
+    def samples(self, js: Sequence[int], out: np.ndarray | None = None) -> list[dict[str, Any]]:
+        """Several samples, their frames read grouped by video and chunk (each chunk once).
+
+        ``out``, a C-contiguous (len(js), H, W, 3) uint8 array (all frames of
+        one size, see :meth:`frame_sizes`), receives the frames: each sample's
+        ``image`` is then ``out[k]``, a view.
+        """
         located = [self.locate(j) for j in js]
         by_video: dict[str, list[int]] = {}
         for k, (video_id, _row) in enumerate(located):
             by_video.setdefault(video_id, []).append(k)
         images: list[np.ndarray | None] = [None] * len(located)
         for video_id, ks in by_video.items():
-            for k, img in zip(ks, self.store.read_rows(video_id, [located[k][1] for k in ks])):
+            rows = [located[k][1] for k in ks]
+            dest = None if out is None else [out[k] for k in ks]
+            for k, img in zip(ks, self.store.read_rows(video_id, rows, dest)):
                 images[k] = img
         return [self.sample_row(v, r, image=img) for (v, r), img in zip(located, images)]
 

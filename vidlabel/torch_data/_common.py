@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from vidlabel.errors import OptionError
+from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
 
 __all__ = ["RAGGED_KEYS", "collate_frames", "rank_and_world", "to_torch_sample", "worker_and_count", "worker_info"]
 
@@ -123,12 +124,43 @@ def _channels_last_view(t: torch.Tensor) -> bool:
     return t.dim() == 3 and t.device.type == "cpu" and not t.requires_grad and t.permute(1, 2, 0).is_contiguous()
 
 
+def _rows_of_one_buffer(values: list[torch.Tensor]) -> torch.Tensor | None:
+    """The (B, H, W, C) tensor whose rows, in order, are exactly ``values`` (channels-last (C, H, W) views of
+    one storage that it fills from its start), or None."""
+    first = values[0]
+    storage = first.untyped_storage()
+    c, h, w = first.shape
+    step = c * h * w
+    if storage.nbytes() != len(values) * step * first.element_size():
+        return None
+    ptr = storage.data_ptr()
+    for k, v in enumerate(values):
+        if v.untyped_storage().data_ptr() != ptr or v.storage_offset() != k * step or v.shape != first.shape:
+            return None
+    return torch.empty(0, dtype=first.dtype).set_(storage, 0, (len(values), h, w, c), (h * w * c, w * c, c, 1))
+
+
 def _stack(values: list[torch.Tensor]) -> torch.Tensor:
     """Stack same-shape tensors; channels-last image views are stacked in NumPy (one memcpy each)
-    into a (B, C, H, W) ``torch.channels_last`` tensor, which torch.stack would copy slowly."""
+    into a (B, C, H, W) ``torch.channels_last`` tensor, which torch.stack would copy slowly. In a
+    DataLoader worker, images go into a reusable shared-memory slab (:mod:`vidlabel.torch_data._shm`)."""
     if values[0].dim() == 3 and values[0].shape[0] > 1 and all(_channels_last_view(v) for v in values):
-        hwc = np.stack([v.permute(1, 2, 0).numpy() for v in values])
-        return torch.from_numpy(hwc).permute(0, 3, 1, 2)
+        whole = _rows_of_one_buffer(values)
+        if whole is not None:  # StoreFrames read the batch into one buffer: hand it over as it is
+            slab = slab_of(whole)
+            batch = whole.permute(0, 3, 1, 2)
+            return batch if slab is None else slab.tensor(batch)
+        arrays = [v.permute(1, 2, 0).numpy() for v in values]
+        shape = (len(arrays), *arrays[0].shape)
+        slab = take_slab(shape, arrays[0].dtype)  # in a DataLoader worker: a reusable shared-memory slab
+        if slab is None:
+            return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+        try:
+            np.stack(arrays, out=slab.array)
+        except BaseException:
+            slab.release()
+            raise
+        return slab.tensor(torch.from_numpy(slab.array).permute(0, 3, 1, 2))
     return torch.stack(values)
 
 
@@ -161,6 +193,10 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     Keys are those of the first sample. NumPy arrays are converted to tensors first.
 
+    In a DataLoader worker, images go into reusable shared-memory slabs and
+    small tensors travel by value inside the message
+    (:mod:`vidlabel.torch_data._shm`): the main process receives plain tensors.
+
     Raises
     ------
     OptionError
@@ -178,13 +214,13 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         first = values[0]
         if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
-                out[key] = _stack(values)
+                out[key] = by_value(_stack(values))
             else:
-                out[key] = _ragged(values)
+                out[key] = ragged_by_value(_ragged(values))
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-            out[key] = torch.tensor([int(v) for v in values], dtype=torch.int64)
+            out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
         elif all(isinstance(v, (float, np.floating)) for v in values):
-            out[key] = torch.tensor([float(v) for v in values], dtype=torch.float32)
+            out[key] = by_value(torch.tensor([float(v) for v in values], dtype=torch.float32))
         else:
             out[key] = values
     return out

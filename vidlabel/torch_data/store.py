@@ -14,12 +14,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
 from vidlabel.readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.torch_data._common import rank_and_world, to_torch_sample, worker_and_count
+from vidlabel.torch_data._shm import take_slab
 
 __all__ = ["StoreFrames", "StoreStream"]
 
@@ -111,7 +113,12 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
     -----
     A DataLoader with ``batch_size`` calls :meth:`__getitems__`, which reads
     the batch grouped by video and chunk (each chunk once; compressed and
-    JPEG chunks decoded on a thread pool).
+    JPEG chunks decoded on a thread pool) straight into one (B, H, W, 3)
+    buffer when its frames share a size: each sample's ``image`` is a view
+    of it (keeping one sample keeps the batch's buffer), and
+    :func:`~vidlabel.torch_data.collate_frames` then returns that buffer as
+    the batch without a copy. In a DataLoader worker the buffer is a
+    reusable shared-memory slab (:mod:`vidlabel.torch_data._shm`).
     """
 
     def __init__(
@@ -141,7 +148,31 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return self._finish(self.samples.sample(int(i)))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        return [self._finish(s) for s in self.samples.samples([int(i) for i in indices])]
+        js = [int(i) for i in indices]
+        batch = self._batch_images(js)
+        if batch is None:
+            return [self._finish(s) for s in self.samples.samples(js)]
+        array, tensor = batch
+        samples = self.samples.samples(js, out=array)
+        for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
+            sample["image"] = tensor[k].permute(2, 0, 1)
+        return [self._finish(s) for s in samples]
+
+    def _batch_images(self, js: list[int]) -> tuple[np.ndarray, torch.Tensor] | None:
+        """One (B, H, W, 3) uint8 buffer for a batch whose frames share a size (in a DataLoader worker, a
+        reusable shared-memory slab), and a tensor over it; None for a single sample or mixed sizes."""
+        if len(js) < 2:
+            return None
+        sizes = set(self.samples.frame_sizes(js))
+        if len(sizes) != 1:
+            return None
+        ((width, height),) = sizes
+        shape = (len(js), height, width, 3)
+        slab = take_slab(shape)
+        if slab is None:
+            array = np.empty(shape, np.uint8)
+            return array, torch.from_numpy(array)
+        return slab.array, torch.from_numpy(slab.array)
 
     def __repr__(self) -> str:
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"

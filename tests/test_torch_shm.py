@@ -1,0 +1,193 @@
+"""The shared-memory slab pool that DataLoader workers hand image batches over with (vidlabel.torch_data._shm).
+
+What must hold: batches through workers equal batches without workers (fork and spawn, every codec), a
+slab is never refilled while any view of its batch lives in the main process, slabs are reused once
+batches are dropped, and the pool can be turned off.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from tests.media import read_frame_number
+from tests.test_store_support import make_dataset
+from vidlabel import Dataset, export
+from vidlabel.errors import OptionError
+from vidlabel.torch_data import StoreFrames, _shm, collate_frames
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
+    root = tmp_path_factory.mktemp("torch_shm")
+    ds = make_dataset(root, videos=("a", "b"), n_frames=24)
+    every = ("box", "mask", "marker")
+    export(ds, root / "none", kinds=every, progress=False)
+    export(ds, root / "zstd4", format="zarr", codec="zstd", chunk_frames=4, kinds=every, progress=False)
+    export(ds, root / "jpeg", codec="jpeg", kinds=every, progress=False)
+    return root, ds
+
+
+@pytest.fixture(autouse=True)
+def _pool_for_small_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The test clips are 64x48: let every image batch take a slab (workers read the environment).
+    monkeypatch.setenv("VIDLABEL_SHM_POOL_MIN_BYTES", "0")
+    monkeypatch.delenv("VIDLABEL_SHM_POOL", raising=False)
+    for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def loader(dataset: Any, workers: int, context: str | None = None, batch_size: int = 4) -> DataLoader:
+    sampler = torch.utils.data.RandomSampler(dataset, generator=torch.Generator().manual_seed(7))
+    return DataLoader(
+        dataset, batch_size=batch_size, sampler=sampler, num_workers=workers, collate_fn=collate_frames,
+        multiprocessing_context=context if workers else None,
+    )  # fmt: skip
+
+
+def assert_same_batch(got: dict[str, Any], want: dict[str, Any]) -> None:
+    assert set(got) == set(want)
+    for key, value in want.items():
+        other = got[key]
+        if isinstance(value, torch.Tensor):
+            assert type(other) is torch.Tensor and other.dtype == value.dtype and torch.equal(other, value), key
+        elif isinstance(value, list) and value and isinstance(value[0], torch.Tensor):
+            assert len(other) == len(value), key
+            for a, b in zip(other, value):
+                assert type(a) is torch.Tensor and a.dtype == b.dtype and torch.equal(a, b), key
+        else:
+            assert other == value, key
+
+
+@pytest.mark.parametrize(("context", "batch_size"), [("fork", 1), ("fork", 4), ("spawn", 4)])
+@pytest.mark.parametrize("store_name", ["none", "zstd4", "jpeg"])
+def test_batches_through_workers_equal_batches_without_and_survive_being_kept(
+    stores: tuple[Path, Dataset], store_name: str, context: str, batch_size: int
+) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / store_name, with_masks=True)
+    want = list(loader(frames, 0, batch_size=batch_size))
+    got = list(loader(frames, 2, context, batch_size=batch_size))  # every batch kept in a list
+    assert len(got) == len(want) > 0
+    if batch_size == 1:
+        assert len(got) > 2 * _shm.MAX_SLABS  # more batches kept than both pools hold: the fallback is used too
+    for g, w in zip(got, want):
+        assert_same_batch(g, w)
+        # the generator draws each frame's number in its pixels: the right frame, independently of the store
+        numbers = [read_frame_number(img.permute(1, 2, 0).numpy()) for img in g["image"]]
+        assert numbers == g["frame_index"].tolist()
+
+
+def test_slabs_are_reused_once_batches_are_dropped(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    want = list(loader(frames, 0, batch_size=2))
+    before = set(_shm._MAPPED)
+    count = 0
+    for g, w in zip(loader(frames, 2, "fork", batch_size=2), want):
+        assert_same_batch(g, w)  # checked on arrival, then dropped
+        count += 1
+    pools = {t: e for t, e in _shm._MAPPED.items() if t not in before}
+    assert count == len(want) >= 10 and len(pools) == 2  # one pool per worker
+    slabs = sum(len(e["slabs"]) for e in pools.values())
+    assert 2 <= slabs < count  # every batch through a few slabs
+
+
+def test_a_view_kept_from_a_batch_keeps_its_slab(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    want = [b["image"][-1].clone() for b in loader(frames, 0, batch_size=2)]
+    kept = []
+    for batch in loader(frames, 2, "fork", batch_size=2):
+        kept.append(batch["image"][-1])  # a view into the slab; the batch itself is dropped
+        del batch
+        gc.collect()
+    assert len(kept) == len(want)
+    for k, w in zip(kept, want):
+        assert torch.equal(k, w)
+
+
+def test_the_pool_can_be_turned_off(stores: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = stores
+    monkeypatch.setenv("VIDLABEL_SHM_POOL", "0")
+    frames = StoreFrames(root / "none")
+    before = set(_shm._MAPPED)
+    for g, w in zip(loader(frames, 2, "fork"), loader(frames, 0)):
+        assert_same_batch(g, w)
+    assert set(_shm._MAPPED) == before
+
+
+def test_collate_returns_the_batch_buffer_storeframes_read_into_without_a_copy(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    samples = frames.__getitems__([3, 0, 7])
+    batch = collate_frames(samples)
+    assert batch["image"].data_ptr() == samples[0]["image"].data_ptr()
+    assert batch["image"].is_contiguous(memory_format=torch.channels_last)
+    for k, i in enumerate([3, 0, 7]):
+        assert torch.equal(batch["image"][k], frames[i]["image"])
+    mixed = collate_frames([frames[3], frames[0]])  # separate reads: stacked (one copy)
+    assert mixed["image"].data_ptr() not in (frames[3]["image"].data_ptr(),)
+    assert torch.equal(mixed["image"], batch["image"][:2])
+
+
+def test_slabs_outside_workers_and_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _shm.take_slab((4, 8, 8, 3)) is None  # not in a DataLoader worker
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+    monkeypatch.setattr(_shm, "_POOL", None)
+    slab = _shm.take_slab((4, 8, 8, 3))
+    assert slab is not None and slab.array.shape == (4, 8, 8, 3) and slab.pool.in_use[slab.index] == 1
+    pool, index = slab.pool, slab.index
+    del slab
+    gc.collect()
+    assert pool.in_use[index] == 0  # dropped in the worker without being handed over: back in the pool
+    again = _shm.take_slab((2, 8, 8, 3))
+    assert again is not None and again.index == index  # reused (large enough)
+    tensor = again.tensor(torch.from_numpy(again.array))
+    first = tensor.__reduce_ex__(2)[1]
+    second = tensor.__reduce_ex__(2)[1]
+    assert first[3] is not None and second[3] is None  # the slab's storage travels once
+    del again, tensor
+    gc.collect()
+    assert pool.in_use[index] == 1  # handed over: only the receiving process gives it back
+    monkeypatch.setenv("VIDLABEL_SHM_POOL", "off")
+    assert _shm.take_slab((4, 8, 8, 3)) is None
+
+
+def test_small_tensors_travel_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    t = torch.arange(6, dtype=torch.int64)
+    assert _shm.by_value(t) is t  # not in a worker
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+    small = _shm.by_value(t)
+    assert type(pickle.loads(pickle.dumps(small))) is torch.Tensor
+    assert torch.equal(pickle.loads(pickle.dumps(small)), t)
+    parts = list(torch.split(torch.arange(10, dtype=torch.float32).reshape(5, 2), [2, 0, 3]))
+    ragged = _shm.ragged_by_value(parts)
+    back = pickle.loads(pickle.dumps(ragged))
+    assert type(back) is list and [tuple(p.shape) for p in back] == [(2, 2), (0, 2), (3, 2)]
+    assert all(torch.equal(a, b) for a, b in zip(back, parts))
+    big = torch.zeros(_shm.MIN_POOLED_BYTES, dtype=torch.uint8)
+    assert _shm.by_value(big) is big  # large: the shared-memory way
+    assert type(_shm.ragged_by_value([big[:10], big[10:]])) is list
+
+
+def test_read_rows_into_given_arrays(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "zstd4")
+    store, video_id = frames.store, frames.index[0][0]
+    out = np.zeros((3, 48, 64, 3), np.uint8)
+    got = store.read_rows(video_id, [2, 0, 2], out=list(out))
+    assert all(np.shares_memory(g, o) for g, o in zip(got, out))
+    for k, row in enumerate([2, 0, 2]):
+        assert np.array_equal(out[k], store.read_row(video_id, row))
+    with pytest.raises(OptionError, match=r"read_rows: out must hold 3 arrays of shape \(48, 64, 3\) uint8"):
+        store.read_rows(video_id, [2, 0, 2], out=list(out[:2]))
+    with pytest.raises(OptionError, match=r"read_rows: out must hold 1 arrays of shape \(48, 64, 3\) uint8"):
+        store.read_rows(video_id, [1], out=[np.zeros((48, 64, 3), np.float32)])

@@ -1,0 +1,315 @@
+"""Reusable shared-memory slabs for the image batches DataLoader workers hand to the main process.
+
+torch hands a worker's batch over by moving each tensor into a fresh
+shared-memory segment, which the main process maps and unmaps again. For
+720p frames the fresh pages are what costs: filling a new segment took about
+4.8 ms per frame on our 2-core VMs against 0.5 ms for a copy into memory
+already touched (``scripts/bench_store.py`` prints torch's own hand-over as a
+control), so 2 workers delivered full frames slower than 0 workers.
+
+:func:`collate_frames <vidlabel.torch_data.collate_frames>` therefore stacks
+a worker's images into a slab of this process's :class:`SlabPool`. The slab
+travels to the main process once (torch's own storage sharing, a file
+descriptor); afterwards a batch names its slab only. In the main process the
+batch tensor is a view of the mapped slab whose lifetime is tracked: when the
+last view of the batch is gone, a flag in a shared byte array gives the slab
+back to the worker, which fills it again. A slab is therefore never refilled
+while any tensor of its batch is alive, however long the training loop keeps
+it. When every slab is in use (a loop that keeps many batches), the worker
+falls back to torch's plain hand-over, so nothing blocks.
+
+Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import uuid
+import weakref
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "MAX_SLAB_BYTES",
+    "MAX_SLABS",
+    "MIN_POOLED_BYTES",
+    "Slab",
+    "SlabPool",
+    "by_value",
+    "ragged_by_value",
+    "slab_of",
+    "take_slab",
+]
+
+#: Slabs per worker process.
+MAX_SLABS = 8
+#: Bytes of all slabs of one worker process together.
+MAX_SLAB_BYTES = 512 * 2**20
+#: Batch tensors from this size up go into slabs (``VIDLABEL_SHM_POOL_MIN_BYTES`` overrides it); tensors
+#: below it travel by value inside the message (a fresh segment per tensor costs more than their bytes).
+MIN_POOLED_BYTES = 2**20
+
+
+def _min_pooled_bytes() -> int:
+    value = os.environ.get("VIDLABEL_SHM_POOL_MIN_BYTES", "").strip()
+    return int(value) if value.isdigit() else MIN_POOLED_BYTES
+
+
+def _enabled() -> bool:
+    return os.environ.get("VIDLABEL_SHM_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
+    """A writable uint8 NumPy view of a CPU storage's memory (no copy)."""
+    return torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+
+
+class SlabPool:
+    """The slabs of one DataLoader worker process (created lazily, one per process).
+
+    Attributes
+    ----------
+    token : str
+        Names this pool in the main process (random, so a later worker with the same pid is another pool).
+    slabs : list of torch.UntypedStorage
+        Shared-memory slabs; ``in_use[i]`` is 1 from the moment slab ``i`` is filled until the main process
+        has dropped the last view of the batch it carried.
+    """
+
+    def __init__(self) -> None:
+        self.token = uuid.uuid4().hex
+        self.pid = os.getpid()
+        self.flags = torch.UntypedStorage._new_shared(MAX_SLABS)
+        self.in_use = _bytes_view(self.flags)
+        self.in_use[:] = 0
+        self.slabs: list[torch.UntypedStorage] = []
+        self.sent: list[bool] = []
+        self.flags_sent = False
+        self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
+
+    def take(self, nbytes: int) -> int | None:
+        """A free slab of at least ``nbytes`` (marked in use), or None when none is free and no new one fits."""
+        best = None
+        for i, slab in enumerate(self.slabs):
+            if self.in_use[i] == 0 and slab.nbytes() >= nbytes and (best is None or slab.nbytes() < best[1]):
+                best = (i, slab.nbytes())
+        if best is not None:
+            self.in_use[best[0]] = 1
+            return best[0]
+        if len(self.slabs) >= MAX_SLABS or sum(s.nbytes() for s in self.slabs) + nbytes > MAX_SLAB_BYTES:
+            return None
+        try:
+            slab = torch.UntypedStorage._new_shared(nbytes)
+        except RuntimeError:  # no room in /dev/shm: the plain hand-over will tell
+            return None
+        self.slabs.append(slab)
+        self.sent.append(False)
+        self.in_use[len(self.slabs) - 1] = 1
+        return len(self.slabs) - 1
+
+
+_POOL: SlabPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> SlabPool:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL.pid != os.getpid():
+            _POOL = SlabPool()
+        return _POOL
+
+
+class _PooledTensor(torch.Tensor):
+    """A worker's batch tensor living in a pool slab; pickles as (pool, slab, layout), the slab itself only once."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # ops give plain tensors
+
+    _vidlabel_slab: tuple[SlabPool, int, list[bool]]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
+        return self.as_subclass(torch.Tensor).clone()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        pool, index, handed = self._vidlabel_slab
+        handed[0] = True
+        slab = None if pool.sent[index] else pool.slabs[index]
+        flags = None if pool.flags_sent else pool.flags
+        pool.sent[index] = True
+        pool.flags_sent = True
+        layout = (tuple(self.shape), tuple(self.stride()), int(self.storage_offset()), str(self.dtype))
+        return (_rebuild, (pool.token, pool.pid, index, slab, flags, layout))
+
+
+class _ByValueTensor(torch.Tensor):
+    """A small tensor that pickles by value (its bytes in the message) instead of through a shared-memory segment."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # ops give plain tensors
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
+        return self.as_subclass(torch.Tensor).clone()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (torch.from_numpy, (self.as_subclass(torch.Tensor).numpy(),))
+
+
+def by_value(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` (CPU, smaller than :data:`MIN_POOLED_BYTES`, a dtype NumPy has) made to pickle by value.
+
+    In a DataLoader worker, torch hands every tensor over through its own shared-memory segment and file
+    descriptor, which costs the main process about 0.1 ms per tensor; a batch's small targets (boxes,
+    labels, ids per sample) travel faster inside the message. Other tensors, and any tensor outside a
+    worker or with the pool off, are returned as they are.
+    """
+    if (
+        isinstance(tensor, _PooledTensor)
+        or tensor.device.type != "cpu"
+        or tensor.requires_grad
+        or tensor.dtype in (torch.bfloat16, torch.complex32)
+        or tensor.untyped_storage().nbytes() >= MIN_POOLED_BYTES
+        or not _enabled()
+        or torch.utils.data.get_worker_info() is None
+    ):
+        return tensor
+    return tensor.as_subclass(_ByValueTensor)
+
+
+class _RaggedByValue(list):  # type: ignore[type-arg]
+    """A ragged target's per-sample tensors (views of one storage) that pickle as one array and the sizes."""
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        flat = torch.cat(list(self)) if len(self) else torch.empty(0)
+        return (_rebuild_ragged, (flat.numpy(), [int(t.shape[0]) for t in self]))
+
+
+def _rebuild_ragged(flat: np.ndarray, sizes: list[int]) -> list[torch.Tensor]:
+    return list(torch.split(torch.from_numpy(flat), sizes))
+
+
+def ragged_by_value(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Per-sample tensors of one dtype and trailing shape, smaller than :data:`MIN_POOLED_BYTES` together,
+    made to pickle as one array (see :func:`by_value`); anything else is returned as it is."""
+    if (
+        len(tensors) < 2
+        or not _enabled()
+        or torch.utils.data.get_worker_info() is None
+        or any(t.device.type != "cpu" or t.requires_grad or t.dim() == 0 for t in tensors)
+        or len({(t.dtype, tuple(t.shape[1:])) for t in tensors}) != 1
+        or tensors[0].dtype in (torch.bfloat16, torch.complex32)
+        or sum(t.nbytes for t in tensors) >= MIN_POOLED_BYTES
+    ):
+        return [by_value(t) for t in tensors]
+    return _RaggedByValue(tensors)
+
+
+class Slab:
+    """A C-contiguous NumPy array in a slab of this worker's pool: fill :attr:`array`, then :meth:`tensor`.
+
+    If the array dies in the worker without a :meth:`tensor` of it being handed over (pickled), the slab
+    goes back to the pool by itself.
+    """
+
+    def __init__(self, pool: SlabPool, index: int, handed: list[bool], array: np.ndarray) -> None:
+        self.pool, self.index, self.handed, self.array = pool, index, handed, array
+
+    def tensor(self, view: torch.Tensor) -> torch.Tensor:
+        """``view`` (a tensor over :attr:`array`) as a tensor that pickles by slab."""
+        out = view.as_subclass(_PooledTensor)
+        out._vidlabel_slab = (self.pool, self.index, self.handed)
+        return out
+
+    def release(self) -> None:
+        """Give the slab back unused (the batch is not handed over after all)."""
+        self.pool.in_use[self.index] = 0
+
+
+def _unless_handed(in_use: np.ndarray, index: int, handed: list[bool]) -> None:
+    if not handed[0]:
+        in_use[index] = 0
+
+
+def slab_of(tensor: torch.Tensor) -> Slab | None:
+    """The slab (taken, its array alive) whose memory ``tensor``'s storage starts at, in this worker; or None."""
+    pool = _POOL
+    if pool is None or pool.pid != os.getpid():
+        return None
+    ptr = tensor.untyped_storage().data_ptr()
+    for index, (ref, handed) in pool.taken.items():
+        array = ref()
+        if array is not None and array.ctypes.data == ptr and pool.in_use[index]:
+            return Slab(pool, index, handed, array)
+    return None
+
+
+def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
+    """A slab for an array of ``shape`` in this DataLoader worker's pool, or None (pool off, not in a worker,
+    smaller than :data:`MIN_POOLED_BYTES`, or no slab free and no room for a new one).
+
+    The pool is off with ``VIDLABEL_SHM_POOL=0``; ``VIDLABEL_SHM_POOL_MIN_BYTES`` sets the smallest array
+    that takes a slab (both read from the environment, so DataLoader workers see them, fork or spawn)."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dt.itemsize
+    if nbytes < _min_pooled_bytes() or not _enabled() or torch.utils.data.get_worker_info() is None:
+        return None
+    pool = _pool()
+    index = pool.take(nbytes)
+    if index is None:
+        return None
+    array = _bytes_view(pool.slabs[index])[:nbytes].view(dt).reshape(shape)
+    handed = [False]
+    weakref.finalize(array, _unless_handed, pool.in_use, index, handed)
+    pool.taken[index] = (weakref.ref(array), handed)
+    return Slab(pool, index, handed, array)
+
+
+# -- the main process's side -----------------------------------------------------------------------------------
+
+_MAPPED: dict[str, dict[str, Any]] = {}  # pool token -> {"pid", "flags", "in_use", "slabs": {index: storage}}
+_MAPPED_LOCK = threading.Lock()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _give_back(in_use: np.ndarray, index: int, _keep: Any) -> None:
+    in_use[index] = 0
+
+
+def _rebuild(
+    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
+    layout: tuple[tuple[int, ...], tuple[int, ...], int, str],
+) -> torch.Tensor:  # fmt: skip
+    """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime."""
+    with _MAPPED_LOCK:
+        entry = _MAPPED.get(token)
+        if entry is None:
+            for old in [t for t, e in _MAPPED.items() if not _alive(e["pid"])]:  # pools of workers that are gone
+                del _MAPPED[old]
+            entry = _MAPPED[token] = {"pid": pid, "flags": None, "in_use": None, "slabs": {}}
+        if flags is not None:
+            entry["flags"], entry["in_use"] = flags, _bytes_view(flags)
+        if slab is not None:
+            entry["slabs"][index] = slab
+        storage = entry["slabs"][index]
+        in_use = entry["in_use"]
+    shape, stride, offset, dtype_name = layout
+    dtype = getattr(torch, dtype_name.removeprefix("torch."))
+    nbytes = storage.nbytes()
+    # A NumPy array over the slab owns the lifetime: torch.from_numpy keeps it alive for as long as any view of
+    # the batch lives; when it goes, the slab goes back to the worker.
+    memory = (ctypes.c_uint8 * nbytes).from_address(storage.data_ptr())
+    base = np.frombuffer(memory, dtype=np.uint8)
+    weakref.finalize(base, _give_back, in_use, index, (storage, memory))
+    flat = torch.from_numpy(base).view(dtype)
+    return flat.as_strided(shape, stride, offset)
