@@ -16,7 +16,7 @@ import pytest
 from tests.media import ClipTruth, displayed_number, encode_clip, object_box, read_frame_number, truncate_file
 from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store, probe
 from vidlabel.cli import main
-from vidlabel.errors import VideoDecodeError, VidlabelWarning
+from vidlabel.errors import StoreIncompleteError, VideoDecodeError, VidlabelWarning
 from vidlabel.release import read_release, video_dict
 from vidlabel.spec import VideoMetadata, frame_ranges, ranges_text
 from vidlabel.store import verify_store
@@ -316,6 +316,11 @@ def test_export_of_metadata_without_untrusted_info_says_what_to_do(
     ) as info:
         export(ds, tmp_path / "out", progress=False)
     assert "rerun" not in str(info.value) and info.value.video_id == "t"
+    # Readers of the store the failed export left say why it is incomplete, not "rerun to resume".
+    with pytest.raises(StoreIncompleteError, match=r"(?s)is incomplete: its export failed: export to .* stopped: "
+                       r"cannot read frame 33 of video 't'.*--replace") as refused:  # fmt: skip
+        open_store(tmp_path / "out")
+    assert "resume" not in str(refused.value)
     # The remedy works: re-register (the CLI warns), build, export.
     with warnings.catch_warnings():
         warnings.simplefilter("always", VidlabelWarning)

@@ -619,7 +619,11 @@ def export(
                 report.frames_copied += counts["copied"]
                 publish_videos(key)
         except VideoDecodeError as err:
-            raise decode_failure(err, rel, folder, dataset_path) from err
+            failure = decode_failure(err, rel, folder, dataset_path)
+            # a rerun cannot succeed: readers of the incomplete store say why instead of "rerun to resume"
+            attrs, _ = backend.read_root()
+            backend.mark_incomplete({**attrs, "failed": str(failure)})
+            raise failure from err
         finally:
             if bar is not None:
                 bar.close()

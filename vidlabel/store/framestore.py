@@ -669,6 +669,10 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
         )
+    if attrs.get("complete") is not True and attrs.get("failed"):
+        raise StoreIncompleteError(
+            f"frame store {str(folder)!r} is incomplete: its {job} failed: {attrs['failed']}", path=str(folder)
+        )
     if attrs.get("complete") is not True:
         raise StoreIncompleteError(
             f"frame store {str(folder)!r} is incomplete: its {job} was interrupted or is still running; "
