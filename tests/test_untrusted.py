@@ -67,24 +67,25 @@ def refused(meta: VideoMetadata, order: list[int], *, numbered: bool = True) -> 
     return sorted(out)
 
 
-@pytest.fixture(scope="module")
-def cut_bframes(media_dir: Path) -> Path:
-    """A 60-frame B-frame faststart mp4 cut at 70%: 35 frames decode, the last two after a decode error."""
+def cut_clip(media_dir: Path, name: str, fraction: float) -> Path:
+    """A 60-frame B-frame faststart mp4 (GOP 12, 2 B-frames) cut to its first ``fraction`` of bytes."""
     whole = encode_clip(
-        media_dir / "whole_bframes_for_cut.mp4", n_frames=60, gop=12, bframes=2, width=W, height=H,
+        media_dir / f"whole_bframes_for_{name}", n_frames=60, gop=12, bframes=2, width=W, height=H,
         container_options={"movflags": "+faststart"},
     )  # fmt: skip
-    return truncate_file(whole.path, media_dir / "t.mp4", 0.70)
+    return truncate_file(whole.path, media_dir / name, fraction)
+
+
+@pytest.fixture(scope="module")
+def cut_bframes(media_dir: Path) -> Path:
+    """Cut at 70%: 35 frames decode, the last two after a decode error."""
+    return cut_clip(media_dir, "t.mp4", 0.70)
 
 
 @pytest.fixture(scope="module")
 def cut_bframes_hole(media_dir: Path) -> Path:
-    """The same clip cut at 80%: the packet of frame 43 fails (a hole), then frames 42 and 44 come out."""
-    whole = encode_clip(
-        media_dir / "whole_bframes_for_cut80.mp4", n_frames=60, gop=12, bframes=2, width=W, height=H,
-        container_options={"movflags": "+faststart"},
-    )  # fmt: skip
-    return truncate_file(whole.path, media_dir / "cut80.mp4", 0.80)
+    """Cut at 80%: the packet of frame 43 fails (a hole), then frames 42 and 44 come out."""
+    return cut_clip(media_dir, "cut80.mp4", 0.80)
 
 
 def box_rows(frame_count: int) -> list[dict]:

@@ -268,11 +268,12 @@ class ObjectStore:
 
 
 def _is_store_root(data: bytes | None) -> bool:
-    meta = _parse(data)
+    meta = parse_json(data)
     return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
 
 
-def _parse(data: bytes | None) -> dict[str, Any] | None:
+def parse_json(data: bytes | None) -> dict[str, Any] | None:
+    """A JSON object document (``zarr.json``), or None for missing, unreadable or non-object bytes."""
     if data is None:
         return None
     try:
@@ -462,7 +463,7 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
 
         there = dest.sizes()
         old_root = dest.get("zarr.json") if "zarr.json" in there else None
-        old_meta = _parse(old_root) or {}
+        old_meta = parse_json(old_root) or {}
         old_attrs = dict(old_meta.get("attributes", {}))
         mine = {k: v for k, v in local_root["attributes"].items() if k != "complete"}
         same_store = {k: v for k, v in old_attrs.items() if k not in ("complete", UPLOAD_ATTR)} == mine

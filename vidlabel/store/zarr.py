@@ -38,7 +38,7 @@ from vidlabel.errors import StoreError
 from vidlabel.store._fs import fsync_dir, link_or_copy_tree, publish, remove
 from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store.codecs import Codec, get_codec
-from vidlabel.store.remote import ObjectStore, is_url
+from vidlabel.store.remote import ObjectStore, is_url, parse_json
 
 __all__ = ["ZarrBackend", "ZarrURLBackend"]
 
@@ -49,23 +49,12 @@ TRASH = ".trash"
 # -- zarr.json helpers ----------------------------------------------------------------------------------------
 
 
-def _parse_meta(data: bytes | None) -> dict[str, Any] | None:
-    """A ``zarr.json`` document, or None for missing or unreadable bytes."""
-    if data is None:
-        return None
-    try:
-        meta = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
 def _read_meta(path: Path) -> dict[str, Any] | None:
     try:
         data = (path / "zarr.json").read_bytes()
     except OSError:
         return None
-    return _parse_meta(data)
+    return parse_json(data)
 
 
 def _write_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -489,7 +478,7 @@ class ZarrURLVideoReader(VideoReader):
     def preload(self, names: Iterable[str]) -> None:
         names = [n for n in names if n not in self._arrays]
         got = self.store.get_many(f"{self.key}/{n}/zarr.json" for n in names)
-        metas = {n: _parse_meta(got[f"{self.key}/{n}/zarr.json"]) for n in names}
+        metas = {n: parse_json(got[f"{self.key}/{n}/zarr.json"]) for n in names}
         small = {n: m for n, m in metas.items() if m and m.get("node_type") == "array" and _is_small(m)}
         chunk_keys = {n: f"{self.key}/{n}/{_small_chunk_key(m['shape'])}" for n, m in small.items()}
         chunks = self.store.get_many(k for n, k in chunk_keys.items() if int(np.prod(small[n]["shape"])) > 0)
@@ -500,7 +489,7 @@ class ZarrURLVideoReader(VideoReader):
         if name in self._arrays:
             return self._arrays.pop(name)
         key = f"{self.key}/{name}"
-        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        meta = parse_json(self.store.get(f"{key}/zarr.json"))
         if meta is None or meta.get("node_type") != "array":
             raise StoreError(
                 f"no Zarr array {name!r} in video {self.video_id!r} at {self.store.url_of(key)!r}",
@@ -518,7 +507,7 @@ class ZarrURLVideoReader(VideoReader):
 
     def frames(self) -> ZarrURLFramesReader:
         key = f"{self.key}/frames"
-        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        meta = parse_json(self.store.get(f"{key}/zarr.json"))
         if meta is None:
             raise StoreError(
                 f"video {self.video_id!r} has no Zarr frames array at {self.store.url_of(key)!r}",
@@ -550,16 +539,16 @@ class ZarrURLBackend(Backend):
     def detect(cls, folder: Path) -> bool:
         if not is_url(str(folder)):
             return False
-        meta = _parse_meta(ObjectStore(str(folder)).get("zarr.json"))
+        meta = parse_json(ObjectStore(str(folder)).get("zarr.json"))
         return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
 
     def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
         got = self.store.get_many(["zarr.json", "index/zarr.json"])
-        meta = _parse_meta(got["zarr.json"])
+        meta = parse_json(got["zarr.json"])
         if meta is None:
             return {}, np.zeros((0, 2), np.int64)
         index = np.zeros((0, 2), np.int64)
-        index_meta = _parse_meta(got["index/zarr.json"])
+        index_meta = parse_json(got["index/zarr.json"])
         if index_meta is not None:
             index = self._index(index_meta).astype(np.int64).reshape(-1, 2)
         return dict(meta.get("attributes", {})), index
@@ -602,7 +591,7 @@ class ZarrURLBackend(Backend):
         return sorted(unquote(n) for n in names if got[f"videos/{n}/zarr.json"] is not None)
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
-        meta = _parse_meta(self.store.get(f"{self._video_key(video_id)}/zarr.json"))
+        meta = parse_json(self.store.get(f"{self._video_key(video_id)}/zarr.json"))
         return None if meta is None else dict(meta.get("attributes", {}))
 
     def write_video(
@@ -612,7 +601,7 @@ class ZarrURLBackend(Backend):
 
     def open_video(self, video_id: str) -> ZarrURLVideoReader:
         key = self._video_key(video_id)
-        meta = _parse_meta(self.store.get(f"{key}/zarr.json"))
+        meta = parse_json(self.store.get(f"{key}/zarr.json"))
         if meta is None:
             raise StoreError(
                 f"frame store {self.url!r} has no group for video {video_id!r} ({self.store.url_of(key)})",
