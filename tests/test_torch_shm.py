@@ -157,6 +157,15 @@ def test_slabs_outside_workers_and_release(monkeypatch: pytest.MonkeyPatch) -> N
     del again, tensor
     gc.collect()
     assert pool.in_use[index] == 1  # handed over: only the receiving process gives it back
+    released = _shm.take_slab((4, 8, 8, 3))  # given back explicitly, then taken anew while its old array lives
+    assert released is not None
+    old_array, index = released.array, released.index
+    released.release()
+    retaken = _shm.take_slab((4, 8, 8, 3))
+    assert retaken is not None and retaken.index == index and pool.in_use[index] == 1
+    del released, old_array
+    gc.collect()
+    assert pool.in_use[index] == 1  # the old array's death does not free the slab its new taker holds
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "off")
     assert _shm.take_slab((4, 8, 8, 3)) is None
 

@@ -224,6 +224,7 @@ class Slab:
 
     def release(self) -> None:
         """Give the slab back unused (the batch is not handed over after all)."""
+        self.handed[0] = True  # the array's finalizer must not give it back again once it is taken anew
         self.pool.in_use[self.index] = 0
 
 
