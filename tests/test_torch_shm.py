@@ -114,6 +114,33 @@ def test_a_view_kept_from_a_batch_keeps_its_slab(stores: tuple[Path, Dataset]) -
         assert torch.equal(k, w)
 
 
+class KeepsImages:
+    """A transform that keeps images across batches in the worker (as mosaic, mixup or copy-paste do): each
+    sample also carries the image of a sample seen a few samples earlier, as a view, not a copy."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, torch.Tensor]] = []
+
+    def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
+        self.seen.append((int(sample["frame_index"]), sample["image"]))
+        frame, image = self.seen.pop(0) if len(self.seen) > 5 else self.seen[0]
+        sample["earlier_frame"] = frame
+        sample["earlier_image"] = image
+        return sample
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_images_a_transform_keeps_in_the_worker_are_never_refilled(stores: tuple[Path, Dataset], context: str) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none", transform=KeepsImages())
+    count = 0
+    for batch in loader(frames, 2, context, batch_size=2):
+        for image, frame in zip(batch["earlier_image"], batch["earlier_frame"].tolist()):
+            assert read_frame_number(image.permute(1, 2, 0).numpy()) == frame  # the frame it was, not a later one
+            count += 1
+    assert count == len(frames)
+
+
 def test_the_pool_can_be_turned_off(stores: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch) -> None:
     root, _ = stores
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "0")
@@ -157,15 +184,21 @@ def test_slabs_outside_workers_and_release(monkeypatch: pytest.MonkeyPatch) -> N
     del again, tensor
     gc.collect()
     assert pool.in_use[index] == 1  # handed over: only the receiving process gives it back
-    released = _shm.take_slab((4, 8, 8, 3))  # given back explicitly, then taken anew while its old array lives
+    released = _shm.take_slab((4, 8, 8, 3))  # given back explicitly while its array still lives here
     assert released is not None
     old_array, index = released.array, released.index
     released.release()
-    retaken = _shm.take_slab((4, 8, 8, 3))
-    assert retaken is not None and retaken.index == index and pool.in_use[index] == 1
-    del released, old_array
+    other = _shm.take_slab((4, 8, 8, 3))
+    assert other is not None and other.index != index  # not refilled while the worker still holds a view
+    other.release()
+    del released, old_array, other
     gc.collect()
-    assert pool.in_use[index] == 1  # the old array's death does not free the slab its new taker holds
+    retaken = _shm.take_slab((4, 8, 8, 3))
+    assert retaken is not None and pool.in_use[retaken.index] == 1
+    old_index = retaken.index
+    del retaken
+    gc.collect()
+    assert pool.in_use[old_index] == 0
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "off")
     assert _shm.take_slab((4, 8, 8, 3)) is None
 

@@ -13,10 +13,13 @@ travels to the main process once (torch's own storage sharing, a file
 descriptor); afterwards a batch names its slab only. In the main process the
 batch tensor is a view of the mapped slab whose lifetime is tracked: when the
 last view of the batch is gone, a flag in a shared byte array gives the slab
-back to the worker, which fills it again. A slab is therefore never refilled
-while any tensor of its batch is alive, however long the training loop keeps
-it. When every slab is in use (a loop that keeps many batches), the worker
-falls back to torch's plain hand-over, so nothing blocks.
+back to the worker. The worker fills a slab again only when the main process
+has given it back *and* no view of it lives in the worker any more (a
+transform that keeps images across batches, as mosaic or mixup do, keeps its
+slab). A slab is therefore never refilled while any tensor of its batch is
+alive on either side, however long they are kept. When every slab is in use
+(a loop that keeps many batches), the worker falls back to torch's plain
+hand-over, so nothing blocks.
 
 Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
 """
@@ -77,7 +80,8 @@ class SlabPool:
         Names this pool in the main process (random, so a later worker with the same pid is another pool).
     slabs : list of torch.UntypedStorage
         Shared-memory slabs; ``in_use[i]`` is 1 from the moment slab ``i`` is filled until the main process
-        has dropped the last view of the batch it carried.
+        has dropped the last view of the batch it carried, and ``held`` lists the slabs a view of which
+        still lives in this worker. Slab ``i`` is free when both say so.
     """
 
     def __init__(self) -> None:
@@ -90,12 +94,14 @@ class SlabPool:
         self.sent: list[bool] = []
         self.flags_sent = False
         self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
+        self.held: set[int] = set()  # slabs whose array (or a view of it) still lives in this worker
 
     def take(self, nbytes: int) -> int | None:
         """A free slab of at least ``nbytes`` (marked in use), or None when none is free and no new one fits."""
         best = None
         for i, slab in enumerate(self.slabs):
-            if self.in_use[i] == 0 and slab.nbytes() >= nbytes and (best is None or slab.nbytes() < best[1]):
+            free = self.in_use[i] == 0 and i not in self.held
+            if free and slab.nbytes() >= nbytes and (best is None or slab.nbytes() < best[1]):
                 best = (i, slab.nbytes())
         if best is not None:
             self.in_use[best[0]] = 1
@@ -223,12 +229,15 @@ class Slab:
         return out
 
     def release(self) -> None:
-        """Give the slab back unused (the batch is not handed over after all)."""
+        """Give the slab back unused (the batch is not handed over after all); it is taken again only once
+        its array is gone from this worker too."""
         self.handed[0] = True  # the array's finalizer must not give it back again once it is taken anew
         self.pool.in_use[self.index] = 0
 
 
-def _unless_handed(in_use: np.ndarray, index: int, handed: list[bool]) -> None:
+def _worker_done(held: set[int], in_use: np.ndarray, index: int, handed: list[bool]) -> None:
+    """The worker's last view of a slab is gone: free for this worker; and for good if never handed over."""
+    held.discard(index)
     if not handed[0]:
         in_use[index] = 0
 
@@ -262,7 +271,8 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
         return None
     array = _bytes_view(pool.slabs[index])[:nbytes].view(dt).reshape(shape)
     handed = [False]
-    weakref.finalize(array, _unless_handed, pool.in_use, index, handed)
+    pool.held.add(index)
+    weakref.finalize(array, _worker_done, pool.held, pool.in_use, index, handed)
     pool.taken[index] = (weakref.ref(array), handed)
     return Slab(pool, index, handed, array)
 
