@@ -11,6 +11,7 @@ import pytest
 from tests.media import ClipTruth
 from vidlabel import Dataset
 from vidlabel.cli import main
+from vidlabel.errors import VidlabelWarning
 
 META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
 
@@ -138,6 +139,76 @@ def test_add_annotations_errors_name_the_line(
     code, _, err = run(capsys, "add-annotations", dataset, "cam1", tmp_path / "missing.jsonl")
     assert code == 1 and err == f"vidlabel: error: annotation file {str(tmp_path / 'missing.jsonl')!r} not found\n"
     assert Dataset.open(dataset).annotations() == []
+
+
+def test_add_annotations_refuses_a_file_that_is_not_utf8(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = json.dumps({"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22]}) + "\n"
+    utf16 = tmp_path / "utf16.jsonl"
+    utf16.write_bytes(good.encode("utf-16"))  # starts with the byte-order mark b"\xff\xfe"
+    assert utf16.read_bytes()[:2] == b"\xff\xfe"
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", utf16)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err == (
+        f"vidlabel: error: {utf16} line 1, byte offset 0: not UTF-8 (byte 0xff: invalid start byte); "
+        "JSON Lines files must be UTF-8; this file starts with a UTF-16 byte-order mark: save it as UTF-8\n"
+    )
+    latin = tmp_path / "latin.jsonl"
+    second = '{"kind": "box", "label": "caf'
+    latin.write_bytes(good.encode() + second.encode() + b'\xe9", "start_frame": 3, "box": [1, 2, 11, 22]}\n')
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", latin)
+    assert code == 1 and out == ""
+    offset = len(good.encode()) + len(second)
+    assert f"latin.jsonl line 2, byte offset {offset}: not UTF-8 (byte 0xe9: invalid continuation byte)" in err
+    assert "JSON Lines files must be UTF-8" in err and "byte-order mark" not in err
+    assert Dataset.open(dataset).annotations() == []  # nothing added, not even the good first line
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + good.encode())  # UTF-8 with a byte-order mark is UTF-8
+    code, out, err = run(capsys, "add-annotations", dataset, "cam1", bom)
+    assert code == 0 and out.strip() == "added 1 annotation to video 'cam1' (id 1)", err
+
+
+@pytest.mark.parametrize(("text", "what"), [("", "is empty"), ("\n  \n\t\n", "holds only blank lines")])
+def test_add_annotations_warns_on_a_file_without_rows(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, what: str
+) -> None:
+    import warnings
+
+    f = tmp_path / "none.jsonl"
+    f.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        code, out, err = run(capsys, "add-annotations", dataset, "cam1", f)
+    assert code == 0 and out == "added 0 annotations to video 'cam1'\n"
+    assert err == (f"vidlabel: warning: {f} {what}: no annotation rows to add (expected one JSON object per line)\n")
+    assert Dataset.open(dataset).annotations() == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        code, _, err = run(capsys, "add-annotations", dataset, "nope", f)  # an unknown video is still an error
+    assert code == 1 and "unknown video 'nope'" in err and "warning" not in err
+
+
+def test_add_video_refuses_an_empty_id_or_one_with_a_slash(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for video_id, what in [("", "is empty"), ("  ", "is empty"), ("a/b", "contains '/'")]:
+        code, out, err = run(
+            capsys, "add-video", dataset, tmp_path / "x.mp4", "--video-id", video_id, "--metadata", META
+        )
+        assert code == 1 and out == ""
+        assert err == (
+            f"vidlabel: error: video id {video_id!r} from --video-id {what}; "
+            "a video id is a non-empty name without '/', e.g. 'cam1'\n"
+        )
+    bad = json.dumps({**json.loads(META), "video_id": "x/y"})
+    code, _, err = run(capsys, "add-video", dataset, tmp_path / "x.mp4", "--metadata", bad)
+    assert code == 1 and "video id 'x/y' from --metadata's video_id contains '/'" in err
+    assert "(give one with --video-id)" in err
+    negative = json.dumps({**json.loads(META), "frame_count": -4})
+    code, _, err = run(capsys, "add-video", dataset, tmp_path / "x.mp4", "--metadata", negative)
+    assert code == 1 and err == "vidlabel: error: --metadata: frame_count must be >= 0 for video 'x', got -4\n"
+    assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]
 
 
 def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,18 +33,30 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from vidlabel.dataset import Dataset
+    from vidlabel.errors import OptionError
     from vidlabel.spec import FrameIndex, VideoMetadata
 
     ds = Dataset.open(args.dataset)
     if args.metadata is not None and not isinstance(args.metadata, dict):
-        raise ValueError("--metadata must be a JSON object of VideoMetadata fields")
+        raise OptionError("--metadata must be a JSON object of VideoMetadata fields")
     overrides = dict(args.metadata or {})
-    video_id = args.video_id or overrides.get("video_id") or Path(args.file).stem
+    if args.video_id is not None:
+        video_id, source = args.video_id, "--video-id"
+    elif "video_id" in overrides:
+        video_id, source = overrides["video_id"], "--metadata's video_id"
+    else:
+        video_id, source = Path(args.file).stem, f"the file name of {args.file!r} (the default id)"
+    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id:
+        what = "is not a string" if not isinstance(video_id, str) else "contains '/'" if "/" in video_id else "is empty"
+        raise OptionError(
+            f"video id {video_id!r} from {source} {what}; a video id is a non-empty name without '/', e.g. 'cam1'"
+            + ("" if source == "--video-id" else " (give one with --video-id)")
+        )
     overrides["video_id"] = video_id
     names = set(VideoMetadata.__dataclass_fields__)
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise ValueError(f"--metadata has unknown field(s) {unknown}; allowed: {', '.join(sorted(names))}")
+        raise OptionError(f"--metadata has unknown field(s) {unknown}; allowed: {', '.join(sorted(names))}")
     if isinstance(overrides.get("frame_index"), dict):
         overrides["frame_index"] = FrameIndex.from_dict(overrides["frame_index"])
     if os.path.exists(args.file) or args.metadata is None:
@@ -55,14 +67,19 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
             count = int(overrides["frame_count"])  # keep the probed untrusted frames that the new count keeps
             overrides["untrusted_frames"] = [(a, min(b, count - 1)) for a, b in meta.untrusted_frames if a < count]
-        meta = meta.replace(**overrides)
+        try:
+            meta = meta.replace(**overrides)
+        except ValueError as err:
+            raise OptionError(f"--metadata: {err}") from err
     else:
         # No file here: register the video from --metadata alone (e.g. labelled elsewhere, read from a store).
         overrides.setdefault("sources", [{"uri": os.path.abspath(args.file)}])
         try:
             meta = VideoMetadata(**overrides)
         except TypeError as err:
-            raise ValueError(f"--metadata needs frame_count, fps, width and height ({err})") from err
+            raise OptionError(f"--metadata needs frame_count, fps, width and height ({err})") from err
+        except ValueError as err:
+            raise OptionError(f"--metadata: {err}") from err
     replace = args.replace and _registered(ds, meta.video_id)
     if replace:
         ds.update_video(meta)  # annotations are kept; validate reports rows the new metadata no longer fits
@@ -118,8 +135,16 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "not found"
         raise AnnotationError(f"annotation file {str(path)!r} {what}", path=str(path))
-    with open(path, encoding="utf-8") as f:
-        for number, text in enumerate(f, 1):
+    offset = 0  # byte offset of the current line in the file
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            start, offset = offset, offset + len(raw)
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw, start = raw[3:], start + 3  # a UTF-8 byte-order mark: UTF-8 all the same
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise AnnotationError(_not_utf8(path, number, start, raw, err), path=str(path)) from err
             if not text.strip():
                 continue
             try:
@@ -143,12 +168,31 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
         if row_index is None or detail is None or row_index >= len(lines):
             raise
         raise AnnotationError(f"{path} line {lines[row_index]}, {detail}", video_id=args.video_id) from err
+    if not rows:
+        what = "is empty" if offset == 0 else "holds only blank lines"
+        warnings.warn(
+            f"{path} {what}: no annotation rows to add (expected one JSON object per line)",
+            VidlabelWarning,
+            stacklevel=2,
+        )
     if len(ids) == 1:
         span = f" (id {ids[0]})"
     else:
         span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
     print(f"added {_plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
     return 0
+
+
+def _not_utf8(path: Any, number: int, start: int, raw: bytes, err: UnicodeDecodeError) -> str:
+    """The message for a JSON Lines file line that is not UTF-8: file, line, byte offset and the bad byte."""
+    bad = raw[err.start : err.start + 1]
+    hint = ""
+    if number == 1 and err.start < 2 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        hint = "; this file starts with a UTF-16 byte-order mark: save it as UTF-8"
+    return (
+        f"{path} line {number}, byte offset {start + err.start}: not UTF-8 (byte 0x{bad.hex()}: {err.reason}); "
+        f"JSON Lines files must be UTF-8{hint}"
+    )
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
