@@ -252,6 +252,27 @@ def test_validate_exit_status_on_errors(dataset: Path, tmp_path: Path, capsys: p
     assert code == 1 and out == "" and "refused" in err and err.count("\n") == 1
 
 
+def test_validate_prints_at_most_20_problems_of_each_code(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"kind": "box", "label": "car", "start_frame": n, "box": [1, 2, 11, 22]} for n in range(10, 33)]
+    assert run(capsys, "add-annotations", dataset, "cam1", write_jsonl(tmp_path / "a.jsonl", rows))[0] == 0
+    ds = Dataset.open(dataset)
+    with pytest.warns(VidlabelWarning, match=r"video 'cam1': 35 frames have no trustworthy picture \(5\.\.39"):
+        ds.update_video(ds.video("cam1").replace(untrusted_frames=[(5, 39)]))  # all 23 boxes are on untrusted frames
+    assert len(ds.validate()) == 24  # the Python API returns every problem
+    code, out, _ = run(capsys, "validate", dataset)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 1 + 20 + 1 + 1
+    assert lines[0].startswith("warning missing_video_file (video 'cam1')")
+    untrusted = [line for line in lines if line.startswith("warning untrusted_frame (video 'cam1', annotation ")]
+    assert [int(re.findall(r"annotation (\d+)", line)[0]) for line in untrusted] == list(range(1, 21))
+    assert lines[-2] == "... and 3 more untrusted_frame warnings (vidlabel validate --json lists every problem)"
+    assert lines[-1] == "0 errors, 24 warnings"
+    code, out, _ = run(capsys, "validate", dataset, "--json")
+    assert code == 0 and [json.loads(line)["annotation_id"] for line in out.splitlines()] == [None, *range(1, 24)]
+
+
 def test_missing_dataset_and_info_on_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["build", tmp_path / "none"], ["validate", tmp_path / "none"], ["releases", tmp_path / "none"]):
         code, out, err = run(capsys, *argv)

@@ -220,15 +220,30 @@ def _cmd_releases(args: argparse.Namespace) -> int:
     return 0
 
 
+_VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of each code
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from vidlabel.dataset import Dataset
 
     problems = Dataset.open(args.dataset).validate()
     errors = sum(p.severity == "error" for p in problems)
+    if args.json:
+        for problem in problems:
+            print(json.dumps(problem.to_dict()))
+        return 1 if errors else 0
+    seen: dict[str, int] = {}  # problems of each code, in order; the first _VALIDATE_LINES of each are printed
+    severity: dict[str, str] = {}
     for problem in problems:
-        print(json.dumps(problem.to_dict()) if args.json else str(problem))
-    if not args.json:
-        print(f"{_plural(errors, 'error')}, {_plural(len(problems) - errors, 'warning')}")
+        seen[problem.code] = seen.get(problem.code, 0) + 1
+        severity[problem.code] = problem.severity
+        if seen[problem.code] <= _VALIDATE_LINES:
+            print(str(problem))
+    for code, count in seen.items():
+        if count > _VALIDATE_LINES:
+            rest = _plural(count - _VALIDATE_LINES, f"more {code} {severity[code]}")
+            print(f"... and {rest} (vidlabel validate --json lists every problem)")
+    print(f"{_plural(errors, 'error')}, {_plural(len(problems) - errors, 'warning')}")
     return 1 if errors else 0
 
 
@@ -522,9 +537,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("releases", _cmd_releases, "List the releases of a dataset.")
     p.add_argument("dataset", metavar="DATASET")
 
-    p = add("validate", _cmd_validate, "Check a dataset; prints problems with stable codes.")
+    p = add(
+        "validate",
+        _cmd_validate,
+        f"Check a dataset; prints problems with stable codes (at most {_VALIDATE_LINES} of each code, then a count).",
+    )
     p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("--json", action="store_true", help="print problems as JSON Lines")
+    p.add_argument("--json", action="store_true", help="print every problem as JSON Lines")
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
     p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")
