@@ -12,6 +12,8 @@ from vidlabel.release import Release
 
 __all__ = ["ExportReport", "decode_failure", "lost_reasons"]
 
+_IDS_SHOWN = 10  # annotation ids the summary names of those not stored
+
 
 @dataclass
 class ExportReport:
@@ -89,6 +91,12 @@ class ExportReport:
                 f"NOT STORED: {self.not_stored['box']} box and {self.not_stored['mask']} mask annotations lie on "
                 f"frames this export does not store ({lost_reasons(self.not_stored)})"
             )
+            ids = sorted(self.not_stored.get("annotation_ids", []))
+            if ids:
+                shown = ", ".join(str(i) for i in ids[:_IDS_SHOWN])
+                more = f" and {lost - min(len(ids), _IDS_SHOWN)} more" if lost > _IDS_SHOWN else ""
+                where = " (ExportReport.not_stored['annotation_ids'] in Python)" if more else ""
+                lines.append(f"  not stored: annotation ids {shown}{more}{where}")
         if self.untrusted_frames:
             lines.append(
                 f"{self.untrusted_frames} frames without a trustworthy picture left out (truncated or corrupt "
