@@ -423,6 +423,25 @@ def test_cli_upload_info_verify_on_a_url(
     assert f"no vidlabel frame store at '{url}-missing'" in capsys.readouterr().err
 
 
+def test_cli_upload_refuses_an_hdf5_store_before_drawing_a_progress_bar(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], mem: str
+) -> None:
+    root, _ = world
+    folder = tmp_path / "both"
+    folder.mkdir()
+    shutil.copytree(root / "zarr-none", folder / "a-zarr")
+    shutil.copytree(root / "hdf5-none", folder / "b-hdf5")
+    for store in (root / "hdf5-none", folder):  # one HDF5 store, or a folder of stores holding one
+        assert main(["upload", str(store), f"{mem}/h"]) == 1  # with the progress bar on
+        out, err = capsys.readouterr()
+        hdf5 = root / "hdf5-none" if store == root / "hdf5-none" else folder / "b-hdf5"
+        assert out == "" and err == (
+            f"vidlabel: error: {str(hdf5)!r} is an HDF5 store: only Zarr stores go to object stores; "
+            "export it again with format='zarr' (vidlabel export ... --format zarr)\n"
+        )
+    assert not fsspec.filesystem("memory").exists(f"{mem}/h")  # nothing was put, not even the Zarr store
+
+
 def _readme_blocks() -> list[tuple[str, str]]:
     section = re.search(r"^### Object stores.*?(?=^##)", README, re.S | re.M)
     assert section, "README has no '### Object stores' section"

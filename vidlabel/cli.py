@@ -453,8 +453,22 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_upload(args: argparse.Namespace) -> int:
-    from vidlabel.store import upload
+    from vidlabel.errors import StoreError
+    from vidlabel.store import backend_for, upload
+    from vidlabel.store.framestore import find_stores
+    from vidlabel.store.remote import is_url
 
+    if not is_url(args.store):
+        # Refuse a store that upload() refuses before it draws its progress bar or puts a store of a folder:
+        # upload() checks each store only when it reaches it.
+        for folder in find_stores(args.store):
+            name = backend_for(folder).name
+            if name != "zarr":
+                raise StoreError(
+                    f"{str(folder)!r} is an {name.upper()} store: only Zarr stores go to object stores; "
+                    "export it again with format='zarr' (vidlabel export ... --format zarr)",
+                    path=str(folder),
+                )
     report = upload(args.store, args.url, storage_options=args.storage_options, progress=not args.no_progress)
     print(report.summary())
     return 0
