@@ -82,12 +82,14 @@ def test_cache_serves_views(cached: tuple[Path, Path, Path]) -> None:
 
 
 def test_cache_ignored_for_another_file(cached: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    ds_path, store, _ = cached
+    ds_path, store, video = cached
     ds_copy = tmp_path / "ds"
     shutil.copytree(ds_path, ds_copy)
     ds = Dataset.open(ds_copy)
-    ds.update_video(ds.video("clip").replace(content_hash="sha256:" + "0" * 64))
+    other = encode_clip(tmp_path / "clip.mp4", n_frames=24, width=W, height=H, gop=4)  # re-encoded: other bytes
+    ds.update_video(probe(other.path, video_id="clip"))
+    assert ds.video("clip").content_hash != probe(video).content_hash
     samples = FrameSamples(ds, release=None, cache=store)
     with samples.reader("clip") as reader:
-        assert isinstance(reader, FrameReader)
+        assert isinstance(reader, FrameReader) and reader.path == other.path
         assert read_frame_number(reader.read(5)) == 5

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
+from vidlabel.probe import content_hash
 from vidlabel.spec import AnnotationTable
 from vidlabel.validate import PROBLEM_CODES, Problem, validate_table
 
@@ -22,13 +23,13 @@ def video(video_id: str = "clip", uri: str | None = None, **kw) -> VideoMetadata
         width=64,
         height=48,
         sources=[{"uri": uri or f"/missing/{video_id}.mp4"}],
-        content_hash=HASH,
+        content_hash=content_hash(uri) if uri and Path(uri).is_file() else HASH,  # validate() hashes existing files
         **kw,
     )
 
 
-def index(n: int = 30, content_hash: str | None = HASH) -> FrameIndex:
-    return FrameIndex(timebase={"num": 1, "den": 25}, pts=np.arange(n), keyframes=[0], content_hash=content_hash)
+def index(file_hash: str | None = HASH, n: int = 30) -> FrameIndex:
+    return FrameIndex(timebase={"num": 1, "den": 25}, pts=np.arange(n), keyframes=[0], content_hash=file_hash)
 
 
 def codes(problems: list[Problem]) -> list[tuple[str, str | None, int | None]]:
@@ -39,7 +40,7 @@ def codes(problems: list[Problem]) -> list[tuple[str, str | None, int | None]]:
 def ds(tmp_path: Path) -> Dataset:
     d = Dataset.create(tmp_path / "ds")
     (tmp_path / "clip.mp4").write_bytes(b"not really a video, but it exists")
-    d.add_video(video(uri=str(tmp_path / "clip.mp4"), frame_index=index()))
+    d.add_video(video(uri=str(tmp_path / "clip.mp4"), frame_index=index(content_hash(tmp_path / "clip.mp4"))))
     d.add_labels(["person", "car", "goal"])
     return d
 
@@ -69,8 +70,10 @@ def test_missing_video_file(ds: Dataset, tmp_path: Path) -> None:
     ds.add_video(video("as_uri", uri=(tmp_path / "clip.mp4").as_uri()))
     (ds.path / "rel.mp4").write_bytes(b"x")
     ds.add_video(video("relative", uri="rel.mp4"))
-    problems = ds.validate()
+    problems = ds.validate(hash_files=False)  # existence only: these files do not hold the registered (made-up) bytes
     assert codes(problems) == [("missing_video_file", "gone", None), ("missing_video_file", "nosource", None)]
+    changed = {p.video_id for p in ds.validate() if p.code == "video_file_changed"}
+    assert changed == {"as_uri", "relative"}  # found by file:// uri and relative to the dataset folder, then hashed
     assert all(p.severity == "warning" for p in problems)
     assert "/missing/gone.mp4" in problems[0].message
     assert "no source file is recorded" in problems[1].message
@@ -78,11 +81,11 @@ def test_missing_video_file(ds: Dataset, tmp_path: Path) -> None:
 
 
 def test_frame_index_stale_and_length(ds: Dataset) -> None:
-    ds.update_video(ds.video("clip").replace(frame_index=index(content_hash="sha256:" + "22" * 32)))
+    ds.update_video(ds.video("clip").replace(frame_index=index("sha256:" + "22" * 32)))
     (p,) = ds.validate()
     assert (p.code, p.severity, p.video_id) == ("frame_index_stale", "warning", "clip")
     assert "22222222" in p.message and "vidlabel index" in p.message
-    ds.update_video(ds.video("clip").replace(frame_index=index(n=31)))
+    ds.update_video(ds.video("clip").replace(frame_index=index(ds.video("clip").content_hash, n=31)))
     (p,) = ds.validate()
     assert (p.code, p.severity) == ("frame_index_length", "error")
     assert "covers 31 frames but the metadata says frame_count=30" in p.message
@@ -100,7 +103,8 @@ def test_rows_that_no_longer_fit_the_video(ds: Dataset) -> None:
         ],
         "clip",
     )
-    ds.update_video(ds.video("clip").replace(width=50, frame_count=20, frame_index=index(20)))
+    clip_hash = ds.video("clip").content_hash
+    ds.update_video(ds.video("clip").replace(width=50, frame_count=20, frame_index=index(clip_hash, n=20)))
     got = codes(ds.validate())
     assert ("box_out_of_frame", "clip", ids[0]) in got
     assert ("frame_out_of_range", "clip", ids[1]) in got

@@ -661,13 +661,17 @@ class Dataset:
             },
         )
 
-    def validate(self, *, check_files: bool = True) -> list[Problem]:
+    def validate(self, *, check_files: bool = True, hash_files: bool = True) -> list[Problem]:
         """Check the live unreviewed and approved rows, the videos and the views.
 
         Parameters
         ----------
         check_files : bool
-            Report ``missing_video_file`` (``os.path.exists`` only; files are never hashed).
+            Report ``missing_video_file`` (``os.path.exists``).
+        hash_files : bool
+            With ``check_files``, also read every video file once (per process)
+            to report ``video_file_changed`` when it no longer holds the
+            registered bytes. ``build()`` does not hash.
 
         Returns
         -------
@@ -675,10 +679,12 @@ class Dataset:
             With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
             ``build()`` refuses while any has severity ``"error"``.
         """
-        return self._validate(self.snapshot(), check_files=check_files)
+        return self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
 
-    def _validate(self, rel: Release, *, check_files: bool = True) -> list[Problem]:
-        return validate_table(rel.table, rel.videos, rel.views, check_files=check_files, base=self._path)
+    def _validate(self, rel: Release, *, check_files: bool = True, hash_files: bool = False) -> list[Problem]:
+        return validate_table(
+            rel.table, rel.videos, rel.views, check_files=check_files, hash_files=hash_files, base=self._path
+        )
 
     def build(self) -> tuple[Release, BuildReport]:
         """Pin an immutable release of the live unreviewed and approved annotations.

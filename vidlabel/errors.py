@@ -26,6 +26,7 @@ __all__ = [
     "StoreLockedError",
     "UnknownVideoError",
     "VidlabelError",
+    "VideoChangedError",
     "VideoDecodeError",
     "VideoNotFoundError",
     "VidlabelWarning",
@@ -102,6 +103,36 @@ class FrameOutOfRangeError(VidlabelError, IndexError):
 
 class VideoDecodeError(VidlabelError, ValueError):
     """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
+
+
+class VideoChangedError(VideoDecodeError):
+    """Raised when a registered video's file no longer holds the registered bytes (its content hash differs).
+
+    Its frames are not the release's frames, so they are neither served nor
+    stored; the message names the video, the file, both hashes and the remedy
+    (re-register the file with ``vidlabel add-video ... --replace``, or restore
+    it, or point ``roots=`` at the original).
+
+    Parameters
+    ----------
+    message : str
+    path, video_id : str, optional
+    expected_hash, actual_hash : str, optional
+        The registered content hash and the file's (``"sha256:<hex>"``).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        path: str | None = None,
+        video_id: str | None = None,
+        expected_hash: str | None = None,
+        actual_hash: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path, video_id=video_id)
+        self.expected_hash = expected_hash
+        self.actual_hash = actual_hash
 
 
 class NoVideoStreamError(VideoDecodeError):

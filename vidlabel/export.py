@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.errors import OptionError, StoreError, VideoDecodeError, VidlabelWarning
+from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDecodeError, VidlabelWarning
 from vidlabel.exportreport import ExportReport, decode_failure, lost_reasons
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
 from vidlabel.release import Release
@@ -425,6 +425,10 @@ def export(
         If another process is writing ``out``.
     ReleaseNotFoundError, VideoNotFoundError, VideoDecodeError
         From the dataset and the reader.
+    VideoChangedError
+        If a video's file no longer holds the registered bytes (its content
+        hash differs from the release's): its frames are not decoded, and the
+        store is left incomplete, saying why when opened.
 
     Warns
     -----
@@ -619,7 +623,11 @@ def export(
                 report.frames_copied += counts["copied"]
                 publish_videos(key)
         except VideoDecodeError as err:
-            failure = decode_failure(err, rel, folder, dataset_path)
+            failure = (
+                _changed_failure(err, folder, dataset_path)
+                if isinstance(err, VideoChangedError)
+                else decode_failure(err, rel, folder, dataset_path)
+            )
             # a rerun cannot succeed: readers of the incomplete store say why instead of "rerun to resume"
             attrs, _ = backend.read_root()
             backend.mark_incomplete({**attrs, "failed": str(failure)})
@@ -662,6 +670,23 @@ def export(
         report.seconds = time.perf_counter() - t0
         report.size_bytes = backend.size_on_disk()
     return report
+
+
+def _changed_failure(err: VideoChangedError, folder: Path, dataset: str | None) -> VideoChangedError:
+    """The error for a video whose file changed since it was registered, naming the dataset in the remedy."""
+    from vidlabel.frames import video_changed_message
+
+    why = str(err)
+    if err.video_id and err.path and err.expected_hash and err.actual_hash:
+        why = video_changed_message(err.video_id, err.path, err.expected_hash, err.actual_hash, dataset=dataset)
+    return VideoChangedError(
+        f"export to {str(folder)!r} stopped: {why}; then export again. (The store is left incomplete; the videos "
+        "already written are kept and reused by the next export to this folder.)",
+        path=err.path,
+        video_id=err.video_id,
+        expected_hash=err.expected_hash,
+        actual_hash=err.actual_hash,
+    )
 
 
 def _prepare_folder(folder: Path, format: str) -> Any:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -45,7 +46,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VidlabelWarning
+from vidlabel.errors import FrameOutOfRangeError, VideoChangedError, VideoDecodeError, VidlabelWarning
 from vidlabel.framedecode import SEEK_MARGIN, DecodeEngine, Missing
 from vidlabel.geometry import view_image
 from vidlabel.probe import (
@@ -55,12 +56,57 @@ from vidlabel.probe import (
     open_video,
     read_frame_index,
     resolve_video_path,
+    video_path_candidates,
 )
 from vidlabel.spec import FrameIndex, VideoMetadata, View
 
 __all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path"]
 
 OnCorrupt = Literal["raise", "skip"]
+
+
+def video_changed_message(
+    video_id: str, path: str | os.PathLike[str], expected: str, actual: str, *, dataset: str | None = None
+) -> str:
+    """The explanation of a :class:`~vidlabel.errors.VideoChangedError`: video, file, both hashes, the remedy.
+
+    Parameters
+    ----------
+    video_id : str
+    path : path-like
+        The file found now.
+    expected, actual : str
+        The registered content hash and the file's (``"sha256:<hex>"``).
+    dataset : str, optional
+        The dataset folder, named in the command to run (else ``DATASET``).
+    """
+    command = " ".join(
+        shlex.quote(str(x)) for x in ("vidlabel", "add-video", dataset or "DATASET", path, "--video-id", video_id)
+    )
+    return (
+        f"video {video_id!r} changed on disk: {str(path)!r} now has content hash {actual[:19]}..., but the video was "
+        f"registered with {expected[:19]}...; its frames are not the registered frames, and readers and export refuse it. "
+        f"If the new file is meant, re-register it (`{command} --replace`), build a new release and use that; "
+        "otherwise restore the registered file, or pass roots= (--roots) a folder that holds it"
+    )
+
+
+def _registered_file(meta: VideoMetadata, path: Path, roots: Iterable[str | os.PathLike[str]]) -> Path:
+    """``path`` if it holds the registered bytes, else a candidate under ``roots`` that does; VideoChangedError if none."""
+    expected = str(meta.content_hash)
+    actual = content_hash(path)
+    if actual == expected:
+        return path
+    for cand in video_path_candidates(meta, roots):
+        if cand != path and cand.is_file() and content_hash(cand) == expected:
+            return cand
+    raise VideoChangedError(
+        video_changed_message(meta.video_id, path, expected, actual),
+        path=str(path),
+        video_id=meta.video_id,
+        expected_hash=expected,
+        actual_hash=actual,
+    )
 
 
 class FrameReader(DecodeEngine):
@@ -195,16 +241,24 @@ class FrameReader(DecodeEngine):
             Folders to search when the recorded path is stale.
         on_corrupt : {"raise", "skip"}
         check_hash : bool
-            Hash the file (once per process) to check the index belongs to it.
-            Without the check a wrong index is still caught while reading (the
-            decoder's timestamps disagree), only later.
+            Hash the file (once per process, cached by path, size and
+            modification time) to check it still holds the registered bytes
+            (``meta.content_hash``). When the file at the recorded path differs,
+            a file under ``roots`` that matches is used instead. Without the
+            check a changed file is read as it is now.
 
         Raises
         ------
         VideoNotFoundError
             If the file is neither at its recorded path nor under ``roots``.
+        VideoChangedError
+            If the file's content hash differs from ``meta.content_hash``: its
+            frames are not the registered video's frames (a file replaced on
+            disk after registration), and none is read.
         """
         path = resolve_video_path(meta, roots)
+        if check_hash and meta.content_hash is not None:
+            path = _registered_file(meta, path, roots)
         index = meta.frame_index
         if index is not None and index.frame_count != meta.frame_count:
             warnings.warn(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path, PurePath
@@ -39,7 +39,7 @@ import numpy as np
 from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
 from vidlabel.spec import FrameIndex, VideoMetadata, frame_ranges
 
-__all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path"]
+__all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path", "video_path_candidates"]
 
 #: Decoded frames checked against a demuxed index before ``read_frame_index`` trusts it.
 VERIFY_FRAMES = 32
@@ -566,18 +566,10 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     """
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     tried: list[str] = []
-    for p in recorded:
-        tried.append(str(p))
-        if p.is_file():
-            return p
-    for root in roots:
-        for p in recorded:
-            parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
-            for i in range(len(parts)):
-                cand = Path(root, *parts[i:])
-                tried.append(str(cand))
-                if cand.is_file():
-                    return cand
+    for cand in video_path_candidates(meta, roots):
+        tried.append(str(cand))
+        if cand.is_file():
+            return cand
     if not recorded:
         raise VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
     raise VideoNotFoundError(
@@ -585,6 +577,21 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
         video_id=meta.video_id,
         path=str(recorded[0]),
     )
+
+
+def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Iterator[Path]:
+    """Where a registered video's file may be, in the order :func:`resolve_video_path` tries them.
+
+    The recorded paths, then under each root the recorded paths' trailing
+    parts, longest first. Paths are yielded whether or not they exist.
+    """
+    recorded = [_uri_path(s["uri"]) for s in meta.sources]
+    yield from recorded
+    for root in roots:
+        for p in recorded:
+            parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
+            for i in range(len(parts)):
+                yield Path(root, *parts[i:])
 
 
 def _uri_path(uri: str) -> Path:

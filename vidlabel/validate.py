@@ -15,6 +15,9 @@ code                   severity  meaning
 missing_video_file     warning   no source recorded, or the recorded local path does not exist.
                                  A warning: a release can be exported or trained from a store
                                  without the videos; readers fail later with VideoNotFoundError.
+video_file_changed     warning   the file at the recorded path no longer holds the registered bytes (its
+                                 content hash differs): readers and export refuse it
+                                 (VideoChangedError). Checked only with ``hash_files=True``.
 frame_index_stale      warning   the stored frame index was read from another file (its content hash
                                  differs from the video's); readers ignore it with a warning.
 frame_index_length     error     the frame index covers a different number of frames than the
@@ -35,8 +38,10 @@ untrusted_frame        warning   a box or mask row on a frame without a trustwor
                                  export leave the row out: the reader refuses that frame.
 =====================  ========  =====================================================================
 
-Video files are never hashed here (too slow for big datasets): staleness is
-judged from the stored hashes, existence with ``os.path.exists``.
+Existence is judged with ``os.path.exists``. Video files are hashed only when
+asked (``hash_files=True``, what ``Dataset.validate`` does by default: every
+file is read once per process); the index's staleness is judged from the
+stored hashes.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ Severity = Literal["error", "warning"]
 #: Stable problem codes and their severities (see the module docstring for their meaning).
 PROBLEM_CODES: dict[str, Severity] = {
     "missing_video_file": "warning",
+    "video_file_changed": "warning",
     "frame_index_stale": "warning",
     "frame_index_length": "error",
     "frame_out_of_range": "error",
@@ -156,7 +162,27 @@ def _local_path(uri: str) -> str | None:
     return uri
 
 
-def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool) -> list[Problem]:
+def _changed_problem(meta: VideoMetadata, path: Path, base: Path | None) -> Problem | None:
+    """``video_file_changed`` when the file's content hash differs from the registered one (None when it matches)."""
+    from vidlabel.errors import VidlabelError
+    from vidlabel.frames import video_changed_message
+    from vidlabel.probe import content_hash
+
+    if meta.content_hash is None:
+        return None
+    try:
+        actual = content_hash(path)
+    except (VidlabelError, OSError):  # unreadable: readers report it
+        return None
+    if actual == meta.content_hash:
+        return None
+    message = video_changed_message(
+        meta.video_id, path, meta.content_hash, actual, dataset=None if base is None else str(base)
+    )
+    return _problem("video_file_changed", message, meta.video_id)
+
+
+def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool, hash_files: bool) -> list[Problem]:
     vid = meta.video_id
     out: list[Problem] = []
     if check_files:
@@ -168,9 +194,14 @@ def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool) -
                 candidates = [Path(path)]
                 if base is not None and not Path(path).is_absolute():
                     candidates.append(base / path)
-                if not any(os.path.exists(c) for c in candidates):
+                found = [c for c in candidates if os.path.exists(c)]
+                if not found:
                     tried = ", ".join(str(c) for c in candidates)
                     out.append(_problem("missing_video_file", f"video file not found (tried {tried})", vid))
+                elif hash_files:
+                    changed = _changed_problem(meta, found[0], base)
+                    if changed is not None:
+                        out.append(changed)
     fi = meta.frame_index
     if fi is not None:
         if fi.content_hash is not None and meta.content_hash is not None and fi.content_hash != meta.content_hash:
@@ -247,6 +278,7 @@ def validate_table(
     views: Mapping[str, View],
     *,
     check_files: bool = True,
+    hash_files: bool = False,
     base: str | os.PathLike[str] | None = None,
 ) -> list[Problem]:
     """Check annotation rows against their videos and views; vectorised over the rows.
@@ -260,7 +292,11 @@ def validate_table(
         Every registered video (each is checked, with or without rows).
     views : mapping view_id -> View
     check_files : bool
-        Report ``missing_video_file`` (``os.path.exists`` only; files are never hashed).
+        Report ``missing_video_file`` (``os.path.exists``).
+    hash_files : bool
+        With ``check_files``, also hash every existing file (once per process)
+        and report ``video_file_changed`` when it differs from the registered
+        content hash.
     base : path, optional
         Folder that relative source paths are also tried against (the dataset folder).
 
@@ -272,7 +308,7 @@ def validate_table(
     problems: list[Problem] = []
     base_path = Path(base) if base is not None else None
     for vid in sorted(videos):
-        problems.extend(_video_problems(videos[vid], base_path, check_files))
+        problems.extend(_video_problems(videos[vid], base_path, check_files, hash_files))
     problems.extend(_view_problems(table, videos, views))
 
     n = len(table)

@@ -1,0 +1,152 @@
+"""A video file replaced on disk after registration: never read, stored or served under the registered hash."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.media import encode_clip, read_frame_number
+from tests.test_store_support import H, W, make_dataset
+from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store, probe
+from vidlabel.cli import main
+from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoDecodeError
+from vidlabel.export import cache
+from vidlabel.probe import content_hash
+from vidlabel.store import backend_for
+
+N_FRAMES = 12
+CHANGED = r"video 'a' changed on disk: '.*a\.mp4' now has content hash sha256:[0-9a-f]{12}\.\.\., but the video was registered with sha256:[0-9a-f]{12}\.\.\."
+
+
+@pytest.fixture
+def swapped(tmp_path: Path) -> tuple[Dataset, Path, Path]:
+    """A built dataset whose video 'a' file was replaced by another clip; returns (ds, a.mp4, the original's copy)."""
+    ds = make_dataset(tmp_path, videos=("a", "b"), n_frames=N_FRAMES)
+    original = tmp_path / "keep" / "a.mp4"
+    original.parent.mkdir()
+    shutil.copy2(tmp_path / "a.mp4", original)
+    encode_clip(tmp_path / "a.mp4", n_frames=N_FRAMES + 8, width=W, height=H, gop=5)  # same name, other bytes
+    assert content_hash(tmp_path / "a.mp4") != ds.video("a").content_hash
+    return ds, tmp_path / "a.mp4", original
+
+
+def test_export_refuses_a_replaced_file_and_the_store_says_why(swapped: tuple[Dataset, Path, Path]) -> None:
+    ds, path, original = swapped
+    out = path.parent / "out"
+    with pytest.raises(VideoChangedError, match=CHANGED) as info:
+        export(ds, out, workers=2, progress=False)
+    message = str(info.value)
+    assert f"vidlabel add-video {ds.path} {path} --video-id a --replace" in message
+    assert "restore the registered file" in message and "roots=" in message
+    assert info.value.video_id == "a" and info.value.expected_hash == ds.video("a").content_hash
+    assert isinstance(info.value, VideoDecodeError)
+    assert backend_for(out, "hdf5").video_ids() == ["b"]  # nothing stored for 'a'
+    with pytest.raises(StoreIncompleteError, match=r"its export failed: .*video 'a' changed on disk"):
+        open_store(out)
+
+    shutil.copy2(original, path)  # restored: the export completes, with the release's frames
+    report = export(ds, out, workers=2, progress=False)
+    assert report.videos_up_to_date == 1
+    store = open_store(out)
+    with FrameReader.for_video(ds.video("a")) as reader:
+        checked = 0
+        for i, (video_id, n) in enumerate(store.index):
+            if video_id == "a":
+                image = reader.read(n)
+                assert read_frame_number(image) == n
+                np.testing.assert_array_equal(store.frame(i), image)
+                checked += 1
+    assert checked > 0
+    store.close()
+
+
+def test_export_finds_the_registered_file_under_roots(swapped: tuple[Dataset, Path, Path]) -> None:
+    ds, path, original = swapped
+    out = path.parent / "out"
+    export(ds, out, progress=False, roots=[original.parent])
+    store = open_store(out)
+    for i, (_video_id, n) in enumerate(store.index):
+        assert read_frame_number(store.frame(i)) == n
+    store.close()
+    with FrameReader.for_video(ds.video("a"), roots=[original.parent]) as reader:
+        assert reader.path == original and reader.frame_count == N_FRAMES
+
+
+def test_readers_refuse_a_replaced_file(swapped: tuple[Dataset, Path, Path]) -> None:
+    ds, path, _original = swapped
+    with pytest.raises(VideoChangedError, match=CHANGED):
+        FrameReader.for_video(ds.video("a"))
+    samples = FrameSamples(ds)
+    with pytest.raises(VideoChangedError, match=CHANGED):
+        samples.reader("a")
+    with samples.reader("b") as reader:  # the other video reads as before
+        assert read_frame_number(reader.read(3)) == 3
+    # Reading the file directly, without the registered metadata, is the caller's choice: it reads what is there.
+    with FrameReader(path) as reader:
+        assert reader.frame_count == N_FRAMES + 8
+
+
+def test_a_cache_serves_its_frames_and_refuses_the_replaced_file_for_the_rest(
+    swapped: tuple[Dataset, Path, Path],
+) -> None:
+    ds, path, original = swapped
+    shutil.copy2(path, path.with_name("new.mp4"))
+    shutil.copy2(original, path)
+    store = path.parent / "frames"
+    cache(ds, store, codec="none", progress=False)  # the registered file's annotated frames
+    shutil.copy2(path.with_name("new.mp4"), path)
+    samples = FrameSamples(ds, cache=store)
+    stored = sorted(n for video_id, n in samples.index if video_id == "a")
+    missing = sorted(set(range(N_FRAMES)) - set(stored))
+    assert stored and missing
+    with samples.reader("a") as reader:
+        for n in stored:  # decoded from the registered file: still served
+            assert read_frame_number(reader.read(n)) == n
+        with pytest.raises(VideoChangedError, match=CHANGED):
+            reader.read(missing[0])
+
+
+def test_video_frames_refuse_a_replaced_file(swapped: tuple[Dataset, Path, Path]) -> None:
+    pytest.importorskip("torch")
+    from vidlabel.torch_data import VideoFrames
+
+    ds, _path, _original = swapped
+    samples = FrameSamples(ds, videos=["a"])
+    frames = VideoFrames(samples)
+    with pytest.raises(VideoChangedError, match=CHANGED):
+        frames[0]
+
+
+def test_validate_reports_a_replaced_file(swapped: tuple[Dataset, Path, Path]) -> None:
+    ds, _path, _original = swapped
+    changed = [p for p in ds.validate() if p.code == "video_file_changed"]
+    assert [(p.severity, p.video_id) for p in changed] == [("warning", "a")]
+    assert "--video-id a --replace" in changed[0].message
+    assert not [p for p in ds.validate(hash_files=False) if p.code == "video_file_changed"]
+
+
+def test_cli_validate_then_replace_build_and_export(
+    swapped: tuple[Dataset, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds, path, _original = swapped
+    assert main(["validate", str(ds.path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning video_file_changed (video 'a')" in out and out.endswith("0 errors, 1 warning\n")
+    assert main(["export", str(ds.path), str(path.parent / "out")]) == 1
+    assert "video 'a' changed on disk" in capsys.readouterr().err
+
+    assert main(["add-video", str(ds.path), str(path), "--video-id", "a", "--replace"]) == 0
+    assert ds.video("a").content_hash == content_hash(path) == probe(path).content_hash
+    assert main(["build", str(ds.path)]) == 0
+    assert main(["validate", str(ds.path)]) == 0
+    assert "video_file_changed" not in capsys.readouterr().out
+    report = export(ds, path.parent / "out", progress=False)
+    assert report.videos == 2
+    store = open_store(path.parent / "out")
+    assert any(video_id == "a" for video_id, _n in store.index)
+    for i, (_video_id, n) in enumerate(store.index):
+        assert read_frame_number(store.frame(i)) == n
+    store.close()
