@@ -10,6 +10,7 @@ import pytest
 from tests.media import ClipTruth
 from vidlabel.cli import main
 from vidlabel.dataset import Dataset
+from vidlabel.errors import VidlabelWarning
 from vidlabel.probe import probe, read_frame_index
 
 
@@ -86,6 +87,30 @@ def test_check_video_without_index_and_errors(dataset: Dataset, capsys: pytest.C
     assert "vidlabel: error: unknown video 'nope'" in capsys.readouterr().err
     assert main(["check-video", str(dataset.path), "clip", "--reads", "-1"]) == 1
     assert "--reads must be >= 0, got -1" in capsys.readouterr().err
+
+
+def test_check_video_leaves_untrusted_frames_out_of_the_timed_reads(
+    tmp_path: Path, media_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_untrusted import cut_clip
+
+    meta = probe(cut_clip(media_dir, "check_cut80.mp4", 0.80), video_id="cut")
+    assert meta.untrusted_count > 0  # the file is damaged: some frames have no trustworthy picture
+    ds = Dataset.create(tmp_path / "ds")
+    with pytest.warns(VidlabelWarning, match="no trustworthy picture"):
+        ds.add_video(meta)
+    assert main(["check-video", str(ds.path), "cut", "--reads", "40"]) == 0
+    out = capsys.readouterr().out
+    ranges = ", ".join(f"{a}..{b}" if b > a else f"{a}" for a, b in meta.untrusted_frames or ())
+    assert f"untrusted frames: {meta.untrusted_count} without a trustworthy picture ({ranges})" in out
+    assert "measured over 40 random reads:" in out and "failed" not in out
+
+    # Registered before untrusted frames were recorded: the reads that hit them are counted, not fatal.
+    ds.update_video(meta.replace(untrusted_frames=None))
+    assert main(["check-video", str(ds.path), "cut", "--reads", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "untrusted frames: not recorded" in out
+    assert "of those reads failed with a decode error" in out and "--video-id cut --replace" in out
 
 
 def test_dataset_and_release_keep_decoder_labels(tmp_path: Path, clip_pts_from_dts: ClipTruth) -> None:

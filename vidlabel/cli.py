@@ -364,7 +364,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     import numpy as np
 
     from vidlabel.dataset import Dataset
+    from vidlabel.errors import VideoDecodeError
     from vidlabel.frames import FrameReader
+    from vidlabel.spec import ranges_text
 
     ds = Dataset.open(args.dataset)
     meta = ds.video(args.video_id)
@@ -386,18 +388,43 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
             f"median {float(np.median(spacing)):g}, max {int(spacing.max())}"
         )
         print(f"  frames decoded per random read: {expected:.1f} on average (decoding starts at the keyframe before)")
-        if args.reads:
-            frames = np.random.default_rng(0).integers(0, n, size=args.reads).tolist()
+        # Frames without a trustworthy picture cannot be read (the reader refuses them): not timed.
+        untrusted = meta.untrusted_mask() if meta.frame_count == n else np.zeros(n, bool)
+        if meta.untrusted_frames is None:
+            print("  untrusted frames: not recorded (registered by an older vidlabel; 'add-video --replace')")
+        elif meta.untrusted_count:
+            print(
+                f"  untrusted frames: {meta.untrusted_count} without a trustworthy picture "
+                f"({ranges_text(meta.untrusted_frames)}); readers refuse them, so they are not timed"
+            )
+        else:
+            print("  untrusted frames: none")
+        trusted = np.flatnonzero(~untrusted)
+        if args.reads and trusted.size:
+            frames = np.random.default_rng(0).choice(trusted, size=args.reads).tolist()
             decoded = reader.stats["decoded"]
+            failed: list[int] = []
             start = time.perf_counter()
             for f in frames:
-                reader.read(f)
+                try:
+                    reader.read(f)
+                except VideoDecodeError:  # not listed as untrusted (the file may be damaged since)
+                    failed.append(f)
             per_read = (time.perf_counter() - start) / len(frames)
             measured = (reader.stats["decoded"] - decoded) / len(frames)
             print(
                 f"  measured over {len(frames)} random reads: {per_read * 1000:.1f} ms per frame "
                 f"({1 / per_read:.1f} frames/s), {measured:.1f} frames decoded per read"
             )
+            if failed:
+                shown = ", ".join(str(f) for f in sorted(set(failed))[:10])
+                print(
+                    f"  {len(failed)} of those reads failed with a decode error (frames {shown}): the file has "
+                    "frames without a trustworthy picture that its registration did not record; register it again "
+                    f"(vidlabel add-video {args.dataset} FILE --video-id {meta.video_id} --replace)"
+                )
+        elif args.reads:
+            print("  no random reads timed: no frame has a trustworthy picture")
     if expected > 30:
         print(
             "  random access is costly: every random frame decodes the frames since its keyframe. Remedies:\n"
