@@ -173,6 +173,13 @@ def test_the_sample_table_lists_the_keys_of_a_real_sample(walkthrough):
     assert keys == set(sample)
 
 
+def test_the_sample_section_code_runs_in_the_walkthrough_folder(walkthrough):
+    folder, _ = walkthrough
+    (code,) = [body for lang, body in _blocks(_section("What a sample contains")) if lang == "python"]
+    out = _run([sys.executable, "-c", code], folder).stdout
+    assert out.strip() == "10 (2, 4) 0 (240, 320, 3)"  # the walkthrough file has 2 boxes on frame 10; store starts at 0
+
+
 def test_the_annotation_table_documents_every_field():
     table = _section("The annotation file (JSON Lines)")
     documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
