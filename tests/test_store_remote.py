@@ -167,6 +167,43 @@ def test_frame_samples_cache_url(world: tuple[Path, Dataset], monkeypatch: pytes
     assert any("/frames/c." in key for key in fetched)  # the frames came from the URL
 
 
+PROCESS_LOCAL = (
+    r"memory:// stores live in one process; spawned workers .*cannot see them: use file:// or a real object store"
+)
+
+
+def test_a_memory_store_is_not_seen_by_spawned_workers_and_the_error_says_so(
+    world: tuple[Path, Dataset], mem: str
+) -> None:
+    root, _ = world
+    url = f"{mem}/s"
+    upload(root / "zarr-none", url)
+    frames = StoreFrames(url)
+    assert frames[0]["image"].shape == (3, 48, 64)  # this process sees it
+    loader = DataLoader(frames, batch_size=2, num_workers=1, multiprocessing_context="spawn", collate_fn=collate_frames)
+    with pytest.raises(StoreError, match=rf"has no group for video 'a' .*{PROCESS_LOCAL}"):
+        next(iter(loader))
+
+
+def test_a_memory_store_gone_from_this_process_says_why(world: tuple[Path, Dataset], mem: str) -> None:
+    root, _ = world
+    url = f"{mem}/s"
+    upload(root / "zarr-zstd4", url)
+    pickled = pickle.dumps(open_store(url))
+    fsspec.filesystem("memory").rm(mem, recursive=True)  # what a spawned process sees: nothing there
+    store = pickle.loads(pickled)
+    with pytest.raises(StoreError, match=rf"has no group for video 'a' .*{PROCESS_LOCAL}"):
+        store.sample(0)
+    with pytest.raises(
+        StoreError, match=rf"no vidlabel frame store at '{url}': nothing is stored at .*{PROCESS_LOCAL}"
+    ):
+        open_store(url)
+    # A file:// URL with nothing there, and a memory URL that holds objects, are told apart from this.
+    assert ObjectStore(file_url(root / "nothing-here")).absent_from_process() is None
+    fsspec.filesystem("memory").pipe(f"{url}/other/x", b"1")
+    assert ObjectStore(url).absent_from_process() is None
+
+
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_store_frames_over_a_file_url_workers_see_every_sample_once(world: tuple[Path, Dataset], context: str) -> None:
     root, _ = world

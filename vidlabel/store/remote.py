@@ -155,6 +155,32 @@ class ObjectStore:
         """The URL of ``key``, for messages."""
         return f"{self.url}/{key}" if key else self.url
 
+    def absent_from_process(self) -> str | None:
+        """Why nothing is found, for a ``memory://`` URL with nothing under it in this process; else None.
+
+        fsspec's memory filesystem lives in one process: a store put there is
+        invisible to spawned processes (DataLoader workers with the spawn start
+        method, export workers). Other URLs, and a memory URL holding objects,
+        give None.
+        """
+        try:
+            fs = self.fs
+        except StoreError:
+            return None
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if "memory" not in protocols:
+            return None
+        try:
+            if fs.exists(self.path("")):
+                return None
+        except Exception:  # the filesystem cannot tell: no hint
+            return None
+        return (
+            f"nothing is stored at {self.url!r} in this process (pid {os.getpid()}): memory:// stores live in one "
+            "process; spawned workers (DataLoader workers, export workers) cannot see them: use file:// or a real "
+            "object store (s3://, gs://, ...)"
+        )
+
     def _error(self, key: str, err: BaseException) -> StoreError:
         return StoreError(f"cannot read {self.url_of(key)!r}: {type(err).__name__}: {err}", path=self.url_of(key))
 
@@ -293,7 +319,9 @@ def find_url_stores(url: str, storage_options: Mapping[str, Any] | None = None) 
     Raises
     ------
     StoreError
-        If ``url`` holds an HDF5 store (HDF5 stores are read locally only).
+        If ``url`` holds an HDF5 store (HDF5 stores are read locally only), or is a
+        ``memory://`` URL with nothing under it in this process (memory stores
+        live in one process).
     """
     store = ObjectStore(url, storage_options)
     if _is_store_root(store.get("zarr.json")):
@@ -305,6 +333,10 @@ def find_url_stores(url: str, storage_options: Mapping[str, Any] | None = None) 
     found = [store.url_of(c) for c in children if _is_store_root(metas[f"{c}/zarr.json"])]
     if not found and ("videos" in children or "index" in children):
         return [store.url]
+    if not found:
+        absent = store.absent_from_process()
+        if absent is not None:
+            raise StoreError(f"no vidlabel frame store at {store.url!r}: {absent}", path=store.url)
     return found
 
 

@@ -457,8 +457,10 @@ class ZarrURLFramesReader(FramesReader):
         if not data:
             first = index * self.chunk_frames
             rows = f"rows {first}..{first + max(1, self.chunk_rows(index)) - 1}"
+            absent = self.store.absent_from_process()
             raise StoreError(
-                f"chunk {index} ({rows}) of video {self.video_id!r} is missing at {self.store.url_of(self._chunk_key(index))!r}",
+                f"chunk {index} ({rows}) of video {self.video_id!r} is missing at {self.store.url_of(self._chunk_key(index))!r}"
+                + ("" if absent is None else f": {absent}"),
                 path=self.path,
                 video_id=self.video_id,
             )
@@ -546,6 +548,9 @@ class ZarrURLBackend(Backend):
         got = self.store.get_many(["zarr.json", "index/zarr.json"])
         meta = parse_json(got["zarr.json"])
         if meta is None:
+            absent = self.store.absent_from_process()
+            if absent is not None:
+                raise StoreError(f"no vidlabel frame store at {self.url!r}: {absent}", path=self.url)
             return {}, np.zeros((0, 2), np.int64)
         index = np.zeros((0, 2), np.int64)
         index_meta = parse_json(got["index/zarr.json"])
@@ -603,8 +608,10 @@ class ZarrURLBackend(Backend):
         key = self._video_key(video_id)
         meta = parse_json(self.store.get(f"{key}/zarr.json"))
         if meta is None:
+            absent = self.store.absent_from_process()
             raise StoreError(
-                f"frame store {self.url!r} has no group for video {video_id!r} ({self.store.url_of(key)})",
+                f"frame store {self.url!r} has no group for video {video_id!r} ({self.store.url_of(key)})"
+                + ("" if absent is None else f": {absent}"),
                 path=self.url,
                 video_id=video_id,
             )
