@@ -538,7 +538,7 @@ def export(
                 parts.append(
                     f"{report.not_stored['box']} box and {report.not_stored['mask']} mask annotations lie on frames "
                     f"this export does not store ({why}); they are not in the store (ExportReport.not_stored lists "
-                    "them)"
+                    "them; the command line's summary names the first ids)"
                 )
             if report.untrusted_frames:
                 parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
@@ -616,7 +616,7 @@ def export(
             if key not in planned_units:
                 publish_videos(key)
         total = sum(int(j.frame_number.size) for j in jobs)
-        bar = _progress_bar(progress, total, f"export {folder.name}")
+        bar = _progress_bar(progress and total > 0, total, f"export {folder.name}")  # no bar with nothing to do
         try:
             for key, counts in _run_jobs(jobs, workers, bar):
                 report.frames_decoded += counts["decoded"]

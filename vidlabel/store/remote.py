@@ -80,10 +80,10 @@ def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
     """
     if not is_url(out):
         return
-    hdf5 = " HDF5 stores are local only; " if format == "hdf5" else " "
+    then = f" HDF5 stores are local only; {what}" if format == "hdf5" else f" {what.capitalize()}"
     raise OptionError(
-        f"cannot {what} to {out!r}: an {what} writes a local folder (object stores have no rename and no locks).{hdf5}"
-        f"{what.capitalize()} to a local folder with format='zarr', then upload it: "
+        f"cannot {what} to {out!r}: an {what} writes a local folder (object stores have no rename and no locks).{then}"
+        " to a local folder with format='zarr', then upload it: "
         f"vidlabel.store.upload(OUT, {out!r}) or `vidlabel upload OUT {out}`"
     )
 
