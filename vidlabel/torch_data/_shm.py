@@ -21,6 +21,11 @@ alive on either side, however long they are kept. When every slab is in use
 (a loop that keeps many batches), the worker falls back to torch's plain
 hand-over, so nothing blocks.
 
+The main process keeps the slabs of workers that have exited mapped until the
+next loader's first batch arrives (at most :data:`MAX_SLAB_BYTES` per worker),
+and each worker keeps its slabs for its lifetime: a container with a small
+``/dev/shm`` should lower those bounds or turn the pool off.
+
 Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
 """
 
