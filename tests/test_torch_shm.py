@@ -143,6 +143,38 @@ def test_images_a_transform_keeps_in_the_worker_are_never_refilled(stores: tuple
     assert count == len(frames)
 
 
+class ReplaysEarlierBatch:
+    """Even batches: remember each sample; odd batches: return the remembered samples of the batch before, as
+    they are (their images are then exactly the rows of a slab already handed over)."""
+
+    def __init__(self, batch_size: int) -> None:
+        self.batch_size, self.n, self.kept = batch_size, 0, {}
+
+    def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
+        batch, k = divmod(self.n, self.batch_size)
+        self.n += 1
+        if batch % 2 == 0:
+            self.kept[k] = sample
+            return sample
+        return self.kept[k]
+
+
+def test_a_batch_handed_over_twice_is_copied_the_second_time(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none", transform=ReplaysEarlierBatch(2))
+    window: list[dict[str, Any]] = []
+    checked = 0
+    for batch in loader(frames, 1, "fork", batch_size=2):
+        window.append(batch)
+        if len(window) > 3:  # the oldest batch of the window has lived through three newer ones
+            old = window.pop(0)
+            numbers = [read_frame_number(img.permute(1, 2, 0).numpy()) for img in old["image"]]
+            assert numbers == old["frame_index"].tolist()
+            checked += 1
+        gc.collect()
+    assert checked > 5
+
+
 def test_the_pool_can_be_turned_off(stores: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch) -> None:
     root, _ = stores
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "0")

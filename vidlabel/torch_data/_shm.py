@@ -248,14 +248,17 @@ def _worker_done(held: set[int], in_use: np.ndarray, index: int, handed: list[bo
 
 
 def slab_of(tensor: torch.Tensor) -> Slab | None:
-    """The slab (taken, its array alive) whose memory ``tensor``'s storage starts at, in this worker; or None."""
+    """The slab (taken, its array alive, not handed over yet) whose memory ``tensor``'s storage starts at, in
+    this worker; or None. A slab already handed over is never handed over again: the main process would hold
+    two batches over it and give it back when the first one dies (a transform that returns the images of an
+    earlier batch gets them copied instead)."""
     pool = _POOL
     if pool is None or pool.pid != os.getpid():
         return None
     ptr = tensor.untyped_storage().data_ptr()
     for index, (ref, handed) in pool.taken.items():
         array = ref()
-        if array is not None and array.ctypes.data == ptr and pool.in_use[index]:
+        if array is not None and array.ctypes.data == ptr and pool.in_use[index] and not handed[0]:
             return Slab(pool, index, handed, array)
     return None
 
