@@ -150,3 +150,16 @@ def test_cli_validate_then_replace_build_and_export(
     for i, (_video_id, n) in enumerate(store.index):
         assert read_frame_number(store.frame(i)) == n
     store.close()
+
+
+def test_export_of_a_release_built_before_a_replace_says_to_build(swapped: tuple[Dataset, Path, Path]) -> None:
+    ds, path, _original = swapped
+    old_release = ds.release("latest").release_id
+    assert main(["add-video", str(ds.path), str(path), "--video-id", "a", "--replace"]) == 0  # no build after it
+    with pytest.raises(
+        VideoChangedError,
+        match=rf"release {old_release} pins video 'a' at content hash sha256:[0-9a-f]{{12}}\.\.\., but the video "
+        rf"was re-registered since with the file now at '.*a\.mp4' \(sha256:[0-9a-f]{{12}}\.\.\.\): build a new "
+        rf"release \(`vidlabel build {ds.path}`\); then export again",
+    ):
+        export(ds, path.parent / "out", progress=False)
