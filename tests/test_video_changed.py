@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoDecode
 from vidlabel.export import cache
 from vidlabel.probe import content_hash
 from vidlabel.store import backend_for
+from vidlabel.store.verify import verify_store
 
 N_FRAMES = 12
 CHANGED = r"video 'a' changed on disk: '.*a\.mp4' now has content hash sha256:[0-9a-f]{12}\.\.\., but the video was registered with sha256:[0-9a-f]{12}\.\.\."
@@ -46,6 +48,10 @@ def test_export_refuses_a_replaced_file_and_the_store_says_why(swapped: tuple[Da
     assert backend_for(out, "hdf5").video_ids() == ["b"]  # nothing stored for 'a'
     with pytest.raises(StoreIncompleteError, match=r"its export failed: .*video 'a' changed on disk"):
         open_store(out)
+    checked = verify_store(out)
+    assert not checked["ok"]
+    assert any(re.search(r"root is not marked complete: its export failed: .*video 'a' changed on disk", p)
+               for p in checked["problems"])  # fmt: skip
 
     shutil.copy2(original, path)  # restored: the export completes, with the release's frames
     report = export(ds, out, workers=2, progress=False)

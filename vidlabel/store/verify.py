@@ -78,7 +78,9 @@ def _verify_one(
         problems.append(f"{where}: root format is {attrs.get('format')!r}, expected {FORMAT!r}")
     if int(attrs.get("format_version", 0)) > FORMAT_VERSION:
         problems.append(f"{where}: format version {attrs.get('format_version')} is newer than {FORMAT_VERSION}")
-    if attrs.get("complete") is not True:
+    if attrs.get("complete") is not True and attrs.get("failed"):
+        problems.append(f"{where}: root is not marked complete: its export failed: {attrs['failed']}")
+    elif attrs.get("complete") is not True:
         problems.append(f"{where}: root is not marked complete (export interrupted or running)")
     video_ids = list(attrs.get("video_ids", []))
     on_disk = backend.video_ids()
