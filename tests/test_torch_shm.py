@@ -267,3 +267,19 @@ def test_read_rows_into_given_arrays(stores: tuple[Path, Dataset]) -> None:
         store.read_rows(video_id, [2, 0, 2], out=list(out[:2]))
     with pytest.raises(OptionError, match=r"read_rows: out must hold 1 arrays of shape \(48, 64, 3\) uint8"):
         store.read_rows(video_id, [1], out=[np.zeros((48, 64, 3), np.float32)])
+
+
+def test_a_slab_is_wrapped_once_before_it_is_pickled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The DataLoader's queue pickles on its own thread: a batch can be collated again over the same slab before
+    # the first batch over it is pickled. The second must not be handed over as that slab too.
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+    monkeypatch.setattr(_shm, "_POOL", None)
+    slab = _shm.take_slab((2, 8, 8, 3))
+    assert slab is not None
+    rows = torch.from_numpy(slab.array)
+    assert _shm.slab_of(rows) is not None  # read into, not wrapped yet
+    first = slab.tensor(rows.permute(0, 3, 1, 2))
+    assert _shm.slab_of(rows) is None  # wrapped (not pickled yet): never a second batch over it
+    values = [v.permute(2, 0, 1) for v in rows]
+    again = collate_frames([{"image": v} for v in values])["image"]
+    assert not isinstance(again, _shm._PooledTensor) and again.data_ptr() == first.data_ptr()  # not as the slab

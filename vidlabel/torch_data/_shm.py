@@ -146,8 +146,8 @@ class _PooledTensor(torch.Tensor):
         return self.as_subclass(torch.Tensor).clone()
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        pool, index, handed = self._vidlabel_slab
-        handed[0] = True
+        pool, index, state = self._vidlabel_slab
+        state[0] = True  # handed over: from now on only the receiving process gives the slab back
         slab = None if pool.sent[index] else pool.slabs[index]
         flags = None if pool.flags_sent else pool.flags
         pool.sent[index] = True
@@ -224,42 +224,45 @@ class Slab:
     goes back to the pool by itself.
     """
 
-    def __init__(self, pool: SlabPool, index: int, handed: list[bool], array: np.ndarray) -> None:
-        self.pool, self.index, self.handed, self.array = pool, index, handed, array
+    def __init__(self, pool: SlabPool, index: int, state: list[bool], array: np.ndarray) -> None:
+        self.pool, self.index, self.array = pool, index, array
+        self.state = state  # [handed over (pickled) or released, wrapped as a batch tensor]
 
     def tensor(self, view: torch.Tensor) -> torch.Tensor:
         """``view`` (a tensor over :attr:`array`) as a tensor that pickles by slab."""
         out = view.as_subclass(_PooledTensor)
-        out._vidlabel_slab = (self.pool, self.index, self.handed)
+        self.state[1] = True  # on its way to the main process: never wrapped again (see slab_of)
+        out._vidlabel_slab = (self.pool, self.index, self.state)
         return out
 
     def release(self) -> None:
         """Give the slab back unused (the batch is not handed over after all); it is taken again only once
         its array is gone from this worker too."""
-        self.handed[0] = True  # the array's finalizer must not give it back again once it is taken anew
+        self.state[0] = True  # the array's finalizer must not give it back again once it is taken anew
         self.pool.in_use[self.index] = 0
 
 
-def _worker_done(held: set[int], in_use: np.ndarray, index: int, handed: list[bool]) -> None:
+def _worker_done(held: set[int], in_use: np.ndarray, index: int, state: list[bool]) -> None:
     """The worker's last view of a slab is gone: free for this worker; and for good if never handed over."""
     held.discard(index)
-    if not handed[0]:
+    if not state[0]:
         in_use[index] = 0
 
 
 def slab_of(tensor: torch.Tensor) -> Slab | None:
-    """The slab (taken, its array alive, not handed over yet) whose memory ``tensor``'s storage starts at, in
-    this worker; or None. A slab already handed over is never handed over again: the main process would hold
-    two batches over it and give it back when the first one dies (a transform that returns the images of an
-    earlier batch gets them copied instead)."""
+    """The slab (taken, its array alive, not yet wrapped as a batch tensor) whose memory ``tensor``'s storage
+    starts at, in this worker; or None. A slab is wrapped once: the main process would otherwise hold two
+    batches over it and give it back when the first one dies (a transform that returns the images of an
+    earlier batch has them handed over the plain way, a copy). Wrapping, not pickling, marks it: the queue
+    pickles on its own thread, after the next batch may be collated."""
     pool = _POOL
     if pool is None or pool.pid != os.getpid():
         return None
     ptr = tensor.untyped_storage().data_ptr()
-    for index, (ref, handed) in pool.taken.items():
+    for index, (ref, state) in pool.taken.items():
         array = ref()
-        if array is not None and array.ctypes.data == ptr and pool.in_use[index] and not handed[0]:
-            return Slab(pool, index, handed, array)
+        if array is not None and array.ctypes.data == ptr and pool.in_use[index] and not state[1]:
+            return Slab(pool, index, state, array)
     return None
 
 
@@ -278,11 +281,11 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     if index is None:
         return None
     array = _bytes_view(pool.slabs[index])[:nbytes].view(dt).reshape(shape)
-    handed = [False]
+    state = [False, False]
     pool.held.add(index)
-    weakref.finalize(array, _worker_done, pool.held, pool.in_use, index, handed)
-    pool.taken[index] = (weakref.ref(array), handed)
-    return Slab(pool, index, handed, array)
+    weakref.finalize(array, _worker_done, pool.held, pool.in_use, index, state)
+    pool.taken[index] = (weakref.ref(array), state)
+    return Slab(pool, index, state, array)
 
 
 # -- the main process's side -----------------------------------------------------------------------------------
