@@ -71,6 +71,20 @@ def _enabled() -> bool:
     return os.environ.get("VIDLABEL_SHM_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def _applies() -> bool:
+    """The pool is on and this is a DataLoader worker process (the only place batches are handed over from)."""
+    return _enabled() and torch.utils.data.get_worker_info() is not None
+
+
+def _plain_cpu(tensor: torch.Tensor) -> bool:
+    """A CPU tensor without autograd whose dtype NumPy has (so that its bytes can travel in a message)."""
+    return (
+        tensor.device.type == "cpu"
+        and not tensor.requires_grad
+        and tensor.dtype not in (torch.bfloat16, torch.complex32)
+    )
+
+
 def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
     """A writable uint8 NumPy view of a CPU storage's memory (no copy)."""
     return torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
@@ -135,15 +149,19 @@ def _pool() -> SlabPool:
         return _POOL
 
 
-class _PooledTensor(torch.Tensor):
-    """A worker's batch tensor living in a pool slab; pickles as (pool, slab, layout), the slab itself only once."""
+class _HandOverTensor(torch.Tensor):
+    """A tensor that pickles its own way when a worker hands it over; anything done to it gives plain tensors."""
 
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # ops give plain tensors
 
-    _vidlabel_slab: tuple[SlabPool, int, list[bool]]
-
     def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         return self.as_subclass(torch.Tensor).clone()
+
+
+class _PooledTensor(_HandOverTensor):
+    """A worker's batch tensor living in a pool slab; pickles as (pool, slab, layout), the slab itself only once."""
+
+    _vidlabel_slab: tuple[SlabPool, int, list[bool]]
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         pool, index, state = self._vidlabel_slab
@@ -156,13 +174,8 @@ class _PooledTensor(torch.Tensor):
         return (_rebuild, (pool.token, pool.pid, index, slab, flags, layout))
 
 
-class _ByValueTensor(torch.Tensor):
+class _ByValueTensor(_HandOverTensor):
     """A small tensor that pickles by value (its bytes in the message) instead of through a shared-memory segment."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # ops give plain tensors
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
-        return self.as_subclass(torch.Tensor).clone()
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (torch.from_numpy, (self.as_subclass(torch.Tensor).numpy(),))
@@ -178,12 +191,9 @@ def by_value(tensor: torch.Tensor) -> torch.Tensor:
     """
     if (
         isinstance(tensor, _PooledTensor)
-        or tensor.device.type != "cpu"
-        or tensor.requires_grad
-        or tensor.dtype in (torch.bfloat16, torch.complex32)
+        or not _plain_cpu(tensor)
         or tensor.untyped_storage().nbytes() >= MIN_POOLED_BYTES
-        or not _enabled()
-        or torch.utils.data.get_worker_info() is None
+        or not _applies()
     ):
         return tensor
     return tensor.as_subclass(_ByValueTensor)
@@ -206,11 +216,9 @@ def ragged_by_value(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     made to pickle as one array (see :func:`by_value`); anything else is returned as it is."""
     if (
         len(tensors) < 2
-        or not _enabled()
-        or torch.utils.data.get_worker_info() is None
-        or any(t.device.type != "cpu" or t.requires_grad or t.dim() == 0 for t in tensors)
+        or not _applies()
+        or any(not _plain_cpu(t) or t.dim() == 0 for t in tensors)
         or len({(t.dtype, tuple(t.shape[1:])) for t in tensors}) != 1
-        or tensors[0].dtype in (torch.bfloat16, torch.complex32)
         or sum(t.nbytes for t in tensors) >= MIN_POOLED_BYTES
     ):
         return [by_value(t) for t in tensors]
@@ -274,7 +282,7 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     that takes a slab (both read from the environment, so DataLoader workers see them, fork or spawn)."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    if nbytes < _min_pooled_bytes() or not _enabled() or torch.utils.data.get_worker_info() is None:
+    if nbytes < _min_pooled_bytes() or not _applies():
         return None
     pool = _pool()
     index = pool.take(nbytes)
