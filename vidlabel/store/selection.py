@@ -10,7 +10,7 @@ and ``with_masks``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -250,20 +250,23 @@ class StoreSamples:
         video_id, row = self.locate(j)
         return self.sample_row(video_id, row)
 
-    def frame_sizes(self, js: Sequence[int]) -> list[tuple[int, int]]:
-        """(width, height) of the stored frames of samples ``js``."""
-        return [
-            (t.width, t.height) for t in (self._targets(video_id) for video_id, _row in (self.locate(j) for j in js))
-        ]
-
-    def samples(self, js: Sequence[int], out: np.ndarray | None = None) -> list[dict[str, Any]]:
+    def samples(
+        self, js: Sequence[int], allocate: Callable[[tuple[int, int, int, int]], np.ndarray] | None = None
+    ) -> list[dict[str, Any]]:
         """Several samples, their frames read grouped by video and chunk (each chunk once).
 
-        ``out``, a C-contiguous (len(js), H, W, 3) uint8 array (all frames of
-        one size, see :meth:`frame_sizes`), receives the frames: each sample's
-        ``image`` is then ``out[k]``, a view.
+        ``allocate``, when two or more frames all share a size (H, W), is
+        called once with ``(len(js), H, W, 3)`` and returns a C-contiguous
+        uint8 array that receives the frames: each sample's ``image`` is then
+        a view of its row.
         """
         located = [self.locate(j) for j in js]
+        out = None
+        if allocate is not None and len(located) > 1:
+            sizes = {(t.height, t.width) for t in (self._targets(video_id) for video_id, _row in located)}
+            if len(sizes) == 1:
+                ((height, width),) = sizes
+                out = allocate((len(located), height, width, 3))
         by_video: dict[str, list[int]] = {}
         for k, (video_id, _row) in enumerate(located):
             by_video.setdefault(video_id, []).append(k)

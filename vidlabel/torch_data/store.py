@@ -151,31 +151,21 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return self._finish(self.samples.sample(int(i)))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        js = [int(i) for i in indices]
-        batch = self._batch_images(js)
-        if batch is None:
-            return [self._finish(s) for s in self.samples.samples(js)]
-        array, tensor = batch
-        samples = self.samples.samples(js, out=array)
-        for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
-            sample["image"] = tensor[k].permute(2, 0, 1)
-        return [self._finish(s) for s in samples]
+        buffers: list[np.ndarray] = []
 
-    def _batch_images(self, js: list[int]) -> tuple[np.ndarray, torch.Tensor] | None:
-        """One (B, H, W, 3) uint8 buffer for a batch whose frames share a size (in a DataLoader worker, a
-        reusable shared-memory slab), and a tensor over it; None for a single sample or mixed sizes."""
-        if len(js) < 2:
-            return None
-        sizes = set(self.samples.frame_sizes(js))
-        if len(sizes) != 1:
-            return None
-        ((width, height),) = sizes
-        shape = (len(js), height, width, 3)
-        slab = take_slab(shape)
-        if slab is None:
-            array = np.empty(shape, np.uint8)
-            return array, torch.from_numpy(array)
-        return slab.array, torch.from_numpy(slab.array)
+        def allocate(shape: tuple[int, ...]) -> np.ndarray:
+            # one (B, H, W, 3) buffer for a batch whose frames share a size; in a DataLoader worker, a reusable
+            # shared-memory slab
+            slab = take_slab(shape)
+            buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
+            return buffers[0]
+
+        samples = self.samples.samples([int(i) for i in indices], allocate=allocate)
+        if buffers:
+            batch = torch.from_numpy(buffers[0])
+            for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
+                sample["image"] = batch[k].permute(2, 0, 1)
+        return [self._finish(s) for s in samples]
 
     def __repr__(self) -> str:
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
