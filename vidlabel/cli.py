@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vidlabel._version import __version__
-from vidlabel.errors import VidlabelError, VidlabelWarning
+from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
 
 __all__ = ["main"]
 
@@ -421,7 +421,7 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
                 print(
                     f"  {len(failed)} of those reads failed with a decode error (frames {shown}): the file has "
                     "frames without a trustworthy picture that its registration did not record; register it again "
-                    f"(vidlabel add-video {args.dataset} FILE --video-id {meta.video_id} --replace)"
+                    f"({replace_command(args.dataset, None, meta.video_id)})"
                 )
         elif args.reads:
             print("  no random reads timed: no frame has a trustworthy picture")

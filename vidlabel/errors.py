@@ -10,6 +10,9 @@ keyword-only attributes with defaults.
 
 from __future__ import annotations
 
+import os
+import shlex
+
 __all__ = [
     "AnnotationError",
     "BuildError",
@@ -30,6 +33,7 @@ __all__ = [
     "VideoDecodeError",
     "VideoNotFoundError",
     "VidlabelWarning",
+    "replace_command",
 ]
 
 
@@ -168,3 +172,12 @@ class OptionError(VidlabelError, ValueError):
 
 class VidlabelWarning(UserWarning):
     """Warned when vidlabel recovers from a problem on its own (an index for another file, a disagreeing index, an untrusted frame)."""
+
+
+def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, video_id: str) -> str:
+    """The shell command that re-registers video ``video_id`` from its file, as error messages give it.
+
+    ``DATASET`` and ``FILE`` stand in for an unknown dataset folder or file.
+    """
+    words = ("vidlabel", "add-video", dataset or "DATASET", path or "FILE", "--video-id", video_id, "--replace")
+    return " ".join(shlex.quote(str(w)) for w in words)

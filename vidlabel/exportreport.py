@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidlabel.errors import VideoDecodeError
+from vidlabel.errors import VideoDecodeError, replace_command
 from vidlabel.release import Release
 
 __all__ = ["ExportReport", "decode_failure", "lost_reasons"]
@@ -113,13 +112,11 @@ def lost_reasons(not_stored: dict[str, Any], other: str = "stride / frames / kin
     if not untrusted:
         return other
     rest = not_stored["box"] + not_stored["mask"] - untrusted
-    parts = []
-    if untrusted:
-        videos = ", ".join(repr(v) for v in not_stored.get("untrusted_by_video", {}))
-        parts.append(
-            f"{untrusted} on frames without a trustworthy picture in video {videos}: the file is truncated or "
-            "corrupt, the reader refuses those frames"
-        )
+    videos = ", ".join(repr(v) for v in not_stored.get("untrusted_by_video", {}))
+    parts = [
+        f"{untrusted} on frames without a trustworthy picture in video {videos}: the file is truncated or "
+        "corrupt, the reader refuses those frames"
+    ]
     if rest:
         parts.append(f"{rest} by {other}")
     return "; ".join(parts)
@@ -130,11 +127,8 @@ def decode_failure(err: VideoDecodeError, rel: Release, folder: Path, dataset: s
     meta = rel.videos.get(err.video_id or "")
     vid = err.video_id if meta is None else meta.video_id
     file = err.path or (meta.uri if meta is not None else None)
-    command = " ".join(
-        shlex.quote(str(x)) for x in ("vidlabel", "add-video", dataset or "DATASET", file or "FILE", "--video-id", vid)
-    )
     redo = (
-        f"re-register the video (`{command} --replace`, or Dataset.update_video(probe(FILE, video_id={vid!r}))), "
+        f"re-register the video (`{replace_command(dataset, file, str(vid))}`, or Dataset.update_video(probe(FILE, video_id={vid!r}))), "
         "build a new release and export that; the annotations on frames without a trustworthy picture are then "
         "reported, not stored"
     )

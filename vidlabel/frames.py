@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,7 +45,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, VideoChangedError, VideoDecodeError, VidlabelWarning
+from vidlabel.errors import FrameOutOfRangeError, VideoChangedError, VideoDecodeError, VidlabelWarning, replace_command
 from vidlabel.framedecode import SEEK_MARGIN, DecodeEngine, Missing
 from vidlabel.geometry import view_image
 from vidlabel.probe import (
@@ -80,13 +79,11 @@ def video_changed_message(
     dataset : str, optional
         The dataset folder, named in the command to run (else ``DATASET``).
     """
-    command = " ".join(
-        shlex.quote(str(x)) for x in ("vidlabel", "add-video", dataset or "DATASET", path, "--video-id", video_id)
-    )
     return (
         f"video {video_id!r} changed on disk: {str(path)!r} now has content hash {actual[:19]}..., but the video was "
         f"registered with {expected[:19]}...; its frames are not the registered frames, and readers and export refuse it. "
-        f"If the new file is meant, re-register it (`{command} --replace`), build a new release and use that; "
+        f"If the new file is meant, re-register it (`{replace_command(dataset, path, video_id)}`), build a new release "
+        "and use that; "
         "otherwise restore the registered file, or pass roots= (--roots) a folder that holds it"
     )
 
