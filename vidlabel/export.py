@@ -53,10 +53,9 @@ from vidlabel.errors import (
     StoreError,
     VideoChangedError,
     VideoDecodeError,
-    VidlabelError,
     VidlabelWarning,
 )
-from vidlabel.exportreport import ExportReport, decode_failure, lost_reasons
+from vidlabel.exportreport import ExportReport, changed_failure, decode_failure, lost_reasons
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
 from vidlabel.release import Release
 from vidlabel.spec import KINDS, VideoMetadata, View
@@ -631,7 +630,7 @@ def export(
                 publish_videos(key)
         except VideoDecodeError as err:
             failure = (
-                _changed_failure(err, folder, dataset_path, ds, rel)
+                changed_failure(err, folder, dataset_path, ds, rel)
                 if isinstance(err, VideoChangedError)
                 else decode_failure(err, rel, folder, dataset_path)
             )
@@ -677,36 +676,6 @@ def export(
         report.seconds = time.perf_counter() - t0
         report.size_bytes = backend.size_on_disk()
     return report
-
-
-def _changed_failure(
-    err: VideoChangedError, folder: Path, dataset: str | None, ds: Any, rel: Release
-) -> VideoChangedError:
-    """The error for a video whose file changed since the release was built, naming the dataset in the remedy
-    (or, when the dataset already holds the file's new registration, saying to build a new release)."""
-    from vidlabel.frames import video_changed_message
-
-    why = str(err)
-    if err.video_id and err.path and err.expected_hash and err.actual_hash:
-        why = video_changed_message(err.video_id, err.path, err.expected_hash, err.actual_hash, dataset=dataset)
-        try:
-            registered = ds.video(err.video_id).content_hash if hasattr(ds, "video") else None
-        except VidlabelError:
-            registered = None
-        if registered is not None and registered == err.actual_hash:
-            why = (
-                f"release {rel.release_id} pins video {err.video_id!r} at content hash {err.expected_hash[:19]}..., "
-                f"but the video was re-registered since with the file now at {str(err.path)!r} "
-                f"({err.actual_hash[:19]}...): build a new release (`vidlabel build {dataset or 'DATASET'}`)"
-            )
-    return VideoChangedError(
-        f"export to {str(folder)!r} stopped: {why}; then export again. (The store is left incomplete; the videos "
-        "already written are kept and reused by the next export to this folder.)",
-        path=err.path,
-        video_id=err.video_id,
-        expected_hash=err.expected_hash,
-        actual_hash=err.actual_hash,
-    )
 
 
 def _prepare_folder(folder: Path, format: str) -> Any:

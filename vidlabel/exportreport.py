@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidlabel.errors import VideoDecodeError, replace_command
+from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, replace_command
 from vidlabel.release import Release
 
-__all__ = ["ExportReport", "decode_failure", "lost_reasons"]
+__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons"]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -143,8 +143,41 @@ def decode_failure(err: VideoDecodeError, rel: Release, folder: Path, dataset: s
             "may have changed or been damaged since, and running this export again fails the same way"
         )
     return VideoDecodeError(
-        f"export to {str(folder)!r} stopped: {err}. {why}. To export it: {redo}. (The store is left incomplete; "
-        "the videos already written are kept and reused by the next export to this folder.)",
+        f"export to {str(folder)!r} stopped: {err}. {why}. To export it: {redo}. {_LEFT_INCOMPLETE}",
         path=err.path,
         video_id=err.video_id,
     )
+
+
+def changed_failure(
+    err: VideoChangedError, folder: Path, dataset: str | None, ds: Any, rel: Release
+) -> VideoChangedError:
+    """The error for a video whose file changed since the release was built, naming the dataset in the remedy
+    (or, when the dataset already holds the file's new registration, saying to build a new release)."""
+    from vidlabel.frames import video_changed_message
+
+    why = str(err)
+    if err.video_id and err.path and err.expected_hash and err.actual_hash:
+        why = video_changed_message(err.video_id, err.path, err.expected_hash, err.actual_hash, dataset=dataset)
+        try:
+            registered = ds.video(err.video_id).content_hash if hasattr(ds, "video") else None
+        except VidlabelError:
+            registered = None
+        if registered is not None and registered == err.actual_hash:
+            why = (
+                f"release {rel.release_id} pins video {err.video_id!r} at content hash {err.expected_hash[:19]}..., "
+                f"but the video was re-registered since with the file now at {str(err.path)!r} "
+                f"({err.actual_hash[:19]}...): build a new release (`vidlabel build {dataset or 'DATASET'}`)"
+            )
+    return VideoChangedError(
+        f"export to {str(folder)!r} stopped: {why}; then export again. {_LEFT_INCOMPLETE}",
+        path=err.path,
+        video_id=err.video_id,
+        expected_hash=err.expected_hash,
+        actual_hash=err.actual_hash,
+    )
+
+
+_LEFT_INCOMPLETE = (
+    "(The store is left incomplete; the videos already written are kept and reused by the next export to this folder.)"
+)
