@@ -227,6 +227,24 @@ def test_single_row_batch_says_so(ds: Dataset) -> None:
     assert (info.value.row, info.value.field) == (0, "label")  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    ("field", "match"),
+    [
+        ("start_frame", r"^row 1 \(0-based\), field 'start_frame'.*True is not an integer frame number"),
+        ("end_frame", r"^row 1 \(0-based\), field 'end_frame'.*True is not an integer"),
+        ("track_id", r"^row 1 \(0-based\), field 'track_id'.*True is not an integer >= 0"),
+    ],
+)
+def test_a_boolean_beside_integers_is_refused_not_taken_as_1(ds: Dataset, field: str, match: str) -> None:
+    # JSON true among integers: NumPy would make one int array of them (True -> 1) on the fast path
+    before = state(ds)
+    box = dict(GOOD, track_id=3)
+    first = {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 9} if field == "end_frame" else box
+    with pytest.raises(AnnotationError, match=match):
+        ds.add_annotations([first, dict(first, **{field: True})], "clip")
+    assert state(ds) == before
+
+
 def test_first_bad_row_is_named_and_others_counted(ds: Dataset) -> None:
     rows = [GOOD, dict(GOOD, box=(9, 9, 1, 1)), dict(GOOD, label="x"), dict(GOOD, start_frame=-3), GOOD]
     with pytest.raises(

@@ -185,10 +185,12 @@ def _is_int(v: Any) -> bool:
 def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(int64 values, bad mask) of a list that should hold integers (integral floats allowed)."""
     n = len(values)
-    try:
-        arr = np.array(values)
-    except (TypeError, ValueError, OverflowError):
-        arr = None
+    arr = None
+    if set(map(type, values)) <= {int, float}:  # not bool: np.array would turn True into 1 beside ints
+        try:
+            arr = np.array(values)
+        except (TypeError, ValueError, OverflowError):
+            arr = None
     if arr is not None and arr.ndim == 1 and arr.shape[0] == n:
         if arr.dtype.kind == "i":
             return arr.astype(np.int64, copy=False), np.zeros(n, bool)
