@@ -422,6 +422,17 @@ def test_verify_finds_a_corrupt_chunk(world: tuple[Path, Dataset], tmp_path: Pat
     )
 
 
+def test_a_chunk_that_does_not_decode_names_video_and_rows(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    _, ds = world
+    out = tmp_path / "lz4"
+    export(ds, out, format="zarr", codec="lz4", progress=False)
+    chunk = out / "videos" / "cam" / "frames" / "c.2.0.0.0"
+    chunk.write_bytes(chunk.read_bytes()[:40])  # cut short: no longer decodes
+    store = open_store(out)
+    with pytest.raises(StoreError, match=r"^video 'cam', chunk 2 \(rows 2\.\.2\) of store .*lz4.*: .*vidlabel verify"):
+        store.read_rows("cam", [2])
+
+
 def test_hdf5_verify_and_readers_see_identical_bytes(world: tuple[Path, Dataset], tmp_path: Path) -> None:
     import h5py
 

@@ -551,6 +551,17 @@ class FrameStore:
             return np.empty(reader.shape[1:], np.uint8) if out is None else out[k]
 
         def load(c: int) -> None:
+            try:
+                load_chunk(c)
+            except StoreError as err:  # a chunk that does not decode: say which video and rows
+                rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
+                raise StoreError(
+                    f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} "
+                    "(`vidlabel verify` checks every chunk)",
+                    path=str(self.path),
+                ) from err
+
+        def load_chunk(c: int) -> None:
             ks = by_chunk[c]
             if cf == 1:
                 first = dest(ks[0])
