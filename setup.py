@@ -41,6 +41,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["vidlabel", "vidlabel.*"]),
+    py_modules=["vidlabel_spec"],
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={"console_scripts": ["vidlabel = vidlabel.cli:main"]},

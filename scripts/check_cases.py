@@ -30,8 +30,8 @@ import av
 import numpy as np
 
 from vidlabel.errors import FrameOutOfRangeError, NoVideoStreamError, VideoDecodeError, VidlabelWarning
-from vidlabel.frames import FrameReader
-from vidlabel.probe import probe
+from vidlabel.video._probe import probe
+from vidlabel.video._reader import FrameReader
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -316,7 +316,7 @@ def test_add_video_no_progress_reaches_probe(
 ) -> None:
     import sys
 
-    module = sys.modules["vidlabel.probe"]  # the package attribute vidlabel.probe is the function
+    module = sys.modules["vidlabel.video._probe"]  # the package attribute vidlabel.probe is the function
     calls: list[bool] = []
     real = module.probe
 

@@ -9,9 +9,9 @@ import pytest
 
 from tests.media import ClipTruth
 from vidlabel.cli import main
-from vidlabel.dataset import Dataset
+from vidlabel.dataset._dataset import Dataset
 from vidlabel.errors import VidlabelWarning
-from vidlabel.probe import probe, read_frame_index
+from vidlabel.video._probe import probe, read_frame_index
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
-from vidlabel.chunks import concat, decode_chunk, encode_chunk, take
-from vidlabel.dataset import DB_NAME, SCHEMA_VERSION
+from vidlabel.dataset._chunks import concat, decode_chunk, encode_chunk, take
+from vidlabel.dataset._dataset import DB_NAME, SCHEMA_VERSION
 from vidlabel.errors import (
     AnnotationError,
     DatasetError,
@@ -443,7 +443,7 @@ def test_delete_frees_a_track_for_another_label(ds: Dataset) -> None:
 
 
 def test_many_batches_and_big_batches_across_chunks(ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
-    import vidlabel.dataset as dataset_module
+    import vidlabel.dataset._dataset as dataset_module
 
     monkeypatch.setattr(dataset_module, "CHUNK_ROWS", 7)
     all_ids: list[int] = []

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from vidlabel import Dataset, VideoMetadata
-from vidlabel.dataset import DB_NAME
+from vidlabel.dataset._dataset import DB_NAME
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and fork are POSIX")
 
@@ -45,7 +45,7 @@ def _adder(ds_or_path: Dataset | str, video_id: str, label: str, batches: int, s
 
 
 def _killed_before_commit(path: str, flag: str, n: int) -> None:
-    import vidlabel.dataset as dataset_module
+    import vidlabel.dataset._dataset as dataset_module
 
     def hold(operation: str) -> None:
         if operation == "add_annotations":

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, VideoMetadata
+from vidlabel.dataset._rows import rle_counts
 from vidlabel.errors import AnnotationError, UnknownVideoError
-from vidlabel.rows import rle_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 

@@ -269,7 +269,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import vidlabel.store.writer as w
+    import vidlabel.store._writer as w
     from vidlabel import Dataset, export
     seen = [0]
     real = w.write_frames
@@ -280,7 +280,7 @@ KILL_SCRIPT = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
         kw["on_frame"] = on_frame
         return real(*a, **kw)
-    sys.modules["vidlabel.export"].write_frames = write_frames  # (vidlabel.export is also the function's name)
+    sys.modules["vidlabel.export._run"].write_frames = write_frames
     export(Dataset.open({ds!r}), {out!r}, format={fmt!r}, frames="all", chunk_frames=4, codec="zstd", progress=False)
     """
 )
@@ -325,7 +325,7 @@ def test_incomplete_store_and_video_are_refused(world: tuple[Path, Dataset], tmp
     backend.write_video("cam", attrs=video_attrs, arrays=arrays, frames_key=video_attrs["frames_key"])
     # simulate a video group whose complete marker never got written
     if fmt == "zarr":
-        from vidlabel.store.zarr import _set_attrs
+        from vidlabel.store._zarr import _set_attrs
 
         _set_attrs(out / "videos" / "cam", {"complete": False})
     else:
@@ -451,7 +451,7 @@ def test_hdf5_verify_and_readers_see_identical_bytes(world: tuple[Path, Dataset]
 def test_frames_only_cache_serves_frame_samples(
     world: tuple[Path, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vidlabel.export import cache
+    from vidlabel.export._run import cache
 
     root, ds = world
     report = cache(ds, tmp_path / "fc", codec="png", progress=False)
@@ -503,7 +503,7 @@ def test_cli_export_info_verify_cache(
 def test_open_frame_files_are_bounded(
     world: tuple[Path, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vidlabel.store.framestore import _ProcessState
+    from vidlabel.store._framestore import _ProcessState
 
     root, ds = world
     export(ds, tmp_path / "lru", progress=False)

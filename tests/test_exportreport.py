@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vidlabel.exportreport import ExportReport
+from vidlabel.export._report import ExportReport
 
 
 def report(box: int, mask: int, untrusted: int, ids: list[int]) -> ExportReport:

@@ -93,7 +93,9 @@ def test_public_names_import_and_have_docstrings() -> None:
 def test_public_modules_all_lists_resolve() -> None:
     for module_name in (
         "vidlabel.dataset",
-        "vidlabel.release",
+        "vidlabel.video",
+        "vidlabel.samples",
+        "vidlabel.export",
         "vidlabel.validate",
         "vidlabel.spec",
         "vidlabel.errors",

@@ -11,8 +11,8 @@ import pytest
 
 from tests.media import ClipTruth, decode_all
 from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
-from vidlabel.probe import content_hash, probe, read_frame_index
 from vidlabel.spec import FrameIndex
+from vidlabel.video._probe import content_hash, probe, read_frame_index
 
 
 def seconds(index: FrameIndex) -> list[Fraction]:

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from vidlabel import FrameReader, open_store
+from vidlabel.dataset._rows import KIND_FIELDS
 from vidlabel.demo import demo_truth, encode_demo_clip
-from vidlabel.rows import KIND_FIELDS
-from vidlabel.store.layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

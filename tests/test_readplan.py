@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from vidlabel import FrameIndex, ReadPlan
 from vidlabel.errors import FrameOutOfRangeError, OptionError
-from vidlabel.readplan import epoch_rng, shuffled
+from vidlabel.video._readplan import epoch_rng, shuffled
 
 
 def _index(n_frames: int, keyframes: list[int]) -> FrameIndex:

@@ -10,8 +10,8 @@ import pytest
 from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, FrameIndex, Release, VideoMetadata
+from vidlabel.dataset._release import FORMAT_VERSION, read_release, release_id_of
 from vidlabel.errors import BuildError, ReleaseNotFoundError, SchemaVersionError
-from vidlabel.release import FORMAT_VERSION, read_release, release_id_of
 from vidlabel.spec import AnnotationTable
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from vidlabel import FrameSamples
+from vidlabel.dataset._release import Release
 from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError, VidlabelWarning
 from vidlabel.geometry import encode_rle, mask_bbox
-from vidlabel.release import Release
-from vidlabel.samples import SampleIndex
+from vidlabel.samples._samples import SampleIndex
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
 # -- building releases by hand --------------------------------------------------------------------

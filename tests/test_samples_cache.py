@@ -11,8 +11,8 @@ import pytest
 from tests.media import decode_all, encode_clip, object_box, read_frame_number
 from vidlabel import Dataset, FrameReader, FrameSamples, probe
 from vidlabel.errors import VideoNotFoundError
-from vidlabel.export import cache
-from vidlabel.samples import StoreBackedReader
+from vidlabel.export._run import cache
+from vidlabel.samples._samples import StoreBackedReader
 
 W, H = 64, 48
 

@@ -145,7 +145,7 @@ def test_readplan_example(capsys: pytest.CaptureFixture[str]) -> None:
     import numpy as np
 
     from vidlabel import FrameIndex
-    from vidlabel.readplan import ReadPlan
+    from vidlabel.video._readplan import ReadPlan
 
     # A video of 600 frames with a keyframe every 100 (normally read from the file by `vidlabel index`).
     index = FrameIndex(

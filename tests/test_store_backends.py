@@ -13,8 +13,8 @@ import zarr
 
 from vidlabel.errors import StoreError
 from vidlabel.store import CODECS, backend_for, get_codec
-from vidlabel.store.backend import Backend, node_name
-from vidlabel.store.writer import write_frames
+from vidlabel.store._backend import Backend, node_name
+from vidlabel.store._writer import write_frames
 
 W, H = 40, 24
 

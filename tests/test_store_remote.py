@@ -27,10 +27,10 @@ from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import OptionError, StoreError, StoreIncompleteError
-from vidlabel.export import cache
+from vidlabel.export._run import cache
+from vidlabel.store import _upload as remote_mod
 from vidlabel.store import backend_for, upload, verify_store
-from vidlabel.store import remote as remote_mod
-from vidlabel.store.remote import ObjectStore, is_url
+from vidlabel.store._remote import ObjectStore, is_url
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ import numpy as np
 from tests.media import decode_all, encode_clip, object_box
 from vidlabel import Dataset, probe
 from vidlabel.store import backend_for, find_stores
-from vidlabel.store.layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 W, H = 64, 48
 LABELS = ["obj", "person", "event"]

@@ -16,11 +16,11 @@ import pytest
 from tests.media import ClipTruth, displayed_number, encode_clip, object_box, read_frame_number, truncate_file
 from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store, probe
 from vidlabel.cli import main
+from vidlabel.dataset._release import read_release, video_dict
+from vidlabel.dataset._validate import PROBLEM_CODES
 from vidlabel.errors import StoreIncompleteError, VideoDecodeError, VidlabelWarning
-from vidlabel.release import read_release, video_dict
 from vidlabel.spec import VideoMetadata, frame_ranges, ranges_text
 from vidlabel.store import verify_store
-from vidlabel.validate import PROBLEM_CODES
 
 W, H = 64, 48
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
-from vidlabel.probe import content_hash
+from vidlabel.dataset._validate import PROBLEM_CODES, Problem, validate_table
 from vidlabel.spec import AnnotationTable
-from vidlabel.validate import PROBLEM_CODES, Problem, validate_table
+from vidlabel.video._probe import content_hash
 
 HASH = "sha256:" + "11" * 32
 

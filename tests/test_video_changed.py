@@ -14,10 +14,10 @@ from tests.test_store_support import H, W, make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoDecodeError
-from vidlabel.export import cache
-from vidlabel.probe import content_hash
+from vidlabel.export._run import cache
 from vidlabel.store import backend_for
-from vidlabel.store.verify import verify_store
+from vidlabel.store._verify import verify_store
+from vidlabel.video._probe import content_hash
 
 N_FRAMES = 12
 CHANGED = r"video 'a' changed on disk: '.*a\.mp4' now has content hash sha256:[0-9a-f]{12}\.\.\., but the video was registered with sha256:[0-9a-f]{12}\.\.\."

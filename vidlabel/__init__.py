@@ -12,15 +12,15 @@ at random. ``import vidlabel`` needs NumPy, h5py and PyAV, never torch (only
 from __future__ import annotations
 
 from vidlabel._version import __version__
-from vidlabel.dataset import Dataset
-from vidlabel.export import export
-from vidlabel.frames import CachedReader, FrameReader
-from vidlabel.probe import probe, read_frame_index
-from vidlabel.readplan import ReadPlan
-from vidlabel.release import Release
-from vidlabel.samples import FrameSamples
+from vidlabel.dataset._dataset import Dataset
+from vidlabel.dataset._release import Release
+from vidlabel.export._run import export
+from vidlabel.samples._samples import FrameSamples
 from vidlabel.spec import AnnotationTable, FrameIndex, VideoMetadata, View
 from vidlabel.store import FrameStore, open_store
+from vidlabel.video._probe import probe, read_frame_index
+from vidlabel.video._reader import CachedReader, FrameReader
+from vidlabel.video._readplan import ReadPlan
 
 __all__ = [
     "AnnotationTable",

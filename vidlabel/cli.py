@@ -21,7 +21,7 @@ __all__ = ["main"]
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     ds = Dataset.create(args.dataset)
     print(f"created dataset {ds.path}")
@@ -32,7 +32,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
     from vidlabel.errors import OptionError
     from vidlabel.spec import FrameIndex, VideoMetadata
 
@@ -61,7 +61,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         overrides["frame_index"] = FrameIndex.from_dict(overrides["frame_index"])
     if os.path.exists(args.file) or args.metadata is None:
         # The file is there (or nothing else describes it): probe it; --metadata fields override what it finds.
-        from vidlabel.probe import probe
+        from vidlabel.video._probe import probe
 
         meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
         if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
@@ -106,7 +106,7 @@ def _registered(ds: Any, video_id: str) -> bool:
 
 
 def _cmd_add_labels(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     labels = Dataset.open(args.dataset).add_labels(args.labels)
     print(f"labels ({len(labels)}): {', '.join(labels)}")
@@ -114,7 +114,7 @@ def _cmd_add_labels(args: argparse.Namespace) -> int:
 
 
 def _cmd_add_view(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     view = Dataset.open(args.dataset).add_view(args.view_id, tuple(args.crop), args.output_size)
     size = f", resized to {view.output_size[0]}x{view.output_size[1]}" if view.output_size else ""
@@ -125,7 +125,7 @@ def _cmd_add_view(args: argparse.Namespace) -> int:
 def _cmd_add_annotations(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
     from vidlabel.errors import AnnotationError
 
     ds = Dataset.open(args.dataset)
@@ -196,7 +196,7 @@ def _not_utf8(path: Any, number: int, start: int, raw: bytes, err: UnicodeDecode
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     release, report = Dataset.open(args.dataset).build()
     print(release.release_id)
@@ -209,7 +209,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_releases(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     records = Dataset.open(args.dataset).release_records()
     if not records:
@@ -224,7 +224,7 @@ _VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
 
     problems = Dataset.open(args.dataset).validate()
     errors = sum(p.severity == "error" for p in problems)
@@ -250,8 +250,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from vidlabel.dataset import Dataset
-    from vidlabel.store.remote import is_url
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.store._remote import is_url
 
     if is_url(args.path):
         return _info_store(args.path)  # a Zarr store at a URL
@@ -317,9 +317,9 @@ def _info_store(path: Any) -> int:
 def _cmd_index(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from vidlabel.dataset import Dataset
-    from vidlabel.frames import resolve_video_path
-    from vidlabel.probe import read_frame_index
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.video._probe import read_frame_index
+    from vidlabel.video._reader import resolve_video_path
 
     ds = Dataset.open(args.dataset)
     videos = ds.videos()
@@ -363,10 +363,10 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from vidlabel.dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset
     from vidlabel.errors import VideoDecodeError
-    from vidlabel.frames import FrameReader
     from vidlabel.spec import ranges_text
+    from vidlabel.video._reader import FrameReader
 
     ds = Dataset.open(args.dataset)
     meta = ds.video(args.video_id)
@@ -440,8 +440,8 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
-    from vidlabel.export import export
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.export._run import export
 
     report = export(
         Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
@@ -454,8 +454,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from vidlabel.dataset import Dataset
-    from vidlabel.export import cache
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.export._run import cache
 
     report = cache(
         Dataset.open(args.dataset), args.out, release=args.release, codec=args.codec,
@@ -482,8 +482,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_upload(args: argparse.Namespace) -> int:
     from vidlabel.errors import StoreError
     from vidlabel.store import backend_for, upload
-    from vidlabel.store.framestore import find_stores
-    from vidlabel.store.remote import is_url
+    from vidlabel.store._framestore import find_stores
+    from vidlabel.store._remote import is_url
 
     if not is_url(args.store):
         # Refuse a store that upload() refuses before it draws its progress bar or puts a store of a folder:

@@ -317,8 +317,8 @@ def make_demo_dataset(directory: str | Path, truth: DemoTruth | None = None, *, 
     VidlabelError
         When a step refuses the input (that is a bug the demo exists to catch).
     """
-    from vidlabel.dataset import Dataset
-    from vidlabel.probe import probe
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.video._probe import probe
 
     truth = truth or demo_truth()
     directory = Path(directory)
@@ -581,11 +581,11 @@ def run_demo(
     import torch
     from torch.utils.data import DataLoader, RandomSampler
 
-    from vidlabel.export import export
-    from vidlabel.frames import FrameReader
-    from vidlabel.samples import FrameSamples
+    from vidlabel.export._run import export
+    from vidlabel.samples._samples import FrameSamples
     from vidlabel.store import open_store
     from vidlabel.torch_data import StoreFrames, VideoStream, collate_frames
+    from vidlabel.video._reader import FrameReader
 
     say = log or (lambda _line: None)
     t_all = time.perf_counter()

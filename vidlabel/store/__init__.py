@@ -9,12 +9,12 @@ and :mod:`vidlabel.store.hdf5` / :mod:`vidlabel.store.zarr` for the files.
 
 from __future__ import annotations
 
-from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
-from vidlabel.store.codecs import CODECS, DEFAULT_CODEC, Codec, get_codec
-from vidlabel.store.framestore import BACKENDS, FrameStore, VideoData, backend_for, find_stores, open_store
-from vidlabel.store.remote import UploadReport, upload
-from vidlabel.store.selection import StoreSamples
-from vidlabel.store.verify import verify_store
+from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store._codecs import CODECS, DEFAULT_CODEC, Codec, get_codec
+from vidlabel.store._framestore import BACKENDS, FrameStore, VideoData, backend_for, find_stores, open_store
+from vidlabel.store._selection import StoreSamples
+from vidlabel.store._upload import UploadReport, upload
+from vidlabel.store._verify import verify_store
 
 __all__ = [
     "BACKENDS",

@@ -6,8 +6,8 @@ The only part of vidlabel that imports torch.
 from __future__ import annotations
 
 from vidlabel.torch_data._common import collate_frames, worker_info
-from vidlabel.torch_data.store import StoreFrames, StoreStream
-from vidlabel.torch_data.video import PlannedStream, VideoFrames, VideoStream
+from vidlabel.torch_data._store import StoreFrames, StoreStream
+from vidlabel.torch_data._video import PlannedStream, VideoFrames, VideoStream
 
 __all__ = [
     "PlannedStream",

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning
 from vidlabel.geometry import view_boxes
-from vidlabel.release import Release
 from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, VideoMetadata, View, frame_ranges, ranges_text
 
 __all__ = [

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, replace_command
-from vidlabel.release import Release
 
 __all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons"]
 
@@ -154,7 +154,7 @@ def changed_failure(
 ) -> VideoChangedError:
     """The error for a video whose file changed since the release was built, naming the dataset in the remedy
     (or, when the dataset already holds the file's new registration, saying to build a new release)."""
-    from vidlabel.frames import video_changed_message
+    from vidlabel.video._reader import video_changed_message
 
     why = str(err)
     if err.video_id and err.path and err.expected_hash and err.actual_hash:

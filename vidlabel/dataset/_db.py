@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from vidlabel._version import __version__
-from vidlabel.chunks import pack_ints, unpack_ints
+from vidlabel.dataset._chunks import pack_ints, unpack_ints
+from vidlabel.dataset._release import index_dict, index_from_dict, video_dict
+from vidlabel.dataset._rows import listing
 from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
-from vidlabel.release import index_dict, index_from_dict, video_dict
-from vidlabel.rows import listing
 from vidlabel.spec import VideoMetadata, View
 
 __all__ = [

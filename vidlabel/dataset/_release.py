@@ -31,7 +31,7 @@ from vidlabel.errors import ReleaseNotFoundError, SchemaVersionError
 from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View
 
 if TYPE_CHECKING:
-    from vidlabel.validate import Problem
+    from vidlabel.dataset._validate import Problem
 
 __all__ = [
     "FORMAT_VERSION",

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from vidlabel.errors import StoreError, VidlabelError
-from vidlabel.store.framestore import backend_for, find_stores
-from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._framestore import backend_for, find_stores
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 __all__ = ["verify_store"]
 

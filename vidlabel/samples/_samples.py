@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vidlabel.dataset._release import Release
 from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError
 from vidlabel.geometry import (
     boxes_from_xyxy,
@@ -29,9 +30,7 @@ from vidlabel.geometry import (
     view_image,
     view_mask,
 )
-from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
-from vidlabel.release import Release
-from vidlabel.sampleselect import (
+from vidlabel.samples._select import (
     BLOCK_FRAMES,
     KEY_SHIFT,
     SampleIndex,
@@ -41,6 +40,7 @@ from vidlabel.sampleselect import (
     readonly,
     select_samples,
 )
+from vidlabel.samples._storereader import StoreBackedReader
 from vidlabel.spec import (
     BoxFormat,
     FrameIndex,
@@ -49,7 +49,7 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
-from vidlabel.storereader import StoreBackedReader
+from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["FrameSamples", "SampleIndex", "StoreBackedReader"]
 
@@ -498,7 +498,7 @@ class FrameSamples:
             stored_hash = store.video_content_hash(video_id)
             if stored_hash is not None and meta.content_hash is not None and stored_hash == meta.content_hash:
                 return StoreBackedReader(store, meta, view=self._sel.view, roots=self._roots)
-        from vidlabel.frames import FrameReader
+        from vidlabel.video._reader import FrameReader
 
         return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
 

@@ -40,7 +40,7 @@ class StoreBackedReader:
 
     def _video(self) -> Any:
         if self._fallback is None:
-            from vidlabel.frames import FrameReader
+            from vidlabel.video._reader import FrameReader
 
             self._fallback = FrameReader.for_video(self._meta, view=self._view, roots=self._roots)
         return self._fallback

@@ -35,10 +35,10 @@ from urllib.parse import unquote
 import numpy as np
 
 from vidlabel.errors import StoreError
+from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._fs import fsync_dir, link_or_copy_tree, publish, remove
-from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
-from vidlabel.store.codecs import Codec, get_codec
-from vidlabel.store.remote import ObjectStore, is_url, parse_json
+from vidlabel.store._remote import ObjectStore, is_url, parse_json
 
 __all__ = ["ZarrBackend", "ZarrURLBackend"]
 

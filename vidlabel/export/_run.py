@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
+from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     OptionError,
     StoreError,
@@ -55,16 +56,15 @@ from vidlabel.errors import (
     VideoDecodeError,
     VidlabelWarning,
 )
-from vidlabel.exportreport import ExportReport, changed_failure, decode_failure, lost_reasons
+from vidlabel.export._report import ExportReport, changed_failure, decode_failure, lost_reasons
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
-from vidlabel.release import Release
 from vidlabel.spec import KINDS, VideoMetadata, View
+from vidlabel.store._codecs import Codec, get_codec
+from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._fs import StoreLock
-from vidlabel.store.codecs import Codec, get_codec
-from vidlabel.store.framestore import BACKENDS, backend_for
-from vidlabel.store.layout import FORMAT, FORMAT_VERSION, digest, frames_key, pixel_key
-from vidlabel.store.remote import refuse_url_output
-from vidlabel.store.writer import write_frames
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, digest, frames_key, pixel_key
+from vidlabel.store._remote import refuse_url_output
+from vidlabel.store._writer import write_frames
 
 __all__ = ["ExportReport", "cache", "export"]
 
@@ -265,8 +265,8 @@ def _segments(
 def _content_hash(meta: VideoMetadata, roots: Sequence[str]) -> str:
     if meta.content_hash:
         return meta.content_hash
-    from vidlabel.frames import resolve_video_path
-    from vidlabel.probe import content_hash
+    from vidlabel.video._probe import content_hash
+    from vidlabel.video._reader import resolve_video_path
 
     return content_hash(resolve_video_path(meta, roots))
 
@@ -287,7 +287,7 @@ def _unit_frames(job: _UnitJob, counts: dict[str, int]) -> Iterator[np.ndarray]:
     decoded: Iterator[tuple[int, np.ndarray]] = iter(())
     reader = None
     if job.decode.size:
-        from vidlabel.frames import FrameReader
+        from vidlabel.video._reader import FrameReader
 
         reader = FrameReader.for_video(job.meta, view=job.view, roots=job.roots)
         decoded = reader.iter_frames(job.decode.tolist())
@@ -442,7 +442,7 @@ def export(
         When box or mask annotations lie on frames the store does not hold
         (the report counts them).
     """
-    from vidlabel.samples import FrameSamples
+    from vidlabel.samples._samples import FrameSamples
 
     t0 = time.perf_counter()
     if format not in BACKENDS:

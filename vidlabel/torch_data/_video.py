@@ -23,9 +23,16 @@ import numpy as np
 import torch.utils.data
 
 from vidlabel.errors import OptionError
-from vidlabel.readplan import STREAM_SHUFFLE_BUFFER, STREAM_VIDEO_ORDER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
-from vidlabel.samples import FrameSamples
+from vidlabel.samples._samples import FrameSamples
 from vidlabel.torch_data._common import to_torch_sample, worker_info
+from vidlabel.video._readplan import (
+    STREAM_SHUFFLE_BUFFER,
+    STREAM_VIDEO_ORDER,
+    ReadPlan,
+    check_nonneg_int,
+    epoch_rng,
+    shuffled,
+)
 
 __all__ = ["PlannedStream", "VideoFrames", "VideoStream"]
 

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.annotationdb import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
-from vidlabel.chunks import Cols, cols_from_rows, take
-from vidlabel.datasetdb import (
+from vidlabel.dataset._annotations import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
+from vidlabel.dataset._chunks import Cols, cols_from_rows, take
+from vidlabel.dataset._db import (
     DB_NAME,
     SCHEMA_VERSION,
     LocalConnection,
@@ -57,6 +57,17 @@ from vidlabel.datasetdb import (
     video_record,
     write_transaction,
 )
+from vidlabel.dataset._release import (
+    BuildReport,
+    Release,
+    copy_release,
+    read_release,
+    release_created,
+    release_id_of,
+    write_release,
+)
+from vidlabel.dataset._rows import check_rows, check_tracks
+from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
@@ -66,18 +77,7 @@ from vidlabel.errors import (
     UnknownVideoError,
     VidlabelWarning,
 )
-from vidlabel.release import (
-    BuildReport,
-    Release,
-    copy_release,
-    read_release,
-    release_created,
-    release_id_of,
-    write_release,
-)
-from vidlabel.rows import check_rows, check_tracks
 from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View
-from vidlabel.validate import Problem, untrusted_summary, validate_table
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 

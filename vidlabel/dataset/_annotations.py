@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.chunks import Cols, concat, decode_chunk, empty_cols, encode_chunk, take
+from vidlabel.dataset._chunks import Cols, concat, decode_chunk, empty_cols, encode_chunk, take
 from vidlabel.errors import AnnotationError
 from vidlabel.spec import KINDS, ORIGINS, STATUSES
 

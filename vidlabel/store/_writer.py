@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from vidlabel.errors import StoreError
-from vidlabel.store.backend import Backend
-from vidlabel.store.codecs import Codec
+from vidlabel.store._backend import Backend
+from vidlabel.store._codecs import Codec
 
 __all__ = ["write_frames"]
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vidlabel.dataset._rows import RowColumns
 from vidlabel.errors import DatasetError
-from vidlabel.rows import RowColumns
 from vidlabel.spec import take_csr
 
 __all__ = [

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from vidlabel.store.codecs import Codec, get_codec
+from vidlabel.store._codecs import Codec, get_codec
 
 __all__ = ["Backend", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
 

@@ -18,10 +18,10 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
-from vidlabel.readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.torch_data._common import rank_and_world, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_slab
+from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
 __all__ = ["StoreFrames", "StoreStream"]
 

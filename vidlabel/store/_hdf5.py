@@ -32,9 +32,9 @@ import h5py
 import numpy as np
 
 from vidlabel.errors import StoreError
+from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import fsync_file, publish, remove
-from vidlabel.store.backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
-from vidlabel.store.codecs import Codec
 
 __all__ = ["HDF5Backend"]
 

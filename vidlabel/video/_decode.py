@@ -20,8 +20,8 @@ import av
 import numpy as np
 
 from vidlabel.errors import VideoDecodeError, VidlabelWarning
-from vidlabel.probe import h264_nonref, open_video, rotation_of
 from vidlabel.spec import FrameIndex
+from vidlabel.video._probe import h264_nonref, open_video, rotation_of
 
 __all__ = ["SEEK_MARGIN", "DecodeEngine", "Missing"]
 

@@ -24,17 +24,17 @@ from vidlabel.errors import (
     StoreIncompleteError,
     UnknownVideoError,
 )
-from vidlabel.store.backend import Backend, FramesReader, VideoReader
-from vidlabel.store.cache import DEFAULT_CACHE_BYTES, ChunkCache
-from vidlabel.store.layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
-from vidlabel.store.remote import find_url_stores, is_url
+from vidlabel.store._backend import Backend, FramesReader, VideoReader
+from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._remote import find_url_stores, is_url
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
 
 
 def _backends() -> dict[str, type[Backend]]:
-    from vidlabel.store.hdf5 import HDF5Backend
-    from vidlabel.store.zarr import ZarrBackend
+    from vidlabel.store._hdf5 import HDF5Backend
+    from vidlabel.store._zarr import ZarrBackend
 
     return {"hdf5": HDF5Backend, "zarr": ZarrBackend}
 
@@ -82,7 +82,7 @@ def backend_for(
             )
         if name not in (None, "zarr"):
             raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
-        from vidlabel.store.zarr import ZarrURLBackend
+        from vidlabel.store._zarr import ZarrURLBackend
 
         return ZarrURLBackend(url, dict(storage_options or {}))
     _local_only(folder, storage_options)
@@ -636,7 +636,7 @@ class FrameStore:
 
     def select(self, **options: Any) -> Any:
         """A :class:`~vidlabel.store.selection.StoreSamples` over this store (kinds, labels, box format, ...)."""
-        from vidlabel.store.selection import StoreSamples
+        from vidlabel.store._selection import StoreSamples
 
         return StoreSamples(self, **options)
 
@@ -650,7 +650,7 @@ class FrameStore:
             ``annotation_ids``, ``frame_labels``, ``video_id``, ``view_id``,
             ``frame_index``; ``masks`` with ``with_masks=True``).
         """
-        from vidlabel.store.selection import StoreSamples
+        from vidlabel.store._selection import StoreSamples
 
         video_id, row = self.locate(i)
         return StoreSamples(self, all_rows=True, **options).sample_row(video_id, row)

@@ -1,0 +1,495 @@
+"""Checks at the dataset's boundary and over a whole dataset, with stable problem codes.
+
+(Rows are checked one batch at a time before they are written, by
+:func:`vidlabel.rows.check_rows`.) :func:`validate_table` looks at rows
+already stored (a snapshot of the dataset) together with the videos and
+views, and returns :class:`Problem` records. Codes are stable; their
+severities are in :data:`PROBLEM_CODES`. A build is refused while any
+problem has severity ``"error"``.
+
+Problem codes
+-------------
+=====================  ========  =====================================================================
+code                   severity  meaning
+=====================  ========  =====================================================================
+missing_video_file     warning   no source recorded, or the recorded local path does not exist.
+                                 A warning: a release can be exported or trained from a store
+                                 without the videos; readers fail later with VideoNotFoundError.
+video_file_changed     warning   the file at the recorded path no longer holds the registered bytes (its
+                                 content hash differs): readers and export refuse it
+                                 (VideoChangedError). Checked only with ``hash_files=True``.
+frame_index_stale      warning   the stored frame index was read from another file (its content hash
+                                 differs from the video's); readers ignore it with a warning.
+frame_index_length     error     the frame index covers a different number of frames than the
+                                 metadata's frame_count: frame numbers cannot be trusted.
+frame_out_of_range     error     a row's frames lie outside [0, frame_count) (e.g. after update_video).
+box_out_of_frame       error     a box leaves the frame (e.g. after update_video changed the size).
+invalid_box            error     a box or mask row whose box is NaN, infinite, empty or inverted.
+mask_size_mismatch     error     a mask whose size is not the video's frame size.
+view_outside_frame     error     a view's crop does not fit inside a video's frame (every view is
+                                 checked against every video, whether or not rows use the view).
+track_label_conflict   error     one track id carries two labels in one video.
+duplicate_annotation   warning   same video, kind, label, view, frames, box (and mask) as an earlier row.
+track_frame_conflict   warning   one track has two rows of the same kind and view on the same frame.
+box_outside_view       warning   a view's row whose box does not overlap the view's crop.
+untrusted_frame        warning   a box or mask row on a frame without a trustworthy picture (the
+                                 video's ``untrusted_frames``: after a decode error before the next
+                                 keyframe, or lost; a truncated or corrupt file). FrameSamples and
+                                 export leave the row out: the reader refuses that frame.
+=====================  ========  =====================================================================
+
+Existence is judged with ``os.path.exists``. Video files are hashed only when
+asked (``hash_files=True``, what ``Dataset.validate`` does by default: every
+file is read once per process); the index's staleness is judged from the
+stored hashes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+
+from vidlabel.dataset._rows import unique_rows
+from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View, ranges_text
+
+__all__ = ["PROBLEM_CODES", "Problem", "untrusted_summary", "validate_table"]
+
+_MASK, _MARKER = KINDS.index("mask"), KINDS.index("marker")
+
+Severity = Literal["error", "warning"]
+
+#: Stable problem codes and their severities (see the module docstring for their meaning).
+PROBLEM_CODES: dict[str, Severity] = {
+    "missing_video_file": "warning",
+    "video_file_changed": "warning",
+    "frame_index_stale": "warning",
+    "frame_index_length": "error",
+    "frame_out_of_range": "error",
+    "box_out_of_frame": "error",
+    "invalid_box": "error",
+    "mask_size_mismatch": "error",
+    "view_outside_frame": "error",
+    "track_label_conflict": "error",
+    "duplicate_annotation": "warning",
+    "track_frame_conflict": "warning",
+    "box_outside_view": "warning",
+    "untrusted_frame": "warning",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :func:`validate_table` / ``Dataset.validate``.
+
+    Parameters
+    ----------
+    code : str
+        A stable code from :data:`PROBLEM_CODES`.
+    severity : {"error", "warning"}
+        ``"error"`` refuses a build.
+    message : str
+        What is wrong and where, for people.
+    video_id : str, optional
+        The video concerned.
+    annotation_id : int, optional
+        The annotation row concerned.
+    """
+
+    code: str
+    severity: Severity
+    message: str
+    video_id: str | None = None
+    annotation_id: int | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.video_id is not None:
+            where.append(f"video {self.video_id!r}")
+        if self.annotation_id is not None:
+            where.append(f"annotation {self.annotation_id}")
+        loc = f" ({', '.join(where)})" if where else ""
+        return f"{self.severity} {self.code}{loc}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: code, severity, message, video_id, annotation_id."""
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "video_id": self.video_id,
+            "annotation_id": self.annotation_id,
+        }
+
+
+def untrusted_summary(meta: VideoMetadata) -> str | None:
+    """One line on a video's frames without a trustworthy picture, or None when it has none (or none known).
+
+    For example ``"video 't': 2 frames have no trustworthy picture (33..34: ...)"``.
+    """
+    n = meta.untrusted_count
+    if not n:
+        return None
+    frames = "1 frame has" if n == 1 else f"{n} frames have"
+    return (
+        f"video {meta.video_id!r}: {frames} no trustworthy picture ({ranges_text(meta.untrusted_frames or ())}: "
+        "they follow a decode error before the next keyframe, or their packet does not decode; the file may be "
+        "truncated or corrupt)"
+    )
+
+
+def _problem(code: str, message: str, video_id: str | None = None, annotation_id: int | None = None) -> Problem:
+    return Problem(code, PROBLEM_CODES[code], message, video_id, annotation_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# Whole-dataset checks
+# --------------------------------------------------------------------------------------------------
+
+
+def _local_path(uri: str) -> str | None:
+    """The local file path of a source uri, or None when it is not a local file (s3://, http://, ...)."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if parsed.scheme and len(parsed.scheme) > 1:  # not a Windows drive letter
+        return None
+    return uri
+
+
+def _changed_problem(meta: VideoMetadata, path: Path, base: Path | None) -> Problem | None:
+    """``video_file_changed`` when the file's content hash differs from the registered one (None when it matches)."""
+    from vidlabel.errors import VidlabelError
+    from vidlabel.video._probe import content_hash
+    from vidlabel.video._reader import video_changed_message
+
+    if meta.content_hash is None:
+        return None
+    try:
+        actual = content_hash(path)
+    except (VidlabelError, OSError):  # unreadable: readers report it
+        return None
+    if actual == meta.content_hash:
+        return None
+    message = video_changed_message(
+        meta.video_id, path, meta.content_hash, actual, dataset=None if base is None else str(base)
+    )
+    return _problem("video_file_changed", message, meta.video_id)
+
+
+def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool, hash_files: bool) -> list[Problem]:
+    vid = meta.video_id
+    out: list[Problem] = []
+    if check_files:
+        if not meta.sources:
+            out.append(_problem("missing_video_file", "no source file is recorded for this video", vid))
+        else:
+            path = _local_path(meta.sources[0]["uri"])
+            if path is not None:
+                candidates = [Path(path)]
+                if base is not None and not Path(path).is_absolute():
+                    candidates.append(base / path)
+                found = [c for c in candidates if os.path.exists(c)]
+                if not found:
+                    tried = ", ".join(str(c) for c in candidates)
+                    out.append(_problem("missing_video_file", f"video file not found (tried {tried})", vid))
+                elif hash_files:
+                    changed = _changed_problem(meta, found[0], base)
+                    if changed is not None:
+                        out.append(changed)
+    fi = meta.frame_index
+    if fi is not None:
+        if fi.content_hash is not None and meta.content_hash is not None and fi.content_hash != meta.content_hash:
+            out.append(
+                _problem(
+                    "frame_index_stale",
+                    f"the frame index was read from a file with content hash {fi.content_hash}, but the video's "
+                    f"is {meta.content_hash}; run `vidlabel index` to rebuild it",
+                    vid,
+                )
+            )
+        if fi.frame_count != meta.frame_count:
+            out.append(
+                _problem(
+                    "frame_index_length",
+                    f"the frame index covers {fi.frame_count} frames but the metadata says frame_count="
+                    f"{meta.frame_count}; re-probe the video (`vidlabel index`)",
+                    vid,
+                )
+            )
+    return out
+
+
+def _view_problems(
+    table: AnnotationTable, videos: Mapping[str, VideoMetadata], views: Mapping[str, View]
+) -> list[Problem]:
+    """``view_outside_frame`` for every (view, video) pair whose crop does not fit the frame, used or not."""
+    problems: list[Problem] = []
+    for vid in sorted(videos):
+        meta = videos[vid]
+        for view_id in sorted(views):
+            x0, y0, x1, y1 = views[view_id].crop
+            if x1 <= meta.width and y1 <= meta.height:
+                continue
+            rows = np.zeros(0, np.int64)
+            if vid in table.video_ids and view_id in table.view_ids:
+                use = (table.video == table.video_ids.index(vid)) & (table.view == table.view_ids.index(view_id))
+                rows = np.flatnonzero(use)
+            used = {0: "no rows use it", 1: "1 row uses it"}.get(rows.size, f"{rows.size} rows use it")
+            problems.append(
+                _problem(
+                    "view_outside_frame",
+                    f"view {view_id!r} crops {(x0, y0, x1, y1)}, which does not fit inside the "
+                    f"{meta.width}x{meta.height} frame ({used})",
+                    vid,
+                    int(table.annotation_id[rows[0]]) if rows.size else None,
+                )
+            )
+    return problems
+
+
+def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
+    """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic)."""
+    n = cols[0].shape[0]
+    h = np.full(n, 0xCBF29CE484222325, np.uint64)
+    prime = np.uint64(0x100000001B3)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            c = np.ascontiguousarray(c)
+            if c.dtype.kind == "f":
+                c = c.astype(np.float64)
+                c = np.where(np.isnan(c), np.nan, c)  # one NaN pattern
+                c = c.view(np.uint64)
+            else:
+                c = c.astype(np.int64).view(np.uint64)
+            h = (h ^ c) * prime
+            h ^= h >> np.uint64(29)
+    return h
+
+
+def validate_table(
+    table: AnnotationTable,
+    videos: Mapping[str, VideoMetadata],
+    views: Mapping[str, View],
+    *,
+    check_files: bool = True,
+    hash_files: bool = False,
+    base: str | os.PathLike[str] | None = None,
+) -> list[Problem]:
+    """Check annotation rows against their videos and views; vectorised over the rows.
+
+    Parameters
+    ----------
+    table : AnnotationTable
+        The rows to check (``Dataset.validate`` passes the live unreviewed and
+        approved rows: what a build would pin).
+    videos : mapping video_id -> VideoMetadata
+        Every registered video (each is checked, with or without rows).
+    views : mapping view_id -> View
+    check_files : bool
+        Report ``missing_video_file`` (``os.path.exists``).
+    hash_files : bool
+        With ``check_files``, also hash every existing file (once per process)
+        and report ``video_file_changed`` when it differs from the registered
+        content hash.
+    base : path, optional
+        Folder that relative source paths are also tried against (the dataset folder).
+
+    Returns
+    -------
+    list of Problem
+        Sorted by video id, annotation id and code. See :data:`PROBLEM_CODES`.
+    """
+    problems: list[Problem] = []
+    base_path = Path(base) if base is not None else None
+    for vid in sorted(videos):
+        problems.extend(_video_problems(videos[vid], base_path, check_files, hash_files))
+    problems.extend(_view_problems(table, videos, views))
+
+    n = len(table)
+    if n == 0:
+        return _sorted(problems)
+    vids = table.video_ids
+    ids = table.annotation_id
+    metas = [videos.get(v) for v in vids]
+    fc = np.array([m.frame_count if m else 0 for m in metas], np.int64)[table.video]
+    W = np.array([m.width if m else 0 for m in metas], np.float64)[table.video]
+    H = np.array([m.height if m else 0 for m in metas], np.float64)[table.video]
+    start, end, kind, box = table.start_frame, table.end_frame, table.kind, table.box
+
+    def emit(code: str, rows: np.ndarray, message: Callable[[int], str]) -> None:
+        for i in rows.tolist():
+            problems.append(_problem(code, message(i), vids[table.video[i]], int(ids[i])))
+
+    bad = (start < 0) | (end >= fc) | (end < start)
+    emit(
+        "frame_out_of_range",
+        np.flatnonzero(bad),
+        lambda i: f"frames {start[i]}..{end[i]} (inclusive) outside [0, {fc[i]}) of the video",
+    )
+    spatial = kind != _MARKER
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(box).all(axis=1)
+        invalid = spatial & (~finite | (box[:, 2] <= box[:, 0]) | (box[:, 3] <= box[:, 1]))
+        outside = spatial & ~invalid & ((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > W) | (box[:, 3] > H))
+    emit("invalid_box", np.flatnonzero(invalid), lambda i: f"box {box[i].tolist()} is NaN, empty or inverted")
+    emit(
+        "box_out_of_frame",
+        np.flatnonzero(outside),
+        lambda i: f"box {box[i].tolist()} leaves the {int(W[i])}x{int(H[i])} frame",
+    )
+    untrusted = np.zeros(n, bool)
+    for vcode, meta in enumerate(metas):
+        if meta is not None and meta.untrusted_count:
+            rows = np.flatnonzero(spatial & (table.video == vcode) & ~bad)
+            untrusted[rows] = meta.untrusted_mask()[start[rows]]
+    emit(
+        "untrusted_frame",
+        np.flatnonzero(untrusted),
+        lambda i: (
+            f"{KINDS[kind[i]]} on frame {start[i]}, which has no trustworthy picture (the file may be truncated "
+            "or corrupt; the reader refuses the frame); FrameSamples and export leave this annotation out"
+        ),
+    )
+    is_mask = kind == _MASK
+    if is_mask.any():
+        ms = table.mask_size
+        wrong = is_mask & ((ms[:, 0] != H) | (ms[:, 1] != W))
+        emit(
+            "mask_size_mismatch",
+            np.flatnonzero(wrong),
+            lambda i: f"mask is {ms[i, 0]}x{ms[i, 1]} (HxW) but the frame is {int(H[i])}x{int(W[i])}",
+        )
+
+    # Views: boxes overlapping the crop (crops inside every frame: _view_problems).
+    has_view = table.view >= 0
+    if has_view.any():
+        crops = np.array([views[v].crop if v in views else (0, 0, 0, 0) for v in table.view_ids], np.float64)
+        c = crops[np.where(has_view, table.view, 0)]
+        with np.errstate(invalid="ignore"):
+            away = (
+                has_view
+                & spatial
+                & finite
+                & ((box[:, 2] <= c[:, 0]) | (box[:, 0] >= c[:, 2]) | (box[:, 3] <= c[:, 1]) | (box[:, 1] >= c[:, 3]))
+            )
+        emit(
+            "box_outside_view",
+            np.flatnonzero(away),
+            lambda i: f"box {box[i].tolist()} does not overlap the crop of view {table.view_ids[table.view[i]]!r}",
+        )
+
+    # Tracks: one label per (video, track).
+    tr = np.flatnonzero(table.track_id >= 0)
+    if tr.size:
+        tv, tt, tl = table.video[tr].astype(np.int64), table.track_id[tr], table.label[tr].astype(np.int64)
+        if tt.max() < 2**31 and tv.max() < 2**16 and tl.max() < 2**16:
+            triples = np.unique((tv << 47) | (tt << 16) | tl)  # exact packing: one sort of int64
+            pairs = triples >> 16
+            clash = np.unique(pairs[1:][pairs[1:] == pairs[:-1]])
+            conflicts = [(int(p >> 31), int(p & (2**31 - 1))) for p in clash.tolist()]
+        else:
+            uniq, _ = unique_rows(np.stack([tv, tt, tl], 1))
+            dup = (np.diff(uniq[:, 0]) == 0) & (np.diff(uniq[:, 1]) == 0)
+            conflicts = sorted({(int(uniq[j, 0]), int(uniq[j, 1])) for j in np.flatnonzero(dup).tolist()})
+        for v, t in conflicts:
+            rows_vt = tr[(tv == v) & (tt == t)]
+            labs = table.label[rows_vt]
+            first_label = labs[0]
+            names = [table.labels[int(lab)] for lab in dict.fromkeys(labs.tolist())]
+            row = int(rows_vt[np.flatnonzero(labs != first_label)[0]])
+            problems.append(
+                _problem(
+                    "track_label_conflict",
+                    f"track {t} carries labels {', '.join(map(repr, names))}; allowed: one label per track",
+                    vids[v],
+                    int(ids[row]),
+                )
+            )
+
+    # Exact duplicates: same video, kind, label, view, frames, box (and mask bytes).
+    mask_key = np.zeros(n, np.int64)
+    if is_mask.any():
+        for i in np.flatnonzero(is_mask).tolist():
+            a, b = table.mask_offsets[i], table.mask_offsets[i + 1]
+            mask_key[i] = hash(table.mask_counts[a:b].tobytes())
+    cols = [table.video, kind, table.label, table.view, start, end, box[:, 0], box[:, 1], box[:, 2], box[:, 3]]
+    cols.append(mask_key)
+    dup_rows = _duplicates(cols, ids)
+    dup_set = set()
+    for i, j in dup_rows:
+        dup_set.add(i)
+        problems.append(
+            _problem(
+                "duplicate_annotation",
+                f"same {KINDS[kind[i]]} as annotation {int(ids[j])} (label {table.labels[table.label[i]]!r}, "
+                f"frames {start[i]}..{end[i]}, box {box[i].tolist() if kind[i] != _MARKER else None})",
+                vids[table.video[i]],
+                int(ids[i]),
+            )
+        )
+    # One track, one object per frame (per kind and view).
+    tsel = np.flatnonzero((table.track_id >= 0) & spatial)
+    if tsel.size:
+        sub = [c[tsel] for c in (table.video, table.track_id, kind, table.view, start)]
+        for a, b in _duplicates(sub, ids[tsel]):
+            i, j = int(tsel[a]), int(tsel[b])
+            if i in dup_set:
+                continue
+            problems.append(
+                _problem(
+                    "track_frame_conflict",
+                    f"track {table.track_id[i]} already has {KINDS[kind[i]]} annotation {int(ids[j])} on frame "
+                    f"{start[i]}",
+                    vids[table.video[i]],
+                    int(ids[i]),
+                )
+            )
+    return _sorted(problems)
+
+
+def _duplicates(cols: Sequence[np.ndarray], ids: np.ndarray) -> list[tuple[int, int]]:
+    """(row, earlier equal row) pairs of rows equal in every column (NaN equal to NaN).
+
+    One sort of a 64-bit row hash finds the candidates; candidates are then compared exactly.
+    """
+    h = _row_hash(cols)
+    hs = np.sort(h)
+    repeated = np.unique(hs[1:][hs[1:] == hs[:-1]])
+    if repeated.size == 0:
+        return []
+    groups: dict[int, list[int]] = {}
+    cand = np.flatnonzero(np.isin(h, repeated))
+    for r in cand[np.argsort(ids[cand], kind="stable")].tolist():
+        groups.setdefault(int(h[r]), []).append(r)
+    out: list[tuple[int, int]] = []
+    for members in groups.values():
+        firsts: list[int] = []
+        for r in members:
+            for f in firsts:
+                if all(_eq(c[r], c[f]) for c in cols):
+                    out.append((r, f))
+                    break
+            else:
+                firsts.append(r)
+    return out
+
+
+def _eq(a: Any, b: Any) -> bool:
+    return bool(a == b) or (isinstance(a, float | np.floating) and np.isnan(a) and np.isnan(b))
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    return sorted(
+        problems,
+        key=lambda p: (
+            p.video_id or "",
+            -1 if p.annotation_id is None else p.annotation_id,
+            p.code,
+        ),
+    )

@@ -1,0 +1,624 @@
+"""FrameReader: the exact displayed frame N of a video, read fast; CachedReader keeps the last K.
+
+How a frame is found (spec: "The frame index", "Reading a batch: read_many"):
+
+- Every decoded frame is identified by the timestamp the decoder gives it,
+  looked up in the frame index; frame numbers never come from counting decoded
+  frames after a seek, nor from ``N / fps``.
+- The reader seeks only when that saves work: when the target is behind the
+  current position, or its keyframe lies more than :data:`SEEK_MARGIN`
+  frames beyond it. Otherwise it reads on. Seeks aim by time (the keyframe's
+  pts), so variable frame rates work; after a seek the first keyframe the
+  decoder returns anchors the numbering (frames before it are dropped), and a
+  seek that lands after the target is retried from an earlier keyframe.
+- Every frame returned is checked: once anchored, each decoded frame must carry
+  the timestamp the index gives the next frame. A gap is accepted only where
+  non-reference frames were skipped on purpose (see :class:`FrameReader`) or
+  right after a decode error (those frames are lost). Any other disagreement
+  warns (:class:`~vidlabel.errors.VidlabelWarning`), drops the index and falls
+  back to plain sequential decoding from the start of the file, where frame N
+  is the N-th frame decoded; there, after a decode error, no later frame is
+  trusted (counting cannot prove its number). A wrong frame is never returned.
+- After a decode error, frames decode without error but show garbage until the
+  next keyframe: they are not trusted. With ``on_corrupt="raise"`` asking for
+  one raises :class:`~vidlabel.errors.VideoDecodeError` naming the file and
+  frame; with ``on_corrupt="skip"``, :meth:`FrameReader.iter_frames` leaves
+  such frames out (one warning per reader, the frames listed in
+  :attr:`FrameReader.skipped`), while :meth:`FrameReader.read` and
+  :meth:`FrameReader.read_many` still raise, since a frame asked for by number
+  has no substitute. No later frame is renumbered.
+- Without an index the reader builds one with
+  :func:`vidlabel.probe.read_frame_index` and seeks only after a one-off check
+  that a seek gives the pixels sequential decoding gives, and never in
+  variable-frame-rate video.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from vidlabel.errors import FrameOutOfRangeError, VideoChangedError, VideoDecodeError, VidlabelWarning, replace_command
+from vidlabel.geometry import view_image
+from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
+from vidlabel.video._probe import (
+    avcc_length,
+    content_hash,
+    is_vfr,
+    open_video,
+    read_frame_index,
+    resolve_video_path,
+    video_path_candidates,
+)
+
+__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path"]
+
+OnCorrupt = Literal["raise", "skip"]
+
+
+def video_changed_message(
+    video_id: str, path: str | os.PathLike[str], expected: str, actual: str, *, dataset: str | None = None
+) -> str:
+    """The explanation of a :class:`~vidlabel.errors.VideoChangedError`: video, file, both hashes, the remedy.
+
+    Parameters
+    ----------
+    video_id : str
+    path : path-like
+        The file found now.
+    expected, actual : str
+        The registered content hash and the file's (``"sha256:<hex>"``).
+    dataset : str, optional
+        The dataset folder, named in the command to run (else ``DATASET``).
+    """
+    return (
+        f"video {video_id!r} changed on disk: {str(path)!r} now has content hash {actual[:19]}..., but the video was "
+        f"registered with {expected[:19]}...; its frames are not the registered frames, and readers and export refuse it. "
+        f"If the new file is meant, re-register it (`{replace_command(dataset, path, video_id)}`), build a new release "
+        "and use that; "
+        "otherwise restore the registered file, or pass roots= (--roots) a folder that holds it"
+    )
+
+
+def _registered_file(meta: VideoMetadata, path: Path, roots: Iterable[str | os.PathLike[str]]) -> Path:
+    """``path`` if it holds the registered bytes, else a candidate under ``roots`` that does; VideoChangedError if none."""
+    expected = str(meta.content_hash)
+    actual = content_hash(path)
+    if actual == expected:
+        return path
+    for cand in video_path_candidates(meta, roots):
+        if cand != path and cand.is_file() and content_hash(cand) == expected:
+            return cand
+    raise VideoChangedError(
+        video_changed_message(meta.video_id, path, expected, actual),
+        path=str(path),
+        video_id=meta.video_id,
+        expected_hash=expected,
+        actual_hash=actual,
+    )
+
+
+class FrameReader(DecodeEngine):
+    """Exact displayed frames of one video file, as RGB arrays.
+
+    Parameters
+    ----------
+    path : path-like
+        The video file.
+    index : FrameIndex, optional
+        Its frame index (as :func:`vidlabel.probe.read_frame_index` or
+        :func:`vidlabel.probe.probe` give). An index whose ``content_hash``
+        differs from the file's is ignored with a warning. None: the reader
+        builds one and checks seeking once before trusting it.
+    view : View, optional
+        Crop (and resize) every returned frame to this view.
+    video_id : str, optional
+        Named in error messages; default the file name without extension.
+    on_corrupt : {"raise", "skip"}
+        What :meth:`iter_frames` does with a frame that cannot be trusted
+        (see the module notes): raise :class:`VideoDecodeError`, or leave it
+        out with one warning per reader. ``read``/``read_many`` raise either way.
+    check_hash : bool
+        Hash the file to check a given index belongs to it (cached per process).
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    video_id : str
+    frame_count : int
+    width, height : int
+        Size of returned images (displayed orientation, after the view).
+    stats : dict of str to int
+        ``decoded`` frames, ``converted`` to RGB, ``seeks``, ``rewinds`` so far.
+    skipped : list of int
+        Frames :meth:`iter_frames` left out (``on_corrupt="skip"``).
+    indexed : bool
+        Whether a given index is in use (False: none given, or it was for another file).
+    rotation : int
+        Display rotation applied, degrees counter-clockwise.
+
+    Raises
+    ------
+    VideoNotFoundError, NoVideoStreamError, VideoDecodeError
+        If the file is missing, holds no video, or no frame decodes.
+    ValueError
+        On an unknown ``on_corrupt``.
+
+    Notes
+    -----
+    One open container per reader; not thread-safe. A reader pickles as its
+    path, index and options and reopens the file when unpickled; one inherited
+    through ``fork`` opens the file afresh in the child on its first read. Use
+    as a context manager or call :meth:`close`.
+
+    On the way to a frame, frames shown before it that no other frame refers
+    to (non-reference B-frames) are not decoded at all (FFmpeg's
+    ``skip_frame="NONREF"``); :attr:`skip_nonref` turns that off.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        index: FrameIndex | None = None,
+        view: View | None = None,
+        video_id: str | None = None,
+        on_corrupt: OnCorrupt = "raise",
+        check_hash: bool = True,
+    ) -> None:
+        if on_corrupt not in ("raise", "skip"):
+            raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
+        self.path = Path(path)
+        self.video_id = video_id if video_id is not None else self.path.stem
+        self.view = view
+        self.on_corrupt: OnCorrupt = on_corrupt
+        self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
+        self.skipped: list[int] = []
+        self._container: Any = None
+        self._pid = os.getpid()
+        self._stream: Any = None
+        self._skip_below: int | None = None
+        self._packets: Iterator[Any] | None = None
+        self._pending: deque[Any] = deque()
+        self._container, self._stream = open_video(self.path)
+        self._avcc_length = avcc_length(self._stream.codec_context)
+        try:
+            if index is not None and check_hash and index.content_hash is not None:
+                actual = content_hash(self.path)
+                if actual != index.content_hash:
+                    self._warn(
+                        f"frame index of video {self.video_id!r} was read from another file "
+                        f"({index.content_hash[:19]}..., the file is {actual[:19]}...); ignoring it"
+                    )
+                    index = None
+            self.indexed = index is not None
+            self._index: FrameIndex = index if index is not None else read_frame_index(self.path, hash_file=False)
+            # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
+            self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
+            self._use_index(self._index)
+            self._mode = "label"
+            self._rotation: int | None = None
+            self._coded_size: tuple[int, int] | None = None
+            self._warned_skip = False
+            self._lost: set[int] = set()
+            self._reset(from_start=True)
+            self._cur: tuple[int, Any, bool] | None = None
+            self._first_frame()
+        except BaseException:
+            self.close()
+            raise
+
+    # ----------------------------------------------------------------- public
+
+    @classmethod
+    def for_video(
+        cls,
+        meta: VideoMetadata,
+        *,
+        view: View | None = None,
+        roots: Iterable[str | os.PathLike[str]] = (),
+        on_corrupt: OnCorrupt = "raise",
+        check_hash: bool = True,
+    ) -> FrameReader:
+        """A reader for a registered video, using its frame index when it matches.
+
+        Parameters
+        ----------
+        meta : VideoMetadata
+        view : View, optional
+        roots : iterable of path-like
+            Folders to search when the recorded path is stale.
+        on_corrupt : {"raise", "skip"}
+        check_hash : bool
+            Hash the file (once per process, cached by path, size and
+            modification time) to check it still holds the registered bytes
+            (``meta.content_hash``). When the file at the recorded path differs,
+            a file under ``roots`` that matches is used instead. Without the
+            check a changed file is read as it is now.
+
+        Raises
+        ------
+        VideoNotFoundError
+            If the file is neither at its recorded path nor under ``roots``.
+        VideoChangedError
+            If the file's content hash differs from ``meta.content_hash``: its
+            frames are not the registered video's frames (a file replaced on
+            disk after registration), and none is read.
+        """
+        path = resolve_video_path(meta, roots)
+        if check_hash and meta.content_hash is not None:
+            path = _registered_file(meta, path, roots)
+        index = meta.frame_index
+        if index is not None and index.frame_count != meta.frame_count:
+            warnings.warn(
+                f"frame index of video {meta.video_id!r} covers {index.frame_count} frames but the video has "
+                f"{meta.frame_count}; ignoring it (run 'vidlabel index')",
+                VidlabelWarning,
+                stacklevel=2,
+            )
+            index = None
+        if index is not None and index.content_hash is None and meta.content_hash is not None:
+            index = dataclasses.replace(index, content_hash=meta.content_hash)
+        return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt, check_hash=check_hash)
+
+    @property
+    def frame_index(self) -> FrameIndex:
+        """The frame index in use (given, or built when none was)."""
+        return self._index
+
+    @property
+    def rotation(self) -> int:
+        """Display rotation in degrees counter-clockwise, applied to every returned frame."""
+        return int(self._rotation or 0)
+
+    @property
+    def width(self) -> int:
+        """Width of returned images in pixels (displayed orientation, view applied)."""
+        return self._size()[0]
+
+    @property
+    def height(self) -> int:
+        """Height of returned images in pixels (displayed orientation, view applied)."""
+        return self._size()[1]
+
+    def read(self, frame: int) -> np.ndarray:
+        """Frame ``frame`` as an (H, W, 3) uint8 RGB array, displayed orientation, view applied.
+
+        Raises
+        ------
+        FrameOutOfRangeError
+            Unless ``0 <= frame < frame_count``.
+        VideoDecodeError
+            If the frame is lost to a decode error or follows one (untrusted).
+        """
+        t = self._check(frame)
+        return self._picture(t, self._find(t))
+
+    def read_many(self, frames: Sequence[int]) -> list[np.ndarray]:
+        """Several frames, returned in the order asked (repeats allowed, each an own array).
+
+        They are decoded in increasing order, so each keyframe interval is
+        decoded at most once however the request is ordered.
+
+        Returns
+        -------
+        list of (H, W, 3) uint8 arrays
+
+        Raises
+        ------
+        FrameOutOfRangeError, VideoDecodeError
+            As :meth:`read` (checked for all frames before any decoding).
+        """
+        wanted = [self._check(f) for f in frames]
+        got: dict[int, np.ndarray] = {}
+        for t in sorted(set(wanted)):
+            got[t] = self._picture(t, self._find(t))
+        out: list[np.ndarray] = []
+        used: set[int] = set()
+        for t in wanted:
+            out.append(got[t] if t not in used else got[t].copy())
+            used.add(t)
+        return out
+
+    def iter_frames(self, frames: Iterable[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(frame_number, image)`` in increasing order, each distinct frame once.
+
+        Decodes sequentially, seeking only across gaps where that saves work.
+
+        Parameters
+        ----------
+        frames : iterable of int, optional
+            Which frames; None for all.
+
+        Yields
+        ------
+        (int, (H, W, 3) uint8 array)
+
+        Raises
+        ------
+        FrameOutOfRangeError
+            For a frame out of range (checked before decoding).
+        VideoDecodeError
+            For an untrusted frame with ``on_corrupt="raise"``.
+        """
+        targets: Iterable[int] = range(self.frame_count) if frames is None else sorted({self._check(f) for f in frames})
+        if frames is None and self.frame_count:
+            self._check(0)  # a closed reader raises here
+        for t in targets:
+            found = self._find(t)
+            if isinstance(found, Missing) or not found[2]:
+                if self.on_corrupt == "skip":
+                    self.skipped.append(t)
+                    if not self._warned_skip:
+                        self._warned_skip = True
+                        self._warn(f"skipping frames that cannot be trusted, first {self._why(t, found)}")
+                    continue
+            yield t, self._picture(t, found)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for _, image in self.iter_frames():
+            yield image
+
+    def __len__(self) -> int:
+        return self.frame_count
+
+    def __getitem__(self, key: int | slice) -> Any:
+        """``reader[n]`` is :meth:`read`; ``reader[a:b:s]`` is :meth:`read_many` over that range."""
+        if isinstance(key, slice):
+            return self.read_many(range(*key.indices(self.frame_count)))
+        return self.read(key)
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._container is not None:
+            try:
+                if self._pid == os.getpid():
+                    self._container.close()
+                else:
+                    _abandon((self._container, self._cur, self._pending, self._packets))
+                    self._pending = deque()
+            finally:
+                self._container = None
+                self._cur = None
+                self._packets = None
+                self._pending.clear()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as what it reads, reopened on the other side (e.g. a DataLoader worker started with spawn).
+        index = self._index if self.indexed and self._mode == "label" else None
+        return (_reopen, (self.path, index, self.view, self.video_id, self.on_corrupt))
+
+    def __enter__(self) -> FrameReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # never raise from a finaliser
+            pass
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameReader({str(self.path)!r}, video_id={self.video_id!r}, frames={self.frame_count}, "
+            f"indexed={self.indexed}, mode={self._mode!r})"
+        )
+
+    # --------------------------------------------------------------- helpers
+
+    def _check(self, frame: Any) -> int:
+        if self._pid != os.getpid() and self._container is not None:
+            # Inherited through fork: the decoder's threads stayed in the parent. Never touch, close or
+            # free that container or its frames here (freeing a decoded frame was seen to hang); open afresh.
+            _abandon((self._container, self._cur, self._pending, self._packets))
+            self._container = self._cur = self._packets = None
+            self._pending = deque()
+            self._pid = os.getpid()
+            self._rewind()
+        if self._container is None:
+            raise VideoDecodeError(f"reader of video {self.video_id!r} is closed ({self.path})", path=str(self.path))
+        if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
+            raise TypeError(f"frame numbers must be integers, got {frame!r} for video {self.video_id!r}")
+        t = int(frame)
+        if not 0 <= t < self.frame_count:
+            raise FrameOutOfRangeError(
+                f"frame {t} out of range [0, {self.frame_count}) in video {self.video_id!r} ({self.path})",
+                path=str(self.path),
+                video_id=self.video_id,
+            )
+        return t
+
+    def _why(self, t: int, found: Any) -> str:
+        if isinstance(found, Missing):
+            return f"frame {t}: {found.reason}"
+        return f"frame {t}: it follows a decode error before the next keyframe (its picture is not trusted)"
+
+    def _picture(self, t: int, found: Any) -> np.ndarray:
+        if isinstance(found, Missing) or not found[2]:
+            raise VideoDecodeError(
+                f"cannot read frame {t} of video {self.video_id!r} ({self.path}): {self._why(t, found)}",
+                path=str(self.path),
+                video_id=self.video_id,
+            )
+        image = found[1].to_ndarray(format="rgb24")
+        self.stats["converted"] += 1
+        rot = self._rotation
+        if rot:
+            image = np.ascontiguousarray(np.rot90(image, k=rot // 90))
+        return view_image(image, self.view)
+
+    def _size(self) -> tuple[int, int]:
+        if self.view is not None:
+            return self.view.size
+        w, h = self._coded_size or (self._stream.codec_context.width, self._stream.codec_context.height)
+        return (h, w) if self.rotation % 180 else (w, h)
+
+
+#: Containers inherited through fork: closing them would wait for decoder threads that live in the parent.
+_ABANDONED: list[Any] = []
+
+
+def _abandon(container: Any) -> None:
+    _ABANDONED.append(container)
+
+
+def _reopen(
+    path: Path, index: FrameIndex | None, view: View | None, video_id: str, on_corrupt: OnCorrupt
+) -> FrameReader:
+    return FrameReader(path, index=index, view=view, video_id=video_id, on_corrupt=on_corrupt, check_hash=False)
+
+
+class CachedReader:
+    """A :class:`FrameReader` that keeps the last ``capacity`` returned frames in memory (LRU).
+
+    Parameters
+    ----------
+    reader_or_path : FrameReader or path-like
+        A reader to wrap, or a file to open one on.
+    capacity : int
+        Frames kept (each ``H * W * 3`` bytes).
+    **reader_options
+        Passed to :class:`FrameReader` when a path is given.
+
+    Attributes
+    ----------
+    reader : FrameReader
+    hits, misses : int
+
+    Raises
+    ------
+    ValueError
+        If ``capacity`` < 1.
+
+    Notes
+    -----
+    Returned arrays are copies: changing one does not change the cache.
+    """
+
+    def __init__(
+        self, reader_or_path: FrameReader | str | os.PathLike[str], *, capacity: int = 64, **reader_options: Any
+    ) -> None:
+        if int(capacity) < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.reader = (
+            reader_or_path if isinstance(reader_or_path, FrameReader) else FrameReader(reader_or_path, **reader_options)
+        )
+        self.capacity = int(capacity)
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def frame_count(self) -> int:
+        """Number of displayed frames."""
+        return self.reader.frame_count
+
+    @property
+    def width(self) -> int:
+        """Width of returned images."""
+        return self.reader.width
+
+    @property
+    def height(self) -> int:
+        """Height of returned images."""
+        return self.reader.height
+
+    @property
+    def path(self) -> Path:
+        """The video file."""
+        return self.reader.path
+
+    @property
+    def video_id(self) -> str:
+        """The video id."""
+        return self.reader.video_id
+
+    def _get(self, t: int) -> np.ndarray | None:
+        image = self._cache.get(t)
+        if image is None:
+            return None
+        self._cache.move_to_end(t)
+        self.hits += 1
+        return image.copy()
+
+    def _put(self, t: int, image: np.ndarray) -> None:
+        self._cache[t] = image.copy()
+        self._cache.move_to_end(t)
+        while len(self._cache) > self.capacity:
+            self._cache.popitem(last=False)
+
+    def read(self, frame: int) -> np.ndarray:
+        """As :meth:`FrameReader.read`, from the cache when the frame is there."""
+        t = self.reader._check(frame)
+        hit = self._get(t)
+        if hit is not None:
+            return hit
+        self.misses += 1
+        image = self.reader.read(t)
+        self._put(t, image)
+        return image
+
+    def read_many(self, frames: Sequence[int]) -> list[np.ndarray]:
+        """As :meth:`FrameReader.read_many`; cached frames are not decoded again."""
+        wanted = [self.reader._check(f) for f in frames]
+        got: dict[int, np.ndarray] = {}
+        for t in set(wanted):
+            hit = self._get(t)
+            if hit is not None:
+                got[t] = hit
+        missing = sorted(set(wanted) - set(got))
+        self.misses += len(missing)
+        for t, image in zip(missing, self.reader.read_many(missing)):
+            got[t] = image
+            self._put(t, image)
+        out, used = [], set()
+        for t in wanted:
+            out.append(got[t] if t not in used else got[t].copy())
+            used.add(t)
+        return out
+
+    def iter_frames(self, frames: Iterable[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """As :meth:`FrameReader.iter_frames`; cached frames come from the cache."""
+        targets = list(range(self.frame_count)) if frames is None else sorted({self.reader._check(f) for f in frames})
+        cached = {t: self._get(t) for t in targets if t in self._cache}
+        decoded = self.reader.iter_frames([t for t in targets if t not in cached])
+        pending = next(decoded, None)
+        for t in targets:
+            if t in cached:
+                yield t, cached[t]  # type: ignore[misc]
+                continue
+            while pending is not None and pending[0] < t:
+                pending = next(decoded, None)
+            if pending is not None and pending[0] == t:
+                self.misses += 1
+                self._put(t, pending[1])
+                yield pending
+                pending = next(decoded, None)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for _, image in self.iter_frames():
+            yield image
+
+    def __len__(self) -> int:
+        return self.frame_count
+
+    def close(self) -> None:
+        """Close the wrapped reader and drop the cache."""
+        self._cache.clear()
+        self.reader.close()
+
+    def __enter__(self) -> CachedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,440 @@
+"""ReadPlan: any list of requested frames, arranged so each keyframe interval is decoded once.
+
+Spec: "Reading a list of frames you chose: ReadPlan". The requests of one
+video are grouped by keyframe interval into :class:`Chunk` objects; inside a
+chunk the distinct frames are read in increasing order, and a frame requested
+``k`` times is decoded once and yields ``k`` samples. Chunks (not frames) are
+what gets shuffled each epoch and split between workers and ranks. The plan
+depends only on the requests, the frame indexes, ``seed``, ``block`` and the
+epoch, so the same inputs give the same order on any machine (NumPy's PCG64
+generator seeded with ``(seed, epoch)``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vidlabel.errors import FrameOutOfRangeError, OptionError
+from vidlabel.spec import FrameIndex
+
+__all__ = ["Chunk", "ReadPlan", "epoch_rng", "shuffled"]
+
+# Distinguishes the random streams drawn from one (seed, epoch): chunk order, video order, shuffle buffers.
+STREAM_CHUNK_ORDER = 0
+STREAM_VIDEO_ORDER = 1
+STREAM_SHUFFLE_BUFFER = 2
+
+
+def check_nonneg_int(value: Any, name: str) -> int:
+    """``value`` as an int; OptionError unless it is a non-negative integer (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def epoch_rng(seed: int, epoch: int, stream: int, *extra: int) -> np.random.Generator:
+    """The deterministic generator for one purpose of one epoch.
+
+    Parameters
+    ----------
+    seed, epoch : int
+        Non-negative integers.
+    stream : int
+        Which random stream (chunk order, video order, shuffle buffer).
+    *extra : int
+        Further non-negative integers mixed in (e.g. the shard number).
+
+    Returns
+    -------
+    numpy.random.Generator
+        PCG64 seeded by ``SeedSequence([seed, epoch, stream, *extra])``: the
+        same numbers on every platform.
+
+    Raises
+    ------
+    OptionError
+        If ``seed`` or ``epoch`` is not a non-negative integer.
+    """
+    entropy = [check_nonneg_int(seed, "seed"), check_nonneg_int(epoch, "epoch"), int(stream), *map(int, extra)]
+    return np.random.default_rng(np.random.SeedSequence(entropy))
+
+
+def shuffled(items: Iterable[Any], buffer_size: int, rng: np.random.Generator) -> Iterator[Any]:
+    """Mix a stream through a buffer of ``buffer_size`` items (0 or 1: unchanged order).
+
+    Each incoming item replaces a uniformly drawn item of the full buffer,
+    which is yielded; the remainder is yielded in random order at the end.
+    Every item comes out exactly once.
+    """
+    if buffer_size <= 1:
+        yield from items
+        return
+    buf: list[Any] = []
+    for item in items:
+        if len(buf) < buffer_size:
+            buf.append(item)
+            continue
+        j = int(rng.integers(buffer_size))
+        out, buf[j] = buf[j], item
+        yield out
+    for j in rng.permutation(len(buf)):
+        yield buf[int(j)]
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """The requests of one keyframe interval of one video: one sequential decode.
+
+    Attributes
+    ----------
+    video_id : str
+    interval : int
+        Keyframe-interval number in the video (for a video without a frame
+        index: block number, ``frame // block``).
+    start_frame : int
+        Where decoding starts: the interval's keyframe (or the block start).
+    frames : (K,) int64
+        The distinct requested frames, increasing.
+    repeats : (K,) int64
+        How many times each frame was requested (>= 1): the samples it yields.
+    n_samples : int
+        ``repeats.sum()``: samples this chunk yields.
+    """
+
+    video_id: str
+    interval: int
+    start_frame: int
+    frames: np.ndarray
+    repeats: np.ndarray
+    n_samples: int
+
+    @property
+    def est_decoded_frames(self) -> int:
+        """Frames decoded to read this chunk: from ``start_frame`` to its last frame, inclusive."""
+        return int(self.frames[-1]) - self.start_frame + 1
+
+    def __repr__(self) -> str:
+        return (
+            f"Chunk(video_id={self.video_id!r}, interval={self.interval}, frames={int(self.frames[0])}.."
+            f"{int(self.frames[-1])} ({self.frames.size} distinct), n_samples={self.n_samples})"
+        )
+
+
+class ReadPlan:
+    """Requested frames grouped by keyframe interval into chunks, with a seeded chunk order per epoch.
+
+    Parameters
+    ----------
+    requests : sequence of (video_id, frame)
+        Any list, in any order, repeats allowed. Frames are 0-based.
+    indexes : mapping of video_id to FrameIndex or None
+        The frame index of each video. A video without one (None or absent)
+        is cut into blocks of ``block`` frames and its cost estimate is
+        approximate.
+    seed : int
+        Non-negative; with the epoch it decides the chunk order.
+    block : int
+        Block length, in frames, for videos without a frame index.
+
+    Raises
+    ------
+    FrameOutOfRangeError
+        If a frame is negative or beyond the video's frame index.
+    OptionError
+        On a malformed request, a negative seed or ``block < 1``.
+
+    Examples
+    --------
+    >>> plan = ReadPlan([("a", 5), ("a", 7), ("a", 5)], indexes={}, seed=0)
+    >>> plan.summary()["chunks"], plan.chunks[0].repeats.tolist()
+    (1, [2, 1])
+    """
+
+    def __init__(
+        self,
+        requests: Iterable[tuple[str, int]],
+        *,
+        indexes: Mapping[str, FrameIndex | None],
+        seed: int,
+        block: int = 250,
+    ) -> None:
+        codes_of: dict[str, int] = {}
+        codes: list[int] = []
+        frames: list[int] = []
+        for i, req in enumerate(requests):
+            try:
+                video_id, frame = req
+            except (TypeError, ValueError) as err:
+                raise OptionError(f"request {i} must be a (video_id, frame) pair, got {req!r}") from err
+            if not isinstance(video_id, str):
+                raise OptionError(f"request {i}: video_id must be a string, got {video_id!r}")
+            if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
+                raise OptionError(f"request {i}: frame must be an integer, got {frame!r}")
+            codes.append(codes_of.setdefault(video_id, len(codes_of)))
+            frames.append(int(frame))
+        self._build(
+            tuple(codes_of),
+            np.asarray(codes, dtype=np.int64),
+            np.asarray(frames, dtype=np.int64),
+            indexes=indexes,
+            seed=seed,
+            block=block,
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        video_ids: Sequence[str],
+        video_codes: np.ndarray,
+        frames: np.ndarray,
+        *,
+        indexes: Mapping[str, FrameIndex | None],
+        seed: int,
+        block: int = 250,
+    ) -> ReadPlan:
+        """Build a plan from columns instead of pairs (fast for millions of requests).
+
+        Parameters
+        ----------
+        video_ids : sequence of str
+            The videos the codes refer to.
+        video_codes : (R,) int
+            Index into ``video_ids`` of each request.
+        frames : (R,) int
+            Frame of each request.
+        indexes, seed, block
+            As for :class:`ReadPlan`.
+        """
+        codes = np.asarray(video_codes, dtype=np.int64).reshape(-1)
+        fr = np.asarray(frames, dtype=np.int64).reshape(-1)
+        if codes.shape != fr.shape:
+            raise OptionError(f"video_codes and frames differ in length: {codes.size} and {fr.size}")
+        if codes.size and (codes.min() < 0 or codes.max() >= len(video_ids)):
+            raise OptionError(f"video_codes must lie in [0, {len(video_ids)})")
+        plan = cls.__new__(cls)
+        plan._build(tuple(video_ids), codes, fr, indexes=indexes, seed=seed, block=block)
+        return plan
+
+    def _build(
+        self,
+        video_ids: tuple[str, ...],
+        codes: np.ndarray,
+        frames: np.ndarray,
+        *,
+        indexes: Mapping[str, FrameIndex | None],
+        seed: int,
+        block: int,
+    ) -> None:
+        self._seed = check_nonneg_int(seed, "seed")
+        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
+            raise OptionError(f"block must be an integer >= 1, got {block!r}")
+        self._block = int(block)
+        n = int(frames.size)
+        # Videos in sorted order, so the plan does not depend on the order of first appearance.
+        order_of_ids = sorted(range(len(video_ids)), key=lambda i: video_ids[i])
+        rank = np.empty(len(video_ids), np.int64)
+        rank[order_of_ids] = np.arange(len(video_ids))
+        sorted_ids = tuple(video_ids[i] for i in order_of_ids)
+        vcode = rank[codes] if n else codes
+        # Sort requests by (video, frame); the interval follows the frame within a video.
+        order = np.lexsort((frames, vcode)) if n else np.zeros(0, np.int64)
+        sv, sf = vcode[order], frames[order]
+        si = np.empty(n, np.int64)
+        ss = np.empty(n, np.int64)
+        edges = np.searchsorted(sv, np.arange(len(sorted_ids) + 1))
+        no_index: list[str] = []
+        for v, video_id in enumerate(sorted_ids):
+            a, b = int(edges[v]), int(edges[v + 1])
+            if a == b:
+                continue
+            f = sf[a:b]
+            index = indexes.get(video_id)
+            lo, hi = int(f[0]), int(f[-1])
+            if lo < 0 or (index is not None and hi >= index.frame_count):
+                bad = lo if lo < 0 else hi
+                limit = f"[0, {index.frame_count})" if index is not None else "[0, ...)"
+                raise FrameOutOfRangeError(
+                    f"requested frame {bad} out of range {limit} in video {video_id!r}", video_id=video_id
+                )
+            if index is None or index.keyframes.size == 0:
+                no_index.append(video_id)
+                iv = f // self._block
+                si[a:b] = iv
+                ss[a:b] = iv * self._block
+            else:
+                iv = index.interval_of(f)
+                si[a:b] = iv
+                ss[a:b] = np.where(f < index.keyframes[0], 0, index.keyframes[iv])
+        self._video_ids = sorted_ids
+        self._videos_without_index = tuple(no_index)
+        self._n_samples = n
+        self._est_one_by_one = int((sf - ss).sum() + n) if n else 0
+        new_frame = np.ones(n, bool)
+        if n:
+            new_frame[1:] = (sv[1:] != sv[:-1]) | (sf[1:] != sf[:-1])
+        first = np.flatnonzero(new_frame)
+        repeats = np.diff(np.append(first, n)).astype(np.int64)
+        uv, uf, ui, us = sv[first], sf[first], si[first], ss[first]
+        new_chunk = np.ones(first.size, bool)
+        if first.size:
+            new_chunk[1:] = (uv[1:] != uv[:-1]) | (ui[1:] != ui[:-1])
+        bounds = np.append(np.flatnonzero(new_chunk), first.size)
+        chunks = []
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            fr = uf[a:b].copy()
+            rp = repeats[a:b].copy()
+            fr.setflags(write=False)
+            rp.setflags(write=False)
+            chunks.append(
+                Chunk(
+                    video_id=sorted_ids[int(uv[a])],
+                    interval=int(ui[a]),
+                    start_frame=int(us[a]),
+                    frames=fr,
+                    repeats=rp,
+                    n_samples=int(rp.sum()),
+                )
+            )
+        self._chunks = tuple(chunks)
+        self._distinct = int(first.size)
+        self._assign_cache: dict[tuple[int, int], list[list[int]]] = {}
+
+    # -- what the plan holds ------------------------------------------------------------------
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        """All chunks in canonical order (video id, then interval)."""
+        return self._chunks
+
+    @property
+    def seed(self) -> int:
+        """The seed the epoch orders derive from."""
+        return self._seed
+
+    @property
+    def block(self) -> int:
+        """Block length used for videos without a frame index."""
+        return self._block
+
+    @property
+    def video_ids(self) -> tuple[str, ...]:
+        """The requested videos, sorted."""
+        return self._video_ids
+
+    def __len__(self) -> int:
+        """Number of samples (requests) one epoch yields."""
+        return self._n_samples
+
+    def __repr__(self) -> str:
+        return f"ReadPlan(samples={self._n_samples}, chunks={len(self._chunks)}, videos={len(self._video_ids)})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_assign_cache"] = {}
+        return state
+
+    def summary(self) -> dict[str, Any]:
+        """What the plan reads, and what it saves.
+
+        Returns
+        -------
+        dict
+            ``samples`` (requests, repeats counted), ``distinct_frames``,
+            ``chunks``, ``videos``, ``videos_without_index`` (cut into blocks),
+            ``est_decoded_frames`` (frames this plan decodes: each chunk from
+            its keyframe to its last frame) and
+            ``est_decoded_frames_one_by_one`` (reading each request on its own
+            from its keyframe).
+        """
+        return {
+            "samples": self._n_samples,
+            "distinct_frames": self._distinct,
+            "chunks": len(self._chunks),
+            "videos": len(self._video_ids),
+            "videos_without_index": len(self._videos_without_index),
+            "est_decoded_frames": int(sum(c.est_decoded_frames for c in self._chunks)),
+            "est_decoded_frames_one_by_one": self._est_one_by_one,
+        }
+
+    # -- epochs and shards ----------------------------------------------------------------------
+
+    def order(self, epoch: int) -> list[int]:
+        """Chunk order of an epoch: a permutation of ``range(len(chunks))`` drawn from ``(seed, epoch)``.
+
+        Raises
+        ------
+        OptionError
+            If ``epoch`` is not a non-negative integer.
+        """
+        rng = epoch_rng(self._seed, epoch, STREAM_CHUNK_ORDER)
+        return [int(i) for i in rng.permutation(len(self._chunks))]
+
+    def _assignment(self, epoch: int, num_shards: int) -> list[list[int]]:
+        key = (int(epoch), int(num_shards))
+        cached = self._assign_cache.get(key)
+        if cached is not None:
+            return cached
+        # Greedy: in epoch order, each chunk goes to the shard with the fewest samples so far
+        # (ties: lowest shard). The last chunk a shard received went to a then-smallest shard, so
+        # the final sizes differ by at most one chunk's samples.
+        shards: list[list[int]] = [[] for _ in range(num_shards)]
+        heap = [(0, s) for s in range(num_shards)]
+        for c in self.order(epoch):
+            size, s = heapq.heappop(heap)
+            shards[s].append(c)
+            heapq.heappush(heap, (size + self._chunks[c].n_samples, s))
+        if len(self._assign_cache) > 8:
+            self._assign_cache.clear()
+        self._assign_cache[key] = shards
+        return shards
+
+    def _check_shards(self, shard: int | None, num_shards: int) -> None:
+        if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
+            raise OptionError(f"num_shards must be an integer >= 1, got {num_shards!r}")
+        if shard is not None and (
+            isinstance(shard, bool) or not isinstance(shard, (int, np.integer)) or not 0 <= shard < num_shards
+        ):
+            raise OptionError(f"shard {shard!r} out of range [0, {num_shards})")
+
+    def shard(self, epoch: int, shard: int, num_shards: int) -> list[Chunk]:
+        """The chunks one worker/rank reads in an epoch, in the order to read them.
+
+        Every chunk belongs to exactly one shard; shard sizes (in samples)
+        differ by at most the samples of one chunk.
+
+        Parameters
+        ----------
+        epoch : int
+        shard : int
+            In ``[0, num_shards)``, e.g. ``rank * num_workers + worker``.
+        num_shards : int
+            >= 1.
+
+        Returns
+        -------
+        list of Chunk
+
+        Raises
+        ------
+        OptionError
+            If ``shard`` is outside ``[0, num_shards)`` or ``num_shards < 1``.
+        """
+        self._check_shards(shard, num_shards)
+        return [self._chunks[c] for c in self._assignment(epoch, int(num_shards))[int(shard)]]
+
+    def shard_sizes(self, epoch: int, num_shards: int) -> list[int]:
+        """Samples each shard yields in an epoch (distributed training wants them equal)."""
+        self._check_shards(None, num_shards)
+        return [sum(self._chunks[c].n_samples for c in s) for s in self._assignment(epoch, int(num_shards))]
+
+    def iter_requests(self, epoch: int, shard: int = 0, num_shards: int = 1) -> Iterator[tuple[str, int]]:
+        """The (video_id, frame) requests of a shard in reading order, each repeated as requested (no decoding)."""
+        for chunk in self.shard(epoch, shard, num_shards):
+            for f, k in zip(chunk.frames.tolist(), chunk.repeats.tolist()):
+                for _ in range(k):
+                    yield chunk.video_id, f
