@@ -30,7 +30,6 @@ only then is pycocotools used (to encode arrays, in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import is_, is_not
 from typing import Any
@@ -39,9 +38,9 @@ import numpy as np
 
 from vidlabel.errors import AnnotationError
 from vidlabel.geometry import encode_rle, mask_bbox
-from vidlabel.spec import KINDS, ORIGINS, STATUSES, VideoMetadata, View
+from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
-__all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
+__all__ = ["BATCH_COLUMNS", "KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
 
 _COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
@@ -58,41 +57,30 @@ _BOX, _MASK, _MARKER = (_KIND_CODE[k] for k in ("box", "mask", "marker"))
 _NAN = float("nan")
 
 
-@dataclass(frozen=True)
-class RowColumns:
+#: The columns of a checked batch: :class:`~vidlabel.spec.AnnotationTable`'s, less the two the dataset
+#: assigns when it writes the batch (``annotation_id``, ``video``).
+BATCH_COLUMNS = tuple(name for name in AnnotationTable.DTYPES if name not in ("annotation_id", "video"))
+
+
+class RowColumns(dict[str, np.ndarray]):
     """A validated batch of rows in columnar form (what ``Dataset.add_annotations`` stores).
 
-    Attributes
-    ----------
-    kind : (N,) uint8, index into ``KINDS``
-    label : (N,) int32, index into the dataset's label vocabulary
-    start_frame, end_frame : (N,) int64, inclusive
-    box : (N, 4) float64, xyxy full-frame pixels; NaN for markers; a mask row's box is its mask's bbox
-    track_id : (N,) int64, -1 for none
-    origin : (N,) uint8, index into ``ORIGINS``
-    confidence : (N,) float32, NaN for none
-    status : (N,) uint8, index into ``STATUSES``
-    view : (N,) int32, the view code passed in ``views``, -1 for none
-    mask_offsets : (N + 1,) int64; mask_counts : (M,) uint8; mask_size : (N, 2) int32
-        COCO compressed RLE of each mask row in CSR form (see ``AnnotationTable``).
+    A dict of the :data:`BATCH_COLUMNS`, each with the dtype and shape
+    :class:`~vidlabel.spec.AnnotationTable` gives it (N rows). As there: a
+    mask row's box is its mask's bbox, ``box`` is NaN for markers, ``track_id``
+    -1 and ``confidence`` NaN for none; here ``label`` indexes the dataset's
+    vocabulary and ``view`` is the code passed in ``views`` (-1 for none).
     """
 
-    kind: np.ndarray
-    label: np.ndarray
-    start_frame: np.ndarray
-    end_frame: np.ndarray
-    box: np.ndarray
-    track_id: np.ndarray
-    origin: np.ndarray
-    confidence: np.ndarray
-    status: np.ndarray
-    view: np.ndarray
-    mask_offsets: np.ndarray
-    mask_counts: np.ndarray
-    mask_size: np.ndarray
+    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+        if tuple(columns) != BATCH_COLUMNS:
+            raise ValueError(f"RowColumns needs the columns {BATCH_COLUMNS}, got {tuple(columns)}")
+        super().__init__({k: np.asarray(v, AnnotationTable.DTYPES[k]) for k, v in columns.items()})
 
-    def __len__(self) -> int:
-        return int(self.kind.shape[0])
+    @property
+    def n_rows(self) -> int:
+        """Number of rows N."""
+        return int(self["kind"].shape[0])
 
 
 def _show(value: Any, limit: int = 60) -> str:
@@ -859,21 +847,22 @@ def check_rows(
     mask_offsets, mask_counts, mask_size = _check_masks(b, kind, view, view_by_code, box, has_box, box_v)
     _check_track_labels(b, track, label, labels)
     b.ref.raise_if_any()
-    return RowColumns(
-        kind=kind.astype(np.uint8),
-        label=label.astype(np.int32),
-        start_frame=start,
-        end_frame=end,
-        box=box,
-        track_id=track,
-        origin=origin.astype(np.uint8),
-        confidence=conf.astype(np.float32),
-        status=status.astype(np.uint8),
-        view=view.astype(np.int32),
-        mask_offsets=mask_offsets,
-        mask_counts=mask_counts,
-        mask_size=mask_size,
-    )
+    columns = {
+        "kind": kind,
+        "label": label,
+        "start_frame": start,
+        "end_frame": end,
+        "box": box,
+        "track_id": track,
+        "origin": origin,
+        "confidence": conf,
+        "status": status,
+        "view": view,
+        "mask_offsets": mask_offsets,
+        "mask_counts": mask_counts,
+        "mask_size": mask_size,
+    }
+    return RowColumns({name: columns[name] for name in BATCH_COLUMNS})
 
 
 def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequence[str], video_id: str) -> None:
@@ -896,20 +885,20 @@ def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequenc
     """
     if not stored:
         return
-    n = len(cols)
+    n = cols.n_rows
     ref = _Refusal(n, video_id)
-    tr = cols.track_id
+    tr, label = cols["track_id"], cols["label"]
     keys = np.fromiter(stored.keys(), np.int64, len(stored))
     vals = np.fromiter(stored.values(), np.int64, len(stored))
     order = np.argsort(keys)
     keys, vals = keys[order], vals[order]
     pos = np.clip(np.searchsorted(keys, tr), 0, keys.size - 1)
-    clash = (tr >= 0) & (keys[pos] == tr) & (vals[pos] != cols.label)
+    clash = (tr >= 0) & (keys[pos] == tr) & (vals[pos] != label)
     ref.add(
         clash,
         "track_id",
         lambda i: (
-            f"track {tr[i]} has label {labels[cols.label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
+            f"track {tr[i]} has label {labels[label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
             f"already stored for video {video_id!r}; allowed: one label per track in a video"
         ),
     )
