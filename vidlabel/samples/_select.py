@@ -14,7 +14,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -256,16 +256,16 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     regions = _region_columns(table, rows, key, opt, view, lab_map, keep.lab_identity)
     del key
     markers = _marker_intervals(table, keep.markers, vid_map, lab_map, frame_counts)
-    keys = _sample_keys(opt, frame_counts, regions.rk_key, bool(keep.region_kinds), markers)
+    keys = _sample_keys(opt, frame_counts, regions["rk_key"], bool(keep.region_kinds), markers)
     frames_untrusted = _on_untrusted(keys, bad_masks, len(video_ids))
     _warn_untrusted(video_ids, untrusted_row_keys, keys[frames_untrusted])
     if frames_untrusted.any():
         keys = keys[~frames_untrusted]
     keys = np.ascontiguousarray(_every_nth(keys, opt["stride"]), dtype=np.int64)
     index = SampleIndex(video_ids, readonly((keys >> KEY_SHIFT).astype(np.int32)), readonly(keys & _FRAME_MASK))
-    ix_lo, ix_hi = _region_ranges(keys, regions.rk_key, regions.rk_off)
+    ix_lo, ix_hi = _region_ranges(keys, regions["rk_key"], regions["rk_off"])
     ix_pattern, patterns = marker_patterns(
-        keys, markers.mk_video, markers.mk_start, markers.mk_end, markers.mk_class, len(class_names)
+        keys, markers["mk_video"], markers["mk_start"], markers["mk_end"], markers["mk_class"], len(class_names)
     )
     return Selection(
         class_names=class_names,
@@ -277,8 +277,8 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         dropped=dropped,
         untrusted_rows=int(untrusted_row_keys.size),
         untrusted_frames=int(frames_untrusted.sum()),
-        **regions._asdict(),
-        **markers._asdict(),
+        **regions,
+        **markers,
         index=index,
         ix_lo=ix_lo,
         ix_hi=ix_hi,
@@ -439,20 +439,6 @@ def _sort_regions(
     return rows, key, len(bad_ids)
 
 
-class _Regions(NamedTuple):
-    """The region fields of :class:`Selection` (see there)."""
-
-    rk_key: np.ndarray
-    rk_off: np.ndarray
-    r_box: np.ndarray
-    r_label: np.ndarray
-    r_track: np.ndarray
-    r_ann: np.ndarray
-    m_offsets: np.ndarray
-    m_counts: np.ndarray
-    m_size: np.ndarray
-
-
 def _region_columns(
     table: AnnotationTable,
     rows: np.ndarray | None,
@@ -461,8 +447,8 @@ def _region_columns(
     view: View | None,
     lab_map: np.ndarray,
     lab_identity: bool,
-) -> _Regions:
-    """The regions' columns, read-only: CSR over their distinct keys, boxes in the view's pixels,
+) -> dict[str, np.ndarray]:
+    """The region fields of :class:`Selection` (``rk_*``, ``r_*``, ``m_*``), read-only: CSR over their distinct keys, boxes in the view's pixels,
     class labels plus ``label_offset``, and (``with_masks``) their masks' RLE."""
 
     def take(col: np.ndarray) -> np.ndarray:
@@ -482,17 +468,17 @@ def _region_columns(
     else:
         m_offsets = m_counts = readonly(np.zeros(0, np.int64))
         m_size = readonly(np.zeros((0, 2), np.int32))
-    return _Regions(
-        rk_key=readonly(key[offsets[:-1]]),
-        rk_off=readonly(offsets.astype(np.int64, copy=False)),
-        r_box=readonly(box if view is None else view_boxes(box, view)),
-        r_label=readonly(r_label),
-        r_track=readonly(take(table.track_id)),
-        r_ann=readonly(take(table.annotation_id)),
-        m_offsets=m_offsets,
-        m_counts=m_counts,
-        m_size=m_size,
-    )
+    return {
+        "rk_key": readonly(key[offsets[:-1]]),
+        "rk_off": readonly(offsets.astype(np.int64, copy=False)),
+        "r_box": readonly(box if view is None else view_boxes(box, view)),
+        "r_label": readonly(r_label),
+        "r_track": readonly(take(table.track_id)),
+        "r_ann": readonly(take(table.annotation_id)),
+        "m_offsets": m_offsets,
+        "m_counts": m_counts,
+        "m_size": m_size,
+    }
 
 
 def _region_masks(table: AnnotationTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -504,20 +490,10 @@ def _region_masks(table: AnnotationTable, rows: np.ndarray) -> tuple[np.ndarray,
     return readonly(moff), readonly(table.mask_counts[gather]), readonly(table.mask_size[rows])
 
 
-class _Markers(NamedTuple):
-    """The marker fields of :class:`Selection` (see there)."""
-
-    mk_video: np.ndarray
-    mk_start: np.ndarray
-    mk_end: np.ndarray
-    mk_class: np.ndarray
-    mk_off: np.ndarray
-
-
 def _marker_intervals(
     table: AnnotationTable, markers: np.ndarray, vid_map: np.ndarray, lab_map: np.ndarray, frame_counts: np.ndarray
-) -> _Markers:
-    """The kept marker rows as intervals per video (inclusive end, clipped to the video), sorted by
+) -> dict[str, np.ndarray]:
+    """The marker fields of :class:`Selection` (``mk_*``): the kept marker rows as intervals per video (inclusive end, clipped to the video), sorted by
     (video, start), read-only."""
     mrows = np.flatnonzero(markers)
     mv = vid_map[table.video[mrows]]
@@ -527,17 +503,21 @@ def _marker_intervals(
     mrows, mv, ms, me = mrows[ok], mv[ok], ms[ok], me[ok]
     order = np.lexsort((ms, mv))
     mk_video = readonly(mv[order])
-    return _Markers(
-        mk_video=mk_video,
-        mk_start=readonly(ms[order]),
-        mk_end=readonly(me[order]),
-        mk_class=readonly(lab_map[table.label[mrows]][order]),
-        mk_off=readonly(np.searchsorted(mk_video, np.arange(frame_counts.size + 1)).astype(np.int64)),
-    )
+    return {
+        "mk_video": mk_video,
+        "mk_start": readonly(ms[order]),
+        "mk_end": readonly(me[order]),
+        "mk_class": readonly(lab_map[table.label[mrows]][order]),
+        "mk_off": readonly(np.searchsorted(mk_video, np.arange(frame_counts.size + 1)).astype(np.int64)),
+    }
 
 
 def _sample_keys(
-    opt: dict[str, Any], frame_counts: np.ndarray, rk_key: np.ndarray, with_regions: bool, markers: _Markers
+    opt: dict[str, Any],
+    frame_counts: np.ndarray,
+    rk_key: np.ndarray,
+    with_regions: bool,
+    markers: dict[str, np.ndarray],
 ) -> np.ndarray:
     """(F,) int64 keys of the sample list, ascending, before untrusted frames and ``stride`` are applied:
     every frame (``frames="all"``), or the frames with a selected region or inside a selected marker."""
@@ -548,12 +528,12 @@ def _sample_keys(
         base = np.repeat(np.cumsum(lengths) - lengths, lengths)
         return (codes << KEY_SHIFT) | (np.arange(total, dtype=np.int64) - base)
     keys = rk_key if with_regions else np.zeros(0, np.int64)
-    mk_start, mk_end = markers.mk_start, markers.mk_end
+    mk_start, mk_end = markers["mk_start"], markers["mk_end"]
     if "marker" in opt["kinds"] and mk_start.size:
         n = mk_end - mk_start + 1
         first = np.repeat(mk_start - (np.cumsum(n) - n), n)
         mframes = first + np.arange(int(n.sum()), dtype=np.int64)
-        mkeys = (np.repeat(markers.mk_video, n) << KEY_SHIFT) | mframes
+        mkeys = (np.repeat(markers["mk_video"], n) << KEY_SHIFT) | mframes
         keys = np.union1d(keys, mkeys)
     return keys
 
