@@ -14,7 +14,6 @@ assembles each sample's targets and reads the pixels.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -49,6 +48,8 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
+from vidlabel.video._lru import OpenLRU
+from vidlabel.video._reader import usable_index
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["FrameSamples", "SampleIndex", "StoreBackedReader"]
@@ -503,16 +504,7 @@ class FrameSamples:
         return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
 
     def _frame_indexes(self) -> dict[str, FrameIndex | None]:
-        out: dict[str, FrameIndex | None] = {}
-        for v, meta in self._sel.videos.items():
-            fi = meta.frame_index
-            usable = (
-                fi is not None
-                and fi.frame_count == meta.frame_count
-                and (fi.content_hash is None or meta.content_hash is None or fi.content_hash == meta.content_hash)
-            )
-            out[v] = fi if usable else None
-        return out
+        return {v: usable_index(meta)[0] for v, meta in self._sel.videos.items()}
 
     def plan_reads(self, requests: Any, *, seed: int, block: int = 250) -> ReadPlan:
         """A :class:`~vidlabel.readplan.ReadPlan` for positions in ``index`` or (video_id, frame) pairs.
@@ -591,17 +583,13 @@ class FrameSamples:
         return shuffled(self._read_chunks(chunks), buffer_size, rng)
 
     def _read_chunks(self, chunks: Sequence[Any]) -> Iterator[dict[str, Any]]:
-        readers: OrderedDict[str, Any] = OrderedDict()
+        readers: OpenLRU[str, Any] = OpenLRU(4)
         try:
             for chunk in chunks:
-                reader = readers.pop(chunk.video_id, None) or self.reader(chunk.video_id)
-                readers[chunk.video_id] = reader
-                while len(readers) > 4:
-                    readers.popitem(last=False)[1].close()
+                reader = readers.get(chunk.video_id, self.reader)
                 repeats = dict(zip(chunk.frames.tolist(), chunk.repeats.tolist()))
                 for n, image in reader.iter_frames(chunk.frames.tolist()):
                     for k in range(repeats[int(n)]):
                         yield self.sample(chunk.video_id, int(n), image if k == 0 else image.copy())
         finally:
-            for reader in readers.values():
-                reader.close()
+            readers.close()

@@ -14,8 +14,6 @@ of the dataset they got at their start.
 
 from __future__ import annotations
 
-import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -25,6 +23,7 @@ import torch.utils.data
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.torch_data._common import to_torch_sample, worker_info
+from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
@@ -186,34 +185,17 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
         self.max_open_readers = int(max_open_readers)
-        self._readers: OrderedDict[str, Any] = OrderedDict()
-        self._pid = os.getpid()
+        self._readers: OpenLRU[str, Any] = OpenLRU(self.max_open_readers)
 
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_readers"] = OrderedDict()
-        return state
-
     def _reader(self, video_id: str) -> Any:
-        if self._pid != os.getpid():  # a forked worker: the parent's readers are not ours to use
-            self._readers = OrderedDict()
-            self._pid = os.getpid()
-        reader = self._readers.pop(video_id, None)
-        if reader is None:
-            reader = self.samples.reader(video_id)
-        self._readers[video_id] = reader
-        while len(self._readers) > self.max_open_readers:
-            self._readers.popitem(last=False)[1].close()
-        return reader
+        return self._readers.get(video_id, self.samples.reader)
 
     def close(self) -> None:
         """Close the readers this process holds."""
-        for reader in self._readers.values():
-            reader.close()
-        self._readers.clear()
+        self._readers.close()
 
     def _position(self, i: Any) -> tuple[str, int]:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
