@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "zarr>=3.0",
     "fsspec>=2023.6",  # Zarr stores at URLs (vidlabel.store.remote); pure Python, imported only for URLs
     "pycocotools>=2.0.7",
+    "defusedxml>=0.7",  # CVAT XML import: no entity expansion, no network
     "simplejpeg>=1.7",
 ]
 EXTRAS_REQUIRE = {
