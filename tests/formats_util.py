@@ -96,3 +96,15 @@ def random_tracks(draw, *, frame_count: int = 20, width: int = 64, height: int =
             rows.append({"kind": "marker", "label": "goal", "start_frame": a, "end_frame": b})
             start = b + 2  # markers of one label never touch: a format holding per-frame tags merges touching ones
     return rows
+
+
+def uncompressed_rle(mask: np.ndarray) -> list[int]:
+    """COCO uncompressed RLE counts of a mask: column-major runs, zeros first (computed pixel by pixel)."""
+    runs, cur, n = [], 0, 0
+    for v in np.asarray(mask).flatten(order="F").tolist():
+        if v != cur:
+            runs.append(n)
+            cur, n = v, 0
+        n += 1
+    runs.append(n)
+    return runs

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pycocotools import mask as mask_utils
 
-from tests.formats_util import canonical, dataset, meta, random_tracks
+from tests.formats_util import canonical, dataset, meta, random_tracks, uncompressed_rle
 from vidlabel.errors import FormatError
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
@@ -47,15 +47,7 @@ def test_polygon_and_rle_segmentations(tmp_path: Path) -> None:
     truth = np.zeros((48, 64), np.uint8)
     truth[10:20, 30:40] = 1
     fortran = np.asfortranarray(truth)
-    runs = []  # uncompressed COCO RLE (column-major runs, zeros first), computed here from the mask
-    flat = fortran.flatten(order="F")
-    cur, n = 0, 0
-    for v in flat:
-        if v != cur:
-            runs.append(n)
-            cur, n = v, 0
-        n += 1
-    runs.append(n)
+    runs = uncompressed_rle(truth)
     compressed = mask_utils.encode(fortran)["counts"].decode()
     anns = [
         {"id": 1, "image_id": 101, "category_id": 1, "instance_id": 0, "segmentation": [[30, 10, 40, 10, 40, 20, 30, 20]]},
