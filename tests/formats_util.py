@@ -36,27 +36,37 @@ def rows_of(ds: Dataset, video_id: str | None = None) -> list[dict[str, Any]]:
     return ds.annotations(video_id)
 
 
-def canonical(rows: list[dict[str, Any]], *, origin: bool = True) -> tuple[list[tuple], list[set[int]]]:
-    """(sorted comparable rows, track partition as sets of row positions in that order).
+def canonical(rows: list[dict[str, Any]], *, origin: bool = True) -> tuple[list[tuple], list[set[int]], np.ndarray]:
+    """(sorted comparable rows without boxes, track partition as sets of positions in that order, (N, 4) boxes).
 
-    Boxes are rounded to 0.01 px, masks decoded to bytes; a track is compared as the set of
-    (kind, label, frame, box) keys it holds, so ids may differ between datasets.
+    Masks are decoded to bytes; a track is compared as the set of positions it holds, so ids may
+    differ between datasets. Compare two with :func:`assert_same_rows` (boxes within 0.01 px).
     """
     keyed = []
     for r in rows:
-        box = None if r["box"] is None else tuple(round(float(v), 2) + 0.0 for v in r["box"])
+        box = (np.nan,) * 4 if r["box"] is None else tuple(float(v) for v in r["box"])
         mask = None if r["mask"] is None else decode_rle(r["mask"]).tobytes()
-        key = (r["video_id"], r["kind"], r["label"], r["start_frame"], r["end_frame"], box, mask)
+        key: tuple = (r["video_id"], r["kind"], r["label"], r["start_frame"], r["end_frame"], mask)
         if origin:
             conf = None if r["confidence"] is None else round(float(r["confidence"]), 4)
             key = (*key, r["origin"], conf)
-        keyed.append((key, r["track_id"]))
-    keyed.sort(key=lambda kt: repr(kt[0]))
+        keyed.append((key, box, r["track_id"]))
+    keyed.sort(key=lambda kbt: (repr(kbt[0]), kbt[1]))
     tracks: dict[Any, set[int]] = {}
-    for i, (_, t) in enumerate(keyed):
+    for i, (_, _, t) in enumerate(keyed):
         if t is not None:
             tracks.setdefault(t, set()).add(i)
-    return [k for k, _ in keyed], sorted(tracks.values(), key=min)
+    boxes = np.array([b for _, b, _ in keyed], np.float64).reshape(-1, 4)
+    return [k for k, _, _ in keyed], sorted(tracks.values(), key=min), boxes
+
+
+def assert_same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]], *, origin: bool = True) -> None:
+    """Same rows (boxes within 0.01 px, masks equal), the same track partition."""
+    g, w = canonical(got, origin=origin), canonical(want, origin=origin)
+    assert g[0] == w[0]
+    assert g[1] == w[1]
+    assert g[2].shape == w[2].shape
+    assert np.allclose(g[2], w[2], atol=0.01, rtol=0, equal_nan=True), np.abs(g[2] - w[2]).max()
 
 
 @st.composite

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pycocotools import mask as mask_utils
 
-from tests.formats_util import canonical, dataset, meta, random_tracks, uncompressed_rle
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks, uncompressed_rle
 from vidlabel.errors import FormatError
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
@@ -125,4 +125,4 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     assert rep.counts["box"] + rep.counts["mask"] == len(rows) + 1
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20), meta("cam2", frame_count=5)])
     import_labels(ds2, "coco-vid", tmp / "out.json")
-    assert canonical(ds2.annotations()) == canonical(ds.annotations())
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.formats_util import canonical, dataset, meta, random_tracks
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
 from vidlabel.errors import FormatError
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
@@ -132,4 +132,4 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     export_labels(ds, "cvat-video", tmp / "out.xml")
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "cvat-video", tmp / "out.xml")
-    assert canonical(ds2.annotations()) == canonical(ds.annotations())
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pycocotools import mask as mask_utils
 
-from tests.formats_util import canonical, dataset, meta, random_tracks, uncompressed_rle
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks, uncompressed_rle
 from vidlabel.errors import FormatError
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
@@ -115,4 +115,4 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     export_labels(ds, "ytvis", tmp / "out.json")
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "ytvis", tmp / "out.json")
-    assert canonical(ds2.annotations()) == canonical(ds.annotations())
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from vidlabel.errors import FormatError
 
-from . import _cocovid, _cvat, _mot, _ytvis
+from . import _cocovid, _cvat, _labelstudio, _mot, _ytvis
 from ._api import export_labels, import_labels
 from ._common import FORMATS
 from ._report import ExportLabelsReport, ImportReport, VideoImport
@@ -22,5 +22,6 @@ FORMATS["mot"] = (_mot.import_mot, _mot.export_mot)
 FORMATS["coco-vid"] = (_cocovid.import_cocovid, _cocovid.export_cocovid)
 FORMATS["ytvis"] = (_ytvis.import_ytvis, _ytvis.export_ytvis)
 FORMATS["cvat-video"] = (_cvat.import_cvat, _cvat.export_cvat)
+FORMATS["label-studio"] = (_labelstudio.import_labelstudio, _labelstudio.export_labelstudio)
 
 __all__ = ["FORMATS", "ExportLabelsReport", "FormatError", "ImportReport", "VideoImport", "export_labels", "import_labels"]
