@@ -659,6 +659,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+
+    add_format_commands(add)
+
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")
 

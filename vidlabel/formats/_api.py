@@ -204,9 +204,11 @@ def export_labels(
     ReleaseNotFoundError
         On an unknown release id.
     FormatError
-        On an unknown format or a video not in the release.
+        On an unknown format, ``release=None`` (live rows are never exported) or a video not in the release.
     """
     _, exporter = _format(format)
+    if release is None:
+        raise FormatError("export_labels writes a release, never live rows: pass a release id or 'latest' (vidlabel build)")
     rel = release if isinstance(release, Release) else ds.release(release)
     report: ExportLabelsReport = exporter(rel, Path(out), list(videos))
     return report
