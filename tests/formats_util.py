@@ -70,8 +70,18 @@ def assert_same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]], *, o
 
 
 @st.composite
-def random_tracks(draw, *, frame_count: int = 20, width: int = 64, height: int = 48, masks: bool = False,
-                  markers: bool = False, max_tracks: int = 3, untracked: bool = False, labels=("person", "car")):
+def random_tracks(
+    draw,
+    *,
+    frame_count: int = 20,
+    width: int = 64,
+    height: int = 48,
+    masks: bool = False,
+    markers: bool = False,
+    max_tracks: int = 3,
+    untracked: bool = False,
+    labels=("person", "car"),
+):
     """Rows of tracks with gaps: each track a label and a sorted random subset of frames, a box per frame."""
     rows: list[dict[str, Any]] = []
     for t in range(draw(st.integers(1, max_tracks))):
@@ -90,8 +100,9 @@ def random_tracks(draw, *, frame_count: int = 20, width: int = 64, height: int =
                 y0 = draw(st.floats(0, height - 10, allow_nan=False).map(lambda v: round(v, 3)))
                 w = draw(st.floats(1, 9).map(lambda v: round(v, 3)))
                 h = draw(st.floats(1, 9).map(lambda v: round(v, 3)))
-                rows.append({"kind": "box", "label": label, "start_frame": f, "box": (x0, y0, x0 + w, y0 + h),
-                             "track_id": t})
+                rows.append(
+                    {"kind": "box", "label": label, "start_frame": f, "box": (x0, y0, x0 + w, y0 + h), "track_id": t}
+                )
     if untracked:
         for _ in range(draw(st.integers(0, 3))):
             f = draw(st.integers(0, frame_count - 1))

@@ -37,8 +37,13 @@ def test_frames_tracks_boxes_categories_by_name(tmp_path: Path) -> None:
         {"id": 2, "image_id": 100, "category_id": 1, "instance_id": -1, "bbox": [1.5, 2, 3, 4], "score": 0.25},
     ]
     rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))  # video by name
-    got = sorted((r["start_frame"], r["label"], r["box"], r["track_id"], r["origin"], r["confidence"]) for r in ds.annotations())
-    assert got == [(0, "person", (1.5, 2.0, 4.5, 6.0), None, "model", 0.25), (3, "car", (10.0, 20.0, 15.0, 26.0), 4, "human", None)]
+    got = sorted(
+        (r["start_frame"], r["label"], r["box"], r["track_id"], r["origin"], r["confidence"]) for r in ds.annotations()
+    )
+    assert got == [
+        (0, "person", (1.5, 2.0, 4.5, 6.0), None, "model", 0.25),
+        (3, "car", (10.0, 20.0, 15.0, 26.0), 4, "human", None),
+    ]
     assert rep.videos["cam1"].counts == {"box": 2}
 
 
@@ -50,9 +55,27 @@ def test_polygon_and_rle_segmentations(tmp_path: Path) -> None:
     runs = uncompressed_rle(truth)
     compressed = mask_utils.encode(fortran)["counts"].decode()
     anns = [
-        {"id": 1, "image_id": 101, "category_id": 1, "instance_id": 0, "segmentation": [[30, 10, 40, 10, 40, 20, 30, 20]]},
-        {"id": 2, "image_id": 102, "category_id": 1, "instance_id": 0, "segmentation": {"size": [48, 64], "counts": runs}},
-        {"id": 3, "image_id": 103, "category_id": 1, "instance_id": 0, "segmentation": {"size": [48, 64], "counts": compressed}},
+        {
+            "id": 1,
+            "image_id": 101,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": [[30, 10, 40, 10, 40, 20, 30, 20]],
+        },
+        {
+            "id": 2,
+            "image_id": 102,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": {"size": [48, 64], "counts": runs},
+        },
+        {
+            "id": 3,
+            "image_id": 103,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": {"size": [48, 64], "counts": compressed},
+        },
         {"id": 4, "image_id": 104, "category_id": 1, "instance_id": 0, "segmentation": [[1, 1, 5, 5]]},
     ]
     rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
@@ -83,10 +106,15 @@ def test_bad_files(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     bad = tmp_path / "bad.json"
     bad.write_text('{"videos": [\n  {"id": 1,}\n]}')
-    with pytest.raises(FormatError, match=r"bad.json line 2: not valid JSON \(Expecting property name enclosed in double quotes at column 12\)"):
+    with pytest.raises(
+        FormatError,
+        match=r"bad.json line 2: not valid JSON \(Expecting property name enclosed in double quotes at column 12\)",
+    ):
         import_labels(ds, "coco-vid", bad)
     far = [{"id": 1, "image_id": 130, "category_id": 1, "bbox": [1, 1, 2, 2]}]
-    with pytest.raises(FormatError, match=r"annotations\[0\]: frame 30 \(0-based\) is outside video 'cam1': frames 0..29"):
+    with pytest.raises(
+        FormatError, match=r"annotations\[0\]: frame 30 \(0-based\) is outside video 'cam1': frames 0..29"
+    ):
         import_labels(ds, "coco-vid", write(tmp_path / "far.json", doc(far, frames=range(31))))
     unknown = [{"id": 1, "image_id": 100, "category_id": 3, "bbox": [1, 1, 2, 2]}]
     with pytest.raises(FormatError, match=r"annotations\[0\]: category_id 3 is not in categories\[\] \(ids \[1, 7\]\)"):
@@ -96,7 +124,9 @@ def test_bad_files(tmp_path: Path) -> None:
         import_labels(ds, "coco-vid", write(tmp_path / "l.json", doc(label, categories=[{"id": 2, "name": "bus"}])))
     other = doc([])
     other["videos"][0]["name"] = "cam9"
-    with pytest.raises(FormatError, match=r"videos\[0\]: video '5', 'cam9' of the file is not a registered video; pass video_id="):
+    with pytest.raises(
+        FormatError, match=r"videos\[0\]: video '5', 'cam9' of the file is not a registered video; pass video_id="
+    ):
         import_labels(ds, "coco-vid", write(tmp_path / "o.json", other))
     assert ds.annotations() == []
 
@@ -118,8 +148,10 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     tmp = tmp_path_factory.mktemp("coco")
     ds = dataset(tmp / "a", videos=[meta(frame_count=20), meta("cam2", frame_count=5)])
     ds.add_annotations(rows, "cam1")
-    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 4, "box": (1, 2, 3, 4), "origin": "model",
-                         "confidence": 0.5}], "cam2")
+    ds.add_annotations(
+        [{"kind": "box", "label": "car", "start_frame": 4, "box": (1, 2, 3, 4), "origin": "model", "confidence": 0.5}],
+        "cam2",
+    )
     ds.build()
     rep = export_labels(ds, "coco-vid", tmp / "out.json")
     assert rep.counts["box"] + rep.counts["mask"] == len(rows) + 1

@@ -25,9 +25,13 @@ def cvat(body: str, *, start: int = 0, stop: int = 29, step: str = "", width: in
 """
 
 
-def box(frame: int, x0: float, y0: float, x1: float, y1: float, *, outside: int = 0, keyframe: int = 1, extra: str = "") -> str:
-    return (f'<box frame="{frame}" outside="{outside}" occluded="0" keyframe="{keyframe}" xtl="{x0}" ytl="{y0}" '
-            f'xbr="{x1}" ybr="{y1}" z_order="0"{extra}/>')
+def box(
+    frame: int, x0: float, y0: float, x1: float, y1: float, *, outside: int = 0, keyframe: int = 1, extra: str = ""
+) -> str:
+    return (
+        f'<box frame="{frame}" outside="{outside}" occluded="0" keyframe="{keyframe}" xtl="{x0}" ytl="{y0}" '
+        f'xbr="{x1}" ybr="{y1}" z_order="0"{extra}/>'
+    )
 
 
 def load(tmp_path: Path, xml: str, **kw):
@@ -43,8 +47,15 @@ def boxes_by_frame(ds) -> dict[int, tuple]:
 
 
 def test_interpolation_outside_and_persistence(tmp_path: Path) -> None:
-    body = ('<track id="9" label="car">' + box(0, 0, 0, 10, 10) + box(2, 99, 99, 99.5, 99.5, keyframe=0)
-            + box(4, 4, 8, 14, 18) + box(6, 8, 8, 18, 18, outside=1) + box(10, 1, 1, 2, 2) + "</track>")
+    body = (
+        '<track id="9" label="car">'
+        + box(0, 0, 0, 10, 10)
+        + box(2, 99, 99, 99.5, 99.5, keyframe=0)
+        + box(4, 4, 8, 14, 18)
+        + box(6, 8, 8, 18, 18, outside=1)
+        + box(10, 1, 1, 2, 2)
+        + "</track>"
+    )
     ds, _ = load(tmp_path, cvat(body, stop=12))
     got = boxes_by_frame(ds)
     assert sorted(got) == [0, 1, 2, 3, 4, 5, 10, 11, 12]  # hidden 6..9; persists to stop_frame 12
@@ -67,36 +78,56 @@ def test_step_two_task_frames(tmp_path: Path) -> None:
 def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> None:
     # a 3x2 tight box at left=5, top=7: rows "0 1 1" / "1 1 0" -> runs 1 (zero), 4 (one), 1 (zero)
     mask = '<mask frame="1" keyframe="1" outside="0" occluded="1" rle="1, 4, 1" left="5" top="7" width="3" height="2"/>'
-    closing = '<mask frame="2" keyframe="1" outside="1" occluded="0" rle="1, 4, 1" left="5" top="7" width="3" height="2"/>'
-    body = ('<track id="0" label="car" group_id="3">' + box(0, 0, 0, 10, 10) + box(1, 0, 0, 10, 10, outside=1) + "</track>"
-            '<track id="1" label="car" group_id="3">' + mask + closing + "</track>"
-            '<track id="2" label="car">' + mask + "</track>"
-            '<image id="2" name="f2"><tag label="goal"/></image><image id="3" name="f3"><tag label="goal"/></image>'
-            '<image id="5" name="f5"><tag label="goal"/><polygon points="1,1;2,2;3,1" label="car"/></image>'
-            '<track id="3" label="car"><polygon frame="0" keyframe="1" outside="0" points="1,1;2,2;3,1"/></track>')
+    closing = (
+        '<mask frame="2" keyframe="1" outside="1" occluded="0" rle="1, 4, 1" left="5" top="7" width="3" height="2"/>'
+    )
+    body = (
+        '<track id="0" label="car" group_id="3">' + box(0, 0, 0, 10, 10) + box(1, 0, 0, 10, 10, outside=1) + "</track>"
+        '<track id="1" label="car" group_id="3">' + mask + closing + "</track>"
+        '<track id="2" label="car">' + mask + "</track>"
+        '<image id="2" name="f2"><tag label="goal"/></image><image id="3" name="f3"><tag label="goal"/></image>'
+        '<image id="5" name="f5"><tag label="goal"/><polygon points="1,1;2,2;3,1" label="car"/></image>'
+        '<track id="3" label="car"><polygon frame="0" keyframe="1" outside="0" points="1,1;2,2;3,1"/></track>'
+    )
     ds, rep = load(tmp_path, cvat(body, stop=5))
     rows = ds.annotations()
     masks = sorted((r for r in rows if r["kind"] == "mask"), key=lambda r: (r["track_id"] is None, r["start_frame"]))
     truth = np.zeros((48, 64), np.uint8)
     truth[7, 6:8] = 1
     truth[8, 5:7] = 1
-    assert [(m["start_frame"], m["track_id"]) for m in masks] == [(1, 0), (1, None), (2, None), (3, None), (4, None), (5, None)]
+    assert [(m["start_frame"], m["track_id"]) for m in masks] == [
+        (1, 0),
+        (1, None),
+        (2, None),
+        (3, None),
+        (4, None),
+        (5, None),
+    ]
     assert all(np.array_equal(decode_rle(m["mask"]), truth) for m in masks)
     markers = sorted((r["start_frame"], r["end_frame"]) for r in rows if r["kind"] == "marker")
     assert markers == [(2, 3), (5, 5)]
-    assert rep.skipped == {"unsupported shape type: polygon (in <image>)": 1, "unsupported shape type: polygon (track)": 1}
+    assert rep.skipped == {
+        "unsupported shape type: polygon (in <image>)": 1,
+        "unsupported shape type: polygon (track)": 1,
+    }
     assert "occluded flag set on 2 keyframes: not stored" in rep.notes  # the mask element appears in two tracks
 
 
 def test_attributes_reported(tmp_path: Path) -> None:
-    body = '<track id="0" label="car">' + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="color">red</attribute></box>') + "</track>"
+    body = (
+        '<track id="0" label="car">'
+        + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="color">red</attribute></box>')
+        + "</track>"
+    )
     _, rep = load(tmp_path, cvat(body))
     assert "attributes not stored: color (1)" in rep.notes
 
 
 def test_entity_bomb_refused(tmp_path: Path) -> None:
-    bomb = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'
-            "<annotations>&lol2;</annotations>")
+    bomb = (
+        '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'
+        "<annotations>&lol2;</annotations>"
+    )
     with pytest.raises(FormatError, match=r"annotations.xml: refused: the XML declares entities or a DTD"):
         load(tmp_path, bomb)
 
@@ -105,12 +136,23 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
     ("xml", "match"),
     [
         (cvat("<track id='0' label='car'><box frame='0'</track>"), r"annotations.xml line 6: not well-formed XML"),
-        (cvat("", stop=30), r"<meta><task>: task frames start_frame=0 .. stop_frame=30 do not lie in video 'cam1': frames 0..29"),
-        (cvat('<track id="4" label="car">' + box(31, 0, 0, 1, 1) + "</track>"),
-         r'<track id="4" label="car"><box frame="31">: frame 31 is not a task frame: the task has 30 \(0..29\)'),
-        (cvat('<track id="4" label="bus">' + box(1, 0, 0, 1, 1) + "</track>"), r"label\(s\) 'bus' are not in the dataset"),
+        (
+            cvat("", stop=30),
+            r"<meta><task>: task frames start_frame=0 .. stop_frame=30 do not lie in video 'cam1': frames 0..29",
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(31, 0, 0, 1, 1) + "</track>"),
+            r'<track id="4" label="car"><box frame="31">: frame 31 is not a task frame: the task has 30 \(0..29\)',
+        ),
+        (
+            cvat('<track id="4" label="bus">' + box(1, 0, 0, 1, 1) + "</track>"),
+            r"label\(s\) 'bus' are not in the dataset",
+        ),
         (cvat("", width=640), r"<original_size>: width 640 disagrees with video 'cam1'.s 64"),
-        (cvat('<track id="4" label="car">' + box(1, 0, "x", 1, 1) + "</track>"), r'<box frame="1">: attribute ytl=.x.; expected a number'),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, "x", 1, 1) + "</track>"),
+            r'<box frame="1">: attribute ytl=.x.; expected a number',
+        ),
     ],
 )
 def test_bad_files(tmp_path: Path, xml: str, match: str) -> None:

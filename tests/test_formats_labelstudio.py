@@ -18,7 +18,12 @@ def key(frame: int, x: float, y: float, w: float = 10.0, h: float = 25.0, enable
 
 
 def region(rid: str, seq: list[dict], label: str = "car", frames_count: int = 30, **kw) -> dict:
-    return {"id": rid, "type": "videorectangle", "value": {"framesCount": frames_count, "sequence": seq, "labels": [label]}, **kw}
+    return {
+        "id": rid,
+        "type": "videorectangle",
+        "value": {"framesCount": frames_count, "sequence": seq, "labels": [label]},
+        **kw,
+    }
 
 
 def task(results: list[dict], predictions: list[dict] | None = None, video: str = "/data/upload/1/cam1.mp4") -> dict:
@@ -54,8 +59,16 @@ def test_enabled_false_ends_after_that_frame(tmp_path: Path) -> None:
 
 
 def test_timelinelabels_and_predictions(tmp_path: Path) -> None:
-    timeline = {"id": "t1", "type": "timelinelabels", "value": {"ranges": [{"start": 3, "end": 7}], "timelinelabels": ["goal"]}}
-    pred = {"model_version": "m", "score": 0.6, "result": [region("p", [key(30, 0, 0)], score=0.9), region("q", [key(30, 0, 0)])]}
+    timeline = {
+        "id": "t1",
+        "type": "timelinelabels",
+        "value": {"ranges": [{"start": 3, "end": 7}], "timelinelabels": ["goal"]},
+    }
+    pred = {
+        "model_version": "m",
+        "score": 0.6,
+        "result": [region("p", [key(30, 0, 0)], score=0.9), region("q", [key(30, 0, 0)])],
+    }
     rotated = region("rot", [key(1, 0, 0, rotation=15)])
     ds, rep = load(tmp_path, [task([timeline, rotated], [pred])])
     rows = ds.annotations()
@@ -67,7 +80,10 @@ def test_timelinelabels_and_predictions(tmp_path: Path) -> None:
 
 def test_frames_count_mismatch_error_or_warning(tmp_path: Path) -> None:
     doc = [task([region("a", [key(1, 0, 0)], frames_count=31)])]
-    with pytest.raises(FormatError, match=r"ls.json \[0\].annotations\[0\].result\[0\]: framesCount 31 disagrees with video 'cam1'.s frame count 30"):
+    with pytest.raises(
+        FormatError,
+        match=r"ls.json \[0\].annotations\[0\].result\[0\]: framesCount 31 disagrees with video 'cam1'.s frame count 30",
+    ):
         load(tmp_path, doc)
     with pytest.warns(VidlabelWarning, match=r"framesCount 31 disagrees with video 'cam1'.s frame count 30"):
         ds, rep = load(tmp_path / "w", doc, frames_count_mismatch="warn")
@@ -81,13 +97,17 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"ls.json line 1: not valid JSON"):
         import_labels(ds, "label-studio", f)
     f.write_text(json.dumps([task([region("a", [key(31, 0, 0)])])]))
-    with pytest.raises(FormatError, match=r"result\[0\].sequence\[0\]: frame 31 \(1-based\) is outside video 'cam1': frames 1..30"):
+    with pytest.raises(
+        FormatError, match=r"result\[0\].sequence\[0\]: frame 31 \(1-based\) is outside video 'cam1': frames 1..30"
+    ):
         import_labels(ds, "label-studio", f)
     f.write_text(json.dumps([task([region("a", [key(1, 0, 0)], label="bus")])]))
     with pytest.raises(FormatError, match=r"label\(s\) 'bus' are not in the dataset"):
         import_labels(ds, "label-studio", f)
     f.write_text(json.dumps([task([region("a", [key(1, 0, 0)])], video="other.mp4"), task([], video="x.mp4")]))
-    with pytest.raises(FormatError, match=r"\[0\]: video '11', 'other' of the file is not a registered video; the file holds 2 videos"):
+    with pytest.raises(
+        FormatError, match=r"\[0\]: video '11', 'other' of the file is not a registered video; the file holds 2 videos"
+    ):
         import_labels(ds, "label-studio", f)
     assert ds.annotations() == []
 

@@ -20,13 +20,17 @@ def write(path: Path, text: str) -> Path:
 
 def test_gt_frames_ids_xywh_and_consider(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
-    gt = write(tmp_path / "seq" / "gt" / "gt.txt", "3, 2, 10, 20, 5, 6, 1, 3, 0.5\n1,4,10.5,20,5,6,1,1,1\n2,-1,1,1,2,2,0,1,1\n")
+    gt = write(
+        tmp_path / "seq" / "gt" / "gt.txt", "3, 2, 10, 20, 5, 6, 1, 3, 0.5\n1,4,10.5,20,5,6,1,1,1\n2,-1,1,1,2,2,0,1,1\n"
+    )
     rep = import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person", 3: "car"})
     rows = ds.annotations("cam1")
     got = sorted((r["start_frame"], r["track_id"], r["label"], r["box"]) for r in rows)
     assert got == [(0, 3, "person", (10.5, 20.0, 15.5, 26.0)), (2, 1, "car", (10.0, 20.0, 15.0, 26.0))]
     assert rep.skipped == {"consider flag 0 (gt column 7; include_ignored=True keeps them)": 1}
-    assert rep.videos["cam1"].counts == {"box": 2} and rep.videos["cam1"].annotation_ids == [r["annotation_id"] for r in rows]
+    assert rep.videos["cam1"].counts == {"box": 2} and rep.videos["cam1"].annotation_ids == [
+        r["annotation_id"] for r in rows
+    ]
     assert all(r["origin"] == "human" and r["confidence"] is None for r in rows)
 
 
@@ -70,15 +74,22 @@ def test_six_columns_need_label(tmp_path: Path) -> None:
 
 def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
-    write(tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=640\nimHeight=48\n")
+    write(
+        tmp_path / "seq" / "seqinfo.ini",
+        "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=640\nimHeight=48\n",
+    )
     gt = write(tmp_path / "seq" / "gt" / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
     with pytest.raises(FormatError, match=r"seqinfo.ini imWidth: imWidth=640 disagrees with video 'cam1'.s width 64"):
         import_labels(ds, "mot", gt, label_map={1: "person"})
     assert ds.annotations() == []
-    write(tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=30\nseqLength=30\nimWidth=64\nimHeight=48\n")
+    write(
+        tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=30\nseqLength=30\nimWidth=64\nimHeight=48\n"
+    )
     with pytest.raises(FormatError, match=r"frameRate=30 disagrees with video 'cam1'.s 25.000 fps"):
         import_labels(ds, "mot", gt, label_map={1: "person"})
-    write(tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=64\nimHeight=48\n")
+    write(
+        tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=64\nimHeight=48\n"
+    )
     rep = import_labels(ds, "mot", gt, label_map={1: "person"})  # the video comes from seqinfo's name
     assert list(rep.videos) == ["cam1"]
 
@@ -89,9 +100,15 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
         ("1,1,10,20\n", r"bad.txt line 1: has 4 columns"),
         ("1,1,10,20,5,6,1,1,1\nx,1,10,20,5,6,1,1,1\n", r"bad.txt line 2: not a number in 'x,1,10"),
         ("1,1,10,20,0,6,1,1,1\n", r"bad.txt line 1: box x=10.0, y=20.0, w=0.0"),
-        ("1,1,10,20,5,6,1,1,1\n31,1,10,20,5,6,1,1,1\n", r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29"),
+        (
+            "1,1,10,20,5,6,1,1,1\n31,1,10,20,5,6,1,1,1\n",
+            r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29",
+        ),
         ("0,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame -1 \(0-based\) is outside"),
-        ("1,1,10,20,5,6,1,4,1\n", r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)"),
+        (
+            "1,1,10,20,5,6,1,4,1\n",
+            r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
+        ),
         ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: video 'cam1': .*box"),
     ],
 )
@@ -132,7 +149,14 @@ def test_export_layout_and_counts(tmp_path: Path) -> None:
         [
             {"kind": "box", "label": "car", "start_frame": 4, "box": (1, 2, 11, 22), "track_id": 0},
             {"kind": "box", "label": "person", "start_frame": 0, "box": (1.5, 2, 3, 4)},
-            {"kind": "box", "label": "car", "start_frame": 2, "box": (1, 2, 3, 4), "origin": "model", "confidence": 0.5},
+            {
+                "kind": "box",
+                "label": "car",
+                "start_frame": 2,
+                "box": (1, 2, 3, 4),
+                "origin": "model",
+                "confidence": 0.5,
+            },
             {"kind": "marker", "label": "goal", "start_frame": 1, "end_frame": 3},
         ],
         "cam1",
@@ -154,7 +178,7 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     tmp = tmp_path_factory.mktemp("mot")
     ds = dataset(tmp / "a", videos=[meta(frame_count=20)])
     ds.add_annotations(rows, "cam1")
-    rel, _ = ds.build()
+    _rel, _ = ds.build()
     export_labels(ds, "mot", tmp / "out", release="latest")
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "mot", tmp / "out" / "cam1" / "gt" / "gt.txt", video_id="cam1")  # labels.txt beside it

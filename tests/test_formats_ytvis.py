@@ -19,7 +19,9 @@ from vidlabel.geometry import decode_rle
 def doc(annotations, names, categories=({"id": 7, "name": "car"}, {"id": 1, "name": "person"}), vid="cam1"):
     return {
         "categories": list(categories),
-        "videos": [{"id": 3, "width": 64, "height": 48, "length": len(names), "file_names": [f"{vid}/{n}" for n in names]}],
+        "videos": [
+            {"id": 3, "width": 64, "height": 48, "length": len(names), "file_names": [f"{vid}/{n}" for n in names]}
+        ],
         "annotations": annotations,
     }
 
@@ -66,9 +68,15 @@ def test_segmentations_polygon_list_and_string_rle(tmp_path: Path) -> None:
     truth[5:9, 10:13] = 1
     rle = mask_utils.encode(np.asfortranarray(truth))
     counts_list = uncompressed_rle(truth)
-    segs = [[[10, 5, 13, 5, 13, 9, 10, 9]], {"size": [48, 64], "counts": counts_list},
-            {"size": [48, 64], "counts": rle["counts"].decode()}, None]
-    anns = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[0, 0, 1, 1]] * 3 + [[1, 1, 2, 2]], "segmentations": segs}]
+    segs = [
+        [[10, 5, 13, 5, 13, 9, 10, 9]],
+        {"size": [48, 64], "counts": counts_list},
+        {"size": [48, 64], "counts": rle["counts"].decode()},
+        None,
+    ]
+    anns = [
+        {"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[0, 0, 1, 1]] * 3 + [[1, 1, 2, 2]], "segmentations": segs}
+    ]
     ds = dataset(tmp_path / "ds")
     import_labels(ds, "ytvis", write(tmp_path / "y.json", doc(anns, [f"{i}.jpg" for i in range(4)])), video_id="cam1")
     rows = sorted(ds.annotations(), key=lambda r: r["start_frame"])
@@ -84,14 +92,24 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"annotations\[0\]: bboxes has 1 entries; the video has 2 file_names"):
         import_labels(ds, "ytvis", write(tmp_path / "a.json", doc(anns, ["0.jpg", "1.jpg"])))
     far = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [None, [1, 1, 2, 2]]}]
-    with pytest.raises(FormatError, match=r"annotations\[0\] frame index 1: frame 40 \(0-based\) is outside video 'cam1'"):
+    with pytest.raises(
+        FormatError, match=r"annotations\[0\] frame index 1: frame 40 \(0-based\) is outside video 'cam1'"
+    ):
         import_labels(ds, "ytvis", write(tmp_path / "b.json", doc(far, ["00000.jpg", "00040.jpg"])))
     (tmp_path / "c.json").write_text("[1, 2")
     with pytest.raises(FormatError, match=r"c.json line 1: not valid JSON"):
         import_labels(ds, "ytvis", tmp_path / "c.json")
     with pytest.raises(FormatError, match=r"label\(s\) 'bus' are not in the dataset"):
-        import_labels(ds, "ytvis", write(tmp_path / "d.json", doc(anns[:0] + [dict(anns[0], bboxes=[[1, 1, 2, 2]])],
-                                                                 ["0.jpg"], categories=[{"id": 1, "name": "bus"}])))
+        import_labels(
+            ds,
+            "ytvis",
+            write(
+                tmp_path / "d.json",
+                doc(
+                    [*anns[:0], dict(anns[0], bboxes=[[1, 1, 2, 2]])], ["0.jpg"], categories=[{"id": 1, "name": "bus"}]
+                ),
+            ),
+        )
     assert ds.annotations() == []
 
 

@@ -24,4 +24,12 @@ FORMATS["ytvis"] = (_ytvis.import_ytvis, _ytvis.export_ytvis)
 FORMATS["cvat-video"] = (_cvat.import_cvat, _cvat.export_cvat)
 FORMATS["label-studio"] = (_labelstudio.import_labelstudio, _labelstudio.export_labelstudio)
 
-__all__ = ["FORMATS", "ExportLabelsReport", "FormatError", "ImportReport", "VideoImport", "export_labels", "import_labels"]
+__all__ = [
+    "FORMATS",
+    "ExportLabelsReport",
+    "FormatError",
+    "ImportReport",
+    "VideoImport",
+    "export_labels",
+    "import_labels",
+]

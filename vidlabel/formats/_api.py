@@ -208,7 +208,9 @@ def export_labels(
     """
     _, exporter = _format(format)
     if release is None:
-        raise FormatError("export_labels writes a release, never live rows: pass a release id or 'latest' (vidlabel build)")
+        raise FormatError(
+            "export_labels writes a release, never live rows: pass a release id or 'latest' (vidlabel build)"
+        )
     rel = release if isinstance(release, Release) else ds.release(release)
     report: ExportLabelsReport = exporter(rel, Path(out), list(videos))
     return report

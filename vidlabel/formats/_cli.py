@@ -70,7 +70,9 @@ def _cmd_export_labels(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_format_commands(add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]) -> None:
+def add_format_commands(
+    add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
+) -> None:
     """Register ``import`` and ``export-labels`` through ``vidlabel.cli``'s ``add(name, func, help)``."""
     names = ", ".join(FORMAT_NAMES)
     p = add("import", _cmd_import, f"Import a label file of another tool through add_annotations (formats: {names}).")
@@ -79,7 +81,11 @@ def add_format_commands(add: Callable[[str, Callable[[argparse.Namespace], int],
     p.add_argument("file", metavar="FILE")
     p.add_argument("--video", help="the dataset video of a file that holds one video")
     p.add_argument(
-        "--video-map", type=_pairs, default=None, metavar="K=ID,...", help="file video key (id, name, folder) -> video id"
+        "--video-map",
+        type=_pairs,
+        default=None,
+        metavar="K=ID,...",
+        help="file video key (id, name, folder) -> video id",
     )
     p.add_argument("--label-map", type=_label_map, default=None, metavar="1=person,3=car", help="MOT class id -> label")
     p.add_argument("--label", help="one label for every row of a file without classes (MOT det.txt)")

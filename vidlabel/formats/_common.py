@@ -123,7 +123,9 @@ class ImportContext:
                 vid = direct[0]
         if vid not in self.videos:
             raise fail(
-                self.path, where, f"video {vid!r} is not registered; known: {', '.join(sorted(self.videos)) or '(none)'}"
+                self.path,
+                where,
+                f"video {vid!r} is not registered; known: {', '.join(sorted(self.videos)) or '(none)'}",
             )
         return self.videos[vid]
 
@@ -222,7 +224,9 @@ def coco_segmentation(
     if isinstance(seg, dict) and "counts" in seg and "size" in seg:
         size = seg["size"]
         if list(size) != [height, width]:
-            raise fail(path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]")
+            raise fail(
+                path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]"
+            )
         counts = seg["counts"]
         if isinstance(counts, list):
             if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):

@@ -63,7 +63,9 @@ def parse_xml(path: Path) -> ET.Element:
         raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
     except ET.ParseError as err:
         line, col = err.position
-        raise fail(path, line, f"not well-formed XML ({err.msg if hasattr(err, 'msg') else err}, column {col})") from err
+        raise fail(
+            path, line, f"not well-formed XML ({err.msg if hasattr(err, 'msg') else err}, column {col})"
+        ) from err
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
@@ -161,7 +163,9 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             for key, have in (("width", meta.width), ("height", meta.height)):
                 got = size.findtext(key)
                 if got is not None and int(got) != have:
-                    raise fail(path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}")
+                    raise fail(
+                        path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}"
+                    )
         if not 0 <= start <= stop < meta.frame_count:
             raise fail(
                 path,
@@ -175,7 +179,11 @@ def import_cvat(ctx: ImportContext) -> Parsed:
         k = _int(path, elem, where, "frame") if elem.tag != "image" else _int(path, elem, where, "id")
         f = start + k * step
         if k < 0 or f > stop:
-            raise fail(path, where, f"frame {k} is not a task frame: the task has {len(task_frames)} (0..{len(task_frames) - 1})")
+            raise fail(
+                path,
+                where,
+                f"frame {k} is not a task frame: the task has {len(task_frames)} (0..{len(task_frames) - 1})",
+            )
         return f
 
     occluded = 0
@@ -221,8 +229,8 @@ def import_cvat(ctx: ImportContext) -> Parsed:
                 cw = _el(c, tw)
                 box = tuple(_float(path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
                 keys_.append(Keyframe(absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
-            for f, box, k in interpolate_keyframes(keys_, task_frames):
-                vr.add({**base, "kind": "box", "start_frame": f, "box": box, "track_id": track}, k.where)
+            for f, at_box, k in interpolate_keyframes(keys_, task_frames):
+                vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
         elif elem.tag == "image":
             iw = _el(elem)
             f = absolute(elem, iw)
@@ -237,15 +245,15 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
     for elem, tw, base in mask_tracks:
         gid = elem.attrib.get("group_id", "0")
-        track: int | None = None
+        mask_track: int | None = None
         if gid not in ("", "0"):
             if gid in box_groups:
-                track = box_groups[gid]
+                mask_track = box_groups[gid]
             else:
                 if gid not in mask_groups:
                     mask_groups[gid] = next_track
                     next_track += 1
-                track = mask_groups[gid]
+                mask_track = mask_groups[gid]
         keys_ = []
         for c in elem:
             if c.tag != "mask" or c.attrib.get("keyframe", "1") != "1":
@@ -256,8 +264,8 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             keys_.append(Keyframe(absolute(c, cw), None, visible, payload=payload, where=cw))
         for f, _, k in interpolate_keyframes(keys_, task_frames):
             row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
-            if track is not None:
-                row["track_id"] = track
+            if mask_track is not None:
+                row["track_id"] = mask_track
             vr.add(row, k.where)
     for label, items in tags.items():
         items.sort()
@@ -305,8 +313,16 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
         root = ET.Element("annotations")
         ET.SubElement(root, "version").text = "1.1"
         task = ET.SubElement(ET.SubElement(root, "meta"), "task")
-        for key, value in (("id", "1"), ("name", meta.video_id), ("size", str(n)), ("mode", "interpolation"),
-                           ("overlap", "0"), ("start_frame", "0"), ("stop_frame", str(n - 1)), ("frame_filter", "")):
+        for key, value in (
+            ("id", "1"),
+            ("name", meta.video_id),
+            ("size", str(n)),
+            ("mode", "interpolation"),
+            ("overlap", "0"),
+            ("start_frame", "0"),
+            ("stop_frame", str(n - 1)),
+            ("frame_filter", ""),
+        ):
             ET.SubElement(task, key).text = value
         labels = ET.SubElement(task, "labels")
         for name in release.labels:
@@ -329,7 +345,9 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
             source = "auto" if (t.origin[trows] == MODEL).any() else "manual"
             conf_dropped += int(np.isfinite(t.confidence[trows]).sum())
             if boxes.size:
-                el = ET.SubElement(root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group})
+                el = ET.SubElement(
+                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
+                )
                 counter += 1
                 frames = t.start_frame[boxes].tolist()
                 seen: set[int] = set()
@@ -346,7 +364,9 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
                         _box_el(el, f + 1, t.box[r].tolist(), True)
             for r in trows[t.kind[trows] == MASK].tolist():
                 f = int(t.start_frame[r])
-                el = ET.SubElement(root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group})
+                el = ET.SubElement(
+                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
+                )
                 counter += 1
                 rle, left, top, w, h = cvat_rle_encode(decode_rle(mask_of(t, r)))
                 for ff, outside in ((f, "0"), (f + 1, "1")):
@@ -371,6 +391,8 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
         if conf_dropped:
             report.not_written["confidence of model rows (CVAT holds none; the rows are written)"] += conf_dropped
         ET.indent(root)
-        write_text(files[meta.video_id], '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n")
+        write_text(
+            files[meta.video_id], '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+        )
         report.paths.append(str(files[meta.video_id]))
     return report

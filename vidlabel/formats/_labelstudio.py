@@ -49,8 +49,8 @@ __all__ = ["export_labelstudio", "import_labelstudio"]
 
 
 def _video_key(task: dict[str, Any]) -> str | None:
-    data = task.get("data") if isinstance(task.get("data"), dict) else {}
-    for value in data.values():
+    data = task.get("data")
+    for value in data.values() if isinstance(data, dict) else ():
         if isinstance(value, str) and value:
             return PurePosixPath(value.split("?")[0]).stem or None
     return None
@@ -71,7 +71,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         tracks: dict[str, int] = {}
         all_frames = np.arange(meta.frame_count, dtype=np.int64)
-        groups = [("annotations", a, {}) for a in task.get("annotations") or []]
+        groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in task.get("annotations") or []]
         groups += [("predictions", p, {"origin": "model"}) for p in task.get("predictions") or []]
         if len(task.get("annotations") or []) > 1:
             parsed.notes.append(f"task {task.get('id')!r}: {len(task['annotations'])} annotations, all imported")
@@ -92,10 +92,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         origin["confidence"] = number(path, rat, score, "score")
                 count = value.get("framesCount", value.get("frameCount"))
                 if count is not None and count != meta.frame_count:
-                    msg = (
-                        f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count "
-                        f"{meta.frame_count}"
-                    )
+                    msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
                     if mismatch == "error":
                         raise fail(path, rat, msg + " (frames_count_mismatch='warn' imports it anyway)")
                     warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)
@@ -138,12 +135,21 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
                     if not 0 <= f < meta.frame_count:
                         raise fail(
-                            path, kat, f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}"
+                            path,
+                            kat,
+                            f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}",
                         )
                 rid = str(res.get("id", f"{gat}.{ri}"))
                 track = tracks.setdefault(rid, len(tracks))
-                for f, box, key in interpolate_keyframes(keys, all_frames):
-                    row = {"kind": "box", "label": labels[0], "start_frame": f, "box": box, "track_id": track, **origin}
+                for f, at_box, key in interpolate_keyframes(keys, all_frames):
+                    row = {
+                        "kind": "box",
+                        "label": labels[0],
+                        "start_frame": f,
+                        "box": at_box,
+                        "track_id": track,
+                        **origin,
+                    }
                     vr.add(row, key.where)
     return parsed
 
@@ -218,7 +224,11 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
             report.counts["marker"] += 1
         if untracked:
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
-        task: dict[str, Any] = {"id": ti, "data": {"video": meta.uri or f"{meta.video_id}.mp4"}, "annotations": [{"id": ti, "result": human}]}
+        task: dict[str, Any] = {
+            "id": ti,
+            "data": {"video": meta.uri or f"{meta.video_id}.mp4"},
+            "annotations": [{"id": ti, "result": human}],
+        }
         if model:
             task["predictions"] = [{"id": ti, "model_version": "vidlabel", "result": model}]
         tasks.append(task)

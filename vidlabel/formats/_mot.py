@@ -118,7 +118,11 @@ def import_mot(ctx: ImportContext) -> Parsed:
             raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
         if not (np.isfinite([x, y, w, h]).all() and w > 0 and h > 0):
             raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
-        row: dict = {"kind": "box", "start_frame": frame - 1, "box": (x - shift, y - shift, x - shift + w, y - shift + h)}
+        row: dict = {
+            "kind": "box",
+            "start_frame": frame - 1,
+            "box": (x - shift, y - shift, x - shift + w, y - shift + h),
+        }
         if tid > 0:
             row["track_id"] = tid - 1
         if n == 9:
@@ -138,7 +142,9 @@ def import_mot(ctx: ImportContext) -> Parsed:
                     )
                 if cls not in label_map:
                     raise fail(
-                        path, number, f"class {cls} (column 8) is not in the label map (known classes: "
+                        path,
+                        number,
+                        f"class {cls} (column 8) is not in the label map (known classes: "
                         f"{', '.join(f'{k}={v}' for k, v in sorted(label_map.items()))})",
                     )
                 row["label"] = label_map[cls]
@@ -180,7 +186,10 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
         meta = vt.meta
         rows = vt.rows
         kind = t.kind[rows]
-        for k, why in ((1, "mask (MOT holds no masks; its box is not written either)"), (2, "marker (MOT holds no markers)")):
+        for k, why in (
+            (1, "mask (MOT holds no masks; its box is not written either)"),
+            (2, "marker (MOT holds no markers)"),
+        ):
             if (kind == k).any():
                 report.not_written[why] += int((kind == k).sum())
         boxes = rows[kind == BOX]

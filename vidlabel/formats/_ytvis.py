@@ -14,6 +14,7 @@ is opened.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -23,6 +24,7 @@ import numpy as np
 
 from vidlabel.release import Release
 
+from ._cocovid import _cat_doc, _categories
 from ._common import (
     MARKER,
     MASK,
@@ -40,7 +42,6 @@ from ._common import (
     write_json,
     xywh_box,
 )
-from ._cocovid import _categories, _cat_doc
 from ._report import ExportLabelsReport
 
 __all__ = ["export_ytvis", "import_ytvis"]
@@ -57,7 +58,7 @@ def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list
     for name in names:
         m = _DIGITS.search(PurePosixPath(str(name)).name)
         digits.append(int(m.group(1)) if m else None)
-    usable = None not in digits and all(b > a for a, b in zip(digits, digits[1:]))  # type: ignore[operator]
+    usable = None not in digits and all(b > a for a, b in itertools.pairwise(digits))  # type: ignore[operator]
     if mode == "digits":
         if not usable:
             raise fail(path, at, "frames='digits' but the file names' digits are missing or not increasing")
@@ -90,12 +91,17 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         if not isinstance(v, dict) or "id" not in v or not isinstance(v.get("file_names"), list):
             raise fail(path, at, "a video needs an id and a list file_names")
         names = v["file_names"]
-        folder = PurePosixPath(str(names[0])).parts[0] if names and len(PurePosixPath(str(names[0])).parts) > 1 else None
+        folder = (
+            PurePosixPath(str(names[0])).parts[0] if names and len(PurePosixPath(str(names[0])).parts) > 1 else None
+        )
         m = ctx.resolve([v["id"], folder], len(doc["videos"]), at)
         for key, have in (("width", m.width), ("height", m.height)):
             if key in v and v[key] != have:
                 raise fail(path, at, f"{key} {v[key]} disagrees with video {m.video_id!r}'s {key} {have}")
-        vids[v["id"]] = (parsed.videos.setdefault(m.video_id, VideoRows(m)), _frame_numbers(path, at, names, mode, parsed.notes))
+        vids[v["id"]] = (
+            parsed.videos.setdefault(m.video_id, VideoRows(m)),
+            _frame_numbers(path, at, names, mode, parsed.notes),
+        )
     next_track: dict[str, int] = {}
     for i, a in enumerate(doc["annotations"]):
         at = f"annotations[{i}]"
@@ -109,8 +115,12 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         segs = a.get("segmentations") or [None] * len(frames)
         for key, seq in (("bboxes", bboxes), ("segmentations", segs)):
             if not isinstance(seq, list) or len(seq) != len(frames):
-                raise fail(path, at, f"{key} has {len(seq) if isinstance(seq, list) else seq!r} entries; "
-                           f"the video has {len(frames)} file_names")
+                raise fail(
+                    path,
+                    at,
+                    f"{key} has {len(seq) if isinstance(seq, list) else seq!r} entries; "
+                    f"the video has {len(frames)} file_names",
+                )
         vid = vr.meta.video_id
         track = next_track.get(vid, 0)
         next_track[vid] = track + 1
@@ -124,7 +134,13 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             if box is None and seg is None:
                 continue
             where = f"{at} frame index {k}"
-            row: dict[str, Any] = {"kind": "box", "label": cats[cat], "start_frame": frames[k], "track_id": track, **origin}
+            row: dict[str, Any] = {
+                "kind": "box",
+                "label": cats[cat],
+                "start_frame": frames[k],
+                "track_id": track,
+                **origin,
+            }
             if seg is not None:
                 rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
                 if rle is None:
