@@ -27,14 +27,16 @@ from ._common import (
     ImportContext,
     Parsed,
     VideoRows,
+    Where,
     coco_segmentation,
     fail,
     integer,
     mask_of,
+    number,
     read_json,
     video_tables,
     write_json,
-    xywh_box,
+    xywh_boxes,
 )
 from ._report import ExportLabelsReport
 
@@ -98,16 +100,23 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 f"images[{got[j + 1][1]}]",
                 f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
             )
+    box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
+    box_values: list[Any] = []
+    box_where: list[Where] = []
     for i, a in enumerate(doc["annotations"]):
-        at = f"annotations[{i}]"
-        if not isinstance(a, dict):
+        at: Where = ("annotations", i)
+        if type(a) is not dict:
             raise fail(path, at, "an annotation must be an object")
-        if a.get("image_id") not in images:
+        found = images.get(a.get("image_id"))
+        if found is None:
             raise fail(path, at, f"image_id {a.get('image_id')!r} is not in images[]")
-        vr, frame = images[a["image_id"]]
+        vr, frame = found
         cat = a.get("category_id")
         if cat not in cats:
             raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+        if a.get("iscrowd"):
+            parsed.skipped["iscrowd annotation"] += 1
+            continue
         row: dict[str, Any] = {"kind": "box", "label": cats[cat], "start_frame": frame}
         seg = a.get("segmentation")
         if seg:
@@ -116,16 +125,19 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 continue
             row["kind"], row["mask"] = "mask", rle
         else:
-            row["box"] = xywh_box(path, at, a.get("bbox"))
+            box_rows.append(row)
+            box_values.append(a.get("bbox"))
+            box_where.append(at)
         inst = a.get("instance_id", -1)
-        if integer(path, at, inst, "instance_id") >= 0:
+        if type(inst) is not int:
+            integer(path, at, inst, "instance_id")
+        if inst >= 0:
             row["track_id"] = inst
         if a.get("score") is not None:
-            row["origin"], row["confidence"] = "model", float(a["score"])
-        if a.get("iscrowd"):
-            parsed.skipped["iscrowd annotation"] += 1
-            continue
+            row["origin"], row["confidence"] = "model", number(path, at, a["score"], "score")
         vr.add(row, at)
+    for row, box in zip(box_rows, xywh_boxes(path, box_values, box_where)):
+        row["box"] = box
     return parsed
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +29,12 @@ __all__ = [
     "read_json",
 ]
 
-Where = int | str  # a line number (int) or an element / JSON path description (str)
+Where = int | str | tuple[str, int]  # a line number, an element / JSON path, or (JSON list name, index)
 
 
 def where_text(where: Where) -> str:
+    if isinstance(where, tuple):
+        return f"{where[0]}[{where[1]}]"
     return f"line {where}" if isinstance(where, int) else where
 
 
@@ -175,7 +178,9 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
 
 
 def number(path: Path, where: Where, value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+    if type(value) is float and math.isfinite(value):  # the common case first: it runs once per coordinate
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise fail(path, where, f"{what} is {value!r}; expected a finite number")
     return float(value)
 
@@ -184,6 +189,21 @@ def integer(path: Path, where: Where, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(path, where, f"{what} is {value!r}; expected an integer")
     return value
+
+
+def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "bbox") -> list[list[float]]:
+    """Corners of many xywh boxes at once (NumPy); a bad one is found and named by :func:`xywh_box`."""
+    try:
+        arr = np.array(values, dtype=np.float64)
+        ok = arr.ndim == 2 and arr.shape[1] == 4 and bool(np.isfinite(arr).all())
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        for v, w in zip(values, wheres):
+            xywh_box(path, w, v, what)
+        arr = np.array(values, dtype=np.float64).reshape(-1, 4)
+    arr[:, 2:] += arr[:, :2]
+    return arr.tolist()  # type: ignore[no-any-return]
 
 
 def xywh_box(path: Path, where: Where, value: Any, what: str = "bbox") -> tuple[float, float, float, float]:

@@ -16,6 +16,7 @@ counted). gt rows with consider = 0 are skipped and counted (``include_ignored=T
 from __future__ import annotations
 
 import configparser
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,7 +117,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
             extra = [float(c) for c in cells[6:]]
         except ValueError as err:
             raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
-        if not (np.isfinite([x, y, w, h]).all() and w > 0 and h > 0):
+        if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
             raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
         row: dict = {
             "kind": "box",
