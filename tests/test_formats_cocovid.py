@@ -122,6 +122,10 @@ def test_bad_files(tmp_path: Path) -> None:
     label = [{"id": 1, "image_id": 100, "category_id": 2, "bbox": [1, 1, 2, 2]}]
     with pytest.raises(FormatError, match=r"label\(s\) 'bus' are not in the dataset"):
         import_labels(ds, "coco-vid", write(tmp_path / "l.json", doc(label, categories=[{"id": 2, "name": "bus"}])))
+    boxes = [{"id": 1, "image_id": 100, "category_id": 1, "bbox": [1, 1, 2, 2]},
+             {"id": 2, "image_id": 101, "category_id": 1, "bbox": [1, "x", 2, 2]}]  # fmt: skip
+    with pytest.raises(FormatError, match=r"annotations\[1\]: bbox is 'x'; expected a finite number"):
+        import_labels(ds, "coco-vid", write(tmp_path / "b.json", doc(boxes)))
     other = doc([])
     other["videos"][0]["name"] = "cam9"
     with pytest.raises(

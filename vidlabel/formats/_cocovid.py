@@ -104,38 +104,38 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
     box_values: list[Any] = []
     box_where: list[Where] = []
     for i, a in enumerate(doc["annotations"]):
-        at: Where = ("annotations", i)
+        where: Where = ("annotations", i)
         if type(a) is not dict:
-            raise fail(path, at, "an annotation must be an object")
+            raise fail(path, where, "an annotation must be an object")
         found = images.get(a.get("image_id"))
         if found is None:
-            raise fail(path, at, f"image_id {a.get('image_id')!r} is not in images[]")
+            raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
         vr, frame = found
         cat = a.get("category_id")
         if cat not in cats:
-            raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+            raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
         row: dict[str, Any] = {"kind": "box", "label": cats[cat], "start_frame": frame}
         seg = a.get("segmentation")
         if seg:
-            rle = coco_segmentation(path, at, seg, vr.meta.height, vr.meta.width, parsed.skipped)
+            rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
             if rle is None:
                 continue
             row["kind"], row["mask"] = "mask", rle
         else:
             box_rows.append(row)
             box_values.append(a.get("bbox"))
-            box_where.append(at)
+            box_where.append(where)
         inst = a.get("instance_id", -1)
         if type(inst) is not int:
-            integer(path, at, inst, "instance_id")
+            integer(path, where, inst, "instance_id")
         if inst >= 0:
             row["track_id"] = inst
         if a.get("score") is not None:
-            row["origin"], row["confidence"] = "model", number(path, at, a["score"], "score")
-        vr.add(row, at)
+            row["origin"], row["confidence"] = "model", number(path, where, a["score"], "score")
+        vr.add(row, where)
     for row, box in zip(box_rows, xywh_boxes(path, box_values, box_where)):
         row["box"] = box
     return parsed

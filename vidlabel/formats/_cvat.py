@@ -207,6 +207,8 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             if kinds - {"box", "mask"} or len(kinds) > 1:
                 for kname in sorted(kinds - {"box", "mask"}):
                     parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
+                if kinds == {"box", "mask"}:
+                    parsed.skipped["track mixing box and mask shapes"] += 1
                 continue
             keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
             for c in keyed:

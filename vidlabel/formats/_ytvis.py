@@ -34,7 +34,6 @@ from ._common import (
     VideoRows,
     coco_segmentation,
     fail,
-    integer,
     mask_of,
     read_json,
     tracks_of,
@@ -149,7 +148,6 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             else:
                 row["box"] = xywh_box(path, where, box, "bboxes entry")
             vr.add(row, where)
-        integer(path, at, a.get("id", 0), "id")
     return parsed
 
 
