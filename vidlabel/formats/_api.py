@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.dataset import Dataset
+from vidlabel.dataset import Dataset, Release
 from vidlabel.errors import AnnotationError, FormatError
-from vidlabel.release import Release
 
 from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
 from ._report import ExportLabelsReport, ImportReport, VideoImport

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.release import Release
+from vidlabel.dataset import Release
 
 from ._common import (
     BOX,

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.geometry import encode_rle
-from vidlabel.release import Release
 from vidlabel.spec import KINDS, ORIGINS, VideoMetadata
 
 __all__ = [

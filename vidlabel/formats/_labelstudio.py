@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel.dataset import Release
 from vidlabel.errors import VidlabelWarning
-from vidlabel.release import Release
 
 from ._common import (
     BOX,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vidlabel.release import Release
+from vidlabel.dataset import Release
 
 from ._common import (
     BOX,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.release import Release
+from vidlabel.dataset import Release
 
 from ._cocovid import _cat_doc, _categories
 from ._common import (
