@@ -557,7 +557,15 @@ class FrameSamples:
         return self._sel.index.video_codes[positions].astype(np.int64), self._sel.index.frames[positions]
 
     def iter_plan(
-        self, plan: ReadPlan, *, epoch: int = 0, shuffle_buffer: int = 0, shard: int = 0, num_shards: int = 1
+        self,
+        plan: ReadPlan,
+        *,
+        epoch: int = 0,
+        shuffle_buffer: int = 0,
+        shard: int = 0,
+        num_shards: int = 1,
+        world_size: int = 1,
+        drop_last: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """Read a plan's samples (NumPy dicts), each keyframe interval decoded once.
 
@@ -570,6 +578,9 @@ class FrameSamples:
             Mix the samples through a buffer of this many decoded frames.
         shard, num_shards : int
             Read only this shard's chunks (``vidlabel.torch_data`` passes rank x worker).
+        world_size, drop_last
+            Distributed ranks among the shards: each rank gets the same number of samples
+            (see :meth:`vidlabel.readplan.ReadPlan.shard`).
 
         Yields
         ------
@@ -578,7 +589,7 @@ class FrameSamples:
             (its image decoded once, copied for the repeats).
         """
         buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
-        chunks = plan.shard(epoch, shard, num_shards)
+        chunks = plan.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last)
         rng = epoch_rng(plan.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
         return shuffled(self._read_chunks(chunks), buffer_size, rng)
 

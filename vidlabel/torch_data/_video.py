@@ -22,7 +22,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import to_torch_sample, worker_info
+from vidlabel.torch_data._common import RankAware, to_torch_sample, worker_and_count, worker_info
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
@@ -60,7 +60,7 @@ class _Output:
         return self.transform(out) if self.transform is not None else out
 
 
-class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """Every sample of a FrameSamples, each video decoded once front to back per epoch.
 
     Whole videos are split between the DataLoader workers and distributed
@@ -153,7 +153,7 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
                     yield self.samples.sample(video_id, int(n), image)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        shard, num_shards = worker_info()
+        shard, num_shards = worker_info(self._inherited_rank)
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
         rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
@@ -224,12 +224,24 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         return out  # type: ignore[return-value]
 
 
-class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
 
     Each epoch's chunk order comes from the plan's seed and the epoch; chunks
-    are split between workers and ranks by ``plan.shard`` (sizes differ by at
-    most one chunk). Every request is produced exactly once per epoch.
+    are split between workers and ranks by ``plan.shard``.
+
+    - One process (``world_size`` 1): whole chunks go to the DataLoader
+      workers (sizes differ by at most one chunk); every request is produced
+      exactly once per epoch.
+    - Distributed ranks (``torch.distributed`` initialised, or
+      ``WORLD_SIZE`` > 1): every rank yields exactly ``ceil(len(plan) /
+      world_size)`` samples, the last rank's part wrapping to the start of
+      the epoch's order (``DistributedSampler`` pads by repeating too), or
+      ``floor`` with ``drop_last``; and worker ``w`` yields as many samples on
+      every rank. So with the same ``batch_size`` and ``num_workers`` on every
+      rank, every rank runs the same number of batches (no hang at the last
+      collective). When ``len(plan)`` is a multiple of ``world_size`` every
+      request is produced exactly once per epoch across the ranks.
 
     Parameters
     ----------
@@ -240,6 +252,8 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         Mix samples through a buffer of this many decoded frames.
     transform : callable, optional
         Receives the tensor sample dict and returns one.
+    drop_last : bool
+        With several ranks: drop the epoch's tail instead of repeating its start, so no request repeats.
     """
 
     def __init__(
@@ -249,6 +263,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         *,
         shuffle_buffer: int = 0,
         transform: Transform | None = None,
+        drop_last: bool = False,
     ) -> None:
         self.samples = _check_samples(samples)
         if not isinstance(plan, ReadPlan):
@@ -256,6 +271,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         self.plan = plan
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
+        self.drop_last = bool(drop_last)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -263,13 +279,20 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
-        """Samples per epoch over all shards together (the plan's requests)."""
-        return len(self.plan)
+        """Samples this rank yields per epoch, all its DataLoader workers together (as ``DistributedSampler``'s
+        length): the plan's requests in one process; ``ceil`` (``floor`` with ``drop_last``) of
+        ``len(plan) / world_size`` under distributed ranks."""
+        world = self._rank_and_world()[1]
+        if world == 1:
+            return len(self.plan)
+        return len(self.plan) // world if self.drop_last else -(-len(self.plan) // world)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        shard, num_shards = worker_info()
+        rank, world = self._rank_and_world()
+        worker, workers = worker_and_count()
         it = self.samples.iter_plan(
-            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=shard, num_shards=num_shards
-        )
+            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=rank * workers + worker,
+            num_shards=world * workers, world_size=world, drop_last=self.drop_last,
+        )  # fmt: skip
         for sample in it:
             yield self._output(sample)
