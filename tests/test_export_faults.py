@@ -65,6 +65,22 @@ def test_a_store_of_another_dataset_is_refused_unless_overwrite(
     assert report.videos == 2 and open_store(out).release_id == a.release("latest").release_id
 
 
+def test_an_interrupted_store_still_belongs_to_its_dataset(
+    two: tuple[Dataset, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two
+    out = tmp_path / "interrupted"
+    _fill_the_disk_after(monkeypatch, "hdf5", chunks=0, error=OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(StoreError, match=r"no space left on the device"):
+        export(a, out, progress=False)
+    monkeypatch.undo()
+    with pytest.raises(
+        StoreError, match=rf"^'{out}' holds a frame store exported from dataset '{a.path}'.*not replacing"
+    ):
+        export(b, out, progress=False)
+    assert export(a, out, progress=False).videos == 2  # its own dataset resumes it
+
+
 def test_a_store_of_the_same_dataset_is_updated_as_before(two: tuple[Dataset, Dataset], tmp_path: Path) -> None:
     a, _ = two
     out = tmp_path / "store"
