@@ -33,6 +33,10 @@ import numpy as np
 from vidlabel.errors import VidlabelError
 
 __all__ = [
+    "BITS",
+    "BLOCK",
+    "PIXEL_TOLERANCE",
+    "STAMP",
     "DemoObject",
     "DemoTruth",
     "annotation_rows",
@@ -214,12 +218,24 @@ def _mask_box(mask: np.ndarray) -> tuple[float, float, float, float]:
 
 
 def demo_truth(**changes: Any) -> DemoTruth:
-    """The demo clip's truth; keyword arguments change its fields (e.g. ``frame_count=60`` for a short clip)."""
+    """The demo clip's truth; keyword arguments change its fields (e.g. ``frame_count=60`` for a short clip).
+
+    Parameters
+    ----------
+    **changes
+        Fields of :class:`DemoTruth` to change from the defaults.
+    """
     return DemoTruth(**changes)
 
 
 def read_frame_number(image: np.ndarray) -> int:
-    """The frame number written into an (H, W, 3) demo image by its 16 top-left blocks."""
+    """The frame number written into an (H, W, 3) demo image by its 16 top-left blocks.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8
+        A demo frame (full size, not a view).
+    """
     gray = np.asarray(image, dtype=np.float32).mean(axis=2)
     n = 0
     for k in range(BITS):
@@ -266,6 +282,11 @@ def encode_demo_clip(path: str | Path, truth: DemoTruth, *, progress: bool = Fal
 
 def annotation_rows(truth: DemoTruth) -> tuple[list[dict[str, Any]], list[tuple[int, DemoObject | None]]]:
     """The annotation rows of the demo clip, and what each row stands for.
+
+    Parameters
+    ----------
+    truth : DemoTruth
+        The clip's truth (:func:`demo_truth`).
 
     Returns
     -------
@@ -356,6 +377,15 @@ def check_image(image: np.ndarray, truth: DemoTruth, f: int) -> list[str]:
 
     It must carry number ``f`` in its blocks, lie within :data:`PIXEL_TOLERANCE` of the drawn frame ``f``,
     and be nearer to frame ``f`` than to frames ``f - 1`` and ``f + 1``.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8
+        The image to check.
+    truth : DemoTruth
+        The clip's truth.
+    f : int
+        The frame it should show.
     """
     problems = []
     shown = read_frame_number(image)
@@ -387,7 +417,7 @@ def _hwc(image: Any) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def unbatch(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def _unbatch(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Split a batch of ``collate_frames`` back into per-sample dicts of NumPy arrays and plain values."""
     n = len(batch["video_id"])
     for i in range(n):
@@ -415,6 +445,22 @@ def check_sample(
     is the marker's multi-hot; masks equal the drawn disc (and are empty on box rows); the image shows frame
     ``frame_index`` (:func:`check_image`), or, when ``reference`` is given, equals ``reference(frame)``
     exactly (the caller checks the reference frames with :func:`check_image` once).
+
+    Parameters
+    ----------
+    sample : mapping
+        One sample (``image``, ``boxes``, ``labels``, ``track_ids``, ``annotation_ids``, ``frame_labels``,
+        ``masks``, ``frame_index``).
+    truth : DemoTruth
+        The clip's truth.
+    by_id : mapping annotation_id -> (frame, DemoObject or None)
+        What each stored annotation stands for (from :func:`annotation_rows`).
+    class_names : sequence of str
+        The samples' class names, in label order.
+    with_masks : bool
+        Whether the sample should carry masks.
+    reference : callable frame -> (H, W, 3) uint8, optional
+        Frames the image must equal exactly (instead of the tolerance check).
 
     Returns
     -------
@@ -527,7 +573,7 @@ def _loader_epoch(
     t = time.perf_counter()
     for batch in tqdm(loader, desc=desc, unit="batch", disable=not progress, leave=False):
         t_c = time.perf_counter()
-        for sample in unbatch(batch):
+        for sample in _unbatch(batch):
             seen.append(sample["frame_index"])
             check(sample)
         t_check += time.perf_counter() - t_c

@@ -174,7 +174,7 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
 
         bar = tqdm(total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False)
     packets = container.demux(stream)
-    # The reader's rule (vidlabel.framedecode): after a decode error, frames are untrusted until the
+    # The reader's rule (vidlabel.video._decode): after a decode error, frames are untrusted until the
     # frame of a keyframe packet demuxed after the error comes out of the decoder.
     tainted = False
     recover: int | None = None
@@ -584,6 +584,13 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
 
     The recorded paths, then under each root the recorded paths' trailing
     parts, longest first. Paths are yielded whether or not they exist.
+
+    Parameters
+    ----------
+    meta : VideoMetadata
+        The registered video (its ``path`` and ``paths``).
+    roots : iterable of path-like
+        Folders to look under when the recorded paths are stale.
     """
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     yield from recorded
