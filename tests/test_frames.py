@@ -461,3 +461,26 @@ def test_for_video_drops_an_index_of_another_file_and_reads_exact_frames(
     with reader:
         assert not reader.indexed
         read_checked(clip, reader, 30)
+
+
+def test_reader_without_index_opens_its_file_twice_not_three_times(
+    clip: ClipTruth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vidlabel.video._decode as decode_mod
+    import vidlabel.video._probe as probe_mod
+    import vidlabel.video._reader as reader_mod
+
+    opened: list[str] = []
+    real = probe_mod.open_video
+
+    def counting(path: Any) -> Any:
+        opened.append(str(path))
+        return real(path)
+
+    for mod in (probe_mod, reader_mod, decode_mod):
+        monkeypatch.setattr(mod, "open_video", counting)
+    with FrameReader(clip.path) as reader:  # one pass builds the index (demux + head decode), one reads
+        assert opened == [str(clip.path)] * 2
+        read_checked(clip, reader, 0)
+        read_checked(clip, reader, 30)
+    assert len(opened) == 2
