@@ -62,18 +62,14 @@ LAYERS: tuple[frozenset[str], ...] = (
 _TOP = {"vidlabel": len(LAYERS) - 1}
 
 
-def _importable(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        if name in OPTIONAL and err.name == name:
-            return False
-        raise
-    return True
+def _in_tree(module: str) -> bool:
+    """The module's source is in this checkout (not merely importable from another one on the path)."""
+    path = ROOT.joinpath(*module.split("."))
+    return (path / "__init__.py").exists() or path.with_suffix(".py").exists()
 
 
 def public_modules() -> list[str]:
-    return [m for m in PUBLIC_MODULES if m not in OPTIONAL or _importable(m)]
+    return [m for m in PUBLIC_MODULES if m not in OPTIONAL or _in_tree(m)]
 
 
 def live_api() -> list[str]:
