@@ -17,7 +17,7 @@ from typing import Any
 from vidlabel._version import __version__
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
@@ -694,6 +694,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Errors print ``vidlabel: error: ...`` and return 1 (2 for bad arguments,
     from argparse); vidlabel's warnings print ``vidlabel: warning: ...``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (None: ``sys.argv[1:]``).
     """
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -189,6 +189,15 @@ def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, vi
     """The shell command that re-registers video ``video_id`` from its file, as error messages give it.
 
     ``DATASET`` and ``FILE`` stand in for an unknown dataset folder or file.
+
+    Parameters
+    ----------
+    dataset : str or None
+        The dataset folder (None: ``DATASET``).
+    path : path-like or None
+        The video file (None: ``FILE``).
+    video_id : str
+        The video to re-register.
     """
     words = ("vidlabel", "add-video", dataset or "DATASET", path or "FILE", "--video-id", video_id, "--replace")
     return " ".join(shlex.quote(str(w)) for w in words)

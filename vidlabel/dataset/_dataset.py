@@ -3,7 +3,7 @@
 Layout of a dataset folder::
 
     <dataset>/vidlabel.sqlite     the live data (SQLite, write-ahead log)
-    <dataset>/releases/<id>.h5    frozen releases (see vidlabel.release)
+    <dataset>/releases/<id>.h5    frozen releases (see vidlabel.dataset._release)
 
 Annotations are stored column-wise: each row of the ``chunks`` table holds up
 to ``CHUNK_ROWS`` annotations of one video as compressed NumPy columns (ids,

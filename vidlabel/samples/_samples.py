@@ -7,7 +7,7 @@ Python objects), so opening a million-row release is fast; pixels come from a
 :class:`~vidlabel.frames.FrameReader` (or a frame store given as ``cache=``).
 
 The selection itself (regions indexed by (video, frame), marker intervals,
-the sample index) is built by :mod:`vidlabel.sampleselect`; this module
+the sample index) is built by :mod:`vidlabel.samples._select`; this module
 assembles each sample's targets and reads the pixels.
 """
 
@@ -165,7 +165,7 @@ class FrameSamples:
     def from_release(
         cls, release: Release, *, dataset_path: str | os.PathLike[str] | None = None, **options: Any
     ) -> FrameSamples:
-        """A FrameSamples over a :class:`~vidlabel.release.Release` object already in hand.
+        """A FrameSamples over a :class:`~vidlabel.dataset.Release` object already in hand.
 
         Takes the same keyword options as the constructor (except ``release``).
         """

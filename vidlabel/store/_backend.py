@@ -1,11 +1,11 @@
 """The small backend interface a frame store is written and read through (HDF5 and Zarr implement it).
 
 A store is a folder. Each backend maps the logical layout of
-:mod:`vidlabel.store.layout` onto files its own way, but both follow the same
+:mod:`vidlabel.store._layout` onto files its own way, but both follow the same
 rules:
 
 - a ``frames`` array is written once as a *frames unit* keyed by
-  :func:`vidlabel.store.layout.frames_key` (video content, view, size, codec,
+  :func:`vidlabel.store._layout.frames_key` (video content, view, size, codec,
   chunking, which frames), under a temporary name, and published by rename
   with ``complete`` set last; a later export with the same key reuses it;
 - a video group (its attributes, per-row arrays, regions and segments, and the
@@ -15,9 +15,9 @@ rules:
   last; an export starts by marking the root incomplete.
 
 :class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
-chunk file for Zarr) and decodes them with :mod:`vidlabel.store.codecs`.
+chunk file for Zarr) and decodes them with :mod:`vidlabel.store._codecs`.
 A Zarr store at a URL is read (only) through
-:class:`vidlabel.store.zarr.ZarrURLBackend`, whose folder is the URL string.
+:class:`vidlabel.store._zarr.ZarrURLBackend`, whose folder is the URL string.
 """
 
 from __future__ import annotations

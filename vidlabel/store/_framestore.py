@@ -1,6 +1,6 @@
 """FrameStore: one exported store, or a folder of stores read as one; frames and targets by sample or by frame.
 
-A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidlabel.store.remote`.
+A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidlabel.store._remote`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def backend_for(
     ----------
     folder : path or str
         A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
-        as Zarr, through :class:`~vidlabel.store.zarr.ZarrURLBackend` (read-only).
+        as Zarr, through :class:`~vidlabel.store._zarr.ZarrURLBackend` (read-only).
     name : {"hdf5", "zarr"}, optional
     storage_options : mapping, optional
         fsspec filesystem options, for URLs only.
@@ -101,7 +101,14 @@ def backend_for(
 def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
     """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
 
-    For a URL, the store URLs found there the same way (see :func:`vidlabel.store.remote.find_url_stores`).
+    For a URL, the store URLs found there the same way (see :func:`vidlabel.store._remote.find_url_stores`).
+
+    Parameters
+    ----------
+    path : path-like or URL
+        A store folder, or a folder (or URL) holding stores.
+    storage_options : mapping, optional
+        Passed to fsspec for a URL (credentials, endpoint).
     """
     if is_url(path):
         return list(find_url_stores(str(path), storage_options))
@@ -129,7 +136,7 @@ class VideoData:
     frame_number, timestamp_us : (T,) int64
     is_annotated : (T,) bool
     regions : dict of arrays
-        CSR as in :data:`vidlabel.store.layout.REGION_FIELDS` (empty for a frames-only store).
+        CSR as in :data:`vidlabel.store._layout.REGION_FIELDS` (empty for a frames-only store).
     segments : dict of (M,) int64 arrays
     """
 
@@ -198,7 +205,7 @@ class FrameStore:
     Holds only paths and the root metadata: files are opened lazily, once per
     process (a FrameStore is picklable and works in DataLoader workers under
     fork and spawn). Frames are read chunk by chunk through an LRU
-    :class:`~vidlabel.store.cache.ChunkCache` of ``cache_bytes`` per process.
+    :class:`~vidlabel.store.ChunkCache` of ``cache_bytes`` per process.
 
     Parameters
     ----------
@@ -635,7 +642,7 @@ class FrameStore:
     # -- samples ------------------------------------------------------------------------------------------------
 
     def select(self, **options: Any) -> Any:
-        """A :class:`~vidlabel.store.selection.StoreSamples` over this store (kinds, labels, box format, ...)."""
+        """A :class:`~vidlabel.store.StoreSamples` over this store (kinds, labels, box format, ...)."""
         from vidlabel.store._selection import StoreSamples
 
         return StoreSamples(self, **options)

@@ -17,7 +17,7 @@ attribute value is JSON text. Small arrays carry HDF5's fletcher32 checksum;
 frame chunks a CRC-32C each in ``frames_crc32c``. Compressed chunks are
 read with ``read_direct_chunk``, uncompressed ones copied out of a read-only
 memory map of the (immutable) frames file (HDF5's own chunk cache is set to
-0: vidlabel's :class:`~vidlabel.store.cache.ChunkCache` does the caching).
+0: vidlabel's :class:`~vidlabel.store.ChunkCache` does the caching).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ hard-links that group's chunk files (copies where links are unsupported), so
 it decodes nothing. Small arrays use the ``bytes`` + ``crc32c`` codecs and are
 read directly from their single chunk file (the Zarr API costs ~3 ms per
 array); frame chunks are read directly from their files and decoded by
-:mod:`vidlabel.store.codecs`. ``png`` and ``jpeg`` frames declare the codecs
+:mod:`vidlabel.store._codecs`. ``png`` and ``jpeg`` frames declare the codecs
 ``vidlabel.png`` / ``vidlabel.jpeg``, registered with Zarr when this module is
 imported, so ``zarr.open_array`` reads them too.
 """
@@ -427,7 +427,7 @@ def _read_only(url: str, what: str) -> StoreError:
 
 
 class ZarrURLFramesReader(FramesReader):
-    """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store.remote.ObjectStore`)."""
+    """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store._remote.ObjectStore`)."""
 
     backend = "zarr"
 

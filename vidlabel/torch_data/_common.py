@@ -247,6 +247,11 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     small tensors travel by value inside the message
     (:mod:`vidlabel.torch_data._shm`): the main process receives plain tensors.
 
+    Parameters
+    ----------
+    batch : sequence of dict
+        Samples as :func:`to_torch_sample` (or ``FrameSamples``) gives them, with the same keys.
+
     Raises
     ------
     OptionError
