@@ -260,7 +260,28 @@ def cache(
     cache=out)`` then reads them from the store and falls back to the video
     for frames it lacks or for a video whose file changed (content hash).
 
-    Parameters and errors are those of :func:`export`.
+    Errors are those of :func:`export`.
+
+    Parameters
+    ----------
+    ds : Dataset or path-like
+        The dataset.
+    out : path-like
+        Folder of the cache store.
+    release : str, Release or None
+        As :func:`export` (default the latest release).
+    codec : str, Codec or None
+        ``"jpeg"`` by default; ``"png"`` or ``"none"`` keep exact pixels.
+    format : {"hdf5", "zarr"}
+        The store's backend.
+    workers : int
+        Videos exported in parallel (processes).
+    progress : bool
+        Show a progress bar.
+    roots : sequence of path-like
+        Folders to search for video files whose recorded path is stale.
+    overwrite : bool
+        Replace a store written from another dataset (as :func:`export`).
     """
     return export(
         ds, out, release=release, format=format, codec=codec, frames="annotated", kinds=("box", "mask"),
