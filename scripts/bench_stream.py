@@ -72,7 +72,7 @@ def bench(label: str, clip: Path, ds: Dataset, repeat: int, check_numbers: bool)
         return sum(1 for _ in PlannedStream(samples, plan))
 
     def run_frames() -> int:
-        batches = positions[: max(8, n // 4)].reshape(-1, 8) if n >= 8 else positions[None]
+        batches = positions[: max(8, n // 32 * 8)].reshape(-1, 8)
         return sum(len(frames.__getitems__(b.tolist())) for b in batches)
 
     res = alternate({"raw": lambda: raw_decode(clip), "stream": run_stream, "plan": run_plan, "frames": run_frames},
