@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -97,31 +98,41 @@ def raw_decode(path: Path) -> int:
     return n
 
 
-def timed(fn: Callable[[], int]) -> tuple[float, float]:
-    """(items/s wall, CPU ms per item over all threads) of one call of ``fn`` returning its item count."""
-    t0, c0 = time.perf_counter(), time.process_time()
+def minor_faults() -> int:
+    """Minor page faults of this process so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, float, float]:
+    """(items/s wall, CPU ms per item over all threads, minor faults per item) of one call of ``fn``
+    returning its item count."""
+    t0, c0, f0 = time.perf_counter(), time.process_time(), minor_faults()
     n = fn()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return n / wall, cpu * 1000 / max(n, 1)
+    return n / wall, cpu * 1000 / max(n, 1), (minor_faults() - f0) / max(n, 1)
 
 
-def alternate(fns: dict[str, Callable[[], int]], repeat: int) -> dict[str, list[tuple[float, float]]]:
-    """Run each of ``fns`` ``repeat`` times, alternating; per name the list of (rate, CPU ms/item)."""
-    out: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
+Run = tuple[float, float, float]
+
+
+def alternate(fns: dict[str, Callable[[], int]], repeat: int) -> dict[str, list[Run]]:
+    """Run each of ``fns`` ``repeat`` times, alternating; per name the list of (rate, CPU ms/item, faults/item)."""
+    out: dict[str, list[Run]] = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
             out[k].append(timed(fn))
     return out
 
 
-def ratio_range(num: list[tuple[float, float]], den: list[tuple[float, float]]) -> str:
+def ratio_range(num: list[Run], den: list[Run]) -> str:
     """'median (min-max)' of the run-by-run rate ratios num[i] / den[i]."""
     r = [a[0] / b[0] for a, b in zip(num, den)]
     return f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
 
 
-def rates(runs: list[tuple[float, float]]) -> str:
-    """'median/s (min-max), CPU ms' of a list of runs."""
+def rates(runs: list[Run]) -> str:
+    """'median/s (min-max), CPU ms, faults' of a list of runs (medians of CPU and faults per item)."""
     r = [x[0] for x in runs]
-    c = [x[1] for x in runs]
-    return f"{statistics.median(r):,.0f}/s ({min(r):,.0f}-{max(r):,.0f}), {statistics.median(c):.2f} ms CPU"
+    c = statistics.median(x[1] for x in runs)
+    f = statistics.median(x[2] for x in runs)
+    return f"{statistics.median(r):,.0f}/s ({min(r):,.0f}-{max(r):,.0f}), {c:.2f} ms CPU, {f:.0f} faults"

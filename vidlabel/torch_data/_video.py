@@ -24,7 +24,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import to_torch_sample, worker_info
+from vidlabel.torch_data._common import keep_heap_top, to_torch_sample, worker_info
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
@@ -155,6 +155,7 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
                     yield samples._sample_of(code, f, lo, hi, pattern, image)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        keep_heap_top()
         shard, num_shards = worker_info()
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
@@ -225,6 +226,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         return int(i) % n
 
     def _samples_at(self, positions: list[int]) -> list[dict[str, Any]]:
+        keep_heap_top()
         samples = self.samples
         codes = samples.index.video_codes[positions].tolist()
         targets = samples._targets_at(positions)
@@ -289,6 +291,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         return len(self.plan)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        keep_heap_top()
         shard, num_shards = worker_info()
         it = self.samples.iter_plan(
             self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=shard, num_shards=num_shards
