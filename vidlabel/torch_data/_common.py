@@ -207,6 +207,16 @@ def _stack(values: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack(values)
 
 
+def _pooled_list(values: list[torch.Tensor]) -> list[torch.Tensor] | None:
+    """Tensors of several shapes that all lie in one pool slab of this worker (StoreFrames reads a batch of
+    frames of several sizes back to back into one), as a list that travels by slab; else None."""
+    ptr = values[0].untyped_storage().data_ptr()
+    if any(v.untyped_storage().data_ptr() != ptr for v in values):
+        return None
+    slab = slab_of(values[0])
+    return None if slab is None else slab.tensors(values)
+
+
 def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
     """One tensor per sample, as views of one concatenated storage where dtypes and trailing shapes agree.
 
@@ -259,7 +269,8 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
                 out[key] = by_value(_stack(values))
             else:
-                out[key] = ragged_by_value(_ragged(values))
+                pooled = None if key in RAGGED_KEYS else _pooled_list(values)
+                out[key] = pooled if pooled is not None else ragged_by_value(_ragged(values))
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
             out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
         elif all(isinstance(v, (float, np.floating)) for v in values):
