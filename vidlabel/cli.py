@@ -439,6 +439,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     return 0
 
 
+_OVERWRITE_HELP = "replace a store at OUT exported from another dataset (refused by default)"
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
     from vidlabel.export._run import export
@@ -447,7 +450,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
         view_id=args.view_id, frames=args.frames, stride=args.stride,
         output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
-        workers=args.workers, progress=not args.no_progress, roots=args.roots,
+        workers=args.workers, progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -459,7 +462,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
     report = cache(
         Dataset.open(args.dataset), args.out, release=args.release, codec=args.codec,
-        progress=not args.no_progress, roots=args.roots,
+        progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -628,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="processes decoding and writing videos (default 1)")
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add(
         "cache",
@@ -642,6 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
     p.add_argument("out", metavar="OUT", help="a frame store folder, or a Zarr store's URL")
@@ -658,6 +663,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--storage-options", type=_json_arg, default=None, help="JSON options of the fsspec filesystem (credentials)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+
+    add_format_commands(add)
 
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")

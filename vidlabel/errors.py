@@ -19,6 +19,7 @@ __all__ = [
     "DatasetError",
     "DatasetExistsError",
     "DatasetNotFoundError",
+    "FormatError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
@@ -147,6 +148,16 @@ class AnnotationError(VidlabelError, ValueError):
     """Raised when an annotation batch, label or view is invalid; names the row index, field, value and what is allowed.
 
     The whole batch is rejected and the dataset is left unchanged.
+    """
+
+
+class FormatError(VidlabelError, ValueError):
+    """Raised when a label file (MOT, CVAT, YouTube-VIS, COCO-VID, Label Studio) cannot be imported as it is.
+
+    The message names the file, the line or element, the value and what is
+    allowed: malformed XML, JSON or CSV, an XML entity declaration, a frame
+    outside the video, a label the dataset lacks, a ``seqinfo.ini`` or
+    ``framesCount`` that disagrees with the registered video. Nothing is written.
     """
 
 

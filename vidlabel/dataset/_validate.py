@@ -1,7 +1,7 @@
 """Checks at the dataset's boundary and over a whole dataset, with stable problem codes.
 
 (Rows are checked one batch at a time before they are written, by
-:func:`vidlabel.rows.check_rows`.) :func:`validate_table` looks at rows
+:func:`vidlabel.dataset._rows.check_rows`.) :func:`validate_table` looks at rows
 already stored (a snapshot of the dataset) together with the videos and
 views, and returns :class:`Problem` records. Codes are stable; their
 severities are in :data:`PROBLEM_CODES`. A build is refused while any

@@ -14,7 +14,6 @@ assembles each sample's targets and reads the pixels.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -49,6 +48,8 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
+from vidlabel.video._lru import OpenLRU
+from vidlabel.video._reader import usable_index
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["FrameSamples", "SampleIndex", "StoreBackedReader"]
@@ -552,16 +553,7 @@ class FrameSamples:
         return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
 
     def _frame_indexes(self) -> dict[str, FrameIndex | None]:
-        out: dict[str, FrameIndex | None] = {}
-        for v, meta in self._sel.videos.items():
-            fi = meta.frame_index
-            usable = (
-                fi is not None
-                and fi.frame_count == meta.frame_count
-                and (fi.content_hash is None or meta.content_hash is None or fi.content_hash == meta.content_hash)
-            )
-            out[v] = fi if usable else None
-        return out
+        return {v: usable_index(meta)[0] for v, meta in self._sel.videos.items()}
 
     def plan_reads(self, requests: Any, *, seed: int, block: int = 250) -> ReadPlan:
         """A :class:`~vidlabel.readplan.ReadPlan` for positions in ``index`` or (video_id, frame) pairs.
@@ -614,7 +606,15 @@ class FrameSamples:
         return self._sel.index.video_codes[positions].astype(np.int64), self._sel.index.frames[positions]
 
     def iter_plan(
-        self, plan: ReadPlan, *, epoch: int = 0, shuffle_buffer: int = 0, shard: int = 0, num_shards: int = 1
+        self,
+        plan: ReadPlan,
+        *,
+        epoch: int = 0,
+        shuffle_buffer: int = 0,
+        shard: int = 0,
+        num_shards: int = 1,
+        world_size: int = 1,
+        drop_last: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """Read a plan's samples (NumPy dicts), each keyframe interval decoded once.
 
@@ -627,6 +627,9 @@ class FrameSamples:
             Mix the samples through a buffer of this many decoded frames.
         shard, num_shards : int
             Read only this shard's chunks (``vidlabel.torch_data`` passes rank x worker).
+        world_size, drop_last
+            Distributed ranks among the shards: each rank gets the same number of samples
+            (see :meth:`vidlabel.readplan.ReadPlan.shard`).
 
         Yields
         ------
@@ -635,25 +638,21 @@ class FrameSamples:
             (its image decoded once, copied for the repeats).
         """
         buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
-        chunks = plan.shard(epoch, shard, num_shards)
+        chunks = plan.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last)
         rng = epoch_rng(plan.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
         return shuffled(self._read_chunks(chunks), buffer_size, rng)
 
     def _read_chunks(self, chunks: Sequence[Any]) -> Iterator[dict[str, Any]]:
-        readers: OrderedDict[str, Any] = OrderedDict()
+        readers: OpenLRU[str, Any] = OpenLRU(4)
         try:
             for chunk in chunks:
-                reader = readers.pop(chunk.video_id, None) or self.reader(chunk.video_id)
-                readers[chunk.video_id] = reader
-                while len(readers) > 4:
-                    readers.popitem(last=False)[1].close()
+                reader = readers.get(chunk.video_id, self.reader)
                 frames = chunk.frames.tolist()
                 repeats = dict(zip(frames, chunk.repeats.tolist()))
                 for n, image in reader.iter_frames(frames):
                     sample = self.sample(chunk.video_id, n, image)  # the targets built once per frame
-                    for k in range(repeats[n] - 1):  # a repeat: an own copy of every array
+                    for _ in range(repeats[n] - 1):  # a repeat: an own copy of every array
                         yield {key: v.copy() if isinstance(v, np.ndarray) else v for key, v in sample.items()}
                     yield sample
         finally:
-            for reader in readers.values():
-                reader.close()
+            readers.close()

@@ -4,15 +4,24 @@ Sharding follows one rule everywhere (video and store datasets alike): the
 shard of this process is ``rank * num_workers + worker`` out of
 ``world_size * num_workers``.
 
-Environment variables (for tests and launchers without a process group):
+Where the rank and world size come from, first found wins:
 
-- ``RANK`` and ``WORLD_SIZE`` (as set by ``torchrun``) override
-  ``torch.distributed``'s rank and world size;
-- ``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
-  worker number and count (``torch.utils.data.get_worker_info()``);
-- ``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
-  the heap in a process that reads samples (default 64 MiB; 0 leaves malloc's
-  settings alone), see :func:`keep_heap_top`.
+1. ``RANK`` and ``WORLD_SIZE`` environment variables (as ``torchrun`` sets
+   them; tests and launchers without a process group set them too);
+2. ``torch.distributed.get_rank()`` / ``get_world_size()`` when a process
+   group is initialised in this process (a rank, and the DataLoader workers
+   it forks, which inherit it);
+3. the rank the dataset was pickled in (:class:`RankAware`): a DataLoader
+   worker started by ``spawn`` or ``forkserver`` has no process group, so
+   the datasets carry their rank process's (rank, world size) along;
+4. (0, 1).
+
+``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
+worker number and count (``torch.utils.data.get_worker_info()``).
+
+``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
+the heap in a process that reads samples (default 64 MiB; 0 leaves malloc's
+settings alone), see :func:`keep_heap_top`.
 """
 
 from __future__ import annotations
@@ -31,8 +40,10 @@ from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_sl
 
 __all__ = [
     "RAGGED_KEYS",
+    "RankAware",
     "collate_frames",
     "keep_heap_top",
+    "process_group_rank",
     "rank_and_world",
     "to_torch_sample",
     "worker_and_count",
@@ -63,8 +74,17 @@ def _pair(index: int, count: int, names: str) -> tuple[int, int]:
     return index, count
 
 
-def rank_and_world() -> tuple[int, int]:
-    """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else (0, 1).
+def process_group_rank() -> tuple[int, int] | None:
+    """(rank, world_size) of this process's ``torch.distributed`` process group, or None if none is initialised."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    return None
+
+
+def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else
+    ``inherited`` (the rank a dataset was pickled in, see :class:`RankAware`), else (0, 1).
 
     Raises
     ------
@@ -74,10 +94,29 @@ def rank_and_world() -> tuple[int, int]:
     world = _env_int("WORLD_SIZE")
     if world is not None:
         return _pair(_env_int("RANK") or 0, world, "RANK/WORLD_SIZE")
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
+    group = process_group_rank()
+    if group is not None:
+        return group
+    if inherited is not None:
+        return _pair(int(inherited[0]), int(inherited[1]), "inherited rank/world_size")
     return 0, 1
+
+
+class RankAware:
+    """Mixin of the sharded datasets: pickled in a process with a process group (to a DataLoader worker
+    started by ``spawn``, which has none), the dataset carries that (rank, world_size) along."""
+
+    _inherited_rank: tuple[int, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        group = process_group_rank()
+        if group is not None:
+            state["_inherited_rank"] = group
+        return state
+
+    def _rank_and_world(self) -> tuple[int, int]:
+        return rank_and_world(self._inherited_rank)
 
 
 def worker_and_count() -> tuple[int, int]:
@@ -92,17 +131,22 @@ def worker_and_count() -> tuple[int, int]:
     return int(info.id), int(info.num_workers)
 
 
-def worker_info() -> tuple[int, int]:
+def worker_info(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     """This process's shard over ranks x DataLoader workers.
+
+    Parameters
+    ----------
+    inherited : (rank, world_size), optional
+        Used when neither the environment nor a process group says (see :func:`rank_and_world`).
 
     Returns
     -------
     (shard, num_shards) : tuple of int
         ``shard = rank * num_workers + worker`` and
         ``num_shards = world_size * num_workers``; (0, 1) in a plain process.
-        See the module docstring for the environment variables that override it.
+        See the module docstring for where rank and world size come from.
     """
-    rank, world = rank_and_world()
+    rank, world = rank_and_world(inherited)
     worker, workers = worker_and_count()
     return rank * workers + worker, world * workers
 

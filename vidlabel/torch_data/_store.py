@@ -19,7 +19,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
 from vidlabel.store import FrameStore, StoreSamples, open_store
-from vidlabel.torch_data._common import rank_and_world, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import RankAware, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_slab
 from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
@@ -177,16 +177,21 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
 
 
-class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
+class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[type-arg]
     """Iterable dataset over a frame store: chunks in a seeded order, split between ranks and workers.
 
     Every epoch, the chunks of the selected samples (a chunk = ``chunk_frames``
     stored frames of one video) are shuffled with ``seed`` and the epoch, laid
     end to end and cut into equal parts for the ``world_size`` ranks (each
     rank yields exactly ``ceil(N / world_size)`` samples, the last parts
-    wrapping to the start of the order, or ``floor`` with ``drop_last``);
-    within a rank, the chunk pieces go round-robin to the DataLoader workers.
-    With one rank every sample comes out exactly once per epoch.
+    wrapping to the start of the order as ``DistributedSampler`` pads by
+    repeating, or ``floor`` with ``drop_last``); within a rank, the part is
+    cut into one contiguous piece per DataLoader worker, sized from the
+    part's length alone, so worker ``w`` yields as many samples on every
+    rank: with the same ``batch_size`` and ``num_workers`` every rank runs
+    the same number of batches (no hang at the last collective). With one
+    rank, or ``N`` a multiple of ``world_size``, every sample comes out
+    exactly once per epoch.
 
     Parameters
     ----------
@@ -271,7 +276,7 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (all its workers together)."""
-        return self._per_rank(rank_and_world()[1])
+        return self._per_rank(self._rank_and_world()[1])
 
     def shard_pieces(self, epoch: int, rank: int, world: int, worker: int, workers: int) -> list[np.ndarray]:
         """The chunk pieces (positions into the selection) one worker of one rank reads in an epoch."""
@@ -288,12 +293,19 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
         mine, mine_unit = sequence[take], unit_of[take]
         if mine.size == 0:
             return []
+        # Each worker gets a contiguous part of the rank's sequence, sized from per_rank alone: worker w yields
+        # as many samples on every rank, so every rank runs the same number of batches.
+        base, extra = divmod(per_rank, workers)
+        lo = worker * base + min(worker, extra)
+        hi = lo + base + (1 if worker < extra else 0)
+        mine, mine_unit = mine[lo:hi], mine_unit[lo:hi]
+        if mine.size == 0:
+            return []
         cuts = np.flatnonzero(np.diff(mine_unit) != 0) + 1
-        pieces = np.split(mine, cuts)
-        return pieces[worker::workers]
+        return np.split(mine, cuts)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        rank, world = rank_and_world()
+        rank, world = self._rank_and_world()
         worker, workers = worker_and_count()
         pieces = self.shard_pieces(self.epoch, rank, world, worker, workers)
         rng = epoch_rng(self.seed, self.epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)

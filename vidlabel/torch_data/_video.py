@@ -14,8 +14,6 @@ of the dataset they got at their start.
 
 from __future__ import annotations
 
-import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,7 +22,8 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import keep_heap_top, to_torch_sample, worker_info
+from vidlabel.torch_data._common import RankAware, keep_heap_top, to_torch_sample, worker_and_count, worker_info
+from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
@@ -61,7 +60,7 @@ class _Output:
         return self.transform(out) if self.transform is not None else out
 
 
-class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """Every sample of a FrameSamples, each video decoded once front to back per epoch.
 
     Whole videos are split between the DataLoader workers and distributed
@@ -156,7 +155,7 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()
-        shard, num_shards = worker_info()
+        shard, num_shards = worker_info(self._inherited_rank)
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
         rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
@@ -188,34 +187,17 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
         self.max_open_readers = int(max_open_readers)
-        self._readers: OrderedDict[str, Any] = OrderedDict()
-        self._pid = os.getpid()
+        self._readers: OpenLRU[str, Any] = OpenLRU(self.max_open_readers)
 
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_readers"] = OrderedDict()
-        return state
-
     def _reader(self, video_id: str) -> Any:
-        if self._pid != os.getpid():  # a forked worker: the parent's readers are not ours to use
-            self._readers = OrderedDict()
-            self._pid = os.getpid()
-        reader = self._readers.pop(video_id, None)
-        if reader is None:
-            reader = self.samples.reader(video_id)
-        self._readers[video_id] = reader
-        while len(self._readers) > self.max_open_readers:
-            self._readers.popitem(last=False)[1].close()
-        return reader
+        return self._readers.get(video_id, self.samples.reader)
 
     def close(self) -> None:
         """Close the readers this process holds."""
-        for reader in self._readers.values():
-            reader.close()
-        self._readers.clear()
+        self._readers.close()
 
     def _position(self, i: Any) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
@@ -248,12 +230,24 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         return self._samples_at([self._position(i) for i in indices])
 
 
-class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
 
     Each epoch's chunk order comes from the plan's seed and the epoch; chunks
-    are split between workers and ranks by ``plan.shard`` (sizes differ by at
-    most one chunk). Every request is produced exactly once per epoch.
+    are split between workers and ranks by ``plan.shard``.
+
+    - One process (``world_size`` 1): whole chunks go to the DataLoader
+      workers (sizes differ by at most one chunk); every request is produced
+      exactly once per epoch.
+    - Distributed ranks (``torch.distributed`` initialised, or
+      ``WORLD_SIZE`` > 1): every rank yields exactly ``ceil(len(plan) /
+      world_size)`` samples, the last rank's part wrapping to the start of
+      the epoch's order (``DistributedSampler`` pads by repeating too), or
+      ``floor`` with ``drop_last``; and worker ``w`` yields as many samples on
+      every rank. So with the same ``batch_size`` and ``num_workers`` on every
+      rank, every rank runs the same number of batches (no hang at the last
+      collective). When ``len(plan)`` is a multiple of ``world_size`` every
+      request is produced exactly once per epoch across the ranks.
 
     Parameters
     ----------
@@ -264,6 +258,8 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         Mix samples through a buffer of this many decoded frames.
     transform : callable, optional
         Receives the tensor sample dict and returns one.
+    drop_last : bool
+        With several ranks: drop the epoch's tail instead of repeating its start, so no request repeats.
     """
 
     def __init__(
@@ -273,6 +269,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         *,
         shuffle_buffer: int = 0,
         transform: Transform | None = None,
+        drop_last: bool = False,
     ) -> None:
         self.samples = _check_samples(samples)
         if not isinstance(plan, ReadPlan):
@@ -280,6 +277,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         self.plan = plan
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
+        self.drop_last = bool(drop_last)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -287,14 +285,21 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
-        """Samples per epoch over all shards together (the plan's requests)."""
-        return len(self.plan)
+        """Samples this rank yields per epoch, all its DataLoader workers together (as ``DistributedSampler``'s
+        length): the plan's requests in one process; ``ceil`` (``floor`` with ``drop_last``) of
+        ``len(plan) / world_size`` under distributed ranks."""
+        world = self._rank_and_world()[1]
+        if world == 1:
+            return len(self.plan)
+        return len(self.plan) // world if self.drop_last else -(-len(self.plan) // world)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()
-        shard, num_shards = worker_info()
+        rank, world = self._rank_and_world()
+        worker, workers = worker_and_count()
         it = self.samples.iter_plan(
-            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=shard, num_shards=num_shards
-        )
+            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=rank * workers + worker,
+            num_shards=world * workers, world_size=world, drop_last=self.drop_last,
+        )  # fmt: skip
         for sample in it:
             yield self._output(sample)
