@@ -37,13 +37,12 @@ def machine() -> str:
         mem = f", {kb / 2**20:.0f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    load = ", load %.1f/%.1f/%.1f" % os.getloadavg() if hasattr(os, "getloadavg") else ""
+    load = ", load {:.1f}/{:.1f}/{:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
     return f"{model}, {os.cpu_count()} cores{mem}{load}"
 
 
 def synthetic_frame(n: int, texture: np.ndarray) -> np.ndarray:
     """A moving noise texture with the frame number as 16 blocks (16x16 px) at the top-left."""
-    height, width = texture.shape[:2]
     img = np.roll(texture, shift=(2 * n, 5 * n), axis=(0, 1)).copy()
     for k in range(16):
         r, c = divmod(k, 8)

@@ -21,13 +21,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchlib import alternate, machine, make_clip, number_of, rates, ratio_range, raw_decode  # noqa: E402
+from _benchlib import alternate, machine, make_clip, number_of, rates, ratio_range, raw_decode
 
-from vidlabel import Dataset, FrameSamples, probe  # noqa: E402
-from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream  # noqa: E402
+from vidlabel import Dataset, FrameSamples, probe
+from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data" / "videos"
+SHARED = (
+    next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT) / "data" / "videos"
+)
 FRAMES = {320: 600, 640: 300, 1280: 150}
 
 

@@ -263,7 +263,7 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
             assert out.flags.writeable and not np.shares_memory(out, reader._mapped)
             held.append((c, out, out.copy()))
         assert all(reader._touched[:3]) and not any(reader._touched[3:])
-        for c, out, copy in held:  # later reads never wrote into buffers handed out earlier
+        for _, out, copy in held:  # later reads never wrote into buffers handed out earlier
             assert np.array_equal(out, copy)
         c, out, copy = held[0]
         out[:] = 0  # and changing a held frame does not change the store

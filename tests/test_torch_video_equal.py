@@ -8,7 +8,6 @@ VideoStream, VideoFrames and PlannedStream build each sample from per-region arr
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -12,8 +12,8 @@ decoding the rest).
 
 from __future__ import annotations
 
-import weakref
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any

@@ -175,7 +175,7 @@ class HDF5FramesReader(FramesReader):
                 except (OSError, ValueError):  # an older kernel: plain faults from now on
                     self._first_touch = "fault"
             elif self._first_touch == "pread" and self._fd >= 0:
-                view, done = memoryview(out), 0
+                view, done = memoryview(out.data), 0
                 while done < self._chunk_bytes:
                     got = os.preadv(self._fd, [view[done:]], offset + done)
                     if got <= 0:

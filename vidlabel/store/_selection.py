@@ -251,7 +251,7 @@ class StoreSamples:
         return self.sample_row(video_id, row)
 
     def samples(
-        self, js: Sequence[int], allocate: Callable[[tuple[int, int, int, int]], np.ndarray] | None = None
+        self, js: Sequence[int], allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
     ) -> list[dict[str, Any]]:
         """Several samples, their frames read grouped by video and chunk (each chunk once).
 

@@ -128,17 +128,17 @@ class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type
         if num_shards < 1:
             raise OptionError(f"num_shards must be >= 1, got {num_shards}")
         ids = self.samples.video_ids
-        sizes = np.diff(self._edges)
+        sizes = np.diff(self._edges).tolist()  # Python ints, converted once
         videos = [v for v in range(len(ids)) if sizes[v] > 0]
         if self.shuffle_videos:
             rng = epoch_rng(self.seed, epoch, STREAM_VIDEO_ORDER)
-            videos = [videos[int(i)] for i in rng.permutation(len(videos))]
+            videos = [videos[i] for i in rng.permutation(len(videos)).tolist()]
         shards: list[list[str]] = [[] for _ in range(num_shards)]
         loads = [0] * num_shards
         for v in videos:
-            s = loads.index(min(loads))
+            s = loads.index(min(loads))  # O(shards): the ranks x workers, not the videos
             shards[s].append(ids[v])
-            loads[s] += int(sizes[v])
+            loads[s] += sizes[v]
         return shards
 
     def _numpy_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
