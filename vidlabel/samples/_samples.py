@@ -191,6 +191,8 @@ class FrameSamples:
 
         self._sel = select_samples(rel, opt)
         self._r_boxes_out: np.ndarray | None = None
+        self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
+        self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code
         if self._cache_path is not None:
             self._frame_store()  # fail early on a missing or unreadable store
 
@@ -307,7 +309,7 @@ class FrameSamples:
             raise FrameOutOfRangeError(
                 f"frame {frame} out of range [0, {meta.frame_count}) in video {video_id!r}", video_id=video_id
             )
-        return self._sel.video_ids.index(video_id)
+        return self._codes[video_id]
 
     def sample(self, video_id: str, frame: int, image: np.ndarray) -> dict[str, Any]:
         """The full sample dict of one frame, given its pixels.
@@ -367,6 +369,53 @@ class FrameSamples:
             normalized=self._normalized,
             label_offset=self._label_offset,
         )
+
+    def _positions_of(self, video_code: int) -> tuple[int, int]:
+        """[first, end) positions in ``index`` of a video's samples (the index is sorted by video code)."""
+        codes = self._sel.index.video_codes
+        return int(np.searchsorted(codes, video_code)), int(np.searchsorted(codes, video_code, side="right"))
+
+    def _targets_at(self, at: slice | list[int]) -> list[tuple[int, int, int, int]]:
+        """(frame, region lo, region hi, pattern) of the samples at positions ``at`` of ``index`` (a slice or
+        a list of non-negative positions), as Python ints: one array conversion for all of them."""
+        sel = self._sel
+        return list(
+            zip(
+                sel.index.frames[at].tolist(),
+                sel.ix_lo[at].tolist(),
+                sel.ix_hi[at].tolist(),
+                sel.ix_pattern[at].tolist(),
+            )
+        )
+
+    def _sample_of(
+        self, video_code: int, frame: int, lo: int, hi: int, pattern: int, image: np.ndarray
+    ) -> dict[str, Any]:
+        """The dict :meth:`sample` returns for a sample of ``index`` (its regions ``[lo, hi)`` and marker
+        pattern known), built from the per-region arrays computed once (:meth:`_boxes_out`), not per call.
+
+        ``image`` must be the reader's frame of that video (the image size of the video); anything else
+        goes through :meth:`sample`. Every array is an own copy (the caller may change it).
+        """
+        sel = self._sel
+        video_id = sel.video_ids[video_code]
+        width, height = self._sizes[video_code]
+        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
+            return self.sample(video_id, frame, image)
+        out: dict[str, Any] = {
+            "image": image,
+            "boxes": self._boxes_out()[lo:hi].copy(),
+            "labels": sel.r_label[lo:hi].copy(),
+            "track_ids": sel.r_track[lo:hi].copy(),
+            "annotation_ids": sel.r_ann[lo:hi].copy(),
+            "frame_labels": sel.patterns[pattern].copy(),
+            "video_id": video_id,
+            "view_id": sel.view_id,
+            "frame_index": frame,
+        }
+        if self._with_masks:
+            out["masks"] = self._masks(lo, hi, video_id, height, width)
+        return out
 
     def _boxes_out(self) -> np.ndarray:
         """(R, 4) float32 boxes of every region in the output format (computed once)."""
@@ -598,9 +647,12 @@ class FrameSamples:
         try:
             for chunk in chunks:
                 reader = readers.get(chunk.video_id, self.reader)
-                repeats = dict(zip(chunk.frames.tolist(), chunk.repeats.tolist()))
-                for n, image in reader.iter_frames(chunk.frames.tolist()):
-                    for k in range(repeats[int(n)]):
-                        yield self.sample(chunk.video_id, int(n), image if k == 0 else image.copy())
+                frames = chunk.frames.tolist()
+                repeats = dict(zip(frames, chunk.repeats.tolist()))
+                for n, image in reader.iter_frames(frames):
+                    sample = self.sample(chunk.video_id, n, image)  # the targets built once per frame
+                    for _ in range(repeats[n] - 1):  # a repeat: an own copy of every array
+                        yield {key: v.copy() if isinstance(v, np.ndarray) else v for key, v in sample.items()}
+                    yield sample
         finally:
             readers.close()

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -40,6 +42,15 @@ __all__ = ["HDF5Backend"]
 
 ROOT_FILE = "store.h5"
 PARTIAL = ".partial"
+
+#: How the first read of an uncompressed chunk in a process meets the read-only memory map of the frames file:
+#: "populate" maps the chunk's pages in one ``madvise(MADV_POPULATE_READ)`` call (Linux 5.14+; elsewhere, or
+#: where the kernel refuses it, the plain page faults), "pread" copies it with ``os.preadv`` (later reads use
+#: the map), "fault" lets the copy fault the pages in (15-45 minor faults per 480p/720p frame measured on
+#: issue 15's machines). ``scripts/bench_storeframes.py`` measures the three in one run.
+FIRST_TOUCH = "populate"
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22 if sys.platform.startswith("linux") else None)
+_PAGE = mmap.PAGESIZE
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
@@ -119,6 +130,9 @@ class HDF5FramesReader(FramesReader):
         self._mmap: mmap.mmap | None = None
         self._mapped: np.ndarray | None = None  # the whole file as uint8, a view of the map
         self._offsets: np.ndarray | None = None
+        self._fd = -1  # for "pread" first touches
+        self._touched = bytearray()  # per chunk: read through the map in this process already
+        self._first_touch = FIRST_TOUCH
         if self.codec.name == "none":
             self._map_chunks()
 
@@ -134,11 +148,42 @@ class HDF5FramesReader(FramesReader):
             self._dsid.chunk_iter(visit)
             with open(self.path, "rb") as fh:
                 self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                if self._first_touch == "pread":
+                    self._fd = os.dup(fh.fileno())
         except (AttributeError, OSError, ValueError):  # old HDF5 without chunk_iter, or no mmap here
             return
         self._mapped = np.frombuffer(self._mmap, dtype=np.uint8)
         self._offsets = offsets
         self._chunk_bytes = chunk_bytes
+        self._touched = bytearray(self.n_chunks)
+
+    def _copy_mapped(self, index: int, offset: int, out: np.ndarray) -> None:
+        """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``.
+
+        The map is read-only and the file immutable: ``out`` never shares memory with it. The first read of
+        a chunk in this process takes its pages in as :data:`FIRST_TOUCH` says, instead of one page fault
+        per few pages during the copy.
+        """
+        assert self._mapped is not None
+        end = offset + self._chunk_bytes
+        if not self._touched[index]:
+            self._touched[index] = 1
+            if self._first_touch == "populate" and _MADV_POPULATE_READ is not None and self._mmap is not None:
+                start = offset - offset % _PAGE
+                try:
+                    self._mmap.madvise(_MADV_POPULATE_READ, start, end - start)
+                except (OSError, ValueError):  # an older kernel: plain faults from now on
+                    self._first_touch = "fault"
+            elif self._first_touch == "pread" and self._fd >= 0:
+                view, done = memoryview(out.data), 0
+                while done < self._chunk_bytes:
+                    got = os.preadv(self._fd, [view[done:]], offset + done)
+                    if got <= 0:
+                        break
+                    done += got
+                if done == self._chunk_bytes:
+                    return
+        np.copyto(out, self._mapped[offset:end])
 
     def raw_chunk(self, index: int) -> bytes:
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
@@ -150,7 +195,7 @@ class HDF5FramesReader(FramesReader):
         if self.codec.name == "none":
             offset = -1 if self._offsets is None or not 0 <= index < self._offsets.size else int(self._offsets[index])
             if offset >= 0 and self._mapped is not None:
-                np.copyto(out.reshape(-1), self._mapped[offset : offset + self._chunk_bytes])
+                self._copy_mapped(index, offset, out.reshape(-1))
             else:
                 self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
             return out
@@ -159,6 +204,9 @@ class HDF5FramesReader(FramesReader):
 
     def close(self) -> None:
         self._mapped = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None

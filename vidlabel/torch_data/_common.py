@@ -18,11 +18,17 @@ Where the rank and world size come from, first found wins:
 
 ``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
 worker number and count (``torch.utils.data.get_worker_info()``).
+
+``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
+the heap in a process that reads samples (default 64 MiB; 0 leaves malloc's
+settings alone), see :func:`keep_heap_top`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,12 +42,17 @@ __all__ = [
     "RAGGED_KEYS",
     "RankAware",
     "collate_frames",
+    "keep_heap_top",
     "process_group_rank",
     "rank_and_world",
     "to_torch_sample",
     "worker_and_count",
     "worker_info",
 ]
+
+_M_TOP_PAD = -2  # glibc's mallopt parameter number
+_HEAP_TOP_PAD = 64 << 20
+_heap_tuned_pid = -1
 
 #: Per-sample keys whose first dimension is the number of regions: collated as lists.
 RAGGED_KEYS = frozenset({"boxes", "labels", "track_ids", "annotation_ids", "masks", "confidences"})
@@ -140,6 +151,32 @@ def worker_info(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     return rank * workers + worker, world * workers
 
 
+def keep_heap_top() -> None:
+    """Once per process (glibc only): keep ``VIDLABEL_MALLOC_TOP_PAD`` bytes (64 MiB) of freed memory at the
+    top of the heap instead of giving it back to the OS after every free.
+
+    A decoded frame is a fresh multi-megabyte buffer (FFmpeg's, under ``to_ndarray``), allocated while the
+    previous sample is still held. With glibc's default trimming the heap top is given back and taken again
+    for nearly every frame, so each frame's pages are faulted in anew: 430 minor faults per 720p frame,
+    about a third of the CPU of decoding it, against 0-6 with the pad (issue 15, ``scripts/bench_stream.py``).
+    The memory kept is at most the pad, and only pages already used.
+    """
+    global _heap_tuned_pid
+    if _heap_tuned_pid == os.getpid():
+        return
+    _heap_tuned_pid = os.getpid()
+    pad = _env_int("VIDLABEL_MALLOC_TOP_PAD")
+    pad = _HEAP_TOP_PAD if pad is None else pad
+    if pad <= 0 or not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt(_M_TOP_PAD, min(pad, 2**31 - 1))
+
+
 def _tensor(arr: np.ndarray) -> torch.Tensor:
     # from_numpy shares memory; copy read-only or non-native arrays (torch warns on read-only ones).
     if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
@@ -214,6 +251,16 @@ def _stack(values: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack(values)
 
 
+def _pooled_list(values: list[torch.Tensor]) -> list[torch.Tensor] | None:
+    """Tensors of several shapes that all lie in one pool slab of this worker (StoreFrames reads a batch of
+    frames of several sizes back to back into one), as a list that travels by slab; else None."""
+    ptr = values[0].untyped_storage().data_ptr()
+    if any(v.untyped_storage().data_ptr() != ptr for v in values):
+        return None
+    slab = slab_of(values[0])
+    return None if slab is None else slab.tensors(values)
+
+
 def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
     """One tensor per sample, as views of one concatenated storage where dtypes and trailing shapes agree.
 
@@ -271,7 +318,8 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
                 out[key] = by_value(_stack(values))
             else:
-                out[key] = ragged_by_value(_ragged(values))
+                pooled = None if key in RAGGED_KEYS else _pooled_list(values)
+                out[key] = pooled if pooled is not None else ragged_by_value(_ragged(values))
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
             out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
         elif all(isinstance(v, (float, np.floating)) for v in values):

@@ -154,17 +154,23 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         buffers: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...]) -> np.ndarray:
-            # one (B, H, W, 3) buffer for a batch whose frames share a size; in a DataLoader worker, a reusable
-            # shared-memory slab
+            # one (B, H, W, 3) buffer for a batch whose frames share a size, else one flat buffer of all their
+            # bytes; in a DataLoader worker, a reusable shared-memory slab
             slab = take_slab(shape)
             buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
             return buffers[0]
 
         samples = self.samples.samples([int(i) for i in indices], allocate=allocate)
-        if buffers:
+        if buffers and buffers[0].ndim == 4:
             batch = torch.from_numpy(buffers[0])
             for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
                 sample["image"] = batch[k].permute(2, 0, 1)
+        elif buffers:  # frames of several sizes, back to back in one buffer (one slab in a worker)
+            flat, offset = torch.from_numpy(buffers[0]), 0
+            for sample in samples:
+                h, w, c = sample["image"].shape
+                sample["image"] = flat[offset : offset + h * w * c].view(h, w, c).permute(2, 0, 1)
+                offset += h * w * c
         return [self._finish(s) for s in samples]
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import RankAware, to_torch_sample, worker_and_count, worker_info
+from vidlabel.torch_data._common import RankAware, keep_heap_top, to_torch_sample, worker_and_count, worker_info
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
@@ -128,31 +128,33 @@ class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type
         if num_shards < 1:
             raise OptionError(f"num_shards must be >= 1, got {num_shards}")
         ids = self.samples.video_ids
-        sizes = np.diff(self._edges)
+        sizes = np.diff(self._edges).tolist()  # Python ints, converted once
         videos = [v for v in range(len(ids)) if sizes[v] > 0]
         if self.shuffle_videos:
             rng = epoch_rng(self.seed, epoch, STREAM_VIDEO_ORDER)
-            videos = [videos[int(i)] for i in rng.permutation(len(videos))]
+            videos = [videos[i] for i in rng.permutation(len(videos)).tolist()]
         shards: list[list[str]] = [[] for _ in range(num_shards)]
         loads = [0] * num_shards
         for v in videos:
-            s = loads.index(min(loads))
+            s = loads.index(min(loads))  # O(shards): the ranks x workers, not the videos
             shards[s].append(ids[v])
-            loads[s] += int(sizes[v])
+            loads[s] += sizes[v]
         return shards
 
-    def _frames_of(self, video_id: str) -> list[int]:
-        v = self.samples.video_ids.index(video_id)
-        frames = self.samples.index.frames[int(self._edges[v]) : int(self._edges[v + 1])]
-        return [int(f) for f in frames.tolist()]
-
     def _numpy_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
+        samples = self.samples
         for video_id in videos:
-            with self.samples.reader(video_id) as reader:
-                for n, image in reader.iter_frames(self._frames_of(video_id)):
-                    yield self.samples.sample(video_id, int(n), image)
+            code = samples._codes[video_id]
+            # The video's samples as Python ints, converted once per video (not per sample).
+            targets = samples._targets_at(slice(int(self._edges[code]), int(self._edges[code + 1])))
+            by_frame = {t[0]: t for t in targets}
+            with samples.reader(video_id) as reader:
+                for n, image in reader.iter_frames(list(by_frame)):
+                    f, lo, hi, pattern = by_frame[n]
+                    yield samples._sample_of(code, f, lo, hi, pattern, image)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        keep_heap_top()
         shard, num_shards = worker_info(self._inherited_rank)
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
@@ -197,31 +199,35 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         """Close the readers this process holds."""
         self._readers.close()
 
-    def _position(self, i: Any) -> tuple[str, int]:
+    def _position(self, i: Any) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"VideoFrames indices must be integers, got {type(i).__name__}")
         n = len(self)
         if not -n <= int(i) < n:
             raise IndexError(f"sample {int(i)} out of range [0, {n})")
-        return self.samples.index[int(i)]  # type: ignore[no-any-return]
+        return int(i) % n
+
+    def _samples_at(self, positions: list[int]) -> list[dict[str, Any]]:
+        keep_heap_top()
+        samples = self.samples
+        codes = samples.index.video_codes[positions].tolist()
+        targets = samples._targets_at(positions)
+        by_video: dict[int, list[int]] = {}
+        for j, code in enumerate(codes):
+            by_video.setdefault(code, []).append(j)
+        out: list[dict[str, Any] | None] = [None] * len(positions)
+        for code, js in by_video.items():
+            images = self._reader(samples.video_ids[code]).read_many([targets[j][0] for j in js])
+            for j, image in zip(js, images):
+                out[j] = self._output(samples._sample_of(code, *targets[j], image))
+        return out  # type: ignore[return-value]
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        video_id, frame = self._position(i)
-        image = self._reader(video_id).read(frame)
-        return self._output(self.samples.sample(video_id, frame, image))
+        return self._samples_at([self._position(i)])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Samples ``indices`` in the order given, frames of one video read together with ``read_many``."""
-        pairs = [self._position(i) for i in indices]
-        by_video: dict[str, list[int]] = {}
-        for j, (video_id, _) in enumerate(pairs):
-            by_video.setdefault(video_id, []).append(j)
-        out: list[dict[str, Any] | None] = [None] * len(pairs)
-        for video_id, js in by_video.items():
-            images = self._reader(video_id).read_many([pairs[j][1] for j in js])
-            for j, image in zip(js, images):
-                out[j] = self._output(self.samples.sample(video_id, pairs[j][1], image))
-        return out  # type: ignore[return-value]
+        return self._samples_at([self._position(i) for i in indices])
 
 
 class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
@@ -288,6 +294,7 @@ class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # ty
         return len(self.plan) // world if self.drop_last else -(-len(self.plan) // world)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        keep_heap_top()
         rank, world = self._rank_and_world()
         worker, workers = worker_and_count()
         it = self.samples.iter_plan(
