@@ -161,8 +161,12 @@ def _write_json(path: Path, doc: Any) -> None:
 # -- the export ------------------------------------------------------------------------------------------------
 
 
-def export_mediasequence(plan: ExportPlan, opts: ExportOptions, report: Any, bar: Any = None) -> None:
+def export_mediasequence(
+    plan: ExportPlan, opts: ExportOptions, report: Any, bar: Any = None, *, images: bool = True
+) -> None:
     """Write ``plan`` as MediaSequence records into ``opts.out`` (locked by the caller); fill ``report``.
+
+    ``images=False`` writes labels-only records (nothing decoded): ``export_labels(ds, "mediasequence", ...)``.
 
     Raises
     ------
@@ -192,12 +196,12 @@ def export_mediasequence(plan: ExportPlan, opts: ExportOptions, report: Any, bar
             writer = None
 
     try:
-        for span, images in _records_to_write(plan, opts, spans, kept, report, bar):
+        for span, encoded in _records_to_write(plan, opts, spans, kept, report, bar, images):
             if span.shard != current:
                 close_current()
                 current = span.shard
                 writer = TFRecordWriter(str(folder / (names[current] + _PARTIAL)))
-            ctx, seq = record_datum(plan, opts, span, images, context, plan_records_of(spans, span.video))
+            ctx, seq = record_datum(plan, opts, span, encoded, context, plan_records_of(spans, span.video))
             writer.write(ctx, seq)
         close_current()
     finally:
@@ -227,13 +231,17 @@ def plan_records_of(spans: list[RecordSpan], video: int) -> list[RecordSpan]:
 
 
 def _records_to_write(
-    plan: ExportPlan, opts: ExportOptions, spans: list[RecordSpan], kept: set[str], report: Any, bar: Any
-) -> Iterator[tuple[RecordSpan, list[bytes]]]:
+    plan: ExportPlan, opts: ExportOptions, spans: list[RecordSpan], kept: set[str], report: Any, bar: Any,
+    images: bool,
+) -> Iterator[tuple[RecordSpan, list[bytes] | None]]:  # fmt: skip
     """(record, its encoded images) of every record whose shard is not in place, decoding each video once."""
     n_shards = (spans[-1].shard + 1) if spans else 0
     for v, video in enumerate(plan.videos):
         todo = [s for s in spans if s.video == v and shard_name(s.shard, n_shards) not in kept]
         if not todo:
+            continue
+        if not images:
+            yield from ((span, None) for span in todo)
             continue
         rows = np.concatenate([np.arange(s.start, s.stop) for s in todo])
         frames = video.frame_number[rows]

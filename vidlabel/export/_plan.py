@@ -28,7 +28,9 @@ from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._backend import Backend
 from vidlabel.store._layout import digest, frames_key, pixel_key
 
-__all__ = ["ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames"]
+__all__ = [
+    "ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames", "timestamps_us",
+]  # fmt: skip
 
 _KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
 # FrameSamples' warning about frames without a trustworthy picture (export warns about them itself).
@@ -150,7 +152,7 @@ def _plan_video(
         view_size=None if view is None else view.output_size, output_size=opts.output_size, codec=opts.codec.spec,
     )  # fmt: skip
     fkey = frames_key(pkey, opts.chunk_frames, stored)
-    arrays = {"frame_number": stored, "timestamp_us": _timestamps_us(meta, stored), "is_annotated": is_annotated}
+    arrays = {"frame_number": stored, "timestamp_us": timestamps_us(meta, stored), "is_annotated": is_annotated}
     if not opts.frames_only:
         table = rel.table
         tcode = table.video_ids.index(video_id) if video_id in table.video_ids else -1
@@ -195,7 +197,7 @@ def _count_losses(plan: ExportPlan, video_id: str, lost: dict[str, Any], markers
     plan.rows_outside_video += outside
 
 
-def _timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
+def timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
     """Presentation time of frames in microseconds: from the frame index when it covers the video, else frame / fps."""
     fi = meta.frame_index
     frames = np.asarray(frames, dtype=np.int64)
@@ -353,8 +355,8 @@ def _segments(
         "end_frame": end.astype(np.int64),
         "start_index": first.astype(np.int64),
         "end_index": last.astype(np.int64),
-        "start_timestamp_us": _timestamps_us(meta, start),
-        "end_timestamp_us": _timestamps_us(meta, end),
+        "start_timestamp_us": timestamps_us(meta, start),
+        "end_timestamp_us": timestamps_us(meta, end),
         "label_index": table.label[rows].astype(np.int64),
         "annotation_id": table.annotation_id[rows].astype(np.int64),
     }
