@@ -21,7 +21,9 @@ INSTALL_REQUIRES = [
 ]
 EXTRAS_REQUIRE = {
     "torch": ["torch>=2.1"],
+    "tf": ["tfrecord>=1.14"],  # MediaSequence export/import (TFRecord + SequenceExample protos, no TensorFlow)
     "dev": [
+        "tfrecord>=1.14",
         "pytest>=8",
         "pytest-timeout>=2.2",
         "hypothesis>=6.90",

@@ -24,6 +24,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tfrecord import example_pb2  # the tfrecord package's own protos and reader: not vidlabel's
+from tfrecord.reader import tfrecord_iterator
+from tfrecord.writer import TFRecordWriter
 
 from tests.conftest import VFR_PTS_MS
 from tests.formats_util import canonical, random_tracks
@@ -32,11 +35,6 @@ from vidlabel import Dataset, export, probe
 from vidlabel.cli import main
 from vidlabel.errors import FormatError, OptionError, StoreError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
-
-pytest.importorskip("tfrecord", reason="the tfrecord package (extra 'tf') writes and reads MediaSequence records")
-from tfrecord import example_pb2  # noqa: E402
-from tfrecord.reader import tfrecord_iterator  # noqa: E402
-from tfrecord.writer import TFRecordWriter  # noqa: E402
 
 LABELS = ["person", "car", "goal"]
 W, H = 64, 48
@@ -240,7 +238,10 @@ def test_every_key_name_type_and_length_per_frame(exported: tuple[Dataset, Path]
     rows = ds.annotations()
     stored = sorted({r["start_frame"] for r in rows if r["kind"] != "marker"})
     assert [len(fl(se, "image/timestamp")) for se in records] == [5, 5, 5, 1]
-    assert sorted(p.name for p in out.glob("part-*")) == ["part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
+    assert sorted(p.name for p in out.glob("part-*")) == [
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
     position = 0
     for se in records:
         for key, f in se.context.feature.items():
@@ -263,7 +264,9 @@ def test_every_key_name_type_and_length_per_frame(exported: tuple[Dataset, Path]
         assert ctx(se, "image/height") == [H] and ctx(se, "image/width") == [W]
         assert [t for (t,) in fl(se, "image/timestamp")] == [times[f] for f in frames]
         assert fl(se, "region/timestamp") == fl(se, "image/timestamp")
-        assert ctx(se, "clip/start/timestamp") == [times[frames[0]]] and ctx(se, "clip/end/timestamp") == [times[frames[-1]]]
+        assert ctx(se, "clip/start/timestamp") == [times[frames[0]]] and ctx(se, "clip/end/timestamp") == [
+            times[frames[-1]]
+        ]
         assert [read_frame_number(decode_image(b)) for (b,) in fl(se, "image/encoded")] == frames
         assert fl(se, "region/is_annotated") == [[1]] * n
         for j, f in enumerate(frames):

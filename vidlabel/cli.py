@@ -613,13 +613,21 @@ def build_parser() -> argparse.ArgumentParser:
         "MediaPipe)",
     )
     p.add_argument(
-        "--codec", default=None, help="none, lz4, zstd, gzip, png or jpeg[:Q]; mediasequence: jpeg[:Q] (default 95) or png"
+        "--codec",
+        default=None,
+        help="none, lz4, zstd, gzip, png or jpeg[:Q]; mediasequence: jpeg[:Q] (default 95) or png",
     )
     p.add_argument(
-        "--clip-frames", type=int, default=None, help="mediasequence: stored frames per SequenceExample (default: a video)"
+        "--clip-frames",
+        type=int,
+        default=None,
+        help="mediasequence: stored frames per SequenceExample (default: a video)",
     )
     p.add_argument(
-        "--shard-frames", type=int, default=None, help="mediasequence: close a TFRecord shard at this many frames (1024)"
+        "--shard-frames",
+        type=int,
+        default=None,
+        help="mediasequence: close a TFRecord shard at this many frames (1024)",
     )
     p.add_argument("--view", dest="view_id", default=None, help="store this view's crop and its annotations only")
     p.add_argument(

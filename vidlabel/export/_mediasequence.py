@@ -250,15 +250,15 @@ def _records_to_write(
             chunk_frames=1, frame_number=frames, decode=frames, sources=[], attrs={},
         )  # fmt: skip
         counts = {"decoded": 0, "copied": 0}
-        images = unit_frames(job, opts, counts)
+        decoded = unit_frames(job, opts, counts)
         for span in todo:
             encoded = []
             for _ in range(span.frames):
-                encoded.append(encode_image(next(images), opts))
+                encoded.append(encode_image(next(decoded), opts))
                 if bar is not None:
                     bar.update(1)
             yield span, encoded
-        images.close()
+        decoded.close()
         report.frames_decoded += counts["decoded"]
 
 
@@ -321,7 +321,7 @@ def record_datum(
     ctx: dict[str, tuple[Any, str]] = {
         "example/id": ((video.video_id if whole else f"{video.video_id}/{frames[0]}-{frames[-1]}").encode(), "byte"),
         "example/dataset_name": ((f"{name}@{release_id}" if release_id else name).encode(), "byte"),
-        "clip/data_path": (video.meta.uri.encode(), "byte"),
+        "clip/data_path": ((video.meta.uri or "").encode(), "byte"),
         "clip/media_id": (video.video_id.encode(), "byte"),
         "clip/start/timestamp": (int(ts[0]), "int"),
         "clip/end/timestamp": (int(ts[-1]), "int"),
@@ -451,4 +451,3 @@ def _mask_png(a: dict[str, np.ndarray], k: int, size: tuple[int, int]) -> bytes:
     counts = a["regions/mask_counts"][int(a["regions/mask_offsets"][k]) : int(a["regions/mask_offsets"][k + 1])]
     mask = decode_rle({"size": [size[1], size[0]], "counts": counts.tobytes()})
     return encode_png_mask(mask)
-

@@ -10,7 +10,7 @@ encodes and writes them on a thread and publishes the unit ``complete`` last.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +101,7 @@ def _queue_reporter(key: str, progress_queue: Any) -> Callable[[int], None]:
     return on_frame
 
 
-def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Iterator[np.ndarray]:
+def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Generator[np.ndarray, None, None]:
     """The unit's frames in row order: copies from stored units merged with a sequential decode of the rest."""
     per_row: dict[int, tuple[int, int]] = {}  # our row -> (source, source row)
     for s, (_key, src_numbers, ours) in enumerate(job.sources):

@@ -313,7 +313,9 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
             track = video.track(tracks[j][k]) if tracks is not None else None
             if track is not None:
                 row["track_id"] = track
-            row.update(_origin_conf(_at(lists["vidlabel/region/origin"], j), _at(lists["region/label/confidence"], j), k))
+            row.update(
+                _origin_conf(_at(lists["vidlabel/region/origin"], j), _at(lists["region/label/confidence"], j), k)
+            )
             vr.add(row, f"{file.name} {at} region {k}")
 
 
@@ -340,8 +342,11 @@ def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None
     seg_start, seg_end = _context(example, "segment/start/timestamp"), _context(example, "segment/end/timestamp")
     seg_labels = _context(example, "segment/label/string")
     if seg_start is not None or seg_labels is not None:
-        if seg_start is None or seg_end is None or seg_labels is None or not len(seg_start) == len(seg_end) == len(
-            seg_labels
+        if (
+            seg_start is None
+            or seg_end is None
+            or seg_labels is None
+            or not len(seg_start) == len(seg_end) == len(seg_labels)
         ):
             raise fail(
                 file, where, "segment/start/timestamp, segment/end/timestamp and segment/label/string must be "
