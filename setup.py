@@ -23,7 +23,9 @@ EXTRAS_REQUIRE = {
     "torch": ["torch>=2.1"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
     "s3": ["s3fs>=2023.6", "obstore>=0.4"],  # stores in S3-compatible object stores
+    "tf": ["tfrecord>=1.14"],  # MediaSequence export/import (TFRecord + SequenceExample protos, no TensorFlow)
     "dev": [
+        "tfrecord>=1.14",
         "pytest>=8",
         "pytest-timeout>=2.2",
         "hypothesis>=6.90",

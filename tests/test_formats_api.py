@@ -16,7 +16,9 @@ from vidlabel.formats._cli import FORMAT_NAMES
 
 
 def test_registry_names_and_public_docstrings() -> None:
-    assert sorted(FORMATS) == sorted(FORMAT_NAMES) == ["coco-vid", "cvat-video", "label-studio", "mot", "ytvis"]
+    assert sorted(FORMATS) == sorted(FORMAT_NAMES) == [
+        "coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis",
+    ]  # fmt: skip
     for name in formats.__all__:
         assert getattr(formats, name).__doc__, name
     assert issubclass(FormatError, VidlabelError) and issubclass(FormatError, ValueError)

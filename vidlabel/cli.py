@@ -451,6 +451,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         view_id=args.view_id, frames=args.frames, stride=args.stride,
         output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
         workers=args.workers, progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
+        clip_frames=args.clip_frames, shard_frames=args.shard_frames,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -607,9 +608,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--release", default="latest", help="release id to export, or 'latest' (default)")
     p.add_argument(
-        "--format", dest="store_format", choices=["hdf5", "zarr"], default="hdf5", help="store format (default hdf5)"
+        "--format",
+        dest="store_format",
+        choices=["hdf5", "zarr", "mediasequence"],
+        default="hdf5",
+        help="store format (default hdf5); mediasequence: TFRecord shards of tf.train.SequenceExample (TensorFlow, "
+        "MediaPipe)",
     )
-    p.add_argument("--codec", default=None, help="none, lz4, zstd, gzip, png or jpeg")
+    p.add_argument(
+        "--codec",
+        default=None,
+        help="none, lz4, zstd, gzip, png or jpeg[:Q]; mediasequence: jpeg[:Q] (default 95) or png",
+    )
+    p.add_argument(
+        "--clip-frames",
+        type=int,
+        default=None,
+        help="mediasequence: stored frames per SequenceExample (default: a video)",
+    )
+    p.add_argument(
+        "--shard-frames",
+        type=int,
+        default=None,
+        help="mediasequence: close a TFRecord shard at this many frames (1024)",
+    )
     p.add_argument("--view", dest="view_id", default=None, help="store this view's crop and its annotations only")
     p.add_argument(
         "--frames",

@@ -30,7 +30,9 @@ from vidlabel.store._backend import Backend
 from vidlabel.store._layout import digest, frames_key, pixel_key
 from vidlabel.store._verify import damaged_unit_chunks
 
-__all__ = ["ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames"]
+__all__ = [
+    "ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames", "timestamps_us",
+]  # fmt: skip
 
 _KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
 # FrameSamples' warning about frames without a trustworthy picture (export warns about them itself).
@@ -154,7 +156,7 @@ def _plan_video(
     )  # fmt: skip
     chunk_frames = opts.unit_chunk_frames(stored.size)  # a chunk never holds more rows than the unit's frames
     fkey = frames_key(pkey, chunk_frames, stored)
-    arrays = {"frame_number": stored, "timestamp_us": _timestamps_us(meta, stored), "is_annotated": is_annotated}
+    arrays = {"frame_number": stored, "timestamp_us": timestamps_us(meta, stored), "is_annotated": is_annotated}
     if not opts.frames_only:
         table = rel.table
         tcode = _table_index(table).codes.get(video_id, -1)
@@ -226,7 +228,7 @@ def _count_losses(plan: ExportPlan, video_id: str, lost: dict[str, Any], markers
     plan.rows_outside_video += outside
 
 
-def _timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
+def timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
     """Presentation time of frames in microseconds: from the frame index when it covers the video, else frame / fps."""
     fi = meta.frame_index
     frames = np.asarray(frames, dtype=np.int64)
@@ -386,8 +388,8 @@ def _segments(
         "end_frame": end.astype(np.int64),
         "start_index": first.astype(np.int64),
         "end_index": last.astype(np.int64),
-        "start_timestamp_us": _timestamps_us(meta, start),
-        "end_timestamp_us": _timestamps_us(meta, end),
+        "start_timestamp_us": timestamps_us(meta, start),
+        "end_timestamp_us": timestamps_us(meta, end),
         "label_index": table.label[rows].astype(np.int64),
         "annotation_id": table.annotation_id[rows].astype(np.int64),
     }

@@ -51,7 +51,8 @@ from typing import Any
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, VideoChangedError, VideoDecodeError
-from vidlabel.export._options import ExportOptions, check_options
+from vidlabel.export._mediasequence import export_mediasequence
+from vidlabel.export._options import MEDIASEQUENCE, ExportOptions, check_options
 from vidlabel.export._plan import ExportPlan, UnitWork, plan_export, plan_units, select_frames
 from vidlabel.export._pool import progress_bar, run_units
 from vidlabel.export._publish import (
@@ -88,8 +89,11 @@ def export(
     roots: Sequence[str | os.PathLike[str]] = (),
     frames_only: bool = False,
     overwrite: bool = False,
+    clip_frames: int | None = None,
+    shard_frames: int | None = None,
 ) -> ExportReport:
-    """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random.
+    """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random,
+    or into MediaSequence SequenceExamples in TFRecord shards (``format="mediasequence"``).
 
     Parameters
     ----------
@@ -100,11 +104,16 @@ def export(
         reused where they match, a killed export is resumed.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
-    format : {"hdf5", "zarr"}
+    format : {"hdf5", "zarr", "mediasequence"}
+        ``mediasequence``: one ``tf.train.SequenceExample`` per video (or per clip of
+        ``clip_frames`` stored frames) with MediaPipe's MediaSequence keys, in
+        ``out/part-00000-of-000NN.tfrecord`` shards, ``out/_SUCCESS`` last (see
+        :mod:`vidlabel.export._mediasequence`; needs the ``tfrecord`` package, extra ``tf``).
     codec : str, optional
         ``none`` (default: lossless, fastest to read), ``lz4``, ``zstd[:level]``,
         ``gzip[:level]``, ``png`` (lossless, one picture per frame) or
-        ``jpeg[:quality]`` (lossy, opt-in).
+        ``jpeg[:quality]`` (lossy, opt-in). MediaSequence: ``jpeg[:quality]``
+        (default ``jpeg:95``) or ``png``.
     view_id : str, optional
         Store that view's crop (resized to its output size) with only that
         view's annotations, as ``FrameSamples(view_id=...)``.
@@ -134,6 +143,10 @@ def export(
         Replace a store at ``out`` that was exported from another dataset
         (by default that is refused; a store of this dataset, of any of its
         releases, is always updated in place).
+    clip_frames : int, optional
+        MediaSequence only: stored frames per SequenceExample (default: one per video).
+    shard_frames : int, optional
+        MediaSequence only: a shard is closed once it holds this many frames (default 1024).
 
     Returns
     -------
@@ -166,7 +179,7 @@ def export(
     opts = check_options(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
-        frames_only=frames_only, overwrite=overwrite,
+        frames_only=frames_only, overwrite=overwrite, clip_frames=clip_frames, shard_frames=shard_frames,
     )  # fmt: skip
     rel = _resolve_release(ds, release)
     selection = select_frames(rel, opts, str(getattr(ds, "path", "")) or rel.info.get("dataset"))
@@ -174,6 +187,20 @@ def export(
     folder = Path(out)
     refuse_file_target(folder)
     report = ExportReport(out=str(folder), format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
+    if opts.format == MEDIASEQUENCE:
+        with StoreLock(folder):
+            plan = plan_export(selection, opts)
+            report_plan(report, plan, opts, stacklevel=2)
+            total = sum(int(v.frame_number.size) for v in plan.videos)
+            bar = progress_bar(opts.progress and total > 0, total, f"export {folder.name}")
+            try:
+                export_mediasequence(plan, opts, report, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+        report.seconds = time.perf_counter() - t0
+        report.size_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+        return report
     with StoreLock(folder):
         backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)

@@ -45,11 +45,12 @@ def import_labels(
     Parameters
     ----------
     ds : Dataset
-    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio"}
+    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
         A key of ``FORMATS``; each format's conventions (frame bases, box forms, interpolation)
         are in the README's "Labels in and out" section and in its module.
     path : str or os.PathLike
-        The file (``gt.txt``, ``annotations.xml``, a JSON file).
+        The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
+        file or a folder of ``*.tfrecord`` shards).
     video_id : str, optional
         The dataset video of a file that holds one video.
     videos : mapping, optional
@@ -206,11 +207,13 @@ def export_labels(
     Parameters
     ----------
     ds : Dataset
-    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio"}
+    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
     out : str or os.PathLike
         A file (``.json``; ``.xml`` or ``.txt`` for a release of one video) or a folder: MOT writes
         ``out/<video_id>/gt/gt.txt`` (+ ``det/det.txt`` for model rows, ``seqinfo.ini``,
-        ``gt/labels.txt``); CVAT one ``out/<video_id>.xml`` per video.
+        ``gt/labels.txt``); CVAT one ``out/<video_id>.xml`` per video; MediaSequence labels-only
+        records (no images) in ``out/part-*.tfrecord`` (``vidlabel.export(..., format="mediasequence")``
+        writes the images too).
     release : str or Release
         A release id, ``"latest"``, or a :class:`~vidlabel.Release`.
     videos : sequence of str

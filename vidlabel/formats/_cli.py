@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["FORMAT_NAMES", "add_format_commands"]
 
 #: The names ``vidlabel import --help`` lists (a test checks they are the keys of ``FORMATS``).
-FORMAT_NAMES = ("coco-vid", "cvat-video", "label-studio", "mot", "ytvis")
+FORMAT_NAMES = ("coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis")
 
 
 def _pairs(text: str) -> dict[str, str]:
