@@ -173,6 +173,33 @@ def test_store_stream_order_is_seeded_and_changes_with_the_epoch(world: tuple[Pa
         plain.set_epoch(-1)
 
 
+@pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-none"])
+def test_set_epoch_reaches_persistent_workers(world: tuple[Path, Dataset], store_name: str) -> None:
+    # Issue 12 item 2: persistent workers kept the dataset copy of their start and repeated epoch 0 forever.
+    root, _ = world
+
+    def orders(persistent: bool, context: str = "fork") -> list[list[tuple[str, int]]]:
+        stream = StoreStream(root / store_name, shuffle_buffer=6, seed=4)
+        loader = DataLoader(
+            stream, batch_size=4, num_workers=2, persistent_workers=persistent, multiprocessing_context=context,
+            collate_fn=collate_frames,
+        )  # fmt: skip
+        out = []
+        for epoch in range(3):
+            stream.set_epoch(epoch)
+            assert stream.epoch == epoch
+            out.append(pairs_of(loader))
+        return out
+
+    fresh, kept = orders(False), orders(True)
+    assert kept == fresh
+    if store_name == "zarr-none":  # spawned workers receive the shared epoch as they start
+        assert orders(True, "spawn") == fresh
+    assert len({tuple(order) for order in fresh}) == 3  # each epoch its own order
+    want = Counter(StoreStream(root / store_name).index)
+    assert all(Counter(order) == want for order in kept)
+
+
 def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
     root, _ = world
     store = open_store(root / "zarr-zstd4")
@@ -189,6 +216,11 @@ def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
     assert [(s["video_id"], s["frame_index"]) for s in pickle.loads(pickle.dumps(stream))] == [
         (s["video_id"], s["frame_index"]) for s in stream
     ]
+    stream.set_epoch(3)
+    clone_stream = pickle.loads(pickle.dumps(stream))  # outside a worker start: the epoch travels as a number
+    assert clone_stream.epoch == 3
+    clone_stream.set_epoch(5)
+    assert stream.epoch == 3 and clone_stream.epoch == 5
 
 
 @pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-zstd4"])

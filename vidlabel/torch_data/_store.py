@@ -19,7 +19,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
 from vidlabel.store import FrameStore, StoreSamples, open_store
-from vidlabel.torch_data._common import RankAware, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_slab
 from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
@@ -242,7 +242,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         self.shuffle_buffer = int(shuffle_buffer)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
-        self.epoch = 0
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts: set_epoch reaches persistent workers
         self._units = self._chunk_units()
 
     def _chunk_units(self) -> list[np.ndarray]:
@@ -263,12 +263,19 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch``'s order from the next iteration on.
 
-        Call it before iterating the DataLoader each epoch: workers get a fresh
-        copy of the dataset at every iteration (not with ``persistent_workers=True``).
+        Call it before iterating the DataLoader each epoch. The epoch lives in
+        shared memory (:class:`~vidlabel.torch_data._common.SharedEpoch`), so
+        workers kept with ``persistent_workers=True`` see it too: epoch k has
+        the same order with and without persistent workers.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self.epoch = int(epoch)
+        self._epoch.value = int(epoch)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until :meth:`set_epoch`)."""
+        return self._epoch.value
 
     def _per_rank(self, world: int) -> int:
         n = len(self.samples)
@@ -307,8 +314,9 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     def __iter__(self) -> Iterator[dict[str, Any]]:
         rank, world = self._rank_and_world()
         worker, workers = worker_and_count()
-        pieces = self.shard_pieces(self.epoch, rank, world, worker, workers)
-        rng = epoch_rng(self.seed, self.epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
+        epoch = self.epoch  # read once: the main process may set the next epoch while this one runs
+        pieces = self.shard_pieces(epoch, rank, world, worker, workers)
+        rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
         return shuffled(self._read(pieces), self.shuffle_buffer, rng)
 
     def _read(self, pieces: list[np.ndarray]) -> Iterator[dict[str, Any]]:
