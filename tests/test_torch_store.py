@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 from vidlabel.torch_data._common import to_torch_sample
 
@@ -257,3 +257,33 @@ def test_option_errors(world: tuple[Path, Dataset]) -> None:
         StoreFrames(root / "hdf5-none", box_format="yolo")
     with pytest.raises(IndexError, match=r"sample 999 out of range \[0, \d+\)"):
         StoreFrames(root / "hdf5-none")[999]
+
+
+def test_loose_indices_are_refused(world: tuple[Path, Dataset]) -> None:
+    # Issue 12 item 6: StoreFrames[1.5], ['3'] and [True] were read as samples 1, 3 and 1.
+    root, _ = world
+    frames = StoreFrames(root / "zarr-none")
+    n = len(frames)
+    for bad, shown in (
+        (1.5, r"1\.5 \(float\)"),
+        ("3", r"'3' \(str\)"),
+        (True, r"True \(bool\)"),
+        (np.float64(2.0), r"(np\.float64\()?2\.0\)? \(float64\)"),
+        (np.bool_(False), r"(np\.)?False_? \(bool_?\)"),
+    ):
+        with pytest.raises(SampleIndexTypeError, match=rf"must be an integer in \[0, {n}\), got {shown}") as info:
+            frames[bad]  # type: ignore[index]
+        assert isinstance(info.value, TypeError) and isinstance(info.value, VidlabelError)
+        with pytest.raises(SampleIndexTypeError, match=rf"got {shown}"):
+            frames.__getitems__([0, bad])  # type: ignore[list-item]
+        with pytest.raises(SampleIndexTypeError, match=rf"of store .*zarr-none.*got {shown}"):
+            frames.store.frame(bad)  # type: ignore[arg-type]
+    with pytest.raises(SampleOutOfRangeError, match=rf"sample {n} out of range \[0, {n}\) of the {n} selected") as err:
+        frames[n]
+    assert isinstance(err.value, IndexError)
+    with pytest.raises(SampleOutOfRangeError, match=rf"sample -{n + 1} out of range \[0, {n}\)"):
+        frames[-n - 1]
+    # integers of every kind still work, the same sample each time; negative counts from the end
+    want = frames[2]
+    for good in (2, np.int64(2), np.uint8(2), torch.tensor(2), 2 - n):
+        assert_same_sample(frames[good], want)  # type: ignore[index]

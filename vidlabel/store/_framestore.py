@@ -5,6 +5,7 @@ A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidla
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -19,6 +20,8 @@ import numpy as np
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
+    SampleIndexTypeError,
+    SampleOutOfRangeError,
     SchemaVersionError,
     StoreError,
     StoreIncompleteError,
@@ -29,7 +32,36 @@ from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 from vidlabel.store._remote import find_url_stores, is_url
 
-__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
+__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store", "sample_position"]
+
+
+def sample_position(i: Any, n: int, where: str) -> int:
+    """Sample index ``i`` of a sequence of ``n`` samples as a position in ``[0, n)`` (negative counts from the end).
+
+    Integers (Python, NumPy, a 0-d integer tensor) only: a float, a string or a bool is refused, never
+    rounded or parsed (``store[1.5]`` is not sample 1).
+
+    Raises
+    ------
+    SampleIndexTypeError
+        If ``i`` is not an integer (a bool counts as not one).
+    SampleOutOfRangeError
+        If ``i`` lies outside ``[-n, n)``.
+    """
+    if isinstance(i, (bool, np.bool_)):
+        value = None
+    else:
+        try:
+            value = operator.index(i)
+        except TypeError:
+            value = None
+    if value is None:
+        raise SampleIndexTypeError(
+            f"sample index of {where} must be an integer in [0, {n}), got {i!r} ({type(i).__name__})"
+        )
+    if not -n <= value < n:
+        raise SampleOutOfRangeError(f"sample {value} out of range [0, {n}) of {where}")
+    return value + n if value < 0 else value
 
 
 def _backends() -> dict[str, type[Backend]]:
@@ -382,13 +414,12 @@ class FrameStore:
 
         Raises
         ------
-        IndexError
-            If ``i`` is outside ``[0, len(store))``.
+        SampleIndexTypeError
+            If ``i`` is not an integer (a float, a string, a bool).
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(store), len(store))``.
         """
-        n = len(self)
-        if not -n <= int(i) < n:
-            raise IndexError(f"sample {i} out of range [0, {n}) of store {str(self.path)!r}")
-        code, row = self._index[int(i)]
+        code, row = self._index[sample_position(i, len(self), f"store {str(self.path)!r}")]
         return self._video_ids[int(code)], int(row)
 
     def video_attrs(self, video_id: str) -> dict[str, Any]:

@@ -148,7 +148,16 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return len(self.samples)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        return self._finish(self.samples.sample(int(i)))
+        """Sample ``i`` (an integer in ``[-len, len)``).
+
+        Raises
+        ------
+        SampleIndexTypeError
+            If ``i`` is not an integer: ``1.5``, ``'3'`` and ``True`` are refused, never rounded or parsed.
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(self), len(self))``.
+        """
+        return self._finish(self.samples.sample(i))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         buffers: list[np.ndarray] = []
@@ -160,7 +169,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
             buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
             return buffers[0]
 
-        samples = self.samples.samples([int(i) for i in indices], allocate=allocate)
+        samples = self.samples.samples(list(indices), allocate=allocate)
         if buffers and buffers[0].ndim == 4:
             batch = torch.from_numpy(buffers[0])
             for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
