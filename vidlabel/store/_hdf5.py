@@ -189,6 +189,9 @@ class HDF5FramesReader(FramesReader):
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         return bytes(data)
 
+    def stored_checksums(self) -> np.ndarray:
+        return np.asarray(self._file["frames_crc32c"][()])
+
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
@@ -198,8 +201,10 @@ class HDF5FramesReader(FramesReader):
                 self._copy_mapped(index, offset, out.reshape(-1))
             else:
                 self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
+            self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
             return out
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        self.check_chunk(index, data)
         return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:

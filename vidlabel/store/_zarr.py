@@ -198,6 +198,9 @@ class ZarrFramesReader(FramesReader):
         self.path = frames_dir
         self.attrs = attrs
 
+    def stored_checksums(self) -> np.ndarray:
+        return _read_array(self.path.parent / "frames_crc32c")
+
     def raw_chunk(self, index: int) -> bytes:
         try:
             return _chunk_path(self.path, index).read_bytes()
@@ -215,8 +218,9 @@ class ZarrFramesReader(FramesReader):
                 raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
             if n != out.nbytes:
                 raise StoreError(f"chunk {index} of {str(self.path)!r} holds {n} bytes, expected {out.nbytes}")
+            self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
             return out
-        return self.codec.decode(self.raw_chunk(index), out, self.backend)
+        return super().read_chunk(index, out)  # raw_chunk, check_chunk, decode
 
 
 class ZarrFramesWriter(FramesWriter):
@@ -426,6 +430,27 @@ def _read_only(url: str, what: str) -> StoreError:
     )
 
 
+def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.ndarray:
+    """Array ``name`` of the video group at key ``group``, whole (small ones straight from their chunk,
+    others through Zarr)."""
+    key = f"{group}/{name}"
+    meta = parse_json(store.get(f"{key}/zarr.json"))
+    if meta is None or meta.get("node_type") != "array":
+        raise StoreError(
+            f"no Zarr array {name!r} in video {video_id!r} at {store.url_of(key)!r}",
+            path=store.url_of(key),
+            video_id=video_id,
+        )
+    if not _is_small(meta):
+        import zarr
+
+        arr = zarr.open_array(store.url_of(key), mode="r", storage_options=store.storage_options)
+        return np.asarray(arr[...])
+    size = int(np.prod(meta["shape"]))
+    data = store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
+    return _decode_small(meta, data, store.url_of(key))
+
+
 class ZarrURLFramesReader(FramesReader):
     """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store._remote.ObjectStore`)."""
 
@@ -442,6 +467,9 @@ class ZarrURLFramesReader(FramesReader):
         self.video_id = video_id
         self.path = store.url_of(key)  # identity in cache keys, and messages
         self._pending: dict[int, bytes | None] = {}
+
+    def stored_checksums(self) -> np.ndarray:
+        return _url_array(self.store, self.key.rpartition("/")[0], "frames_crc32c", self.video_id)
 
     def _chunk_key(self, index: int) -> str:
         return f"{self.key}/c.{index}.0.0.0"
@@ -490,22 +518,7 @@ class ZarrURLVideoReader(VideoReader):
     def array(self, name: str) -> np.ndarray:
         if name in self._arrays:
             return self._arrays.pop(name)
-        key = f"{self.key}/{name}"
-        meta = parse_json(self.store.get(f"{key}/zarr.json"))
-        if meta is None or meta.get("node_type") != "array":
-            raise StoreError(
-                f"no Zarr array {name!r} in video {self.video_id!r} at {self.store.url_of(key)!r}",
-                path=self.store.url_of(key),
-                video_id=self.video_id,
-            )
-        if not _is_small(meta):
-            import zarr
-
-            arr = zarr.open_array(self.store.url_of(key), mode="r", storage_options=self.store.storage_options)
-            return np.asarray(arr[...])
-        size = int(np.prod(meta["shape"]))
-        data = self.store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
-        return _decode_small(meta, data, self.store.url_of(key))
+        return _url_array(self.store, self.key, name, self.video_id)
 
     def frames(self) -> ZarrURLFramesReader:
         key = f"{self.key}/frames"

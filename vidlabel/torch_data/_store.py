@@ -28,14 +28,23 @@ __all__ = ["StoreFrames", "StoreStream"]
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _open(store: FrameStore | str | os.PathLike[str], cache_bytes: int | None) -> FrameStore:
+def _open(
+    store: FrameStore | str | os.PathLike[str], cache_bytes: int | None, verify_checksums: bool | None
+) -> FrameStore:
     if isinstance(store, FrameStore):
-        if cache_bytes is None or int(cache_bytes) == store.cache_bytes:
+        same_cache = cache_bytes is None or int(cache_bytes) == store.cache_bytes
+        if same_cache and (verify_checksums is None or verify_checksums is store.verify_checksums):
             return store
-        return FrameStore(store.path, cache_bytes=int(cache_bytes), storage_options=store.storage_options)
-    if cache_bytes is None:
-        return open_store(store)
-    return open_store(store, cache_bytes=int(cache_bytes))
+        return FrameStore(
+            store.path,
+            cache_bytes=store.cache_bytes if cache_bytes is None else int(cache_bytes),
+            storage_options=store.storage_options,
+            verify_checksums=store.verify_checksums if verify_checksums is None else verify_checksums,
+        )
+    options: dict[str, Any] = {}
+    if cache_bytes is not None:
+        options["cache_bytes"] = int(cache_bytes)
+    return open_store(store, verify_checksums=True if verify_checksums is None else verify_checksums, **options)
 
 
 class _StoreDataset:
@@ -54,10 +63,11 @@ class _StoreDataset:
         transform: Transform | None,
         cache_bytes: int | None,
         frames: str | None,
+        verify_checksums: bool | None,
     ) -> None:
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
-        self.store = _open(store, cache_bytes)
+        self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(
             self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, frames=frames,
@@ -108,6 +118,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         Bound of the per-process chunk cache (default: the store's, 256 MiB).
     frames : {None, "annotated", "stored"}
         None follows the export (see :class:`~vidlabel.store.StoreSamples`).
+    verify_checksums : bool, optional
+        Check every frame chunk read against its stored CRC-32C and raise
+        :class:`~vidlabel.errors.StoreCorruptError` on a damaged one (see
+        :class:`~vidlabel.store.FrameStore`). None (default): True for a path,
+        the given FrameStore's own setting for a FrameStore.
 
     Notes
     -----
@@ -137,11 +152,12 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
 
     def __len__(self) -> int:
@@ -212,7 +228,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     seed : int
     drop_last : bool
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
         As :class:`StoreFrames`.
 
     Raises
@@ -238,6 +254,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         for name, value in (("shuffle_buffer", shuffle_buffer), ("seed", seed)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -245,7 +262,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
         self.shuffle = bool(shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
