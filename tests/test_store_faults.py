@@ -3,6 +3,7 @@ that leave the store folder are refused, never followed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import uuid
@@ -18,7 +19,8 @@ from tests.media import read_frame_number
 from tests.test_store_support import make_dataset, reference_frames
 from vidlabel import Dataset, export, open_store
 from vidlabel.errors import OptionError, StoreCorruptError, StoreError, VidlabelError
-from vidlabel.store import FrameStore, upload, verify_store
+from vidlabel.store import FrameStore, backend_for, upload, verify_store
+from vidlabel.store._remote import ObjectStore
 from vidlabel.torch_data import StoreFrames, StoreStream
 
 EVERY = ("box", "mask", "marker")
@@ -177,3 +179,134 @@ def test_a_flipped_byte_in_a_store_at_a_url_is_refused(world: tuple[Path, Datase
     with pytest.raises(StoreCorruptError) as err:
         list(StoreFrames(url, frames="stored").__getitems__(list(range(8))))
     assert isinstance(err.value, VidlabelError)
+
+
+# -- item 9: nothing followed outside the store folder --------------------------------------------------------
+
+
+def outside_frames_file(world: tuple[Path, Dataset], tmp_path: Path) -> Path:
+    """A valid frames file (video 'b's pixels and checksums) in a folder beside the store."""
+    src, _, _ = chunk_location(world[0] / "hdf5-none", "b", 0)
+    beside = tmp_path / "beside"
+    beside.mkdir(exist_ok=True)
+    return Path(shutil.copy(src, beside / "frames.h5"))
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_an_hdf5_external_link_out_of_the_store_is_refused(
+    world: tuple[Path, Dataset], tmp_path: Path, absolute: bool
+) -> None:
+    # Issue 12 item 9: videos/a.h5 'frames' -> a file beside the store returned that file's pixels as video a's.
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    outside = outside_frames_file(world, tmp_path)
+    target = str(outside) if absolute else "../../beside/frames.h5"
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        for name in ("frames", "frames_crc32c"):
+            del f[name]
+            f[name] = h5py.ExternalLink(target, f"/{name}")
+    store = open_store(store_dir)
+    message = (
+        rf"frame store '{re.escape(str(store_dir))}': external link '(frames|frames_crc32c)' of "
+        rf"'{re.escape(str(store_dir / 'videos' / 'a.h5'))}' \(to '{re.escape(target)}'\) leads to "
+        rf"'{re.escape(str(outside))}', outside the store folder: refused"
+    )
+    with pytest.raises(StoreError, match=message):
+        store.read_row("a", 0)
+    frames = StoreFrames(store_dir)
+    with pytest.raises(StoreError, match=message):
+        frames[frames.index.index(("a", 0))]
+    np.testing.assert_array_equal(store.read_row("b", 1), reference_frames(world[0], "b")[1])  # b is untouched
+    report = verify_store(store_dir)
+    assert not report["ok"] and any("video 'a'" in p and "outside the store folder" in p for p in report["problems"])
+
+
+def test_hdf5_links_files_and_external_storage_out_of_the_store_are_refused(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    outside = outside_frames_file(world, tmp_path)
+    # a small array linked out of the store
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        del f["frame_number"]
+        f["frame_number"] = h5py.ExternalLink("../../beside/frames.h5", "/frame_number")
+    with pytest.raises(StoreError, match=r"external link 'frame_number' of .*a\.h5.* outside the store folder"):
+        open_store(store_dir).video_data("a")
+    # the root's link to a video group
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "2")
+    with h5py.File(store_dir / "store.h5", "r+") as f:
+        del f["videos/b"]
+        f["videos/b"] = h5py.ExternalLink("../beside/frames.h5", "/")
+    with pytest.raises(StoreError, match=r"external link 'videos/b' of .*store\.h5.* outside the store folder"):
+        open_store(store_dir)
+    # a video file that is a symbolic link to a file beside the store
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "3")
+    (store_dir / "videos" / "a.h5").unlink()
+    (store_dir / "videos" / "a.h5").symlink_to(outside)
+    with pytest.raises(StoreError, match=rf"external link 'videos/a' .* leads to '{re.escape(str(outside))}', outside"):
+        open_store(store_dir)  # the root's link to it leads out of the store
+    with pytest.raises(StoreError, match=rf"video file leads to '{re.escape(str(outside))}', outside the store"):
+        backend_for(store_dir).open_video("a")
+    # an array whose data HDF5 keeps in an external raw file
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "4")
+    raw = tmp_path / "beside" / "numbers.bin"
+    raw.write_bytes(np.arange(16, dtype=np.int64).tobytes())
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        del f["frame_number"]
+        f.create_dataset("frame_number", shape=(16,), dtype=np.int64, external=[(str(raw), 0, 16 * 8)])
+    with pytest.raises(StoreError, match=r"dataset 'frame_number' keeps its data in external files .*numbers\.bin"):
+        open_store(store_dir).video_data("a")
+
+
+def test_zarr_groups_and_chunk_files_leading_out_of_the_store_are_refused(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    root, _ = world
+    beside = tmp_path / "beside"
+    shutil.copytree(root / "zarr-none" / "videos" / "b", beside / "b")
+    # a video group that is a symbolic link to a group beside the store
+    store_dir = copy_store(world, "zarr-none", tmp_path)
+    shutil.rmtree(store_dir / "videos" / "a")
+    (store_dir / "videos" / "a").symlink_to(beside / "b", target_is_directory=True)
+    with pytest.raises(StoreError, match=rf"video group leads to '{re.escape(str(beside / 'b'))}', outside the store"):
+        open_store(store_dir).read_row("a", 0)
+    # a chunk file that is a symbolic link to a file beside the store
+    store_dir = copy_store(world, "zarr-none", tmp_path / "2")
+    chunk = store_dir / "videos" / "a" / "frames" / "c.0.0.0.0"
+    chunk.unlink()
+    chunk.symlink_to(beside / "b" / "frames" / "c.0.0.0.0")
+    store = open_store(store_dir, verify_checksums=False)  # refused before any checksum is looked at
+    with pytest.raises(StoreError, match=r"chunk file '.*videos/a/frames/c\.0\.0\.0\.0' is a symbolic link: refused"):
+        store.read_row("a", 0)
+    # an array folder that is a symbolic link out of the store
+    store_dir = copy_store(world, "zarr-none", tmp_path / "3")
+    shutil.rmtree(store_dir / "videos" / "a" / "frame_number")
+    (store_dir / "videos" / "a" / "frame_number").symlink_to(beside / "b" / "frame_number")
+    with pytest.raises(StoreError, match=r"Zarr array leads to '.*beside/b/frame_number', outside the store"):
+        open_store(store_dir).video_data("a")
+    # a frames unit key read from zarr.json that is not a plain name
+    store_dir = copy_store(world, "zarr-none", tmp_path / "4")
+    meta_path = store_dir / "videos" / "a" / "frames" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["key"] = "../../beside"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=r"frames unit key '\.\./\.\./beside' is not a plain name .*: refused"):
+        backend_for(store_dir).frames_units()
+
+
+def test_a_store_reached_through_a_symbolic_link_still_reads(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    root, _ = world
+    for name in ("hdf5-none", "zarr-none"):
+        link = tmp_path / f"link-{name}"
+        link.symlink_to(root / name, target_is_directory=True)
+        store = open_store(link)
+        np.testing.assert_array_equal(store.read_row("a", 4), reference_frames(root, "a")[4])
+
+
+def test_object_store_keys_never_leave_the_url(mem: str) -> None:
+    store = ObjectStore(f"{mem}/s")
+    for key in ("videos/../../other/zarr.json", "/etc/passwd", "videos//a", "./zarr.json"):
+        with pytest.raises(StoreError, match=rf"key {re.escape(repr(key))} under '{mem}/s' leaves the store"):
+            store.get(key)
+        with pytest.raises(StoreError, match=r"leaves the store"):
+            store.get_many([key, "zarr.json"])
+    assert store.get("zarr.json") is None  # plain keys work
