@@ -5,7 +5,6 @@ A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidla
 
 from __future__ import annotations
 
-import operator
 import os
 import threading
 from collections import OrderedDict
@@ -20,8 +19,6 @@ import numpy as np
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
-    SampleIndexTypeError,
-    SampleOutOfRangeError,
     SchemaVersionError,
     StoreCorruptError,
     StoreError,
@@ -31,38 +28,10 @@ from vidlabel.errors import (
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 
-__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store", "sample_position"]
-
-
-def sample_position(i: Any, n: int, where: str) -> int:
-    """Sample index ``i`` of a sequence of ``n`` samples as a position in ``[0, n)`` (negative counts from the end).
-
-    Integers (Python, NumPy, a 0-d integer tensor) only: a float, a string or a bool is refused, never
-    rounded or parsed (``store[1.5]`` is not sample 1).
-
-    Raises
-    ------
-    SampleIndexTypeError
-        If ``i`` is not an integer (a bool counts as not one).
-    SampleOutOfRangeError
-        If ``i`` lies outside ``[-n, n)``.
-    """
-    if isinstance(i, (bool, np.bool_)):
-        value = None
-    else:
-        try:
-            value = operator.index(i)
-        except TypeError:
-            value = None
-    if value is None:
-        raise SampleIndexTypeError(
-            f"sample index of {where} must be an integer in [0, {n}), got {i!r} ({type(i).__name__})"
-        )
-    if not -n <= value < n:
-        raise SampleOutOfRangeError(f"sample {value} out of range [0, {n}) of {where}")
-    return value + n if value < 0 else value
+__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
 
 
 def _backends() -> dict[str, type[Backend]]:

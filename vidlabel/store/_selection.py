@@ -18,7 +18,7 @@ import numpy as np
 from vidlabel.errors import OptionError
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
-from vidlabel.store._framestore import sample_position
+from vidlabel.store._position import sample_position
 
 __all__ = ["StoreSamples"]
 
