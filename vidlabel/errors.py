@@ -24,7 +24,10 @@ __all__ = [
     "NoVideoStreamError",
     "OptionError",
     "ReleaseNotFoundError",
+    "SampleIndexTypeError",
+    "SampleOutOfRangeError",
     "SchemaVersionError",
+    "StoreCorruptError",
     "StoreError",
     "StoreIncompleteError",
     "StoreLockedError",
@@ -106,6 +109,17 @@ class FrameOutOfRangeError(VidlabelError, IndexError):
     """Raised when a frame number lies outside ``[0, frame_count)`` of a video; names the video and the range."""
 
 
+class SampleOutOfRangeError(VidlabelError, IndexError):
+    """Raised when a sample position lies outside ``[-n, n)`` of a store or dataset of n samples; names both."""
+
+
+class SampleIndexTypeError(VidlabelError, TypeError):
+    """Raised when a sample index is not an integer (a float such as 1.5, a string such as '3', a bool).
+
+    The message echoes the value and its type and gives the valid range; an index is never rounded or parsed.
+    """
+
+
 class VideoDecodeError(VidlabelError, ValueError):
     """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
 
@@ -167,6 +181,14 @@ class BuildError(VidlabelError, ValueError):
 
 class StoreError(VidlabelError, OSError):
     """Raised when a frame store cannot be written or read as asked (bad layout, checksum mismatch, bad argument)."""
+
+
+class StoreCorruptError(StoreError):
+    """Raised when a stored frame chunk's bytes do not match their CRC-32C checksum (a damaged frames file).
+
+    The message names the store, the video, the chunk, its rows and both checksums, and how to repair the store
+    (rerun the export, which rewrites the unit; ``vidlabel verify`` lists every damaged chunk).
+    """
 
 
 class StoreIncompleteError(StoreError):

@@ -20,6 +20,7 @@ from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
     SchemaVersionError,
+    StoreCorruptError,
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
@@ -27,6 +28,7 @@ from vidlabel.errors import (
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
@@ -222,9 +224,18 @@ class FrameStore:
         cached (a copy would cost as much as the read).
     storage_options : mapping, optional
         fsspec filesystem options for a URL (credentials, endpoint, ...).
+    verify_checksums : bool
+        Check every frame chunk read against the CRC-32C stored with it
+        (``frames_crc32c``), so that a damaged frames file raises
+        :class:`~vidlabel.errors.StoreCorruptError` instead of being returned
+        as pixels. On by default; it costs one CRC-32C pass per chunk read
+        (``scripts/bench_store.py`` prints reads/s with and without it): turn
+        it off only where that was measured to matter.
 
     Raises
     ------
+    StoreCorruptError
+        On reading frames (not here), if a chunk fails its checksum.
     StoreError
         If there is no store at ``path``, or the stores of a folder disagree
         on their class names or share a video id, or a URL holds an HDF5 store.
@@ -243,7 +254,11 @@ class FrameStore:
         *,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         storage_options: Mapping[str, Any] | None = None,
+        verify_checksums: bool = True,
     ) -> None:
+        if not isinstance(verify_checksums, (bool, np.bool_)):
+            raise OptionError(f"verify_checksums must be True or False, got {verify_checksums!r}")
+        self.verify_checksums = bool(verify_checksums)
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         ChunkCache(cache_bytes)  # validates
         self.cache_bytes = int(cache_bytes)
@@ -382,13 +397,12 @@ class FrameStore:
 
         Raises
         ------
-        IndexError
-            If ``i`` is outside ``[0, len(store))``.
+        SampleIndexTypeError
+            If ``i`` is not an integer (a float, a string, a bool).
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(store), len(store))``.
         """
-        n = len(self)
-        if not -n <= int(i) < n:
-            raise IndexError(f"sample {i} out of range [0, {n}) of store {str(self.path)!r}")
-        code, row = self._index[int(i)]
+        code, row = self._index[sample_position(i, len(self), f"store {str(self.path)!r}")]
         return self._video_ids[int(code)], int(row)
 
     def video_attrs(self, video_id: str) -> dict[str, Any]:
@@ -501,6 +515,7 @@ class FrameStore:
                     reader = video.frames()
                 finally:
                     video.close()
+                reader.verify_checksums = self.verify_checksums
                 state.add_frames(video_id, reader)
         else:
             state.frames.move_to_end(video_id)
@@ -533,6 +548,11 @@ class FrameStore:
         ------
         FrameOutOfRangeError
             If a row is outside ``[0, T)``.
+        StoreCorruptError
+            If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``); names the video, chunk,
+            rows and store.
+        StoreError
+            If a chunk is missing or does not decode.
         """
         state = self._process()
         reader = self._frames_reader(state, video_id)
@@ -560,13 +580,8 @@ class FrameStore:
         def load(c: int) -> None:
             try:
                 load_chunk(c)
-            except StoreError as err:  # a chunk that does not decode: say which video and rows
-                rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
-                raise StoreError(
-                    f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} "
-                    "(`vidlabel verify` checks every chunk)",
-                    path=str(self.path),
-                ) from err
+            except StoreError as err:  # a chunk that does not decode or fails its checksum: say which video and rows
+                raise self._chunk_error(err, video_id, reader, c) from err
 
         def load_chunk(c: int) -> None:
             ks = by_chunk[c]
@@ -607,7 +622,23 @@ class FrameStore:
         if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:
             return self.read_rows(video_id, [row])[0]
         buf = np.empty((1, *reader.shape[1:]), np.uint8)  # one-frame chunk: decoded straight into the result
-        return reader.read_chunk(row, buf)[0]
+        try:
+            return reader.read_chunk(row, buf)[0]
+        except StoreError as err:
+            raise self._chunk_error(err, video_id, reader, row) from err
+
+    def _chunk_error(self, err: StoreError, video_id: str, reader: FramesReader, c: int) -> StoreError:
+        """``err`` of reading chunk ``c`` of a video, as the same error class naming the video, chunk, rows, store."""
+        cf = reader.chunk_frames
+        rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
+        remedy = "`vidlabel verify` checks every chunk"
+        if isinstance(err, StoreCorruptError):
+            remedy = "`vidlabel verify` lists every damaged chunk; export again into an empty folder to rewrite it"
+        return type(err)(
+            f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} ({remedy})",
+            path=str(self.path),
+            video_id=video_id,
+        )
 
     def frame(self, i: int) -> np.ndarray:
         """The stored frame of sample ``i``: (H, W, 3) uint8."""
@@ -704,6 +735,7 @@ def open_store(
     *,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     storage_options: Mapping[str, Any] | None = None,
+    verify_checksums: bool = True,
 ) -> FrameStore:
     """Open an exported frame store, or a folder of stores read as one, locally or at a URL.
 
@@ -717,6 +749,8 @@ def open_store(
         Bound of the per-process chunk cache in bytes.
     storage_options : mapping, optional
         fsspec filesystem options for a URL (credentials, endpoint, ...).
+    verify_checksums : bool
+        Check every frame chunk read against its stored CRC-32C (default; see :class:`FrameStore`).
 
     Returns
     -------
@@ -725,6 +759,6 @@ def open_store(
     Raises
     ------
     StoreError, StoreIncompleteError, SchemaVersionError, OptionError
-        See :class:`FrameStore`.
+        See :class:`FrameStore` (reads raise :class:`~vidlabel.errors.StoreCorruptError` on a damaged chunk).
     """
-    return FrameStore(path, cache_bytes=cache_bytes, storage_options=storage_options)
+    return FrameStore(path, cache_bytes=cache_bytes, storage_options=storage_options, verify_checksums=verify_checksums)

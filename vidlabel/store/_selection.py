@@ -18,6 +18,7 @@ import numpy as np
 from vidlabel.errors import OptionError
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
+from vidlabel.store._position import sample_position
 
 __all__ = ["StoreSamples"]
 
@@ -181,13 +182,13 @@ class StoreSamples:
 
         Raises
         ------
-        IndexError
-            If ``j`` is outside ``[0, len(self))``.
+        SampleIndexTypeError
+            If ``j`` is not an integer (a float, a string, a bool).
+        SampleOutOfRangeError
+            If ``j`` is outside ``[-len(self), len(self))``.
         """
-        n = len(self)
-        if not -n <= int(j) < n:
-            raise IndexError(f"sample {j} out of range [0, {n})")
-        return self.store.locate(int(self._positions[int(j)]))
+        where = f"the {len(self)} selected samples of store {str(self.store.path)!r}"
+        return self.store.locate(int(self._positions[sample_position(j, len(self), where)]))
 
     # -- samples ----------------------------------------------------------------------------------------------
 

@@ -27,9 +27,11 @@ settings alone), see :func:`keep_heap_top`.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing.context
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from multiprocessing.sharedctypes import RawValue
 from typing import Any
 
 import numpy as np
@@ -41,6 +43,7 @@ from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_sl
 __all__ = [
     "RAGGED_KEYS",
     "RankAware",
+    "SharedEpoch",
     "collate_frames",
     "keep_heap_top",
     "process_group_rank",
@@ -175,6 +178,46 @@ def keep_heap_top() -> None:
         return
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt(_M_TOP_PAD, min(pad, 2**31 - 1))
+
+
+class SharedEpoch:
+    """The epoch of an iterable dataset, in shared memory: DataLoader workers that are already running
+    (``persistent_workers=True``) read what ``set_epoch`` wrote in the main process.
+
+    A dataset creates it in its constructor, before any worker starts. Workers started by fork inherit
+    the shared memory; workers started by spawn or forkserver receive it as they start (multiprocessing
+    hands a shared value over only then). Pickled at any other time (``pickle.dumps(dataset)``), it
+    travels as the plain number and the copy gets shared memory of its own. Only the main process writes;
+    each worker reads the value when an iteration starts (an aligned 64-bit word: no lock needed).
+
+    Parameters
+    ----------
+    epoch : int
+        The starting epoch (>= 0).
+    """
+
+    def __init__(self, epoch: int = 0) -> None:
+        self._shared = RawValue(ctypes.c_int64, int(epoch))
+
+    @property
+    def value(self) -> int:
+        """The epoch."""
+        return int(self._shared.value)
+
+    @value.setter
+    def value(self, epoch: int) -> None:
+        self._shared.value = int(epoch)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if multiprocessing.context.get_spawning_popen() is not None:  # a worker starting: share the memory
+            return {"shared": self._shared}
+        return {"epoch": self.value}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._shared = state["shared"] if "shared" in state else RawValue(ctypes.c_int64, int(state["epoch"]))
+
+    def __repr__(self) -> str:
+        return f"SharedEpoch({self.value})"
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:

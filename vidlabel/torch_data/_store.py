@@ -19,7 +19,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
 from vidlabel.store import FrameStore, StoreSamples, open_store
-from vidlabel.torch_data._common import RankAware, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_slab
 from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
@@ -28,14 +28,23 @@ __all__ = ["StoreFrames", "StoreStream"]
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _open(store: FrameStore | str | os.PathLike[str], cache_bytes: int | None) -> FrameStore:
+def _open(
+    store: FrameStore | str | os.PathLike[str], cache_bytes: int | None, verify_checksums: bool | None
+) -> FrameStore:
     if isinstance(store, FrameStore):
-        if cache_bytes is None or int(cache_bytes) == store.cache_bytes:
+        same_cache = cache_bytes is None or int(cache_bytes) == store.cache_bytes
+        if same_cache and (verify_checksums is None or verify_checksums is store.verify_checksums):
             return store
-        return FrameStore(store.path, cache_bytes=int(cache_bytes), storage_options=store.storage_options)
-    if cache_bytes is None:
-        return open_store(store)
-    return open_store(store, cache_bytes=int(cache_bytes))
+        return FrameStore(
+            store.path,
+            cache_bytes=store.cache_bytes if cache_bytes is None else int(cache_bytes),
+            storage_options=store.storage_options,
+            verify_checksums=store.verify_checksums if verify_checksums is None else verify_checksums,
+        )
+    options: dict[str, Any] = {}
+    if cache_bytes is not None:
+        options["cache_bytes"] = int(cache_bytes)
+    return open_store(store, verify_checksums=True if verify_checksums is None else verify_checksums, **options)
 
 
 class _StoreDataset:
@@ -54,10 +63,11 @@ class _StoreDataset:
         transform: Transform | None,
         cache_bytes: int | None,
         frames: str | None,
+        verify_checksums: bool | None,
     ) -> None:
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
-        self.store = _open(store, cache_bytes)
+        self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(
             self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, frames=frames,
@@ -108,6 +118,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         Bound of the per-process chunk cache (default: the store's, 256 MiB).
     frames : {None, "annotated", "stored"}
         None follows the export (see :class:`~vidlabel.store.StoreSamples`).
+    verify_checksums : bool, optional
+        Check every frame chunk read against its stored CRC-32C and raise
+        :class:`~vidlabel.errors.StoreCorruptError` on a damaged one (see
+        :class:`~vidlabel.store.FrameStore`). None (default): True for a path,
+        the given FrameStore's own setting for a FrameStore.
 
     Notes
     -----
@@ -137,18 +152,28 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        return self._finish(self.samples.sample(int(i)))
+        """Sample ``i`` (an integer in ``[-len, len)``).
+
+        Raises
+        ------
+        SampleIndexTypeError
+            If ``i`` is not an integer: ``1.5``, ``'3'`` and ``True`` are refused, never rounded or parsed.
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(self), len(self))``.
+        """
+        return self._finish(self.samples.sample(i))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         buffers: list[np.ndarray] = []
@@ -160,7 +185,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
             buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
             return buffers[0]
 
-        samples = self.samples.samples([int(i) for i in indices], allocate=allocate)
+        samples = self.samples.samples(list(indices), allocate=allocate)
         if buffers and buffers[0].ndim == 4:
             batch = torch.from_numpy(buffers[0])
             for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
@@ -203,7 +228,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     seed : int
     drop_last : bool
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
         As :class:`StoreFrames`.
 
     Raises
@@ -229,6 +254,7 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         for name, value in (("shuffle_buffer", shuffle_buffer), ("seed", seed)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -236,13 +262,13 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
         self.shuffle = bool(shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
-        self.epoch = 0
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts: set_epoch reaches persistent workers
         self._units = self._chunk_units()
 
     def _chunk_units(self) -> list[np.ndarray]:
@@ -263,12 +289,19 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch``'s order from the next iteration on.
 
-        Call it before iterating the DataLoader each epoch: workers get a fresh
-        copy of the dataset at every iteration (not with ``persistent_workers=True``).
+        Call it before iterating the DataLoader each epoch. The epoch lives in
+        shared memory (:class:`~vidlabel.torch_data._common.SharedEpoch`), so
+        workers kept with ``persistent_workers=True`` see it too: epoch k has
+        the same order with and without persistent workers.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self.epoch = int(epoch)
+        self._epoch.value = int(epoch)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until :meth:`set_epoch`)."""
+        return self._epoch.value
 
     def _per_rank(self, world: int) -> int:
         n = len(self.samples)
@@ -307,8 +340,9 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
     def __iter__(self) -> Iterator[dict[str, Any]]:
         rank, world = self._rank_and_world()
         worker, workers = worker_and_count()
-        pieces = self.shard_pieces(self.epoch, rank, world, worker, workers)
-        rng = epoch_rng(self.seed, self.epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
+        epoch = self.epoch  # read once: the main process may set the next epoch while this one runs
+        pieces = self.shard_pieces(epoch, rank, world, worker, workers)
+        rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
         return shuffled(self._read(pieces), self.shuffle_buffer, rng)
 
     def _read(self, pieces: list[np.ndarray]) -> Iterator[dict[str, Any]]:

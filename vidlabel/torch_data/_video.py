@@ -7,9 +7,11 @@ arrays and paths; readers are opened lazily in each process), so they work
 with DataLoader workers started by fork or spawn.
 
 Epochs: the iterable datasets read their epoch when iteration starts in a
-worker. Call ``set_epoch(n)`` before iterating the DataLoader, and keep
-``persistent_workers=False`` (the default): persistent workers keep the copy
-of the dataset they got at their start.
+worker. Call ``set_epoch(n)`` before iterating the DataLoader. The epoch lives
+in shared memory created with the dataset
+(:class:`~vidlabel.torch_data._common.SharedEpoch`), so workers kept with
+``persistent_workers=True`` see it too: epoch k has the same order with and
+without persistent workers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import RankAware, keep_heap_top, to_torch_sample, worker_and_count, worker_info
+from vidlabel.torch_data._common import (
+    RankAware,
+    SharedEpoch,
+    keep_heap_top,
+    to_torch_sample,
+    worker_and_count,
+    worker_info,
+)
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
@@ -60,7 +69,22 @@ class _Output:
         return self.transform(out) if self.transform is not None else out
 
 
-class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class _Epochs:
+    """The epoch of an iterable dataset, shared with its DataLoader workers (persistent ones too)."""
+
+    _epoch: SharedEpoch
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until ``set_epoch``)."""
+        return self._epoch.value
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the order and the shuffle buffer of the next iteration (workers included)."""
+        self._epoch.value = check_nonneg_int(epoch, "epoch")
+
+
+class VideoStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """Every sample of a FrameSamples, each video decoded once front to back per epoch.
 
     Whole videos are split between the DataLoader workers and distributed
@@ -105,13 +129,9 @@ class VideoStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
         self.transform = _check_transform(transform)
-        self.epoch = 0
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
         codes = samples.index.video_codes
         self._edges = np.searchsorted(codes, np.arange(len(samples.video_ids) + 1))
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the video order and the shuffle buffer of the next iteration."""
-        self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
         """Samples per epoch over all shards together."""
@@ -230,7 +250,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         return self._samples_at([self._position(i) for i in indices])
 
 
-class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class PlannedStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
 
     Each epoch's chunk order comes from the plan's seed and the epoch; chunks
@@ -278,11 +298,7 @@ class PlannedStream(RankAware, _Output, torch.utils.data.IterableDataset):  # ty
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
         self.drop_last = bool(drop_last)
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the chunk order and the shuffle buffer of the next iteration."""
-        self.epoch = check_nonneg_int(epoch, "epoch")
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch, all its DataLoader workers together (as ``DistributedSampler``'s
