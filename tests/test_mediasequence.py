@@ -8,11 +8,14 @@ the pixels, boxes from the generator, timestamps from PyAV's own demuxing).
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
+import json
 import math
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import tempfile
 import warnings
 from fractions import Fraction
@@ -539,38 +542,100 @@ def test_cli_export_and_import(tmp_path: Path, clip: ClipTruth, capsys: pytest.C
 # -- TensorFlow ------------------------------------------------------------------------------------------------
 
 
-def test_tensorflow_parses_the_records(exported: tuple[Dataset, Path], clip: ClipTruth) -> None:
-    tf = pytest.importorskip(
-        "tensorflow", reason="TensorFlow is not a vidlabel dependency; this check runs where it is installed"
-    )
+_TF_SCRIPT = r"""
+import json, sys
+import tensorflow as tf
+files = sys.argv[1:]
+context_spec = {
+    "clip/media_id": tf.io.FixedLenFeature([], tf.string),
+    "clip/start/timestamp": tf.io.FixedLenFeature([], tf.int64),
+    "image/height": tf.io.FixedLenFeature([], tf.int64),
+    "segment/start/index": tf.io.VarLenFeature(tf.int64),
+}
+sequence_spec = {
+    "image/encoded": tf.io.FixedLenSequenceFeature([], tf.string),
+    "image/timestamp": tf.io.FixedLenSequenceFeature([], tf.int64),
+    "region/is_annotated": tf.io.FixedLenSequenceFeature([], tf.int64),
+    "region/bbox/ymin": tf.io.VarLenFeature(tf.float32),
+    "region/label/string": tf.io.VarLenFeature(tf.string),
+}
+parsed = [tf.io.parse_single_sequence_example(raw, context_features=context_spec, sequence_features=sequence_spec)
+          for raw in tf.data.TFRecordDataset(files)]
+context, seq = parsed[0]
+print(json.dumps({
+    "records": len(parsed),
+    "media_id": context["clip/media_id"].numpy().decode(),
+    "height": int(context["image/height"].numpy()),
+    "timestamps": seq["image/timestamp"].numpy().tolist(),
+    "image1": tf.io.decode_png(seq["image/encoded"][1]).numpy().tolist(),
+    "ymin_rows": int(tf.sparse.to_dense(seq["region/bbox/ymin"]).shape[0]),
+}))
+"""
+
+
+def test_tensorflow_parses_the_records(exported: tuple[Dataset, Path], clip: ClipTruth, tmp_path: Path) -> None:
+    # In a fresh interpreter: this module imports the tfrecord package's own protos (the independent reader),
+    # which cannot share a process with TensorFlow's (both define tensorflow.BytesList in protobuf's pool).
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not a vidlabel dependency; this check runs where it is installed")
     _, out = exported
-    context_spec = {
-        "clip/media_id": tf.io.FixedLenFeature([], tf.string),
-        "clip/start/timestamp": tf.io.FixedLenFeature([], tf.int64),
-        "image/height": tf.io.FixedLenFeature([], tf.int64),
-        "segment/start/index": tf.io.VarLenFeature(tf.int64),
-    }
-    sequence_spec = {
-        "image/encoded": tf.io.FixedLenSequenceFeature([], tf.string),
-        "image/timestamp": tf.io.FixedLenSequenceFeature([], tf.int64),
-        "region/is_annotated": tf.io.FixedLenSequenceFeature([], tf.int64),
-        "region/bbox/ymin": tf.io.VarLenFeature(tf.float32),
-        "region/label/string": tf.io.VarLenFeature(tf.string),
-    }
-    times = pts_us(clip.path)
     files = sorted(str(p) for p in out.glob("part-*.tfrecord"))
-    parsed = [
-        tf.io.parse_single_sequence_example(raw, context_features=context_spec, sequence_features=sequence_spec)
-        for raw in tf.data.TFRecordDataset(files)
-    ]
-    assert len(parsed) == 4
-    context, seq = parsed[0]
-    assert context["clip/media_id"].numpy() == b"v" and context["image/height"].numpy() == H
-    assert seq["image/timestamp"].numpy().tolist() == [times[f] for f in (1, 4, 7, 10, 13)]
-    image = tf.io.decode_png(seq["image/encoded"][1]).numpy()
-    assert read_frame_number(image) == 4
-    assert tf.sparse.to_dense(seq["region/bbox/ymin"]).shape[0] == 5
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", _TF_SCRIPT, *files], capture_output=True, text=True, env=env,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    times = pts_us(clip.path)
+    assert got["records"] == 4
+    assert got["media_id"] == "v" and got["height"] == H
+    assert got["timestamps"] == [times[f] for f in (1, 4, 7, 10, 13)]
+    assert read_frame_number(np.array(got["image1"], np.uint8)) == 4
+    assert got["ymin_rows"] == 5
+
+
+_TF_LIKE_POOL = r"""
+import sys
+from google.protobuf import descriptor_pb2, descriptor_pool
+# What importing TensorFlow does: tensorflow.BytesList ... in the default pool, under TensorFlow's file name.
+fdp = descriptor_pb2.FileDescriptorProto(name="tensorflow/core/example/feature.proto", package="tensorflow",
+                                         syntax="proto3")
+msg = fdp.message_type.add(name="BytesList")
+msg.field.add(name="value", number=1, label=3, type=12)
+descriptor_pool.Default().Add(fdp)
+from vidlabel import Dataset
+from vidlabel.formats import import_labels
+report = import_labels(Dataset.open(sys.argv[1]), "mediasequence", sys.argv[2])
+print(report)
+"""
+
+
+def test_records_are_read_in_a_process_that_has_tensorflow_protos(
+    exported: tuple[Dataset, Path], tmp_path: Path
+) -> None:
+    """A TensorFlow user's process already holds tensorflow.BytesList: reading (and writing) records must not
+    register those names again (the tfrecord package's example_pb2 does, and fails with 'duplicate symbol')."""
+    ds, out = exported
+    fresh = fresh_like(tmp_path / "new", ds)
+    proc = subprocess.run([sys.executable, "-c", _TF_LIKE_POOL, str(fresh.path), str(out)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(fresh.annotations()) == len(ds.annotations())
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", "Protobuf gencode version", UserWarning)
+
+
+def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vidlabel.export import _tfrecord
+
+    _tfrecord.messages.cache_clear()
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    for name in [m for m in sys.modules if m == "google.protobuf" or m.startswith("google.protobuf.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)  # what an environment without it gives
+    try:
+        with pytest.raises(OptionError, match=r"need the protobuf package: pip install 'vidlabel\[tf\]'"):
+            _tfrecord.messages()
+    finally:
+        _tfrecord.messages.cache_clear()

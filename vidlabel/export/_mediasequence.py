@@ -5,7 +5,7 @@ record (:mod:`._options`), the same frame selection and per-video plan (:mod:`._
 their regions in stored pixels, markers as segments) and the same decode-once frame iterator
 (:func:`._units.unit_frames`) as the HDF5/Zarr export; only the writing differs. The keys are those of
 MediaPipe's MediaSequence (:mod:`vidlabel.formats._mediasequence_keys`); the records are serialized
-and framed by the ``tfrecord`` package (no TensorFlow).
+and framed by :mod:`vidlabel.export._tfrecord` (no TensorFlow, no clash with its protos).
 
 Layout of ``OUT``: ``part-00000-of-000NN.tfrecord`` shards (records in video order, then clip order; a
 shard is closed once it holds ``shard_frames`` frames), ``_plan.json`` (what the shards hold, written
@@ -41,6 +41,7 @@ from vidlabel._version import __version__
 from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan
+from vidlabel.export._tfrecord import TFRecordWriter
 from vidlabel.export._units import UnitJob, unit_frames
 from vidlabel.geometry import decode_rle
 from vidlabel.spec import ORIGINS
@@ -175,8 +176,6 @@ def export_mediasequence(
     VideoDecodeError, VideoChangedError, VideoNotFoundError
         From the reader.
     """
-    from tfrecord.writer import TFRecordWriter
-
     folder = Path(opts.out)
     spans = plan_records(plan, opts)
     n_shards = (spans[-1].shard + 1) if spans else 0

@@ -27,7 +27,6 @@ MediaPipe's metadata stage); ``vidlabel.export(ds, OUT, format="mediasequence")`
 from __future__ import annotations
 
 import math
-import struct
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -78,36 +77,22 @@ def read_records(path: Path) -> Iterator[tuple[Path, int, Any]]:
         On a file cut short, a CRC that does not match, or a record that is not a SequenceExample.
     """
     from google.protobuf.message import DecodeError
-    from tfrecord import example_pb2
-    from tfrecord.writer import TFRecordWriter
 
-    crc = TFRecordWriter.masked_crc
+    from vidlabel.export._tfrecord import iter_records, messages
+
+    sequence_example = messages().SequenceExample
     for file in _files(path):
         with open(file, "rb") as fh:
-            number = 0
-            while True:
-                head = fh.read(12)
-                if not head:
-                    break
+            for number, data, problem in iter_records(fh):
                 where = f"record {number}"
-                if len(head) < 12:
-                    raise fail(file, where, f"cut short: {len(head)} bytes of a 12-byte record header")
-                if crc(head[:8]) != head[8:]:
-                    raise fail(file, where, "length CRC does not match: not a TFRecord file, or damaged")
-                (length,) = struct.unpack("<Q", head[:8])
-                data = fh.read(length)
-                tail = fh.read(4)
-                if len(data) < length or len(tail) < 4:
-                    raise fail(file, where, f"cut short: {len(data)} of {length} record bytes")
-                if crc(data) != tail:
-                    raise fail(file, where, "data CRC does not match: the record is damaged")
+                if data is None:
+                    raise fail(file, where, str(problem))
                 try:
-                    example = example_pb2.SequenceExample.FromString(data)
+                    example = sequence_example.FromString(data)
                 except DecodeError as err:
                     raise fail(file, where, f"not a tf.train.SequenceExample ({err})") from err
                 _check_types(file, where, example)
                 yield file, number, example
-                number += 1
 
 
 def _check_types(file: Path, where: str, example: Any) -> None:
