@@ -147,7 +147,12 @@ def row2(workdir: Path, ds_path: Path, repeat: int) -> None:
     print(f"| HDF5 store read in the process that exported it vs a new process, 640x480 | {spread(ratios)} | >= 0.8x |")
 
 
-def loader_rate(store: Path, workers: int, batch: int, shuffle: bool) -> float:
+def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epochs: int = 2) -> dict[str, float]:
+    """In this (fresh) process: ``epochs`` epochs of a DataLoader; the rate, the first batch's wait, and CPU
+    seconds and minor faults a sample in this process and in the workers (``RUSAGE_CHILDREN``: torch joins an
+    epoch's workers at its end)."""
+    import resource
+
     import torch
     from torch.utils.data import DataLoader, RandomSampler
 
@@ -157,11 +162,23 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool) -> float:
     sampler = None if shuffle else RandomSampler(data, generator=torch.Generator().manual_seed(0))
     loader = DataLoader(data, batch_size=batch, sampler=sampler, shuffle=shuffle if sampler is None else None,
                         num_workers=workers, collate_fn=collate_frames)  # fmt: skip
-    n, t = 0, time.perf_counter()
-    for _epoch in range(2):
-        for b in loader:
+    me0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    n, t, first = 0, time.perf_counter(), 0.0
+    for _epoch in range(epochs):
+        t_epoch = time.perf_counter()
+        for k, b in enumerate(loader):
+            if k == 0:
+                first += time.perf_counter() - t_epoch
             n += len(b["video_id"])
-    return n / (time.perf_counter() - t)
+    wall = time.perf_counter() - t
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    def cpu(a: Any, b: Any) -> float:
+        return (b.ru_utime - a.ru_utime + b.ru_stime - a.ru_stime) * 1000 / n
+
+    return {"rate": n / wall, "first_batch_ms": first * 1000 / epochs, "main_cpu_ms": cpu(me0, me),
+            "worker_cpu_ms": cpu(kids0, kids), "main_faults": (me.ru_minflt - me0.ru_minflt) / n,
+            "worker_faults": (kids.ru_minflt - kids0.ru_minflt) / n}  # fmt: skip
 
 
 def row3(store720: Path, mixed: Path, repeat: int) -> None:
@@ -170,10 +187,16 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
     for label, store, batch, shuffle in cases:
         zero, two = [], []
         for _ in range(repeat):
-            zero.append(loader_rate(store, 0, batch, shuffle))
-            two.append(loader_rate(store, 2, batch, shuffle))
-        ratios = [b / a for a, b in zip(zero, two)]
-        print(f"  {label}: 0 workers {statistics.median(zero):,.0f}/s, 2 workers {statistics.median(two):,.0f}/s")
+            zero.append(run_child("loader", str(store), "0", str(batch), str(int(shuffle))))
+            two.append(run_child("loader", str(store), "2", str(batch), str(int(shuffle))))
+        ratios = [b["rate"] / a["rate"] for a, b in zip(zero, two)]
+        for name, runs in (("0 workers", zero), ("2 workers", two)):
+            m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(
+                f"  {label}, {name}: {m['rate']:,.0f}/s, first batch of an epoch after {m['first_batch_ms']:.0f} ms; "
+                f"CPU ms/sample main {m['main_cpu_ms']:.2f} + workers {m['worker_cpu_ms']:.2f}; "
+                f"faults/sample main {m['main_faults']:.0f} + workers {m['worker_faults']:.0f}"
+            )
         print(f"| DataLoader 2 workers vs 0, {label}, persistent_workers=False | {spread(ratios)} | >= 1x |")
 
 
@@ -183,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, store, *rest = argv[1:]
         if kind == "passes":
             print(json.dumps(child_passes(store, rest[0], int(rest[1]))))
+        elif kind == "loader":
+            print(json.dumps(loader_rate(Path(store), int(rest[0]), int(rest[1]), rest[2] == "1")))
         else:
             print(json.dumps(child_reads(store, rest[0] or None)))
         return 0

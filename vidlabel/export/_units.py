@@ -23,6 +23,7 @@ from vidlabel.geometry import resize_image
 from vidlabel.spec import VideoMetadata, View
 from vidlabel.store._framestore import backend_for
 from vidlabel.store._writer import write_frames
+from vidlabel.video._heap import keep_heap_top
 
 __all__ = ["DiskFull", "UnitJob", "UnitResult", "is_disk_full", "run_unit", "set_progress_queue", "unit_frames"]
 
@@ -79,6 +80,7 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
     StoreError
         If the reader returns another frame than asked, or the frames do not fit the unit.
     """
+    keep_heap_top()  # decoded frames reuse the heap top instead of faulting in fresh pages (issue 15)
     counts = {"decoded": 0, "copied": 0}
     if on_frame is None and _PROGRESS is not None:
         on_frame = _queue_reporter(job.key, _PROGRESS)

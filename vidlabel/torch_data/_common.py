@@ -21,7 +21,7 @@ worker number and count (``torch.utils.data.get_worker_info()``).
 
 ``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
 the heap in a process that reads samples (default 64 MiB; 0 leaves malloc's
-settings alone), see :func:`keep_heap_top`.
+settings alone), see :func:`vidlabel.video._heap.keep_heap_top`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import multiprocessing.context
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from multiprocessing.sharedctypes import RawValue
 from typing import Any
@@ -39,6 +38,7 @@ import torch
 
 from vidlabel.errors import OptionError
 from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
+from vidlabel.video._heap import keep_heap_top
 
 __all__ = [
     "RAGGED_KEYS",
@@ -52,10 +52,6 @@ __all__ = [
     "worker_and_count",
     "worker_info",
 ]
-
-_M_TOP_PAD = -2  # glibc's mallopt parameter number
-_HEAP_TOP_PAD = 64 << 20
-_heap_tuned_pid = -1
 
 #: Per-sample keys whose first dimension is the number of regions: collated as lists.
 RAGGED_KEYS = frozenset({"boxes", "labels", "track_ids", "annotation_ids", "masks", "confidences"})
@@ -152,32 +148,6 @@ def worker_info(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     rank, world = rank_and_world(inherited)
     worker, workers = worker_and_count()
     return rank * workers + worker, world * workers
-
-
-def keep_heap_top() -> None:
-    """Once per process (glibc only): keep ``VIDLABEL_MALLOC_TOP_PAD`` bytes (64 MiB) of freed memory at the
-    top of the heap instead of giving it back to the OS after every free.
-
-    A decoded frame is a fresh multi-megabyte buffer (FFmpeg's, under ``to_ndarray``), allocated while the
-    previous sample is still held. With glibc's default trimming the heap top is given back and taken again
-    for nearly every frame, so each frame's pages are faulted in anew: 430 minor faults per 720p frame,
-    about a third of the CPU of decoding it, against 0-6 with the pad (issue 15, ``scripts/bench_stream.py``).
-    The memory kept is at most the pad, and only pages already used.
-    """
-    global _heap_tuned_pid
-    if _heap_tuned_pid == os.getpid():
-        return
-    _heap_tuned_pid = os.getpid()
-    pad = _env_int("VIDLABEL_MALLOC_TOP_PAD")
-    pad = _HEAP_TOP_PAD if pad is None else pad
-    if pad <= 0 or not sys.platform.startswith("linux"):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt(_M_TOP_PAD, min(pad, 2**31 - 1))
 
 
 class SharedEpoch:
