@@ -85,21 +85,84 @@ def test_batches_through_workers_equal_batches_without_and_survive_being_kept(
         assert numbers == g["frame_index"].tolist()
 
 
+def slab_of_image(image: torch.Tensor) -> tuple[str, int] | None:
+    """(pool token, slab index) of the mapped slab in this process that ``image``'s memory lies in; None for a
+    batch of one sample (read without a batch buffer, handed over the plain way)."""
+    if len(image) == 1:
+        return None
+    ptr = image.data_ptr()
+    for token, entry in list(_shm._MAPPED.items()):
+        for index, slab in entry["slabs"].items():
+            if slab.data_ptr() <= ptr < slab.data_ptr() + slab.nbytes():
+                return token, index
+    raise AssertionError(f"image at {ptr:#x} is in no slab mapped here")
+
+
 def test_slabs_are_reused_once_batches_are_dropped(stores: tuple[Path, Dataset]) -> None:
     root, _ = stores
     frames = StoreFrames(root / "none")
     want = list(loader(frames, 0, batch_size=2))
-    before = set(_shm._MAPPED)
     count, seen = 0, set()
     for g, w in zip(loader(frames, 2, "fork", batch_size=2), want):
         assert_same_batch(g, w)  # checked on arrival, then dropped
         count += 1
-        seen |= {(t, i) for t, e in list(_shm._MAPPED.items()) if t not in before for i in e["slabs"]}
+        seen.add(slab_of_image(g["image"]))
+    seen.discard(None)
     assert count == len(want) >= 10 and len({t for t, _ in seen}) == 2  # one pool per worker
     assert 2 <= len(seen) < count  # every batch through a few slabs
-    first = {t for t, _ in seen}
-    next(iter(loader(frames, 2, "fork", batch_size=2)))  # a new loader: the exited workers' slabs are unmapped
-    assert not first & set(_shm._MAPPED)
+
+
+def test_new_workers_adopt_the_slabs_of_exited_workers_and_never_refill_a_kept_batch(
+    stores: tuple[Path, Dataset],
+) -> None:
+    # persistent_workers=False: every epoch starts new workers; they take over the slabs the main process kept
+    # mapped (no fresh shared memory per epoch), but a batch the user still holds keeps its slab.
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    want = list(loader(frames, 0, batch_size=2))
+    first: set[tuple[str, int]] = set()
+    kept = None
+    for k, (g, w) in enumerate(zip(loader(frames, 2, "fork", batch_size=2), want)):
+        assert_same_batch(g, w)
+        first.add(slab_of_image(g["image"]))
+        if k == 3:
+            kept, kept_want, kept_slab = g, w, slab_of_image(g["image"])
+    assert kept is not None and kept_slab is not None
+    first.discard(None)
+    second: set[tuple[str, int]] = set()
+    for _epoch in range(2):  # two more generations of workers
+        for g, w in zip(loader(frames, 2, "fork", batch_size=2), want):
+            assert_same_batch(g, w)
+            second.add(slab_of_image(g["image"]))
+            assert_same_batch(kept, kept_want)  # never overwritten while held
+    second.discard(None)
+    assert {t for t, _ in second} <= {t for t, _ in first}  # the same pools: adopted, not made anew
+    assert kept_slab not in second  # the slab of the kept batch was never handed out again
+    del kept, g
+    gc.collect()
+    after = {slab_of_image(g["image"]) for g in loader(frames, 2, "fork", batch_size=2)} - {None}
+    assert {t for t, _ in after} <= {t for t, _ in first}
+
+
+def test_a_pool_of_workers_still_running_is_not_adopted(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    want = list(loader(frames, 0, batch_size=2))
+    running = iter(loader(frames, 2, "fork", batch_size=2))
+    a_batches = [next(running), next(running), next(running)]
+    other = iter(loader(frames, 2, "fork", batch_size=2))  # forked while the first loader's workers live
+    a_pools, b_pools = {slab_of_image(b["image"]) for b in a_batches}, set()
+    for k, (w, b) in enumerate(zip(want, other)):
+        assert_same_batch(b, w)
+        b_pools.add(slab_of_image(b["image"]))
+        if 3 + k < len(want):
+            a = next(running)
+            assert_same_batch(a, want[3 + k])
+            a_pools.add(slab_of_image(a["image"]))
+    a_pools, b_pools = {s[0] for s in a_pools - {None}}, {s[0] for s in b_pools - {None}}
+    assert a_pools and b_pools and not a_pools & b_pools  # each pool written by one live process at a time
+    for got, w in zip(a_batches, want):
+        assert_same_batch(got, w)
 
 
 def test_a_view_kept_from_a_batch_keeps_its_slab(stores: tuple[Path, Dataset]) -> None:

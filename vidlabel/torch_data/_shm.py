@@ -21,10 +21,25 @@ alive on either side, however long they are kept. When every slab is in use
 (a loop that keeps many batches), the worker falls back to torch's plain
 hand-over, so nothing blocks.
 
-The main process keeps the slabs of workers that have exited mapped until the
-next loader's first batch arrives (at most :data:`MAX_SLAB_BYTES` per worker),
-and each worker keeps its slabs for its lifetime: a container with a small
-``/dev/shm`` should lower those bounds or turn the pool off.
+Slabs outlive their workers. With ``persistent_workers=False`` (torch's
+default) every epoch starts new workers; a fresh slab costs a page fault and
+a zeroed page per 4 KiB in the worker, and a new mapping in the main process
+(issue 15: 300-700 minor faults per 720p sample, the first batch of an epoch
+0.3-0.6 s late). So the main process keeps the pools of exited workers mapped,
+and a worker forked later *adopts* one of them (same token, same slabs,
+``madvise(MADV_POPULATE_WRITE)`` once instead of a fault per page): the slabs
+are created once per main process, not once per epoch. Who owns a pool is a
+POSIX record lock on one byte (the pool's *slot*) of a file the main process
+opens at import and its forked workers inherit: a worker holds its pool's
+lock for its lifetime and the kernel drops it when the worker exits, so a
+pool is adopted only once its last writer is gone (a worker of another
+loader still running keeps its pool). A slab still held in the main process
+(a batch kept from an earlier epoch) stays in use for the adopter too.
+Workers started with ``spawn``/``forkserver`` inherit nothing and make fresh
+pools. The main process drops a retained pool when a new pool arrives and the
+old one has no owner; it retains at most what its workers held (at most
+:data:`MAX_SLAB_BYTES` per worker): a container with a small ``/dev/shm``
+should lower those bounds or turn the pool off.
 
 Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
 """
@@ -32,7 +47,10 @@ Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
+import sys
+import tempfile
 import threading
 import uuid
 import weakref
@@ -91,50 +109,161 @@ def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
 
 
 class SlabPool:
-    """The slabs of one DataLoader worker process (created lazily, one per process).
+    """The slabs of one DataLoader worker process (created lazily, one per process, or adopted).
 
     Attributes
     ----------
     token : str
-        Names this pool in the main process (random, so a later worker with the same pid is another pool).
+        Names this pool in the main process (random, so a later worker with the same pid is another pool;
+        an adopted pool keeps its token).
+    slot : int
+        The byte of the claims file whose POSIX record lock this process holds while it owns the pool
+        (-1: no claims file, never adopted).
     slabs : list of torch.UntypedStorage
         Shared-memory slabs; ``in_use[i]`` is 1 from the moment slab ``i`` is filled until the main process
         has dropped the last view of the batch it carried, and ``held`` lists the slabs a view of which
         still lives in this worker. Slab ``i`` is free when both say so.
     """
 
-    def __init__(self) -> None:
-        self.token = uuid.uuid4().hex
+    def __init__(self, adopt: tuple[str, int, dict[str, Any]] | None = None) -> None:
         self.pid = os.getpid()
-        self.flags = torch.UntypedStorage._new_shared(MAX_SLABS)
-        self.in_use = _bytes_view(self.flags)
-        self.in_use[:] = 0
         self.slabs: list[torch.UntypedStorage] = []
-        self.sent: list[bool] = []
+        if adopt is None:
+            self.token = uuid.uuid4().hex
+            self.slot = _claim_free_slot()
+            self.flags = torch.UntypedStorage._new_shared(MAX_SLABS)
+            self.in_use = _bytes_view(self.flags)
+            self.in_use[:] = 0
+        else:  # a pool of workers that have exited, mapped in the main process this one was forked from
+            self.token, self.slot, entry = adopt
+            self.flags, self.in_use = entry["flags"], entry["in_use"]
+            known = entry["slabs"]
+            for i in range(max(known) + 1 if known else 0):
+                # an index the main process never received stays out of use (a zero-byte placeholder)
+                self.slabs.append(known.get(i, torch.UntypedStorage(0)))
+        # an adopted slab travels once more (the main process may have dropped the pool meanwhile; torch's
+        # storage cache gives it the mapping it still has)
+        self.sent: list[bool] = [False] * len(self.slabs)
         self.flags_sent = False
+        self.populated: set[int] = set()  # slabs whose pages this process has mapped in one call
         self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
         self.held: set[int] = set()  # slabs whose array (or a view of it) still lives in this worker
 
+    def _ready(self, index: int) -> int:
+        if index not in self.populated:
+            self.populated.add(index)
+            slab = self.slabs[index]
+            _populate(slab.data_ptr(), slab.nbytes(), write=True)
+        self.in_use[index] = 1
+        return index
+
     def take(self, nbytes: int) -> int | None:
-        """A free slab of at least ``nbytes`` (marked in use), or None when none is free and no new one fits."""
+        """A free slab of at least ``nbytes`` (marked in use), or None when none is free and no new one fits.
+
+        A new slab is made as large as the largest of the pool (batches of mixed frame sizes then fit the
+        slabs they free); when the pool is full, a free slab too small for ``nbytes`` is replaced.
+        """
         best = None
         for i, slab in enumerate(self.slabs):
             free = self.in_use[i] == 0 and i not in self.held
             if free and slab.nbytes() >= nbytes and (best is None or slab.nbytes() < best[1]):
                 best = (i, slab.nbytes())
         if best is not None:
-            self.in_use[best[0]] = 1
-            return best[0]
-        if len(self.slabs) >= MAX_SLABS or sum(s.nbytes() for s in self.slabs) + nbytes > MAX_SLAB_BYTES:
-            return None
+            return self._ready(best[0])
+        sizes = [s.nbytes() for s in self.slabs]
+        size = max([nbytes, *sizes])
+        replace = None
+        if len(self.slabs) >= MAX_SLABS or sum(sizes) + size > MAX_SLAB_BYTES:
+            free = [i for i in range(len(self.slabs)) if self.in_use[i] == 0 and i not in self.held]
+            if not free:
+                return None
+            replace = min(free, key=lambda i: sizes[i])
+            size = nbytes if sum(sizes) - sizes[replace] + size > MAX_SLAB_BYTES else size
+            if sum(sizes) - sizes[replace] + size > MAX_SLAB_BYTES:
+                return None
         try:
-            slab = torch.UntypedStorage._new_shared(nbytes)
+            slab = torch.UntypedStorage._new_shared(size)
         except RuntimeError:  # no room in /dev/shm: the plain hand-over will tell
             return None
-        self.slabs.append(slab)
-        self.sent.append(False)
-        self.in_use[len(self.slabs) - 1] = 1
-        return len(self.slabs) - 1
+        if replace is None:
+            self.slabs.append(slab)
+            self.sent.append(False)
+            index = len(self.slabs) - 1
+        else:  # the main process maps the new slab when it arrives; views it keeps of the old one keep theirs
+            index = replace
+            self.slabs[index], self.sent[index] = slab, False
+            self.populated.discard(index)
+            self.taken.pop(index, None)
+        return self._ready(index)
+
+
+# -- who owns a pool: POSIX record locks on a file the main process opens at import --------------------------
+
+MAX_SLOTS = 4096
+
+
+def _open_claims() -> int:
+    try:
+        with tempfile.TemporaryFile(prefix="vidlabel-slab-claims-") as fh:  # unlinked at once (O_TMPFILE)
+            return os.dup(fh.fileno())
+    except OSError:
+        return -1
+
+
+_CLAIMS_FD = _open_claims()  # inherited by forked workers: their locks on it exclude one another
+
+
+def _lock_slot(slot: int) -> bool:
+    """Take slot ``slot``'s lock for this process (held until it exits or unlocks); False if another holds it."""
+    if _CLAIMS_FD < 0 or slot < 0:
+        return False
+    try:
+        fcntl.lockf(_CLAIMS_FD, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
+    except OSError:
+        return False
+    return True
+
+
+def _claim_free_slot() -> int:
+    for slot in range(MAX_SLOTS):
+        if _lock_slot(slot):
+            return slot
+    return -1
+
+
+def _owned(slot: int) -> bool:
+    """In the main process: whether a live process holds slot ``slot`` (a test lock, given up at once)."""
+    if not _lock_slot(slot):
+        return _CLAIMS_FD >= 0 and slot >= 0
+    fcntl.lockf(_CLAIMS_FD, fcntl.LOCK_UN, 1, slot)
+    return False
+
+
+def _adopt() -> SlabPool | None:
+    """In a worker forked from a main process that has pools of exited workers mapped: the first of them
+    whose slot this process can lock (its last owner is gone), or None."""
+    for token, entry in sorted(_MAPPED.items()):
+        if entry.get("flags") is not None and entry.get("slot", -1) >= 0 and _lock_slot(entry["slot"]):
+            return SlabPool((token, entry["slot"], entry))
+    return None
+
+
+_MADV_POPULATE_READ, _MADV_POPULATE_WRITE = 22, 23
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_madvise: Any = None
+if sys.platform.startswith("linux"):
+    try:
+        _madvise = ctypes.CDLL(None, use_errno=True).madvise
+        _madvise.argtypes, _madvise.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
+    except (OSError, AttributeError):
+        _madvise = None
+
+
+def _populate(address: int, nbytes: int, write: bool) -> None:
+    """Map the pages of ``[address, address + nbytes)`` (page aligned) in one call (Linux 5.14+), not one page
+    fault per 4 KiB on first touch; elsewhere nothing (the faults happen as before). ctypes drops the GIL."""
+    if _madvise is not None and nbytes > 0 and address % _PAGE == 0:
+        _madvise(address, nbytes, _MADV_POPULATE_WRITE if write else _MADV_POPULATE_READ)
 
 
 _POOL: SlabPool | None = None
@@ -145,8 +274,18 @@ def _pool() -> SlabPool:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL.pid != os.getpid():
-            _POOL = SlabPool()
+            _POOL = _adopt() or SlabPool()
         return _POOL
+
+
+def _reset_locks_in_child() -> None:
+    # a lock held by another thread of the parent at fork (the pin-memory thread unpickling a batch) stays held
+    global _POOL_LOCK, _MAPPED_LOCK
+    _POOL_LOCK, _MAPPED_LOCK = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_locks_in_child)
 
 
 class _HandOverTensor(torch.Tensor):
@@ -171,7 +310,7 @@ class _PooledTensor(_HandOverTensor):
         pool.sent[index] = True
         pool.flags_sent = True
         layout = (tuple(self.shape), tuple(self.stride()), int(self.storage_offset()), str(self.dtype))
-        return (_rebuild, (pool.token, pool.pid, index, slab, flags, layout))
+        return (_rebuild, ((pool.token, pool.pid, pool.slot), index, slab, flags, layout))
 
 
 class _PooledList(list):  # type: ignore[type-arg]
@@ -190,7 +329,7 @@ class _PooledList(list):  # type: ignore[type-arg]
         pool.sent[index] = True
         pool.flags_sent = True
         layouts = [(tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), str(t.dtype)) for t in self]
-        return (_rebuild_list, (pool.token, pool.pid, index, slab, flags, layouts))
+        return (_rebuild_list, ((pool.token, pool.pid, pool.slot), index, slab, flags, layouts))
 
 
 class _ByValueTensor(_HandOverTensor):
@@ -324,7 +463,7 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
 
 # -- the main process's side -----------------------------------------------------------------------------------
 
-_MAPPED: dict[str, dict[str, Any]] = {}  # pool token -> {"pid", "flags", "in_use", "slabs": {index: storage}}
+_MAPPED: dict[str, dict[str, Any]] = {}  # token -> {"pid", "slot", "flags", "in_use", "slabs": {index: storage}}
 _MAPPED_LOCK = threading.Lock()
 
 
@@ -343,20 +482,25 @@ def _give_back(in_use: np.ndarray, index: int, _keep: Any) -> None:
 
 
 def _mapped_base(
-    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None
+    pool: tuple[str, int, int], index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None
 ) -> torch.Tensor:
     """In the receiving process: the mapped slab as a flat uint8 tensor whose lifetime is tracked; when it and
     every view of it are gone, the slab goes back to the worker."""
+    token, pid, slot = pool
     with _MAPPED_LOCK:
         entry = _MAPPED.get(token)
         if entry is None:
-            for old in [t for t, e in _MAPPED.items() if not _alive(e["pid"])]:  # pools of workers that are gone
+            # pools nobody owns any more (their workers are gone, none adopted them): a new pool replaces them
+            for old in [t for t, e in _MAPPED.items() if not _alive(e["pid"]) and not _owned(e["slot"])]:
                 del _MAPPED[old]
-            entry = _MAPPED[token] = {"pid": pid, "flags": None, "in_use": None, "slabs": {}}
-        if flags is not None:
+            entry = _MAPPED[token] = {"pid": pid, "slot": slot, "flags": None, "in_use": None, "slabs": {}}
+        entry["pid"] = pid  # an adopted pool: its owner now
+        if flags is not None and flags is not entry["flags"]:
             entry["flags"], entry["in_use"] = flags, _bytes_view(flags)
-        if slab is not None:
-            entry["slabs"][index] = slab
+        known = entry["slabs"].get(index)
+        if slab is not None and (known is None or known.data_ptr() != slab.data_ptr()):
+            entry["slabs"][index] = slab  # new (or, adopted, a mapping this process had given up)
+            _populate(slab.data_ptr(), slab.nbytes(), write=False)
         storage = entry["slabs"][index]
         in_use = entry["in_use"]
     nbytes = storage.nbytes()
@@ -374,17 +518,17 @@ def _view(flat: torch.Tensor, layout: tuple[tuple[int, ...], tuple[int, ...], in
 
 
 def _rebuild(
-    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
+    pool: tuple[str, int, int], index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
     layout: tuple[tuple[int, ...], tuple[int, ...], int, str],
 ) -> torch.Tensor:  # fmt: skip
     """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime."""
-    return _view(_mapped_base(token, pid, index, slab, flags), layout)
+    return _view(_mapped_base(pool, index, slab, flags), layout)
 
 
 def _rebuild_list(
-    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
+    pool: tuple[str, int, int], index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
     layouts: list[tuple[tuple[int, ...], tuple[int, ...], int, str]],
 ) -> list[torch.Tensor]:  # fmt: skip
     """Unpickle a pooled list: views of one mapping of the slab, given back when the last of them is gone."""
-    flat = _mapped_base(token, pid, index, slab, flags)
+    flat = _mapped_base(pool, index, slab, flags)
     return [_view(flat, layout) for layout in layouts]
