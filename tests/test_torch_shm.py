@@ -346,3 +346,35 @@ def test_a_slab_is_wrapped_once_before_it_is_pickled(monkeypatch: pytest.MonkeyP
     values = [v.permute(2, 0, 1) for v in rows]
     again = collate_frames([{"image": v} for v in values])["image"]
     assert not isinstance(again, _shm._PooledTensor) and again.data_ptr() == first.data_ptr()  # not as the slab
+
+
+def test_batch_buffers_outside_workers_are_reused_only_once_every_view_is_gone(stores: tuple[Path, Dataset]) -> None:
+    root, _ = stores
+    frames = StoreFrames(root / "none")
+    want = [frames[i]["image"].clone() for i in range(6)]
+    gc.collect()
+    free = {id(b) for b in _shm._FREE_BUFFERS}
+    first = frames.__getitems__([0, 1, 2])
+    kept = first[1]["image"]  # one sample's image (a view of the batch buffer) kept, the rest dropped
+    ptr = first[0]["image"].data_ptr()
+    del first
+    gc.collect()
+    assert {id(b) for b in _shm._FREE_BUFFERS} <= free  # not given back while a view lives
+    for _ in range(4):  # later batches never land in the buffer a kept view lives in
+        again = frames.__getitems__([3, 4, 5])
+        assert again[0]["image"].data_ptr() != ptr
+        for k, sample in enumerate(again):
+            assert torch.equal(sample["image"], want[3 + k])
+        assert torch.equal(kept, want[1])
+        del again, sample
+        gc.collect()
+    back = [b for b in _shm._FREE_BUFFERS if id(b) not in free]
+    assert len(back) == 1  # the four batches went through one buffer, given back after each
+    del kept
+    gc.collect()
+    back = [b for b in _shm._FREE_BUFFERS if id(b) not in free]
+    assert len(back) == 2  # and now the kept one's
+    both = [frames.__getitems__([5, 4, 3]), frames.__getitems__([2, 1, 0])]  # two held at once: those two
+    assert not [b for b in _shm._FREE_BUFFERS if id(b) not in free]
+    for k in range(3):
+        assert torch.equal(both[0][k]["image"], want[5 - k]) and torch.equal(both[1][k]["image"], want[2 - k])

@@ -312,7 +312,11 @@ class FrameStore:
     def _process(self) -> _ProcessState:
         state = self._state
         if state is None or state.pid != os.getpid():
+            inherited = {} if state is None else state.data
             state = _ProcessState(self.cache_bytes)  # never reuse handles inherited through fork
+            # but keep the small arrays read before a fork (read-only NumPy arrays, no handles): DataLoader
+            # workers started anew every epoch need not read every video's arrays again
+            state.data.update(inherited)
             self._state = state
         return state
 

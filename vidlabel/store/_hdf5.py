@@ -22,11 +22,15 @@ memory map of the (immutable) frames file (HDF5's own chunk cache is set to
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import mmap
 import os
+import queue
 import sys
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -45,11 +49,16 @@ ROOT_FILE = "store.h5"
 PARTIAL = ".partial"
 
 #: How the first read of an uncompressed chunk in a process meets the read-only memory map of the frames file:
-#: "populate" maps the chunk's pages in one ``madvise(MADV_POPULATE_READ)`` call (Linux 5.14+; elsewhere, or
-#: where the kernel refuses it, the plain page faults), "pread" copies it with ``os.preadv`` (later reads use
-#: the map), "fault" lets the copy fault the pages in (15-45 minor faults per 480p/720p frame measured on
-#: issue 15's machines). ``scripts/bench_storeframes.py`` measures the three in one run.
-FIRST_TOUCH = "populate"
+#: "readahead" (the default) hands the chunks of a batch (several chunks read at once, as StoreFrames'
+#: ``__getitems__`` does) to a background thread of this process that maps their pages with
+#: ``madvise(MADV_POPULATE_READ)`` from the batch's last chunk backwards while the reading thread copies from
+#: the first forwards (each chunk's pages are mapped by whichever gets there first; the thread runs without
+#: the GIL); "populate" maps a chunk's pages in one such call just before its first copy, in the reading
+#: thread; "pread" copies a chunk's first read with ``os.preadv`` (later reads use the map); "fault" lets
+#: the copy fault the pages in (15-45 minor faults per 480p/720p frame on issue 15's machines). Where
+#: ``MADV_POPULATE_READ`` is missing (before Linux 5.14, not Linux) the pages are faulted in as by "fault".
+#: ``scripts/bench_storeframes.py`` measures all four in one run.
+FIRST_TOUCH = "readahead"
 #: Uncompressed frames units are written with ``O_DIRECT`` (Linux) into chunks HDF5 allocates up front as one
 #: contiguous block (see :class:`_DirectRegion`); False, or ``VIDLABEL_HDF5_DIRECT_WRITE=0``, or a file system
 #: that refuses ``O_DIRECT``, writes each chunk through the page cache with ``write_direct_chunk``.
@@ -57,6 +66,60 @@ DIRECT_WRITE = True
 _DIRECT_STAGE_BYTES = 8 << 20  # bytes gathered before one O_DIRECT write
 _MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22 if sys.platform.startswith("linux") else None)
 _PAGE = mmap.PAGESIZE
+
+
+def _libc_madvise() -> Any:
+    if _MADV_POPULATE_READ is None:
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
+    return fn
+
+
+_MADVISE = _libc_madvise()  # ctypes drops the GIL around the call: the readahead thread runs beside the reader
+
+
+class _Readahead:
+    """This process's readahead thread (started on first use, again in a forked child): maps the pages of
+    chunk ranges of frames files' memory maps with ``MADV_POPULATE_READ``."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.queue: queue.SimpleQueue[tuple[HDF5FramesReader, list[tuple[int, int]]]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="vidlabel-readahead", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            reader, ranges = self.queue.get()
+            for start, length in ranges:
+                with reader._map_lock:  # close() unmaps under the same lock: never advise an unmapped range
+                    if reader._mapped is None:
+                        break
+                    _MADVISE(reader._mapped.ctypes.data + start, length, _MADV_POPULATE_READ)
+
+
+_READAHEAD: _Readahead | None = None
+_READAHEAD_LOCK = threading.Lock()
+
+
+def _readahead() -> _Readahead:
+    global _READAHEAD
+    with _READAHEAD_LOCK:
+        if _READAHEAD is None or _READAHEAD.pid != os.getpid():
+            _READAHEAD = _Readahead()
+        return _READAHEAD
+
+
+def _reset_readahead_in_child() -> None:
+    global _READAHEAD_LOCK
+    _READAHEAD_LOCK = threading.Lock()  # another thread may have held it at fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_readahead_in_child)
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
@@ -313,6 +376,7 @@ class HDF5FramesReader(FramesReader):
         self._fd = -1  # for "pread" first touches
         self._touched = bytearray()  # per chunk: read through the map in this process already
         self._first_touch = FIRST_TOUCH
+        self._map_lock = threading.Lock()  # the readahead thread advises the map under it; close unmaps under it
         if self.codec.name == "none":
             self._map_chunks()
 
@@ -346,7 +410,7 @@ class HDF5FramesReader(FramesReader):
         """
         assert self._mapped is not None
         end = offset + self._chunk_bytes
-        if not self._touched[index]:
+        if not self._touched[index] and self._first_touch != "readahead":
             self._touched[index] = 1
             if self._first_touch == "populate" and _MADV_POPULATE_READ is not None and self._mmap is not None:
                 start = offset - offset % _PAGE
@@ -369,6 +433,21 @@ class HDF5FramesReader(FramesReader):
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         return bytes(data)
 
+    def prefetch(self, indices: Iterable[int]) -> None:
+        """With :data:`FIRST_TOUCH` "readahead": the background thread maps the pages of the chunks of
+        ``indices`` not read in this process yet, last chunk first (the reader copies them in order)."""
+        if self._first_touch != "readahead" or _MADVISE is None or self._offsets is None:
+            return
+        ranges = []
+        for index in indices:
+            if 0 <= index < self._offsets.size and self._offsets[index] >= 0 and not self._touched[index]:
+                self._touched[index] = 1
+                offset = int(self._offsets[index])
+                start = offset - offset % _PAGE
+                ranges.append((start, offset + self._chunk_bytes - start))
+        if len(ranges) > 1:
+            _readahead().queue.put((self, ranges[:0:-1]))  # the first is the reader's own first copy
+
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self._file, self.path, self.root, "frames_crc32c")
 
@@ -388,13 +467,14 @@ class HDF5FramesReader(FramesReader):
         return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:
-        self._mapped = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
+        with self._map_lock:
+            self._mapped = None
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            if self._mmap is not None:
+                self._mmap.close()
+                self._mmap = None
         if self._file.id.valid:
             self._file.close()
 

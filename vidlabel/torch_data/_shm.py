@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import mmap
 import os
 import sys
 import tempfile
@@ -68,6 +69,7 @@ __all__ = [
     "by_value",
     "ragged_by_value",
     "slab_of",
+    "take_buffer",
     "take_slab",
 ]
 
@@ -131,9 +133,10 @@ class SlabPool:
         if adopt is None:
             self.token = uuid.uuid4().hex
             self.slot = _claim_free_slot()
-            self.flags = torch.UntypedStorage._new_shared(MAX_SLABS)
-            self.in_use = _bytes_view(self.flags)
-            self.in_use[:] = 0
+            # one byte per slab (in use), then one the main process sets while it keeps the pool mapped
+            self.flags = torch.UntypedStorage._new_shared(MAX_SLABS + 1)
+            self.in_use = _bytes_view(self.flags)[:MAX_SLABS]
+            _bytes_view(self.flags)[:] = 0
         else:  # a pool of workers that have exited, mapped in the main process this one was forked from
             self.token, self.slot, entry = adopt
             self.flags, self.in_use = entry["flags"], entry["in_use"]
@@ -141,10 +144,11 @@ class SlabPool:
             for i in range(max(known) + 1 if known else 0):
                 # an index the main process never received stays out of use (a zero-byte placeholder)
                 self.slabs.append(known.get(i, torch.UntypedStorage(0)))
-        # an adopted slab travels once more (the main process may have dropped the pool meanwhile; torch's
-        # storage cache gives it the mapping it still has)
-        self.sent: list[bool] = [False] * len(self.slabs)
-        self.flags_sent = False
+        # The main process still has an adopted pool mapped if its byte says so: it drops a pool only while it
+        # holds the pool's slot lock, which this process holds now. Else its slabs travel again.
+        retained = adopt is not None and bool(_bytes_view(self.flags)[MAX_SLABS])
+        self.sent: list[bool] = [retained] * len(self.slabs)
+        self.flags_sent = retained
         self.populated: set[int] = set()  # slabs whose pages this process has mapped in one call
         self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
         self.held: set[int] = set()  # slabs whose array (or a view of it) still lives in this worker
@@ -231,12 +235,20 @@ def _claim_free_slot() -> int:
     return -1
 
 
-def _owned(slot: int) -> bool:
-    """In the main process: whether a live process holds slot ``slot`` (a test lock, given up at once)."""
-    if not _lock_slot(slot):
-        return _CLAIMS_FD >= 0 and slot >= 0
-    fcntl.lockf(_CLAIMS_FD, fcntl.LOCK_UN, 1, slot)
-    return False
+def _drop_unowned(entry: dict[str, Any]) -> bool:
+    """In the main process: forget a retained pool no live process owns (tested by taking its slot lock, given
+    up again after clearing the pool's retained byte: an adopter that locks the slot later resends its slabs).
+    Pools of workers not forked from this process (spawn) have their locks elsewhere: their pid tells."""
+    if _alive(entry["pid"]):
+        return False
+    held = _lock_slot(entry["slot"])
+    if not held and _CLAIMS_FD >= 0 and entry["slot"] >= 0:
+        return False  # adopted by a worker that has not sent a batch yet
+    if entry["flags"] is not None:
+        _bytes_view(entry["flags"])[MAX_SLABS] = 0
+    if held:
+        fcntl.lockf(_CLAIMS_FD, fcntl.LOCK_UN, 1, entry["slot"])
+    return True
 
 
 def _adopt() -> SlabPool | None:
@@ -461,6 +473,58 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     return Slab(pool, index, state, array)
 
 
+# -- batch buffers outside DataLoader workers ------------------------------------------------------------------
+
+#: Bytes of free batch buffers a process outside DataLoader workers keeps for the next batches.
+MAX_FREE_BUFFER_BYTES = 512 * 2**20
+_FREE_BUFFERS: list[mmap.mmap] = []  # anonymous maps whose arrays are all gone, pages mapped already
+_BUFFERS_LOCK = threading.Lock()
+_BUFFERS_PID = os.getpid()
+
+
+def _buffer_back(buffer: mmap.mmap) -> None:
+    with _BUFFERS_LOCK:
+        if _BUFFERS_PID != os.getpid():
+            return
+        _FREE_BUFFERS.append(buffer)
+        while sum(len(b) for b in _FREE_BUFFERS) > MAX_FREE_BUFFER_BYTES:
+            _FREE_BUFFERS.remove(min(_FREE_BUFFERS, key=len))
+
+
+def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
+    """A C-contiguous uint8 array of ``shape`` for a batch read outside DataLoader workers (in the main process
+    with ``num_workers=0``, or any plain loop): memory of an earlier batch whose arrays (and every view of
+    them: a tensor, a sample's image) are all gone, else a fresh anonymous map whose pages are mapped in one
+    ``madvise(MADV_POPULATE_WRITE)`` call. A buffer is never handed out again while any view of it lives.
+
+    The first batches of a fresh process otherwise land in fresh memory (a page fault and a zeroed page per
+    4 KiB, 5,400 for a batch of eight 720p frames), and glibc hands large buffers back to the system on free.
+    Batches below :data:`MIN_POOLED_BYTES` (or with ``VIDLABEL_SHM_POOL=0``) are plain ``numpy.empty``."""
+    global _BUFFERS_PID
+    nbytes = int(np.prod(shape))
+    if nbytes < _min_pooled_bytes() or not _enabled():
+        return np.empty(shape, np.uint8)
+    with _BUFFERS_LOCK:
+        if _BUFFERS_PID != os.getpid():  # a forked child: the parent's free buffers are its own copies
+            _FREE_BUFFERS.clear()
+            _BUFFERS_PID = os.getpid()
+        fits = [b for b in _FREE_BUFFERS if len(b) >= nbytes]
+        buffer = min(fits, key=len) if fits else None
+        if buffer is not None:
+            _FREE_BUFFERS.remove(buffer)
+    if buffer is None:
+        size = -(-nbytes // _PAGE) * _PAGE
+        buffer = mmap.mmap(-1, size)
+        memory = (ctypes.c_uint8 * size).from_buffer(buffer)
+        _populate(ctypes.addressof(memory), size, write=True)
+        del memory
+    # the array below owns the lifetime: when it and every view of it are gone, the buffer goes back
+    memory = (ctypes.c_uint8 * nbytes).from_buffer(buffer)
+    array = np.frombuffer(memory, dtype=np.uint8)
+    weakref.finalize(array, _buffer_back, buffer)
+    return array.reshape(shape)
+
+
 # -- the main process's side -----------------------------------------------------------------------------------
 
 _MAPPED: dict[str, dict[str, Any]] = {}  # token -> {"pid", "slot", "flags", "in_use", "slabs": {index: storage}}
@@ -491,12 +555,13 @@ def _mapped_base(
         entry = _MAPPED.get(token)
         if entry is None:
             # pools nobody owns any more (their workers are gone, none adopted them): a new pool replaces them
-            for old in [t for t, e in _MAPPED.items() if not _alive(e["pid"]) and not _owned(e["slot"])]:
+            for old in [t for t, e in _MAPPED.items() if _drop_unowned(e)]:
                 del _MAPPED[old]
             entry = _MAPPED[token] = {"pid": pid, "slot": slot, "flags": None, "in_use": None, "slabs": {}}
         entry["pid"] = pid  # an adopted pool: its owner now
         if flags is not None and flags is not entry["flags"]:
-            entry["flags"], entry["in_use"] = flags, _bytes_view(flags)
+            entry["flags"], entry["in_use"] = flags, _bytes_view(flags)[:MAX_SLABS]
+            _bytes_view(flags)[MAX_SLABS] = 1  # retained here: an adopter need not send the slabs again
         known = entry["slabs"].get(index)
         if slab is not None and (known is None or known.data_ptr() != slab.data_ptr()):
             entry["slabs"][index] = slab  # new (or, adopted, a mapping this process had given up)

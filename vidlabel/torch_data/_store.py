@@ -20,7 +20,7 @@ from torch.utils.data import Dataset, IterableDataset
 from vidlabel.errors import OptionError
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
-from vidlabel.torch_data._shm import take_slab
+from vidlabel.torch_data._shm import take_buffer, take_slab
 from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
 __all__ = ["StoreFrames", "StoreStream"]
@@ -45,6 +45,11 @@ def _open(
     if cache_bytes is not None:
         options["cache_bytes"] = int(cache_bytes)
     return open_store(store, verify_checksums=True if verify_checksums is None else verify_checksums, **options)
+
+
+#: StoreFrames over a store of at most this many videos builds every video's targets on construction (a few ms
+#: a video), so that DataLoader workers forked later inherit them; larger stores build them where first read.
+PRELOAD_VIDEOS = 64
 
 
 class _StoreDataset:
@@ -159,6 +164,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
             frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
+        if len(self.store.video_ids) <= PRELOAD_VIDEOS:
+            # built here, in the main process, the targets are inherited by every DataLoader worker forked later
+            # (with persistent_workers=False, new workers every epoch) instead of read by each of them
+            for code in np.unique(self.store.rows[self.samples.positions, 0]).tolist():
+                self.samples._targets(self.store.video_ids[code])
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -182,7 +192,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
             # one (B, H, W, 3) buffer for a batch whose frames share a size, else one flat buffer of all their
             # bytes; in a DataLoader worker, a reusable shared-memory slab
             slab = take_slab(shape)
-            buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
+            buffers.append(take_buffer(shape) if slab is None else slab.array)
             return buffers[0]
 
         samples = self.samples.samples(list(indices), allocate=allocate)
