@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import google_crc32c
@@ -238,7 +239,7 @@ def test_hdf5_uncompressed_chunks_are_copied_from_a_memory_map(tmp_path: Path, c
         assert np.array_equal(f["frames"][:], np.stack(frames))
 
 
-@pytest.mark.parametrize("first_touch", ["populate", "pread", "fault"])
+@pytest.mark.parametrize("first_touch", ["readahead", "populate", "pread", "fault"])
 @pytest.mark.parametrize("chunk_frames", [1, 3])
 def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str, chunk_frames: int
@@ -255,6 +256,7 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
     reader = backend.open_frames_unit("u1")
     try:
         assert reader._first_touch == first_touch and reader._offsets is not None
+        reader.prefetch([1, 0, 2])  # a batch's chunks ("readahead": mapped by the background thread meanwhile)
         held = []
         for c in [1, 0, 1, 2, 0, 2, 1]:  # first reads and repeats, interleaved
             out = reader.read_chunk(c)
@@ -271,3 +273,49 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
     finally:
         reader.close()
     assert reader._fd == -1
+
+
+def test_hdf5_readahead_of_a_reader_closed_meanwhile_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidlabel.store import _hdf5
+
+    if _hdf5._MADVISE is None:
+        pytest.skip("no madvise(MADV_POPULATE_READ) here: readahead is the plain page faults")
+    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", "readahead")
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    frames = noisy_frames(9, seed=6)
+    write_unit(backend, "u1", frames, "none", 1)
+    for _ in range(5):  # queued work for readers closed at once: the thread skips it and keeps serving
+        closed = backend.open_frames_unit("u1")
+        closed.prefetch(range(9))
+        closed.close()
+    reader = backend.open_frames_unit("u1")
+    try:
+        reader.prefetch(range(9))
+        for c in range(8, -1, -1):
+            assert np.array_equal(reader.read_chunk(c)[0], frames[c])
+    finally:
+        reader.close()
+    worker = _hdf5._readahead()
+    finished = threading.Event()
+    worker.queue.put((reader, [(0, 4096)]))  # closed: skipped
+    worker.queue.put((_Marker(finished), [(0, 4096)]))
+    assert finished.wait(60) and worker.thread.is_alive()  # every item was taken in order, the thread still runs
+
+
+class _Marker:
+    """Stands in for a reader: its "lock" tells when the readahead thread reached it."""
+
+    _mapped = None
+
+    def __init__(self, finished: threading.Event) -> None:
+        self._map_lock = self
+        self.finished = finished
+
+    def __enter__(self) -> None:
+        self.finished.set()
+
+    def __exit__(self, *exc: object) -> None:
+        pass

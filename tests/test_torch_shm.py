@@ -277,7 +277,7 @@ def test_slabs_outside_workers_and_release(monkeypatch: pytest.MonkeyPatch) -> N
     tensor = again.tensor(torch.from_numpy(again.array))
     first = tensor.__reduce_ex__(2)[1]
     second = tensor.__reduce_ex__(2)[1]
-    assert first[3] is not None and second[3] is None  # the slab's storage travels once
+    assert first[2] is not None and second[2] is None  # the slab's storage travels once
     del again, tensor
     gc.collect()
     assert pool.in_use[index] == 1  # handed over: only the receiving process gives it back
@@ -348,12 +348,14 @@ def test_a_slab_is_wrapped_once_before_it_is_pickled(monkeypatch: pytest.MonkeyP
     assert not isinstance(again, _shm._PooledTensor) and again.data_ptr() == first.data_ptr()  # not as the slab
 
 
-def test_batch_buffers_outside_workers_are_reused_only_once_every_view_is_gone(stores: tuple[Path, Dataset]) -> None:
+def test_batch_buffers_outside_workers_are_reused_only_once_every_view_is_gone(
+    stores: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root, _ = stores
     frames = StoreFrames(root / "none")
     want = [frames[i]["image"].clone() for i in range(6)]
-    gc.collect()
-    free = {id(b) for b in _shm._FREE_BUFFERS}
+    monkeypatch.setattr(_shm, "_FREE_BUFFERS", [])  # none left by earlier tests
+    free: set[int] = set()
     first = frames.__getitems__([0, 1, 2])
     kept = first[1]["image"]  # one sample's image (a view of the batch buffer) kept, the rest dropped
     ptr = first[0]["image"].data_ptr()

@@ -89,7 +89,8 @@ class _Readahead:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.queue: queue.SimpleQueue[tuple[HDF5FramesReader, list[tuple[int, int]]]] = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="vidlabel-readahead", daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="vidlabel-readahead", daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         while True:

@@ -254,6 +254,8 @@ def _drop_unowned(entry: dict[str, Any]) -> bool:
 def _adopt() -> SlabPool | None:
     """In a worker forked from a main process that has pools of exited workers mapped: the first of them
     whose slot this process can lock (its last owner is gone), or None."""
+    if _MAPPED_PID == os.getpid():  # the pools this process maps itself are not its own to fill
+        return None
     for token, entry in sorted(_MAPPED.items()):
         if entry.get("flags") is not None and entry.get("slot", -1) >= 0 and _lock_slot(entry["slot"]):
             return SlabPool((token, entry["slot"], entry))
@@ -529,6 +531,7 @@ def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
 
 _MAPPED: dict[str, dict[str, Any]] = {}  # token -> {"pid", "slot", "flags", "in_use", "slabs": {index: storage}}
 _MAPPED_LOCK = threading.Lock()
+_MAPPED_PID = -1  # the process that mapped the pools of _MAPPED (a forked worker holds a copy)
 
 
 def _alive(pid: int) -> bool:
@@ -550,8 +553,10 @@ def _mapped_base(
 ) -> torch.Tensor:
     """In the receiving process: the mapped slab as a flat uint8 tensor whose lifetime is tracked; when it and
     every view of it are gone, the slab goes back to the worker."""
+    global _MAPPED_PID
     token, pid, slot = pool
     with _MAPPED_LOCK:
+        _MAPPED_PID = os.getpid()
         entry = _MAPPED.get(token)
         if entry is None:
             # pools nobody owns any more (their workers are gone, none adopted them): a new pool replaces them

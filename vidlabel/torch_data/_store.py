@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, VidlabelError
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_buffer, take_slab
@@ -167,8 +167,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         if len(self.store.video_ids) <= PRELOAD_VIDEOS:
             # built here, in the main process, the targets are inherited by every DataLoader worker forked later
             # (with persistent_workers=False, new workers every epoch) instead of read by each of them
-            for code in np.unique(self.store.rows[self.samples.positions, 0]).tolist():
-                self.samples._targets(self.store.video_ids[code])
+            try:
+                for code in np.unique(self.store.rows[self.samples.positions, 0]).tolist():
+                    self.samples._targets(self.store.video_ids[code])
+            except VidlabelError:  # a video that cannot be read raises where its samples are read, as before
+                pass
 
     def __len__(self) -> int:
         return len(self.samples)
