@@ -517,11 +517,11 @@ def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
     if buffer is None:
         size = -(-nbytes // _PAGE) * _PAGE
         buffer = mmap.mmap(-1, size)
-        memory = (ctypes.c_uint8 * size).from_buffer(buffer)
-        _populate(ctypes.addressof(memory), size, write=True)
-        del memory
+        whole = (ctypes.c_uint8 * size).from_buffer(buffer)
+        _populate(ctypes.addressof(whole), size, write=True)
+        del whole  # the map keeps no export: a later from_buffer may take it
     # the array below owns the lifetime: when it and every view of it are gone, the buffer goes back
-    memory = (ctypes.c_uint8 * nbytes).from_buffer(buffer)
+    memory: Any = (ctypes.c_uint8 * nbytes).from_buffer(buffer)
     array = np.frombuffer(memory, dtype=np.uint8)
     weakref.finalize(array, _buffer_back, buffer)
     return array.reshape(shape)
