@@ -138,7 +138,10 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
     of it (keeping one sample keeps the batch's buffer), and
     :func:`~vidlabel.torch_data.collate_frames` then returns that buffer as
     the batch without a copy. In a DataLoader worker the buffer is a
-    reusable shared-memory slab (:mod:`vidlabel.torch_data._shm`). So a
+    reusable shared-memory slab (:mod:`vidlabel.torch_data._shm`), kept for
+    the workers of later epochs; elsewhere a buffer of an earlier batch
+    whose views are all gone (:func:`~vidlabel.torch_data._shm.take_buffer`).
+    A buffer is never refilled while any view of its batch lives. So a
     transform that keeps a sample's image and later changes it in place
     changes the batch it was handed over in: ``clone()`` images you keep to
     modify (torch's ``default_collate`` copies, so it hides this).
