@@ -47,7 +47,6 @@ Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import mmap
 import os
 import sys
@@ -59,6 +58,11 @@ from typing import Any
 
 import numpy as np
 import torch
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no claims file, pools are never adopted
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "MAX_SLAB_BYTES",
@@ -207,6 +211,8 @@ MAX_SLOTS = 4096
 
 
 def _open_claims() -> int:
+    if fcntl is None:
+        return -1
     try:
         with tempfile.TemporaryFile(prefix="vidlabel-slab-claims-") as fh:  # unlinked at once (O_TMPFILE)
             return os.dup(fh.fileno())
