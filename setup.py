@@ -20,6 +20,8 @@ INSTALL_REQUIRES = [
 ]
 EXTRAS_REQUIRE = {
     "torch": ["torch>=2.1"],
+    "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
+    "s3": ["s3fs>=2023.6", "obstore>=0.4"],  # stores in S3-compatible object stores
     "dev": [
         "pytest>=8",
         "pytest-timeout>=2.2",
@@ -30,6 +32,13 @@ EXTRAS_REQUIRE = {
         "nbformat>=5.9",
         "ipykernel>=6.29",
         "matplotlib>=3.8",
+        # the real services the tests start on 127.0.0.1 (tests/services.py): an S3 API server and a Dask cluster
+        "moto[s3]>=5",
+        "flask",
+        "flask-cors",
+        "dask[distributed]>=2024.1",
+        "s3fs>=2023.6",
+        "obstore>=0.4",
     ],
 }
 
