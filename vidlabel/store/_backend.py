@@ -176,6 +176,10 @@ class Backend(ABC):
     def frames_units(self) -> dict[str, dict[str, Any]]:
         """Attributes of every complete frames unit, by key."""
 
+    def unit_published(self, key: str) -> bool:
+        """True if frames unit ``key`` is complete here (a task that finds it so has nothing to write)."""
+        return key in self.frames_units()
+
     @abstractmethod
     def open_frames_unit(self, key: str) -> FramesReader:
         """A reader of a complete frames unit."""
