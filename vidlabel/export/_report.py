@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, replace_command
+from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons"]
+__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_plan"]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -181,3 +182,31 @@ def changed_failure(
 _LEFT_INCOMPLETE = (
     "(The store is left incomplete; the videos already written are kept and reused by the next export to this folder.)"
 )
+
+
+def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int = 2) -> None:
+    """Copy what the plan leaves out into ``report`` and warn about it (``plan``: an ``ExportPlan``,
+    ``opts``: the ``ExportOptions``; ``stacklevel`` as :func:`warnings.warn`'s, counted from the caller).
+
+    Warns
+    -----
+    VidlabelWarning
+        When box or mask annotations lie on frames the store does not hold, or frames have no trustworthy picture.
+    """
+    report.not_stored = plan.not_stored
+    report.markers_without_stored_frames = plan.markers_without_stored_frames
+    report.rows_outside_video = plan.rows_outside_video
+    report.untrusted_frames = plan.untrusted_frames
+    lost_total = report.not_stored["box"] + report.not_stored["mask"]
+    parts = []
+    if lost_total:
+        why = lost_reasons(report.not_stored, f"stride={opts.stride}, frames={opts.frames!r}, kinds={list(opts.kinds)}")
+        parts.append(
+            f"{report.not_stored['box']} box and {report.not_stored['mask']} mask annotations lie on frames "
+            f"this export does not store ({why}); they are not in the store (ExportReport.not_stored lists "
+            "them; the command line's summary names the first ids)"
+        )
+    if report.untrusted_frames:
+        parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
+    if parts:
+        warnings.warn(f"export to {report.out!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=stacklevel + 1)
