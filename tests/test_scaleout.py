@@ -128,3 +128,43 @@ def test_create_only_and_if_match_writes(target: tuple[str, dict[str, Any]]) -> 
     assert store.get("units/k/zarr.json") == b"third"
     assert store.get_tagged("nothing/here") == (None, None)
     assert store.put_if("fresh", b"x", None) == store.get_tagged("fresh")[1]
+
+
+# -- export straight into an object store (no engine) --------------------------------------------------------------
+
+
+def test_export_into_each_kind_of_url_equals_the_local_export(
+    world: tuple[Path, Dataset, Path], target: tuple[str, dict[str, Any]]
+) -> None:
+    _, ds, local = world
+    url, options = target
+    report = export(ds, url, format="zarr", kinds=EVERY, progress=False, storage_options=options or None)
+    assert report.out == url and report.frames_decoded == len(open_store(local)) > 0  # every stored frame, once
+    assert_same_store(url, local, options or None)
+    store = ObjectStore(url, options)
+    root = json.loads(store.get("zarr.json") or b"{}")["attributes"]
+    assert root["complete"] is True and "export_token" not in root
+    units = store.list_dirs("units")
+    assert len(units) == len(VIDEOS)  # one unit per video, keyed by what the pixels depend on
+    for vid in VIDEOS:
+        group = json.loads(store.get(f"videos/{vid}/zarr.json") or b"{}")["attributes"]
+        assert group["frames_unit"] == f"units/{group['frames_key']}" and group["frames_key"] in units
+    again = export(ds, url, format="zarr", kinds=EVERY, progress=False, storage_options=options or None)
+    assert again.frames_decoded == 0 and again.videos_up_to_date == len(VIDEOS)
+    assert_same_store(url, local, options or None)
+
+
+def test_hdf5_to_a_url_and_a_url_without_conditional_writes_are_refused(world: tuple[Path, Dataset, Path]) -> None:
+    _, ds, _ = world
+    from vidlabel.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"cannot export to 'memory://x' with format='hdf5': HDF5 stores are local"):
+        export(ds, "memory://x", format="hdf5", progress=False)
+    with pytest.raises(OptionError, match=r"exporting straight into an object store needs conditional writes"):
+        export(ds, "http://127.0.0.1:9/store", format="zarr", progress=False)
+    with pytest.raises(OptionError, match=r"storage_options apply to URLs only"):
+        export(ds, "local-folder", format="zarr", progress=False, storage_options={"key": "k"})
+    with pytest.raises(OptionError, match=r"memory:// stores live in one process"):
+        export(ds, "memory://x", format="zarr", workers=2, progress=False)
+    with pytest.raises(OptionError, match=r"executor must be a concurrent.futures.Executor"):
+        export(ds, "memory://x", format="zarr", executor="tcp://127.0.0.1:1", progress=False)  # type: ignore[arg-type]

@@ -16,8 +16,9 @@ from vidlabel.export._plan import ExportPlan, VideoPlan
 from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION
+from vidlabel.store._remote import parse_json
 
-__all__ = ["Publisher", "prepare_folder", "refuse_file_target", "write_root"]
+__all__ = ["Publisher", "prepare_folder", "prepare_url", "refuse_file_target", "write_root"]
 
 
 def refuse_file_target(folder: Path) -> None:
@@ -51,6 +52,42 @@ def prepare_folder(folder: Path, format: str) -> Backend:
             path=str(folder),
         )
     attrs, _ = backend.read_root()
+    backend.mark_incomplete({k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT})
+    return backend
+
+
+def prepare_url(url: str, storage_options: dict[str, Any] | None) -> Any:
+    """The backend of a Zarr store written straight into an object store at ``url``; takes its root over.
+
+    Raises
+    ------
+    OptionError
+        If the URL's filesystem has no conditional writes (see :meth:`ZarrURLBackend.check_writable`).
+    StoreError
+        If ``url`` holds objects that are not a vidlabel store (or an HDF5 store).
+    StoreLockedError
+        If another export took the root over at the same moment.
+    """
+    from vidlabel.store._zarr import ZarrURLBackend
+
+    backend = backend_for(url, "zarr", storage_options=storage_options)
+    assert isinstance(backend, ZarrURLBackend)
+    backend.check_writable()
+    store = backend.store
+    root = parse_json(store.get("zarr.json"))
+    if store.exists("store.h5"):
+        raise StoreError(f"{url!r} holds an HDF5 frame store (store.h5); export to another URL", path=url)
+    if root is not None and not (root.get("node_type") == "group" and root.get("attributes", {}).get("format")):
+        raise StoreError(f"{url!r} holds a Zarr group that is not a vidlabel frame store; export to another URL", path=url)
+    if root is None:
+        others = [name for name in store.list_dirs() if name not in ("videos", "units", "index")]
+        if others:
+            raise StoreError(
+                f"{url!r} is not empty and holds no vidlabel frame store (found {', '.join(others[:5])}); "
+                "export to a new or empty URL",
+                path=url,
+            )
+    attrs = dict((root or {}).get("attributes", {}))
     backend.mark_incomplete({k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT})
     return backend
 

@@ -20,6 +20,7 @@ from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.geometry import resize_image
 from vidlabel.spec import VideoMetadata, View
+from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import backend_for
 from vidlabel.store._writer import write_frames
 
@@ -51,11 +52,20 @@ class UnitJob:
 
 @dataclass(frozen=True)
 class UnitResult:
-    """What writing one unit did: its key, frames decoded and copied."""
+    """What writing one unit did: its key, frames decoded and copied; ``published_before`` when the task found
+    the unit already complete (an earlier attempt of an engine that runs tasks at least once) and wrote nothing."""
 
     key: str
     decoded: int
     copied: int
+    published_before: bool = False
+
+
+def unit_backend(job: UnitJob, opts: ExportOptions) -> Backend:
+    """The store's backend in the process writing ``job`` (a URL's with the export's storage options)."""
+    if opts.storage_options:
+        return backend_for(job.folder, opts.format, storage_options=opts.storage_options)
+    return backend_for(job.folder, opts.format)
 
 
 # A worker process's progress queue (set by the pool's initializer): it receives (unit key, frames written).
@@ -71,6 +81,9 @@ def set_progress_queue(progress_queue: Any) -> None:
 def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None) -> UnitResult:
     """Write and publish frames unit ``job.key``; ``on_frame`` (or this worker's progress queue) hears of each frame.
 
+    A unit already complete in the store is left as it is (engines run a task at least once: a second
+    attempt, or a rerun after the driver was killed, decodes nothing).
+
     Raises
     ------
     VideoDecodeError, VideoChangedError, VideoNotFoundError
@@ -81,7 +94,9 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
     counts = {"decoded": 0, "copied": 0}
     if on_frame is None and _PROGRESS is not None:
         on_frame = _queue_reporter(job.key, _PROGRESS)
-    backend = backend_for(job.folder, opts.format)
+    backend = unit_backend(job, opts)
+    if backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
+        return UnitResult(job.key, 0, 0, published_before=True)
     write_frames(
         backend, job.key, _unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
         chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
@@ -109,7 +124,7 @@ def _unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> I
         for r, sr in zip(ours.tolist(), src_rows.tolist()):
             per_row.setdefault(r, (s, sr))
     decode_rows = set(np.searchsorted(job.frame_number, job.decode).tolist())
-    backend = backend_for(job.folder, opts.format)
+    backend = unit_backend(job, opts)
     readers: dict[int, Any] = {}
     reader = decoded = None
     if job.decode.size:

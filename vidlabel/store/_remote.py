@@ -12,9 +12,12 @@ pickle into DataLoader workers under fork and spawn. The ``complete`` markers
 are checked as for local stores. Only Zarr stores can be read from URLs: HDF5
 needs a local file.
 
-Writing: object stores have no rename and no locks, so an export never writes
-to a URL (it raises :class:`~vidlabel.errors.OptionError`). Export to a local
-folder with ``format="zarr"`` and upload it (:mod:`vidlabel.store._upload`).
+Writing: an export with ``format="zarr"`` writes straight into an object store
+(:class:`vidlabel.store._zarr.ZarrURLBackend`). Object stores have no rename and
+no locks, so it relies on conditional writes instead (:meth:`ObjectStore.put_new`,
+:meth:`ObjectStore.put_if`): create-only PUTs (``If-None-Match: *``) for every
+object of a frames unit, and ``If-Match`` on the root's ETag to publish. A store
+already on disk goes up with :mod:`vidlabel.store._upload`.
 
 
 fsspec (a small pure-Python dependency) is imported only when a URL is used,
@@ -53,20 +56,21 @@ def is_url(path: Any) -> bool:
 
 
 def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
-    """Raise :class:`OptionError` if an export's ``out`` is a URL (exports write local folders only).
+    """Raise :class:`OptionError` if an export's ``out`` is a URL and ``format`` is not ``"zarr"``.
+
+    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr.ZarrURLBackend`);
+    HDF5 needs a local file.
 
     Raises
     ------
     OptionError
-        If ``out`` is a URL; the message says how to put a store there instead.
+        If ``out`` is a URL and the format is HDF5; the message says to use ``format='zarr'``.
     """
-    if not is_url(out):
+    if not is_url(out) or format == "zarr":
         return
-    then = f" HDF5 stores are local only; {what}" if format == "hdf5" else f" {what.capitalize()}"
     raise OptionError(
-        f"cannot {what} to {out!r}: an {what} writes a local folder (object stores have no rename and no locks).{then}"
-        " to a local folder with format='zarr', then upload it: "
-        f"vidlabel.store.upload(OUT, {out!r}) or `vidlabel upload OUT {out}`"
+        f"cannot {what} to {out!r} with format={format!r}: HDF5 stores are local only; {what} to a URL with "
+        "format='zarr' (written straight into the object store), or to a local folder"
     )
 
 
