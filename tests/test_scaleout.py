@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +26,11 @@ import fsspec
 import numpy as np
 import pytest
 
-from tests.services import Bucket
-from tests.test_store_support import make_dataset
+from tests.services import Bucket, DaskCluster, MotoServer, worker_env
+from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, export, open_store
-from vidlabel.errors import StoreError
+from vidlabel.cli import main
+from vidlabel.errors import StoreError, StoreLockedError
 from vidlabel.store import backend_for
 from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 from vidlabel.store._remote import ObjectStore, StoreConflict
@@ -168,3 +176,229 @@ def test_hdf5_to_a_url_and_a_url_without_conditional_writes_are_refused(world: t
         export(ds, "memory://x", format="zarr", workers=2, progress=False)
     with pytest.raises(OptionError, match=r"executor must be a concurrent.futures.Executor"):
         export(ds, "memory://x", format="zarr", executor="tcp://127.0.0.1:1", progress=False)  # type: ignore[arg-type]
+
+
+# -- on the Dask cluster ---------------------------------------------------------------------------------------------
+
+
+def test_dask_export_into_s3_equals_the_local_export_and_verify_passes(
+    world: tuple[Path, Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket, s3_env: MotoServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _, ds, local = world
+    url = s3_bucket.url("stores/train")
+    with dask_cluster.client() as client:
+        report = export(
+            ds, url, format="zarr", kinds=EVERY, executor=client.get_executor(),
+            storage_options=s3_bucket.storage_options,
+        )  # fmt: skip
+    total = len(open_store(local))
+    assert report.frames_decoded == total and report.videos == len(VIDEOS)
+    bar = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert bar.startswith("export train: 100%") and f"{total}/{total}" in bar  # fed from the task results
+    assert_same_store(url, local, s3_bucket.storage_options)
+    assert main(["verify", url]) == 0  # credentials and endpoint from the AWS_* variables
+    assert capsys.readouterr().out.startswith("ok: 1 store(s), 4 videos")
+    # the StoreFrames of the bucket hand out the local store's samples
+    remote, here = open_store(url, storage_options=s3_bucket.storage_options), open_store(local)
+    for i in (0, len(here) // 2, len(here) - 1):
+        assert_same_sample(remote.sample(i, with_masks=True), here.sample(i, with_masks=True))
+
+
+def _clip_dataset(root: Path, n_videos: int, n_frames: int) -> Dataset:
+    """Long clips (every frame stored) so that a unit takes many PUTs: a fault can land in the middle of one."""
+    ds = make_dataset(root, videos=tuple(f"v{i}" for i in range(n_videos)), n_frames=n_frames, gop=30)
+    export(ds, root / "local", format="zarr", frames="all", kinds=EVERY, progress=False)
+    return ds
+
+
+@pytest.fixture(scope="module")
+def long_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, Path]:
+    root = tmp_path_factory.mktemp("scaleout_long")
+    return _clip_dataset(root, 4, 150), root / "local"
+
+
+def _unit_keys(local: Path) -> dict[str, str]:
+    backend = backend_for(local)
+    return {vid: str(backend.video_attrs(vid)["frames_key"]) for vid in backend.video_ids()}  # type: ignore[index]
+
+
+def _published_units(fs: Any, url: str) -> set[str]:
+    fs.invalidate_cache()
+    bucket_path = url[len("s3://") :]
+    found = fs.glob(f"{bucket_path}/units/*/zarr.json")
+    return {p.rsplit("/", 2)[-2] for p in found}
+
+
+def _assert_same_long_store(url: str, local: Path, options: dict[str, Any]) -> None:
+    got, want = store_arrays(url, options), store_arrays(local)
+    assert {k: v for k, v in got["attrs"].items() if k != "export"} == {
+        k: v for k, v in want["attrs"].items() if k != "export"
+    }
+    assert got["index"] == want["index"] and want["attrs"]["video_ids"]
+    for vid in want["attrs"]["video_ids"]:
+        assert got[vid]["attrs"] == want[vid]["attrs"] and got[vid]["arrays"] == want[vid]["arrays"], vid
+        np.testing.assert_array_equal(got[vid]["frames"], want[vid]["frames"], err_msg=vid)
+
+
+def test_a_worker_killed_mid_unit_the_export_still_completes_and_equals_a_clean_one(
+    long_world: tuple[Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket
+) -> None:
+    ds, local = long_world
+    url = s3_bucket.url("killed-worker")
+    fs = s3_bucket.s3fs()
+    keys = _unit_keys(local)
+    outcome: dict[str, Any] = {}
+
+    with dask_cluster.client() as client:
+        pids = {str(k): int(v) for k, v in client.run(os.getpid).items()}
+
+        def run() -> None:
+            try:
+                outcome["report"] = export(
+                    ds, url, format="zarr", frames="all", kinds=EVERY, progress=False,
+                    executor=client.get_executor(), storage_options=s3_bucket.storage_options,
+                )  # fmt: skip
+            except BaseException as err:  # pragma: no cover - reported below
+                outcome["error"] = err
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        victim, deadline = None, time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and thread.is_alive():
+            done = _published_units(fs, url)
+            started = {k for k in keys.values() if fs.exists(f"{url[5:]}/units/{k}/frames/c.3.0.0.0")}
+            if started - done:  # a unit with chunks but not complete: its worker is in the middle of it
+                busy = [w for w, tasks in client.processing().items() if tasks]
+                if busy:
+                    victim = busy[0]
+                    os.kill(pids[victim], signal.SIGKILL)
+                    break
+            time.sleep(0.02)
+        thread.join(120)
+    assert victim is not None, "no worker was seen in the middle of a unit"
+    assert "error" not in outcome, outcome.get("error")
+    dask_cluster.wait_for_workers()  # the nanny restarted it
+    assert pids[victim] not in dask_cluster.current_worker_pids().values()
+    _assert_same_long_store(url, local, s3_bucket.storage_options)
+    assert outcome["report"].frames_decoded >= len(open_store(local))  # the killed unit was decoded again
+
+
+_DRIVER = """
+import sys
+from distributed import Client
+from vidlabel import Dataset, export
+
+ds_path, url, scheduler, endpoint = sys.argv[1:5]
+options = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+with Client(scheduler) as client:
+    export(Dataset.open(ds_path), url, format="zarr", frames="all", kinds=("box", "mask", "marker"), progress=False,
+           executor=client.get_executor(), storage_options=options)
+print("finished")
+"""
+
+
+def _executing(dask_worker: Any) -> int:
+    return len(dask_worker.state.executing)  # a released task whose thread still runs is counted until it ends
+
+
+def _wait_idle(dask_cluster: DaskCluster) -> None:
+    """Until no task runs on any worker: a killed driver's tasks are released by the scheduler, but those
+    already running go on to their end (zombies, still writing) and are waited for."""
+    with dask_cluster.client() as client:
+        deadline = time.monotonic() + 60
+        while any(client.run(_executing).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(client.run(_executing).values())
+
+
+def test_the_driver_killed_mid_export_a_rerun_resumes_decoding_only_the_units_left(
+    long_world: tuple[Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket, tmp_path: Path
+) -> None:
+    ds, local = long_world
+    url = s3_bucket.url("killed-driver")
+    fs = s3_bucket.s3fs()
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    log = tmp_path / "driver.log"
+    with log.open("wb") as out:
+        driver = subprocess.Popen(
+            [sys.executable, str(script), str(ds.path), url, dask_cluster.address, s3_bucket.endpoint_url],
+            stdout=out, stderr=subprocess.STDOUT, env=worker_env(),
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not _published_units(fs, url) and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert driver.poll() is None, log.read_text()
+        driver.kill()  # SIGKILL: the driver gets no chance to clean up
+        driver.wait(10)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    with pytest.raises(StoreError, match=r"is incomplete: its export was interrupted or is still running"):
+        open_store(url, storage_options=s3_bucket.storage_options)
+    _wait_idle(dask_cluster)
+    keys = _unit_keys(local)
+    frames_of = {keys[vid]: len(backend_for(local).open_video(vid).array("frame_number")) for vid in keys}
+    published = _published_units(fs, url)
+    assert published and published < set(frames_of)  # mid-export: some units complete, not all
+    with dask_cluster.client() as client:
+        report = export(
+            ds, url, format="zarr", frames="all", kinds=EVERY, progress=False, executor=client.get_executor(),
+            storage_options=s3_bucket.storage_options,
+        )  # fmt: skip
+    left = sum(n for key, n in frames_of.items() if key not in published)
+    assert report.frames_decoded == left  # every unit left decoded once; none of those published again
+    assert report.frames_reused == sum(frames_of.values()) - left
+    _assert_same_long_store(url, local, s3_bucket.storage_options)
+
+
+class GatedExecutor(Executor):
+    """Submits to ``inner`` once ``gate`` is set; ``entered`` is set when the first submit arrives (the export
+    has taken the root over and planned by then)."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.entered.set()
+        assert self.gate.wait(60)
+        return self.inner.submit(fn, *args, **kwargs)
+
+
+def test_two_exporters_at_once_one_publishes_the_other_fails_clearly_and_the_store_is_whole(
+    world: tuple[Path, Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket
+) -> None:
+    _, ds, local = world
+    url = s3_bucket.url("contended")
+    outcome: dict[str, Any] = {}
+    with dask_cluster.client() as client:
+        first, second = GatedExecutor(client.get_executor()), GatedExecutor(client.get_executor())
+
+        def run(name: str, executor: Executor) -> None:
+            try:
+                outcome[name] = export(
+                    ds, url, format="zarr", kinds=EVERY, progress=False, executor=executor,
+                    storage_options=s3_bucket.storage_options,
+                )  # fmt: skip
+            except BaseException as err:
+                outcome[name] = err
+
+        threads = [threading.Thread(target=run, args=("first", first))]
+        threads[0].start()
+        assert first.entered.wait(60)  # the first export has started, taken the root and planned
+        threads.append(threading.Thread(target=run, args=("second", second)))
+        threads[1].start()
+        assert second.entered.wait(60)  # so has the second, over the first
+        first.gate.set()
+        second.gate.set()
+        for thread in threads:
+            thread.join(120)
+    assert isinstance(outcome["first"], StoreLockedError), outcome["first"]
+    assert re.search(rf"frame store '{url}': publishing .*: another export is writing it", str(outcome["first"]))
+    assert "this one stops without publishing" in str(outcome["first"])
+    assert not isinstance(outcome["second"], BaseException), outcome["second"]
+    assert_same_store(url, local, s3_bucket.storage_options)

@@ -12,8 +12,9 @@ store's lock is released), and the first error is raised at the end.
 from __future__ import annotations
 
 import queue as _queue
+import uuid
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
 from typing import Any
 
 from vidlabel.export._options import ExportOptions
@@ -83,20 +84,28 @@ def run_on_executor(
     the units not started and is raised once those running have finished. A caller that stops early
     (an error while publishing) cancels the units not yet started.
     """
-    futures: dict[Future[UnitResult], UnitJob] = {executor.submit(run_unit, job, opts): job for job in jobs}
+    submission = uuid.uuid4().hex  # engines that key tasks by their arguments (Dask) never merge two exports' tasks
+    futures: dict[Future[UnitResult], UnitJob] = {
+        executor.submit(_run_task, job, opts, submission): job for job in jobs
+    }
     reported: dict[str, int] = {}
     finished: set[str] = set()
     pending = set(futures)
     error: BaseException | None = None
     failures: list[tuple[UnitJob, BaseException]] = []
+    cancelled_here: set[Future[UnitResult]] = set()
     try:
         while pending:
             done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
             _drain_progress(progress_queue, bar, reported, finished)
             for fut in done:
-                if fut.cancelled():
+                if fut in cancelled_here:
                     continue
-                exc = fut.exception()
+                exc = (
+                    CancelledError(f"the executor cancelled the task of video {futures[fut].attrs.get('video_id')!r}")
+                    if fut.cancelled()
+                    else fut.exception()
+                )
                 if exc is not None:
                     if keep_going:
                         failures.append((futures[fut], exc))
@@ -106,6 +115,7 @@ def run_on_executor(
                         error = exc
                         for other in pending:
                             other.cancel()
+                            cancelled_here.add(other)
                     continue
                 result = fut.result()
                 finished.add(result.key)
@@ -119,6 +129,11 @@ def run_on_executor(
         raise error
     if failures:
         raise UnitsFailed(failures)
+
+
+def _run_task(job: UnitJob, opts: ExportOptions, submission: str) -> UnitResult:
+    """:func:`run_unit` as one export's task (``submission`` makes its arguments, hence an engine's key, its own)."""
+    return run_unit(job, opts)
 
 
 def _drain_progress(progress_queue: Any, bar: Any, reported: dict[str, int], finished: set[str]) -> None:
