@@ -26,7 +26,7 @@ import fsspec
 import numpy as np
 import pytest
 
-from tests.services import Bucket, DaskCluster, MotoServer, worker_env
+from tests.services import HOST, Bucket, DaskCluster, MotoServer, worker_env
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, export, open_store
 from vidlabel.cli import main
@@ -402,3 +402,103 @@ def test_two_exporters_at_once_one_publishes_the_other_fails_clearly_and_the_sto
     assert "this one stops without publishing" in str(outcome["first"])
     assert not isinstance(outcome["second"], BaseException), outcome["second"]
     assert_same_store(url, local, s3_bucket.storage_options)
+
+
+class FaultyRelay:
+    """An HTTP relay on 127.0.0.1 in front of the moto server that answers ``500 InternalError`` to every PUT
+    whose path contains ``fail`` (set or cleared while it runs); everything else goes through unchanged."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.client
+        import http.server
+        from urllib.parse import urlsplit
+
+        self.fail: str | None = None
+        self.refused: list[str] = []
+        target = urlsplit(upstream)
+        relay = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _relay(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.command == "PUT" and relay.fail is not None and relay.fail in self.path:
+                    relay.refused.append(self.path)
+                    error = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(error)))
+                    self.end_headers()
+                    self.wfile.write(error)
+                    return
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = target.netloc
+                conn.request(self.command, self.path, body=body, headers=headers)
+                answer = conn.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _relay
+
+        self.server = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+        self.endpoint_url = f"http://{HOST}:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_put_failing_mid_unit_gives_a_clear_error_and_a_rerun_completes(
+    long_world: tuple[Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket
+) -> None:
+    ds, local = long_world
+    url = s3_bucket.url("faulty")
+    relay = FaultyRelay(s3_bucket.endpoint_url)
+    try:
+        options = {**s3_bucket.storage_options, "client_kwargs": {
+            "endpoint_url": relay.endpoint_url, "region_name": "us-east-1"},
+            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+        key = _unit_keys(local)["v1"]
+        relay.fail = f"/units/{key}/frames/c.40.0.0.0"  # the middle of video v1's unit
+        with dask_cluster.client() as client:
+            with pytest.raises(StoreError) as info:
+                export(
+                    ds, url, format="zarr", frames="all", kinds=EVERY, progress=False,
+                    executor=client.get_executor(), storage_options=options,
+                )  # fmt: skip
+            message = str(info.value)
+            assert re.search(rf"export to '{url}' stopped: 1 of 4 frames units failed \(videos 'v1'\); the others "
+                             r"are written\. Video 'v1': StoreError: cannot write .*c\.40\.0\.0\.0'.*\(HTTP 500 InternalError\)\. Rerun",
+                             message)
+            assert message.endswith("Rerun the export to resume (the videos written are kept)")
+            assert relay.refused and all(key in path for path in relay.refused)
+            with pytest.raises(StoreError, match=r"is incomplete: its export failed: .*1 of 4 frames units failed"):
+                open_store(url, storage_options=s3_bucket.storage_options)
+            root = json.loads(s3_bucket.s3fs().cat(f"{url[5:]}/zarr.json"))["attributes"]
+            assert list(root["failed_videos"]) == ["v1"] and "InternalError" in root["failed_videos"]["v1"]
+            published = _published_units(s3_bucket.s3fs(), url)
+            assert key not in published and len(published) == 3  # the other units went on
+            relay.fail = None
+            report = export(
+                ds, url, format="zarr", frames="all", kinds=EVERY, progress=False,
+                executor=client.get_executor(), storage_options=options,
+            )  # fmt: skip
+        assert report.frames_decoded == len(backend_for(local).open_video("v1").array("frame_number"))
+    finally:
+        relay.close()
+    _assert_same_long_store(url, local, s3_bucket.storage_options)

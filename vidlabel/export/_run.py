@@ -284,7 +284,8 @@ def _record_failures(backend: Backend, plan: ExportPlan, work: UnitWork, failed:
     else:
         message = (
             f"export to {str(backend.folder)!r} stopped: {others}. Video {job.attrs.get('video_id')!r}: "
-            f"{type(first).__name__}: {first}. Rerun the export to resume (the videos written are kept)"
+            f"{type(first).__name__}: {str(first).removesuffix('; rerun the export to resume')}. "
+            "Rerun the export to resume (the videos written are kept)"
         )
         failure = StoreError(message, path=str(backend.folder), video_id=job.attrs.get("video_id"))
         if isinstance(first, VidlabelError):  # keep the class (VideoNotFoundError, StoreError, ...)

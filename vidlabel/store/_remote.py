@@ -432,8 +432,11 @@ class ObjectStore:
         self.fs.invalidate_cache()
 
     def _write_error(self, key: str, err: BaseException) -> StoreError:
+        status = _http_status(err)
         return StoreError(
-            f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}; rerun the export to resume",
+            f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}"
+            + ("" if status is None else f" (HTTP {status})")
+            + "; rerun the export to resume",
             path=self.url_of(key),
         )
 
@@ -470,6 +473,19 @@ def _precondition_failed(err: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _http_status(err: BaseException) -> str | None:
+    """``"500 InternalError"`` from the botocore error behind an s3fs one, if there is one."""
+    seen: BaseException | None = err
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = response.get("Error", {}).get("Code", "")
+            return f"{status} {code}".strip()
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _file_create(path: str, data: bytes) -> bool:
