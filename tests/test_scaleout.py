@@ -502,3 +502,41 @@ def test_a_put_failing_mid_unit_gives_a_clear_error_and_a_rerun_completes(
     finally:
         relay.close()
     _assert_same_long_store(url, local, s3_bucket.storage_options)
+
+
+def test_cli_export_on_the_dask_scheduler_into_s3(
+    world: tuple[Path, Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    _, ds, local = world
+    url = s3_bucket.url("from-cli")
+    options = json.dumps(s3_bucket.storage_options)
+    code = main(["export", str(ds.path), url, "--format", "zarr", "--dask-scheduler", dask_cluster.address,
+                 "--storage-options", options, "--no-progress"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and url in out
+    # the same store as a local export of the command's default kinds (box, mask)
+    default_kinds = local.parent / "local-default-kinds"
+    export(ds, default_kinds, format="zarr", progress=False)
+    remote = open_store(url, storage_options=s3_bucket.storage_options)
+    there = open_store(default_kinds)
+    assert remote.index == there.index and len(there) > 0
+    for i in range(len(there)):
+        assert_same_sample(remote.sample(i, with_masks=True), there.sample(i, with_masks=True))
+
+
+def test_cli_dask_scheduler_errors(
+    world: tuple[Path, Dataset, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dask
+
+    from tests.services import free_port
+
+    _, ds, _ = world
+    address = f"tcp://{HOST}:{free_port()}"  # nothing listens there
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        assert main(["export", str(ds.path), "memory://x", "--format", "zarr", "--dask-scheduler", address]) == 1
+    assert f"cannot reach the Dask scheduler at '{address}'" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if Dask were not installed
+    assert main(["export", str(ds.path), "memory://x", "--format", "zarr", "--dask-scheduler", address]) == 1
+    assert "needs Dask's distributed scheduler: pip install 'vidlabel[dask]'" in capsys.readouterr().err
