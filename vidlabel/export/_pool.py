@@ -113,9 +113,7 @@ def run_on_executor(
                             bar.update(futures[fut].frames - reported.pop(futures[fut].key, 0))
                     elif error is None:  # stop starting units; publish those that finish; raise at the end
                         error = exc
-                        for other in pending:
-                            other.cancel()
-                            cancelled_here.add(other)
+                        cancelled_here.update(other for other in pending if other.cancel())  # not those running
                     continue
                 result = fut.result()
                 finished.add(result.key)
