@@ -540,3 +540,37 @@ def test_cli_dask_scheduler_errors(
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if Dask were not installed
     assert main(["export", str(ds.path), "memory://x", "--format", "zarr", "--dask-scheduler", address]) == 1
     assert "needs Dask's distributed scheduler: pip install 'vidlabel[dask]'" in capsys.readouterr().err
+
+
+def test_dask_export_to_a_local_folder_equals_the_local_pool(
+    world: tuple[Path, Dataset, Path], dask_cluster: DaskCluster, tmp_path: Path
+) -> None:
+    _, ds, local = world
+    with dask_cluster.client() as client:
+        report = export(ds, tmp_path / "out", format="zarr", kinds=EVERY, progress=False,
+                        executor=client.get_executor())  # fmt: skip
+    assert report.frames_decoded == len(open_store(local))
+    assert_same_store(tmp_path / "out", local)
+    assert not (tmp_path / "out" / ".partial").exists()
+
+
+def test_two_attempts_at_one_local_zarr_unit_write_apart_and_the_first_to_finish_publishes(tmp_path: Path) -> None:
+    from vidlabel.store import get_codec
+    from vidlabel.store._zarr import PARTIAL, ZarrBackend
+
+    backend = ZarrBackend(tmp_path / "store")
+    frames = np.arange(4 * 6 * 8 * 3, dtype=np.uint8).reshape(4, 6, 8, 3)
+    codec, shape = get_codec("none"), (4, 6, 8, 3)
+    first = backend.frames_writer("k", shape=shape, chunk_frames=2, codec=codec, attrs={"pixel_key": "p"})
+    second = backend.frames_writer("k", shape=shape, chunk_frames=2, codec=codec, attrs={"pixel_key": "p"})
+    assert first.dir != second.dir  # type: ignore[attr-defined]
+    for writer in (first, second):
+        for c in range(2):
+            writer.write_chunk(c, frames[2 * c : 2 * c + 2].tobytes())
+    numbers, crc = np.arange(4, dtype=np.int64), np.zeros(2, np.uint32)
+    first.commit(frame_number=numbers, crc32c=crc)
+    second.commit(frame_number=numbers, crc32c=crc)  # finds the unit published and drops its own files
+    assert sorted(p.name for p in (tmp_path / "store" / PARTIAL).iterdir()) == ["frames-k"]
+    reader = backend.open_frames_unit("k")
+    np.testing.assert_array_equal(np.concatenate([reader.read_chunk(c) for c in range(2)]), frames)
+    assert backend.unit_published("k") and not backend.unit_published("other")
