@@ -482,9 +482,11 @@ def test_a_put_failing_mid_unit_gives_a_clear_error_and_a_rerun_completes(
                     executor=client.get_executor(), storage_options=options,
                 )  # fmt: skip
             message = str(info.value)
-            assert re.search(rf"export to '{url}' stopped: 1 of 4 frames units failed \(videos 'v1'\); the others "
-                             r"are written\. Video 'v1': StoreError: cannot write .*c\.40\.0\.0\.0'.*\(HTTP 500 InternalError\)\. Rerun",
-                             message)
+            assert re.search(
+                rf"export to '{url}' stopped: 1 of 4 frames units failed \(videos 'v1'\); the others "
+                r"are written\. Video 'v1': StoreError: cannot write .*c\.40\.0\.0\.0'.*\(HTTP 500 InternalError\)\. Rerun",
+                message,
+            )
             assert message.endswith("Rerun the export to resume (the videos written are kept)")
             assert relay.refused and all(key in path for path in relay.refused)
             with pytest.raises(StoreError, match=r"is incomplete: its export failed: .*1 of 4 frames units failed"):

@@ -78,7 +78,9 @@ def prepare_url(url: str, storage_options: dict[str, Any] | None) -> Any:
     if store.exists("store.h5"):
         raise StoreError(f"{url!r} holds an HDF5 frame store (store.h5); export to another URL", path=url)
     if root is not None and not (root.get("node_type") == "group" and root.get("attributes", {}).get("format")):
-        raise StoreError(f"{url!r} holds a Zarr group that is not a vidlabel frame store; export to another URL", path=url)
+        raise StoreError(
+            f"{url!r} holds a Zarr group that is not a vidlabel frame store; export to another URL", path=url
+        )
     if root is None:
         others = [name for name in store.list_dirs() if name not in ("videos", "units", "index")]
         if others:

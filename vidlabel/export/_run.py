@@ -240,10 +240,12 @@ def _write_units(
     name = str(backend.folder).rstrip("/").rsplit("/", 1)[-1]
     bar = progress_bar(opts.progress and total > 0, total, f"export {name}")  # none with nothing to do
     try:
-        for result in run_units(work.jobs, opts, bar, executor):
+        for units_done, result in enumerate(run_units(work.jobs, opts, bar, executor), 1):
             report.frames_decoded += result.decoded
             report.frames_copied += result.copied
             publisher.unit_done(result.key)
+            if bar is not None and executor is not None:  # frames on the bar, units beside it
+                bar.set_postfix_str(f"units {units_done}/{len(work.jobs)}")
     except UnitsFailed as failed:
         _record_failures(backend, plan, work, failed, ds)
     except VideoDecodeError as err:
