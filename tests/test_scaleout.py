@@ -576,3 +576,46 @@ def test_two_attempts_at_one_local_zarr_unit_write_apart_and_the_first_to_finish
     reader = backend.open_frames_unit("k")
     np.testing.assert_array_equal(np.concatenate([reader.read_chunk(c) for c in range(2)]), frames)
     assert backend.unit_published("k") and not backend.unit_published("other")
+
+
+def test_an_export_into_a_url_writes_units_then_groups_after_their_arrays_and_the_root_last(
+    world: tuple[Path, Dataset, Path], mem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, ds, _ = world
+    order: list[tuple[str, str]] = []  # (how, key) of every write, in order
+    lock = threading.Lock()
+    real = {name: getattr(ObjectStore, name) for name in ("put", "put_new", "put_if", "put_many")}
+
+    depth = threading.local()
+
+    def spy(name: str) -> Any:
+        def write(self: ObjectStore, key: Any, *args: Any) -> Any:
+            if not getattr(depth, "n", 0):  # a write made by another write (put_if of a new key) counts once
+                with lock:
+                    order.extend((name, k) for k in (list(key) if name == "put_many" else [key]))
+            depth.n = getattr(depth, "n", 0) + 1
+            try:
+                return real[name](self, key, *args)
+            finally:
+                depth.n -= 1
+
+        return write
+
+    for name in real:
+        monkeypatch.setattr(ObjectStore, name, spy(name))
+    export(ds, mem, format="zarr", kinds=EVERY, progress=False)
+    keys = [k for _, k in order]
+    assert order[0] == ("put_if", "zarr.json") and order[-1] == ("put_if", "zarr.json")  # conditional, first/last
+    assert keys.count("zarr.json") == 2 and max(i for i, k in enumerate(keys) if k.startswith("index/")) < len(keys) - 1
+    units = {k.split("/")[1] for k in keys if k.startswith("units/") and k != "units/zarr.json"}
+    assert len(units) == len(VIDEOS)
+    for unit in units:
+        inside = [i for i, k in enumerate(keys) if k.startswith(f"units/{unit}/")]
+        assert keys.index(f"units/{unit}/zarr.json") == max(inside)  # 'complete' after all its objects
+        assert all(how == "put_new" for how, k in order if k.startswith(f"units/{unit}/"))  # create-only
+    for vid in VIDEOS:
+        group = keys.index(f"videos/{vid}/zarr.json")
+        inside = [i for i, k in enumerate(keys) if k.startswith(f"videos/{vid}/")]
+        assert group == max(inside)  # the group after its arrays
+        unit = json.loads(fsspec.filesystem("memory").cat(f"{mem}/videos/{vid}/zarr.json"))["attributes"]["frames_key"]
+        assert keys.index(f"units/{unit}/zarr.json") < group  # and after its frames unit is complete
