@@ -15,7 +15,7 @@ from vidlabel import Dataset, FrameSamples, export
 from vidlabel.export._options import check_options
 from vidlabel.export._plan import plan_export, plan_units, select_frames
 from vidlabel.export._pool import run_on_executor
-from vidlabel.export._publish import Publisher, prepare_folder, write_root
+from vidlabel.export._publish import Publisher, StoreSource, prepare_folder, write_root
 from vidlabel.store._fs import StoreLock
 
 DEFAULTS = dict(
@@ -45,7 +45,7 @@ def test_units_run_on_any_executor_give_the_store_of_export(ds: Dataset, tmp_pat
     selection = select_frames(rel, opts, str(ds.path))
     folder = tmp_path / "pool"
     with StoreLock(folder):
-        backend = prepare_folder(folder, "hdf5")
+        backend = prepare_folder(folder, "hdf5", StoreSource(str(ds.path), rel.release_id))
         plan = plan_export(selection, opts)
         work = plan_units(backend, plan, opts)
         assert [j.attrs["video_id"] for j in work.jobs] == ["a", "b", "c"]

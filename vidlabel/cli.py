@@ -439,6 +439,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     return 0
 
 
+_OVERWRITE_HELP = "replace a store at OUT exported from another dataset (refused by default)"
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
     from vidlabel.export._run import export
@@ -448,7 +451,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         release=args.release, format=args.store_format, codec=args.codec, view_id=args.view_id, frames=args.frames,
         stride=args.stride, output_size=tuple(args.output_size) if args.output_size else None,
         chunk_frames=args.chunk_frames, workers=args.workers, progress=not args.no_progress, roots=args.roots,
-        storage_options=args.storage_options,
+        storage_options=args.storage_options, overwrite=args.overwrite,
     )  # fmt: skip
     if args.dask_scheduler is None:
         report = export(ds, args.out, **options)  # type: ignore[arg-type]
@@ -481,7 +484,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
     report = cache(
         Dataset.open(args.dataset), args.out, release=args.release, codec=args.codec,
-        progress=not args.no_progress, roots=args.roots,
+        progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -662,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="JSON fsspec options when OUT is a URL (s3://bucket/store; default: credentials from the environment)",
     )
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add(
         "cache",
@@ -676,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
     p.add_argument("out", metavar="OUT", help="a frame store folder, or a Zarr store's URL")

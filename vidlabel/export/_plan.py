@@ -27,6 +27,7 @@ from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_mask, v
 from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._backend import Backend
 from vidlabel.store._layout import digest, frames_key, pixel_key
+from vidlabel.store._verify import damaged_unit_chunks
 
 __all__ = ["ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames"]
 
@@ -79,6 +80,7 @@ class UnitWork:
     to_publish: list[VideoPlan]
     videos_up_to_date: int
     frames_reused: int
+    damaged: dict[str, str] = field(default_factory=dict)  # stored units found damaged (written again), in words
 
 
 # -- the plan of each video --------------------------------------------------------------------------------------
@@ -149,7 +151,8 @@ def _plan_video(
         content_hash=chash, crop=None if view is None else view.crop,
         view_size=None if view is None else view.output_size, output_size=opts.output_size, codec=opts.codec.spec,
     )  # fmt: skip
-    fkey = frames_key(pkey, opts.chunk_frames, stored)
+    chunk_frames = opts.unit_chunk_frames(stored.size)  # a chunk never holds more rows than the unit's frames
+    fkey = frames_key(pkey, chunk_frames, stored)
     arrays = {"frame_number": stored, "timestamp_us": _timestamps_us(meta, stored), "is_annotated": is_annotated}
     if not opts.frames_only:
         table = rel.table
@@ -167,7 +170,7 @@ def _plan_video(
         "crop": None if view is None else list(view.crop),
         "view_output_size": None if view is None or view.output_size is None else list(view.output_size),
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
-        "chunk_frames": opts.chunk_frames, "frames_key": fkey, "pixel_key": pkey,
+        "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
     attrs["labels_key"] = digest("labels", attrs, *[arrays[k] for k in sorted(arrays)])
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)
@@ -364,11 +367,12 @@ def _segments(
 
 
 def plan_units(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> UnitWork:
-    """Compare the plan with the store: videos up to date, units reused whole, and one job per unit to write."""
-    units = backend.frames_units()
-    by_pixels: dict[str, list[str]] = {}
-    for key, uattrs in units.items():
-        by_pixels.setdefault(str(uattrs.get("pixel_key")), []).append(key)
+    """Compare the plan with the store: videos up to date, units reused whole, and one job per unit to write.
+
+    Every stored unit reused or copied from is first checked against its CRC-32C: a damaged one is written
+    again (and named in :attr:`UnitWork.damaged`), never reused.
+    """
+    stored = _StoredUnits(backend)
     work = UnitWork(jobs=[], to_publish=[], videos_up_to_date=0, frames_reused=0)
     planned: set[str] = set()
     for video in plan.videos:
@@ -377,18 +381,51 @@ def plan_units(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> UnitW
             existing is not None
             and existing.get("complete") is True
             and existing.get("labels_key") == video.attrs["labels_key"]
-            and video.frames_key in units
+            and stored.sound(video.frames_key)
         ):
             work.videos_up_to_date += 1
             continue
         work.to_publish.append(video)
-        if video.frames_key in units:
+        if stored.sound(video.frames_key):
             work.frames_reused += int(video.frame_number.size)
         elif video.frames_key not in planned:
             planned.add(video.frames_key)
-            have, sources = _copy_sources(backend, by_pixels.get(video.pixel_key, []), video.frame_number)
+            have, sources = _copy_sources(backend, stored.sound_units_of(video.pixel_key), video.frame_number)
             work.jobs.append(_unit_job(backend, plan, opts, video, video.frame_number[~have], sources))
+    work.damaged = stored.damaged
     return work
+
+
+class _StoredUnits:
+    """The store's complete frames units, each checked against its chunks' CRC-32C the first time it is used."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.attrs = backend.frames_units()
+        self.by_pixels: dict[str, list[str]] = {}
+        for key, uattrs in self.attrs.items():
+            self.by_pixels.setdefault(str(uattrs.get("pixel_key")), []).append(key)
+        self.checked: dict[str, bool] = {}
+        self.damaged: dict[str, str] = {}  # unit key -> what is wrong with it, in words
+
+    def sound(self, key: str) -> bool:
+        """True if unit ``key`` is stored and every chunk of it passes its CRC-32C."""
+        if key not in self.attrs:
+            return False
+        if key not in self.checked:
+            failing = damaged_unit_chunks(self.backend, key)
+            self.checked[key] = failing == []
+            if failing != []:
+                what = "cannot be read" if failing is None else f"chunks {', '.join(map(str, failing[:10]))} fail"
+                vid = self.attrs[key].get("video_id")
+                self.damaged[key] = f"frames unit {key[:12]} of video {vid!r}: {what}" + (
+                    "" if failing is None else " their CRC-32C"
+                )
+        return self.checked[key]
+
+    def sound_units_of(self, pixel_key: str) -> list[str]:
+        """The sound units holding frames of these pixels (copy sources)."""
+        return [key for key in self.by_pixels.get(pixel_key, []) if self.sound(key)]
 
 
 def _copy_sources(
@@ -420,7 +457,7 @@ def _unit_job(
         meta=video.meta,
         view=plan.view,
         size=video.size,
-        chunk_frames=opts.chunk_frames,
+        chunk_frames=int(video.attrs["chunk_frames"]),
         frame_number=video.frame_number,
         decode=decode,
         sources=sources,

@@ -7,11 +7,24 @@ one task per unit; progress comes from the results, and, on the local pool,
 from a queue the workers report to while they write. When a job fails, no
 further job starts, those running finish (so no worker still writes once the
 store's lock is released), and the first error is raised at the end.
+
+The local pool's workers never outlive the driver: each asks Linux for
+SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``) and also watches
+the parent pid; Ctrl-C / SIGINT goes to the driver only, which terminates
+them. A killed or interrupted export leaves only temporary files, so the
+same command resumes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 import queue as _queue
+import signal
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
@@ -23,6 +36,8 @@ from vidlabel.export._units import UnitJob, UnitResult, run_unit, set_progress_q
 __all__ = ["UnitsFailed", "progress_bar", "run_units"]
 
 _POLL_SECONDS = 0.2  # how often the driver looks at the progress queue while units run
+_WATCH_SECONDS = 1.0  # how often a worker checks that the driver is alive (fallback to PR_SET_PDEATHSIG)
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def progress_bar(show: bool, total: int, desc: str) -> Any:
@@ -62,14 +77,55 @@ def run_units(
     ctx = mp.get_context("spawn")  # never fork a process holding HDF5 handles and threads
     progress_queue = ctx.Queue() if bar is not None else None
     pool = ProcessPoolExecutor(
-        max_workers=min(opts.workers, len(jobs)), mp_context=ctx, initializer=set_progress_queue,
-        initargs=(progress_queue,),
+        max_workers=min(opts.workers, len(jobs)), mp_context=ctx, initializer=_init_worker,
+        initargs=(progress_queue, os.getpid()),
     )  # fmt: skip
     try:
         yield from run_on_executor(pool, jobs, opts, bar, progress_queue)
+    except BaseException:
+        # Ctrl-C / SIGINT of the driver, or its own failure (a worker's error is raised only once none runs):
+        # stop the workers now; their unfinished units have temporary names, so the same command resumes
+        _stop_workers(pool)
+        raise
     finally:
         # running units finish before returning, so no worker still writes once the lock is released
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_worker(progress_queue: Any, driver_pid: int) -> None:
+    """A local pool worker: dies with the driver, leaves Ctrl-C to the driver, reports progress to its queue."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver stops the workers when it is interrupted
+    _die_with_parent(driver_pid)
+    set_progress_queue(progress_queue)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` (its parent) dies, even by SIGKILL: Linux's ``PR_SET_PDEATHSIG``
+    where there is one, and a thread watching the parent pid everywhere (also covering a parent that died
+    before the ``prctl``)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watch below still ends us
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="vidlabel-watch-driver", daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(_WATCH_SECONDS)
+        if os.getppid() != parent_pid:  # re-parented: the driver is gone
+            os._exit(1)
+
+
+def _stop_workers(pool: Any) -> None:
+    """Terminate a ProcessPoolExecutor's worker processes (SIGTERM) without waiting for their units."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.terminate()
 
 
 def run_on_executor(

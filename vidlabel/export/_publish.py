@@ -4,6 +4,10 @@ videos the release no longer has removed, and the root written ``complete`` last
 from __future__ import annotations
 
 import datetime as _dt
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +17,21 @@ from vidlabel._version import __version__
 from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan
+from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION
 from vidlabel.store._remote import parse_json
 
-__all__ = ["Publisher", "prepare_folder", "prepare_url", "refuse_file_target", "write_root"]
+__all__ = [
+    "Publisher",
+    "StoreSource",
+    "prepare_folder",
+    "prepare_url",
+    "refuse_file_target",
+    "resumable_when_disk_full",
+    "write_root",
+]
 
 
 def refuse_file_target(folder: Path) -> None:
@@ -27,13 +40,42 @@ def refuse_file_target(folder: Path) -> None:
         raise StoreError(f"export target {str(folder)!r} is a file; give a folder for the store", path=str(folder))
 
 
-def prepare_folder(folder: Path, format: str) -> Backend:
-    """The backend for ``folder``: refuses a folder holding anything but a store of this format; marks it incomplete.
+@dataclass(frozen=True)
+class StoreSource:
+    """What an export writes from: the dataset folder, the release, and every release id that dataset holds
+    (so that a store exported from the same dataset before it moved is still recognised as its own)."""
+
+    dataset: str | None
+    release_id: str | None
+    dataset_releases: frozenset[str] = frozenset()
+
+    def wrote(self, attrs: dict[str, Any]) -> bool:
+        """True if a store root with ``attrs`` was written from this dataset (or this release), or records none."""
+        old_dataset, old_release = attrs.get("dataset"), attrs.get("release_id")
+        if not old_dataset and not old_release:
+            return True
+        if old_dataset and self.dataset and _same_path(str(old_dataset), self.dataset):
+            return True
+        return bool(old_release) and (old_release == self.release_id or old_release in self.dataset_releases)
+
+    def root_attrs(self) -> dict[str, Any]:
+        """What an incomplete root records of its writer (so a killed export is still known as this one's)."""
+        return {"dataset": self.dataset, "release_id": self.release_id}
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def prepare_folder(folder: Path, format: str, source: StoreSource, *, overwrite: bool = False) -> Backend:
+    """The backend for ``folder``: refuses a folder holding anything but a store of this format, or a store
+    written from another dataset (unless ``overwrite``); marks it incomplete.
 
     Raises
     ------
     StoreError
-        If ``folder`` holds a store of another format, or files that are not a store.
+        If ``folder`` holds a store of another format, files that are not a store, or a store exported from
+        another dataset or release and ``overwrite`` is false.
     """
     from vidlabel.store._fs import LOCK_NAME
 
@@ -52,11 +94,27 @@ def prepare_folder(folder: Path, format: str) -> Backend:
             path=str(folder),
         )
     attrs, _ = backend.read_root()
-    backend.mark_incomplete({k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT})
+    _take_over(backend, str(folder), attrs, source, overwrite)
     return backend
 
 
-def prepare_url(url: str, storage_options: dict[str, Any] | None) -> Any:
+def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
+    """Refuse a store of another dataset (unless ``overwrite``); mark the root incomplete, recording the writer."""
+    if not overwrite and not source.wrote(attrs):
+        raise StoreError(
+            f"{where!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
+            f"(release {attrs.get('release_id')}), not from this export's dataset {source.dataset!r} "
+            f"(release {source.release_id}): not replacing it. Export to another folder, or pass overwrite=True "
+            "(`vidlabel export ... --overwrite`) to replace that store",
+            path=where,
+        )
+    kept = {k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT}
+    backend.mark_incomplete({**kept, **source.root_attrs()})
+
+
+def prepare_url(
+    url: str, storage_options: dict[str, Any] | None, source: StoreSource, *, overwrite: bool = False
+) -> Any:
     """The backend of a Zarr store written straight into an object store at ``url``; takes its root over.
 
     Raises
@@ -65,6 +123,8 @@ def prepare_url(url: str, storage_options: dict[str, Any] | None) -> Any:
         If the URL's filesystem has no conditional writes (see :meth:`ZarrURLBackend.check_writable`).
     StoreError
         If ``url`` holds objects that are not a vidlabel store (or an HDF5 store).
+        Also, as :func:`prepare_folder`, if it holds a store exported from another dataset or release and
+        ``overwrite`` is false.
     StoreLockedError
         If another export took the root over at the same moment.
     """
@@ -89,8 +149,7 @@ def prepare_url(url: str, storage_options: dict[str, Any] | None) -> Any:
                 "export to a new or empty URL",
                 path=url,
             )
-    attrs = dict((root or {}).get("attributes", {}))
-    backend.mark_incomplete({k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT})
+    _take_over(backend, url, dict((root or {}).get("attributes", {})), source, overwrite)
     return backend
 
 
@@ -147,3 +206,28 @@ def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], sam
                                 "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
                                 "source_uri": v.meta.uri} for v in plan.videos},
     }  # fmt: skip
+
+
+@contextmanager
+def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
+    """Turn a full disk during the export into one error saying what failed, what is kept and how to resume.
+
+    Raises
+    ------
+    StoreError
+        When the disk (or quota) is full: the videos published so far are kept, the store is left incomplete,
+        and the same command resumes once there is space.
+    """
+    try:
+        yield
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        doing = str(err) if isinstance(err, DiskFull) else "writing the store's files"
+        published = [v for v in backend.video_ids() if (backend.video_attrs(v) or {}).get("complete") is True]
+        raise StoreError(
+            f"export to {str(backend.folder)!r} stopped: no space left on the device while {doing}. Nothing "
+            f"already published was lost: the {len(published)} videos published so far are kept and the store is "
+            "left incomplete. Free some space (or export to a disk with room) and rerun the same command to resume",
+            path=str(backend.folder),
+        ) from err

@@ -10,7 +10,7 @@ from typing import Any
 from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_plan"]
+__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_damaged", "report_plan"]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -52,6 +52,9 @@ class ExportReport:
         Markers none of whose frames is stored (still kept as segments).
     rows_outside_video : int
         Annotations whose frame lies outside their video (left out, as FrameSamples does).
+    damaged_units : list of str
+        Stored frames units this run found damaged (a chunk failing its
+        CRC-32C, or unreadable) and wrote again instead of reusing, in words.
     seconds : float
     size_bytes : int
         Size of the store folder afterwards.
@@ -73,6 +76,7 @@ class ExportReport:
     untrusted_frames: int = 0
     markers_without_stored_frames: int = 0
     rows_outside_video: int = 0
+    damaged_units: list[str] = field(default_factory=list)
     seconds: float = 0.0
     size_bytes: int = 0
 
@@ -101,6 +105,10 @@ class ExportReport:
             lines.append(
                 f"{self.untrusted_frames} frames without a trustworthy picture left out (truncated or corrupt "
                 "video files; `vidlabel validate` reports the annotations on them as untrusted_frame)"
+            )
+        if self.damaged_units:
+            lines.append(
+                f"{len(self.damaged_units)} damaged frames units written again: {'; '.join(self.damaged_units)}"
             )
         if self.markers_without_stored_frames:
             lines.append(f"{self.markers_without_stored_frames} markers have no stored frame (kept as segments)")
@@ -210,3 +218,22 @@ def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int =
         parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
     if parts:
         warnings.warn(f"export to {report.out!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=stacklevel + 1)
+
+
+def report_damaged(report: ExportReport, damaged: dict[str, str], *, stacklevel: int = 2) -> None:
+    """Record and warn about stored units found damaged (they are written again, not reused).
+
+    Warns
+    -----
+    VidlabelWarning
+        When a stored frames unit fails its CRC-32C check.
+    """
+    if not damaged:
+        return
+    report.damaged_units = list(damaged.values())
+    warnings.warn(
+        f"export to {report.out!r}: {len(damaged)} stored frames units are damaged and are written again instead of "
+        f"reused ({'; '.join(report.damaged_units)})",
+        VidlabelWarning,
+        stacklevel=stacklevel + 1,
+    )

@@ -56,8 +56,16 @@ from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDec
 from vidlabel.export._options import ExportOptions, check_options
 from vidlabel.export._plan import ExportPlan, UnitWork, plan_export, plan_units, select_frames
 from vidlabel.export._pool import UnitsFailed, progress_bar, run_units
-from vidlabel.export._publish import Publisher, prepare_folder, prepare_url, refuse_file_target, write_root
-from vidlabel.export._report import ExportReport, changed_failure, decode_failure, report_plan
+from vidlabel.export._publish import (
+    Publisher,
+    StoreSource,
+    prepare_folder,
+    prepare_url,
+    refuse_file_target,
+    resumable_when_disk_full,
+    write_root,
+)
+from vidlabel.export._report import ExportReport, changed_failure, decode_failure, report_damaged, report_plan
 from vidlabel.store._backend import Backend
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import StoreLock
@@ -82,6 +90,7 @@ def export(
     progress: bool = True,
     roots: Sequence[str | os.PathLike[str]] = (),
     frames_only: bool = False,
+    overwrite: bool = False,
     executor: Executor | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
@@ -127,6 +136,10 @@ def export(
         Folders to search for videos whose recorded path is stale.
     frames_only : bool
         Write frames without regions and segments (what :func:`cache` does).
+    overwrite : bool
+        Replace a store at ``out`` that was exported from another dataset
+        (by default that is refused; a store of this dataset, of any of its
+        releases, is always updated in place).
     executor : concurrent.futures.Executor, optional
         Run one task per frames unit on it (e.g. ``distributed.Client(address).get_executor()``) instead of
         the local pool (``workers`` is then unused). A unit that fails does not stop the others: they are
@@ -149,7 +162,8 @@ def export(
         ``memory://``), an ``executor`` that is not a ``concurrent.futures.Executor``, or a ``memory://``
         ``out`` with worker processes (memory stores live in one process).
     StoreError
-        If ``out`` holds something other than a store of this format.
+        If ``out`` holds something other than a store of this format, or a
+        store exported from another dataset or release (unless ``overwrite``).
     StoreLockedError
         If another process is writing ``out`` (for a URL: if another export took its root over, at the start
         or while this one ran; this one then does not publish).
@@ -170,11 +184,12 @@ def export(
     opts = check_options(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
-        frames_only=frames_only, storage_options=storage_options,
+        frames_only=frames_only, overwrite=overwrite, storage_options=storage_options,
     )  # fmt: skip
     _check_executor(executor, opts)
     rel = _resolve_release(ds, release)
     selection = select_frames(rel, opts, str(getattr(ds, "path", "")) or rel.info.get("dataset"))
+    source = StoreSource(selection.dataset_path, rel.release_id, frozenset(_releases_of(ds)))
     lock: Any
     if opts.is_url:  # no lock on an object store: the root's conditional writes keep exports apart
         where, lock = opts.out.rstrip("/"), contextlib.nullcontext()
@@ -184,13 +199,18 @@ def export(
         where, lock = str(folder), StoreLock(folder)
     report = ExportReport(out=where, format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
     with lock:
-        backend = prepare_url(opts.out, opts.storage_options) if opts.is_url else prepare_folder(folder, opts.format)
+        if opts.is_url:
+            backend = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
+        else:
+            backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
-        _write_units(backend, plan, work, opts, report, ds, executor)
-        report.samples = write_root(backend, plan, opts)
+        report_damaged(report, work.damaged, stacklevel=2)
+        with resumable_when_disk_full(backend):
+            _write_units(backend, plan, work, opts, report, ds, executor)
+            report.samples = write_root(backend, plan, opts)
         report.videos = len(plan.videos)
         report.seconds = time.perf_counter() - t0
         report.size_bytes = backend.size_on_disk()
@@ -223,6 +243,12 @@ def _resolve_release(ds: Any, release: str | Release | None) -> Release:
     if not isinstance(release, str):
         raise OptionError(f"release must be a release id, 'latest', None or a Release, got {release!r}")
     return ds.release(release)
+
+
+def _releases_of(ds: Any) -> list[str]:
+    """The release ids of dataset ``ds`` (none for a release given alone)."""
+    releases = getattr(ds, "releases", None)
+    return list(releases()) if callable(releases) else []
 
 
 def _write_units(
@@ -311,6 +337,7 @@ def cache(
     workers: int = 1,
     progress: bool = True,
     roots: Sequence[str | os.PathLike[str]] = (),
+    overwrite: bool = False,
 ) -> ExportReport:
     """Write the spec's frame cache: a frames-only store of the full frames a release's default run uses.
 
@@ -324,5 +351,5 @@ def cache(
     """
     return export(
         ds, out, release=release, format=format, codec=codec, frames="annotated", kinds=("box", "mask"),
-        workers=workers, progress=progress, roots=roots, frames_only=True,
+        workers=workers, progress=progress, roots=roots, frames_only=True, overwrite=overwrite,
     )  # fmt: skip

@@ -10,6 +10,7 @@ encodes and writes them on a thread and publishes the unit ``complete`` last.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import backend_for
 from vidlabel.store._writer import write_frames
 
-__all__ = ["UnitJob", "UnitResult", "run_unit", "set_progress_queue"]
+__all__ = ["DiskFull", "UnitJob", "UnitResult", "is_disk_full", "run_unit", "set_progress_queue"]
 
 _PROGRESS_EVERY = 16  # frames a worker counts before it reports progress
 
@@ -97,11 +98,38 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
     backend = unit_backend(job, opts)
     if backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
         return UnitResult(job.key, 0, 0, published_before=True)
-    write_frames(
-        backend, job.key, _unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
-        chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
-    )  # fmt: skip
+    try:
+        write_frames(
+            backend, job.key, _unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
+            chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
+        )  # fmt: skip
+    except OSError as err:
+        if is_disk_full(err) and not isinstance(err, DiskFull):
+            raise DiskFull(
+                f"writing frames of video {job.meta.video_id!r} ({job.frames} frames, frames unit {job.key[:12]})",
+                path=job.folder,
+            ) from err
+        raise
     return UnitResult(job.key, counts["decoded"], counts["copied"])
+
+
+class DiskFull(StoreError):
+    """A unit could not be written for lack of disk space; the message says what was being written.
+
+    :func:`vidlabel.export` turns it into the export's error (what is kept, how to resume).
+    """
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """True for an error from a full disk or quota: ``ENOSPC``/``EDQUOT``, also as HDF5 words it in its message."""
+    if isinstance(err, DiskFull):
+        return True
+    if not isinstance(err, OSError):
+        return False
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(err)
+    return f"errno = {errno.ENOSPC}," in text or "No space left on device" in text or "Disk quota exceeded" in text
 
 
 def _queue_reporter(key: str, progress_queue: Any) -> Callable[[int], None]:

@@ -781,14 +781,21 @@ class ZarrURLBackend(Backend):
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
         return ZarrURLFramesReader(self.store, prefix, meta, str(meta.get("attributes", {}).get("video_id", key)))
 
+    def unit_checksums(self, key: str) -> np.ndarray:
+        """(n_chunks,) uint32 CRC-32C of unit ``key``'s chunks, as its writer recorded them."""
+        return self._unit_array(key, "frames_crc32c").astype(np.uint32)
+
     def unit_frame_number(self, key: str) -> np.ndarray:
-        prefix = f"{UNITS}/{key}/frame_number"
+        return self._unit_array(key, "frame_number").astype(np.int64)
+
+    def _unit_array(self, key: str, name: str) -> np.ndarray:
+        prefix = f"{UNITS}/{key}/{name}"
         meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
         if meta is None:
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
         size = int(np.prod(meta["shape"]))
         data = self.store.get(f"{prefix}/{_small_chunk_key(meta['shape'])}") if size else None
-        return _decode_small(meta, data, self.store.url_of(prefix)).astype(np.int64)
+        return _decode_small(meta, data, self.store.url_of(prefix))
 
     def frames_writer(
         self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
