@@ -44,6 +44,7 @@ class UnitJob:
     decode: np.ndarray
     sources: list[tuple[str, np.ndarray, np.ndarray]]  # (unit key, its frame numbers, which of ours it holds)
     attrs: dict[str, Any]
+    rewrite: bool = False  # the store holds this unit damaged: write it again, even over a complete one
 
     @property
     def frames(self) -> int:
@@ -96,7 +97,9 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
     if on_frame is None and _PROGRESS is not None:
         on_frame = _queue_reporter(job.key, _PROGRESS)
     backend = unit_backend(job, opts)
-    if backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
+    if job.rewrite:
+        backend.discard_unit(job.key)
+    elif backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(

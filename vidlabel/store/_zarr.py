@@ -759,6 +759,10 @@ class ZarrURLBackend(Backend):
 
     # -- writing: frames units ----------------------------------------------------------------------------------
 
+    def discard_unit(self, key: str) -> None:
+        self.store.delete([f"{UNITS}/{key}/zarr.json"])  # no longer complete, then gone
+        self.store.delete_prefix(f"{UNITS}/{key}")
+
     def unit_published(self, key: str) -> bool:
         meta = parse_json(self.store.get(f"{UNITS}/{key}/zarr.json"))
         return bool(meta and meta.get("attributes", {}).get("complete") is True)
