@@ -619,3 +619,55 @@ def test_an_export_into_a_url_writes_units_then_groups_after_their_arrays_and_th
         assert group == max(inside)  # the group after its arrays
         unit = json.loads(fsspec.filesystem("memory").cat(f"{mem}/videos/{vid}/zarr.json"))["attributes"]["frames_key"]
         assert keys.index(f"units/{unit}/zarr.json") < group  # and after its frames unit is complete
+
+
+def test_a_video_failing_on_a_worker_is_named_the_others_are_written_and_the_store_says_which(
+    tmp_path: Path, dask_cluster: DaskCluster, s3_bucket: Bucket
+) -> None:
+    import shutil
+
+    from tests.media import encode_clip
+    from tests.test_store_support import H, W
+    from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoNotFoundError
+
+    ds = make_dataset(tmp_path, videos=("a", "b", "c"), n_frames=12)
+    export(ds, tmp_path / "local", format="zarr", progress=False)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    shutil.copy2(tmp_path / "a.mp4", keep / "a.mp4")
+    encode_clip(tmp_path / "a.mp4", n_frames=20, width=W, height=H, gop=5)  # 'a': same name, other bytes
+    (tmp_path / "c.mp4").rename(keep / "c.mp4")  # 'c': gone from where it was registered
+    url, options = s3_bucket.url("failing"), s3_bucket.storage_options
+    with dask_cluster.client() as client:
+        with pytest.raises((VideoChangedError, VideoNotFoundError)) as info:
+            export(ds, url, format="zarr", progress=False, executor=client.get_executor(), storage_options=options)
+        message = str(info.value)
+        assert re.search(r"2 of 3 frames units failed \(videos '[ac]', '[ac]'\); the others are written", message)
+        if isinstance(info.value, VideoChangedError):  # the first failure to come back is raised, as without Dask
+            assert info.value.video_id == "a" and re.search(r"video 'a' changed on disk", message)
+        else:
+            assert info.value.video_id == "c" and "'c'" in message
+        with pytest.raises(StoreIncompleteError, match=r"its export failed: .*2 of 3 frames units failed"):
+            open_store(url, storage_options=options)
+        root = json.loads(s3_bucket.s3fs().cat(f"{url[5:]}/zarr.json"))["attributes"]
+        assert sorted(root["failed_videos"]) == ["a", "c"]
+        assert "VideoChangedError" in root["failed_videos"]["a"] and "VideoNotFoundError" in root["failed_videos"]["c"]
+        assert backend_for(url, storage_options=options).video_ids() == ["b"]  # the video that worked is published
+        shutil.copy2(keep / "a.mp4", tmp_path / "a.mp4")
+        report = export(ds, url, format="zarr", progress=False, executor=client.get_executor(),
+                        storage_options=options, roots=[keep])  # fmt: skip
+    assert report.videos_up_to_date == 1
+    remote, here = open_store(url, storage_options=options), open_store(tmp_path / "local")
+    assert remote.index == here.index
+    for i in range(len(here)):
+        assert_same_sample(remote.sample(i, with_masks=True), here.sample(i, with_masks=True))
+
+
+def test_a_thread_pool_may_export_into_memory(world: tuple[Path, Dataset, Path], mem: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, ds, local = world
+    with ThreadPoolExecutor(2) as pool:
+        report = export(ds, mem, format="zarr", kinds=EVERY, progress=False, executor=pool)
+    assert report.frames_decoded == len(open_store(local))
+    assert_same_store(mem, local)
