@@ -17,7 +17,7 @@ from typing import Any
 from vidlabel._version import __version__
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
@@ -451,7 +451,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         release=args.release, format=args.store_format, codec=args.codec, view_id=args.view_id, frames=args.frames,
         stride=args.stride, output_size=tuple(args.output_size) if args.output_size else None,
         chunk_frames=args.chunk_frames, workers=args.workers, progress=not args.no_progress, roots=args.roots,
-        storage_options=args.storage_options, overwrite=args.overwrite,
+        storage_options=args.storage_options, overwrite=args.overwrite, clip_frames=args.clip_frames,
+        shard_frames=args.shard_frames,
     )  # fmt: skip
     if args.dask_scheduler is None:
         report = export(ds, args.out, **options)  # type: ignore[arg-type]
@@ -629,9 +630,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--release", default="latest", help="release id to export, or 'latest' (default)")
     p.add_argument(
-        "--format", dest="store_format", choices=["hdf5", "zarr"], default="hdf5", help="store format (default hdf5)"
+        "--format",
+        dest="store_format",
+        choices=["hdf5", "zarr", "mediasequence"],
+        default="hdf5",
+        help="store format (default hdf5); mediasequence: TFRecord shards of tf.train.SequenceExample (TensorFlow, "
+        "MediaPipe)",
     )
-    p.add_argument("--codec", default=None, help="none, lz4, zstd, gzip, png or jpeg")
+    p.add_argument(
+        "--codec",
+        default=None,
+        help="none, lz4, zstd, gzip, png or jpeg[:Q]; mediasequence: jpeg[:Q] (default 95) or png",
+    )
+    p.add_argument(
+        "--clip-frames",
+        type=int,
+        default=None,
+        help="mediasequence: stored frames per SequenceExample (default: a video)",
+    )
+    p.add_argument(
+        "--shard-frames",
+        type=int,
+        default=None,
+        help="mediasequence: close a TFRecord shard at this many frames (1024)",
+    )
     p.add_argument("--view", dest="view_id", default=None, help="store this view's crop and its annotations only")
     p.add_argument(
         "--frames",
@@ -698,6 +720,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+
+    add_format_commands(add)
+
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")
 
@@ -724,6 +750,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Errors print ``vidlabel: error: ...`` and return 1 (2 for bad arguments,
     from argparse); vidlabel's warnings print ``vidlabel: warning: ...``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (None: ``sys.argv[1:]``).
     """
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -22,7 +22,11 @@ from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
 from vidlabel.store._remote import is_url, refuse_url_output
 
-__all__ = ["ExportOptions", "check_options"]
+__all__ = ["MEDIASEQUENCE", "ExportOptions", "check_options"]
+
+#: The format name of a MediaSequence (TFRecord of SequenceExamples) export, and its default image codec.
+MEDIASEQUENCE = "mediasequence"
+MEDIASEQUENCE_CODEC = "jpeg:95"
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class ExportOptions:
         The store folder.
     release : str or None
         The release option as given (a :class:`Release` object is recorded by its id).
-    format : {"hdf5", "zarr"}
+    format : {"hdf5", "zarr", "mediasequence"}
     codec : Codec
     view_id : str or None
     frames : {"annotated", "all"}
@@ -51,6 +55,10 @@ class ExportOptions:
     frames_only : bool
     overwrite : bool
         Replace a store written from another dataset.
+    clip_frames : int or None
+        MediaSequence: stored frames per SequenceExample (None: one per video).
+    shard_frames : int
+        MediaSequence: a TFRecord shard is closed once it holds this many frames.
     """
 
     out: str
@@ -68,6 +76,8 @@ class ExportOptions:
     roots: tuple[str, ...]
     frames_only: bool
     overwrite: bool = False
+    clip_frames: int | None = None
+    shard_frames: int = 1024
     storage_options: dict[str, Any] | None = None
 
     @property
@@ -95,16 +105,27 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         mapping or come with a local ``out``; the message names the option, the value given and what is allowed.
     """
     fmt = options["format"]
-    if fmt not in BACKENDS:
-        raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join(BACKENDS)}")
-    refuse_url_output(out, format=fmt)  # HDF5 stores are local only
+    if fmt not in (*BACKENDS, MEDIASEQUENCE):
+        raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join((*BACKENDS, MEDIASEQUENCE))}")
+    refuse_url_output(out, format=fmt)  # only Zarr stores are written straight into object stores
     storage_options = options.get("storage_options")
     if storage_options is not None:
         if not isinstance(storage_options, Mapping):
             raise OptionError(f"storage_options must be a mapping of fsspec options, got {storage_options!r}")
         if not is_url(out):
             raise OptionError(f"storage_options apply to URLs only; {str(out)!r} is a local path")
-    codec = get_codec(options["codec"])
+    if fmt == MEDIASEQUENCE:
+        _check_mediasequence(options)
+    else:
+        for name in ("clip_frames", "shard_frames"):
+            if options.get(name) is not None:
+                raise OptionError(f"{name} applies to format='mediasequence' only, not {fmt!r}")
+    codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
+    if fmt == MEDIASEQUENCE and codec.name not in ("jpeg", "png"):
+        raise OptionError(
+            f"a MediaSequence export encodes each image as JPEG or PNG: codec must be 'jpeg[:quality]' or 'png', "
+            f"got {codec.spec!r}"
+        )
     chunk_frames = 1 if options["chunk_frames"] is None else options["chunk_frames"]
     if not _is_count(chunk_frames):
         raise OptionError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
@@ -132,8 +153,29 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         roots=roots_of(options["roots"]),
         frames_only=bool(options["frames_only"]),
         overwrite=bool(options.get("overwrite", False)),
+        clip_frames=None if options.get("clip_frames") is None else int(options["clip_frames"]),
+        shard_frames=int(options.get("shard_frames") or 1024),
         storage_options=None if storage_options is None else dict(storage_options),
     )
+
+
+def _check_mediasequence(options: dict[str, Any]) -> None:
+    """The options only a MediaSequence export takes, and those it refuses."""
+    for name in ("clip_frames", "shard_frames"):
+        value = options.get(name)
+        if value is not None and not _is_count(value):
+            raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+    if options["chunk_frames"] not in (None, 1):
+        raise OptionError(
+            f"chunk_frames does not apply to a MediaSequence export (one encoded image per frame), "
+            f"got {options['chunk_frames']!r}"
+        )
+    if options["workers"] != 1:
+        raise OptionError(
+            f"a MediaSequence export writes its shards in one process: workers must be 1, got {options['workers']!r}"
+        )
+    if options["frames_only"]:
+        raise OptionError("frames_only does not apply to a MediaSequence export (its records carry the labels)")
 
 
 def _is_count(value: Any) -> bool:

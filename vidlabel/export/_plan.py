@@ -13,6 +13,7 @@ decoding the rest).
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,9 @@ from vidlabel.store._backend import Backend
 from vidlabel.store._layout import digest, frames_key, pixel_key
 from vidlabel.store._verify import damaged_unit_chunks
 
-__all__ = ["ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames"]
+__all__ = [
+    "ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames", "timestamps_us",
+]  # fmt: skip
 
 _KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
 # FrameSamples' warning about frames without a trustworthy picture (export warns about them itself).
@@ -153,10 +156,10 @@ def _plan_video(
     )  # fmt: skip
     chunk_frames = opts.unit_chunk_frames(stored.size)  # a chunk never holds more rows than the unit's frames
     fkey = frames_key(pkey, chunk_frames, stored)
-    arrays = {"frame_number": stored, "timestamp_us": _timestamps_us(meta, stored), "is_annotated": is_annotated}
+    arrays = {"frame_number": stored, "timestamp_us": timestamps_us(meta, stored), "is_annotated": is_annotated}
     if not opts.frames_only:
         table = rel.table
-        tcode = table.video_ids.index(video_id) if video_id in table.video_ids else -1
+        tcode = _table_index(table).codes.get(video_id, -1)
         view_code = None if opts.view_id is None else _view_code(rel, opts.view_id)
         regions, lost, outside = _regions(rel, tcode, meta, view, view_code, size, opts.output_size, stored)
         segments = _segments(rel, tcode, meta, view_code, stored)
@@ -174,6 +177,33 @@ def _plan_video(
     }  # fmt: skip
     attrs["labels_key"] = digest("labels", attrs, *[arrays[k] for k in sorted(arrays)])
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)
+
+
+class _TableIndex:
+    """A release table's rows grouped by video once (each video's rows ascending), so that planning a video
+    costs its own rows, not a scan of the whole table: planning 10,000 videos was quadratic (issue 15)."""
+
+    def __init__(self, table: Any) -> None:
+        self.codes = {v: i for i, v in enumerate(table.video_ids)}
+        video = np.asarray(table.video)
+        self.order = np.argsort(video, kind="stable")
+        self.offsets = np.searchsorted(video[self.order], np.arange(len(table.video_ids) + 1))
+
+    def rows_of(self, video_code: int) -> np.ndarray:
+        if not 0 <= video_code < self.offsets.size - 1:
+            return np.zeros(0, np.intp)
+        return self.order[int(self.offsets[video_code]) : int(self.offsets[video_code + 1])]
+
+
+_TABLE_INDEX: weakref.WeakKeyDictionary[Any, _TableIndex] = weakref.WeakKeyDictionary()
+
+
+def _table_index(table: Any) -> _TableIndex:
+    """The :class:`_TableIndex` of a release table (built on first use, kept while the table lives)."""
+    index = _TABLE_INDEX.get(table)
+    if index is None:
+        index = _TABLE_INDEX[table] = _TableIndex(table)
+    return index
 
 
 def _view_code(rel: Release, view_id: str) -> int:
@@ -198,7 +228,7 @@ def _count_losses(plan: ExportPlan, video_id: str, lost: dict[str, Any], markers
     plan.rows_outside_video += outside
 
 
-def _timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
+def timestamps_us(meta: VideoMetadata, frames: np.ndarray) -> np.ndarray:
     """Presentation time of frames in microseconds: from the frame index when it covers the video, else frame / fps."""
     fi = meta.frame_index
     frames = np.asarray(frames, dtype=np.int64)
@@ -261,10 +291,11 @@ def _region_rows(
     """Table rows of the video's boxes and masks on stored frames (by frame, then annotation id), each one's
     stored row; what lies on frames not stored; how many rows lie outside the video."""
     table = rel.table
-    sel = (table.video == video_code) & (table.kind != _KIND_MARKER)
+    rows = _table_index(table).rows_of(video_code)
+    sel = table.kind[rows] != _KIND_MARKER
     if view_code is not None:
-        sel &= table.view == view_code
-    rows = np.flatnonzero(sel)
+        sel &= table.view[rows] == view_code
+    rows = rows[sel]
     frames = table.start_frame[rows]
     inside = (frames >= 0) & (frames < meta.frame_count)
     outside = int((~inside).sum())
@@ -338,10 +369,11 @@ def _segments(
 ) -> dict[str, np.ndarray]:
     """Markers of a video as MediaSequence-style segments (end inclusive, clipped to the video like FrameSamples)."""
     table = rel.table
-    sel = (table.video == video_code) & (table.kind == _KIND_MARKER)
+    rows = _table_index(table).rows_of(video_code)
+    sel = table.kind[rows] == _KIND_MARKER
     if view_code is not None:
-        sel &= table.view == view_code
-    rows = np.flatnonzero(sel)
+        sel &= table.view[rows] == view_code
+    rows = rows[sel]
     start = np.maximum(table.start_frame[rows], 0)
     end = np.minimum(table.end_frame[rows], meta.frame_count - 1)
     ok = end >= start
@@ -356,8 +388,8 @@ def _segments(
         "end_frame": end.astype(np.int64),
         "start_index": first.astype(np.int64),
         "end_index": last.astype(np.int64),
-        "start_timestamp_us": _timestamps_us(meta, start),
-        "end_timestamp_us": _timestamps_us(meta, end),
+        "start_timestamp_us": timestamps_us(meta, start),
+        "end_timestamp_us": timestamps_us(meta, end),
         "label_index": table.label[rows].astype(np.int64),
         "annotation_id": table.annotation_id[rows].astype(np.int64),
     }

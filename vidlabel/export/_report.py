@@ -58,6 +58,8 @@ class ExportReport:
     seconds : float
     size_bytes : int
         Size of the store folder afterwards.
+    records, shards : int
+        MediaSequence: SequenceExamples and TFRecord shards of the export (0 for a frame store).
     """
 
     out: str
@@ -79,12 +81,15 @@ class ExportReport:
     damaged_units: list[str] = field(default_factory=list)
     seconds: float = 0.0
     size_bytes: int = 0
+    records: int = 0
+    shards: int = 0
 
     def summary(self) -> str:
         """A few lines for the command line."""
         fps = (self.frames_decoded + self.frames_copied) / self.seconds if self.seconds > 0 else 0.0
         lines = [
             f"store {self.out} ({self.format}, codec {self.codec}, release {self.release_id})",
+            *([f"{self.records} SequenceExamples in {self.shards} TFRecord shards"] if self.shards else []),
             f"{self.videos} videos, {self.samples} frames stored; decoded {self.frames_decoded}, "
             f"copied {self.frames_copied}, reused {self.frames_reused}; {self.videos_up_to_date} videos up to date",
             f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",

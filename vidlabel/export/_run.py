@@ -53,7 +53,8 @@ from typing import Any
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDecodeError, VidlabelError
-from vidlabel.export._options import ExportOptions, check_options
+from vidlabel.export._mediasequence import export_mediasequence
+from vidlabel.export._options import MEDIASEQUENCE, ExportOptions, check_options
 from vidlabel.export._plan import ExportPlan, UnitWork, plan_export, plan_units, select_frames
 from vidlabel.export._pool import UnitsFailed, progress_bar, run_units
 from vidlabel.export._publish import (
@@ -91,10 +92,13 @@ def export(
     roots: Sequence[str | os.PathLike[str]] = (),
     frames_only: bool = False,
     overwrite: bool = False,
+    clip_frames: int | None = None,
+    shard_frames: int | None = None,
     executor: Executor | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
-    """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random.
+    """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random,
+    or into MediaSequence SequenceExamples in TFRecord shards (``format="mediasequence"``).
 
     Parameters
     ----------
@@ -106,11 +110,16 @@ def export(
         its frames are reused where they match, a killed export is resumed.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
-    format : {"hdf5", "zarr"}
+    format : {"hdf5", "zarr", "mediasequence"}
+        ``mediasequence``: one ``tf.train.SequenceExample`` per video (or per clip of
+        ``clip_frames`` stored frames) with MediaPipe's MediaSequence keys, in
+        ``out/part-00000-of-000NN.tfrecord`` shards, ``out/_SUCCESS`` last (see
+        :mod:`vidlabel.export._mediasequence`; needs the ``tfrecord`` package, extra ``tf``).
     codec : str, optional
         ``none`` (default: lossless, fastest to read), ``lz4``, ``zstd[:level]``,
         ``gzip[:level]``, ``png`` (lossless, one picture per frame) or
-        ``jpeg[:quality]`` (lossy, opt-in).
+        ``jpeg[:quality]`` (lossy, opt-in). MediaSequence: ``jpeg[:quality]``
+        (default ``jpeg:95``) or ``png``.
     view_id : str, optional
         Store that view's crop (resized to its output size) with only that
         view's annotations, as ``FrameSamples(view_id=...)``.
@@ -140,9 +149,13 @@ def export(
         Replace a store at ``out`` that was exported from another dataset
         (by default that is refused; a store of this dataset, of any of its
         releases, is always updated in place).
+    clip_frames : int, optional
+        MediaSequence only: stored frames per SequenceExample (default: one per video).
+    shard_frames : int, optional
+        MediaSequence only: a shard is closed once it holds this many frames (default 1024).
     executor : concurrent.futures.Executor, optional
         Run one task per frames unit on it (e.g. ``distributed.Client(address).get_executor()``) instead of
-        the local pool (``workers`` is then unused). A unit that fails does not stop the others: they are
+        the local pool (``workers`` is then unused; HDF5 and Zarr only). A unit that fails does not stop the others: they are
         written, the store records which videos failed and why, and the first failure is raised. Tasks may
         run more than once (a killed worker's task is rerun): each writes the same bytes under the same keys
         and one finding its unit complete does nothing. A local ``out`` must be visible to every worker.
@@ -184,7 +197,8 @@ def export(
     opts = check_options(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
-        frames_only=frames_only, overwrite=overwrite, storage_options=storage_options,
+        frames_only=frames_only, overwrite=overwrite, clip_frames=clip_frames, shard_frames=shard_frames,
+        storage_options=storage_options,
     )  # fmt: skip
     _check_executor(executor, opts)
     rel = _resolve_release(ds, release)
@@ -198,6 +212,20 @@ def export(
         refuse_file_target(folder)
         where, lock = str(folder), StoreLock(folder)
     report = ExportReport(out=where, format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
+    if opts.format == MEDIASEQUENCE:
+        with StoreLock(folder):
+            plan = plan_export(selection, opts)
+            report_plan(report, plan, opts, stacklevel=2)
+            total = sum(int(v.frame_number.size) for v in plan.videos)
+            bar = progress_bar(opts.progress and total > 0, total, f"export {folder.name}")
+            try:
+                export_mediasequence(plan, opts, report, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+        report.seconds = time.perf_counter() - t0
+        report.size_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+        return report
     with lock:
         if opts.is_url:
             backend = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
@@ -218,6 +246,8 @@ def export(
 
 
 def _check_executor(executor: Any, opts: ExportOptions) -> None:
+    if executor is not None and opts.format == MEDIASEQUENCE:
+        raise OptionError("executor applies to format='hdf5' and 'zarr' exports; a MediaSequence export runs here")
     if executor is not None and not isinstance(executor, Executor):
         raise OptionError(
             f"executor must be a concurrent.futures.Executor (e.g. distributed.Client(address).get_executor()), "
@@ -347,7 +377,28 @@ def cache(
     cache=out)`` then reads them from the store and falls back to the video
     for frames it lacks or for a video whose file changed (content hash).
 
-    Parameters and errors are those of :func:`export`.
+    Errors are those of :func:`export`.
+
+    Parameters
+    ----------
+    ds : Dataset or path-like
+        The dataset.
+    out : path-like
+        Folder of the cache store.
+    release : str, Release or None
+        As :func:`export` (default the latest release).
+    codec : str, Codec or None
+        ``"jpeg"`` by default; ``"png"`` or ``"none"`` keep exact pixels.
+    format : {"hdf5", "zarr"}
+        The store's backend.
+    workers : int
+        Videos exported in parallel (processes).
+    progress : bool
+        Show a progress bar.
+    roots : sequence of path-like
+        Folders to search for video files whose recorded path is stale.
+    overwrite : bool
+        Replace a store written from another dataset (as :func:`export`).
     """
     return export(
         ds, out, release=release, format=format, codec=codec, frames="annotated", kinds=("box", "mask"),

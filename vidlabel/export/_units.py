@@ -11,7 +11,7 @@ encodes and writes them on a thread and publishes the unit ``complete`` last.
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import backend_for
 from vidlabel.store._writer import write_frames
 
-__all__ = ["DiskFull", "UnitJob", "UnitResult", "is_disk_full", "run_unit", "set_progress_queue"]
+__all__ = ["DiskFull", "UnitJob", "UnitResult", "is_disk_full", "run_unit", "set_progress_queue", "unit_frames"]
 
 _PROGRESS_EVERY = 16  # frames a worker counts before it reports progress
 
@@ -103,7 +103,7 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(
-            backend, job.key, _unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
+            backend, job.key, unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
             chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
         )  # fmt: skip
     except OSError as err:
@@ -147,7 +147,7 @@ def _queue_reporter(key: str, progress_queue: Any) -> Callable[[int], None]:
     return on_frame
 
 
-def _unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Iterator[np.ndarray]:
+def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Generator[np.ndarray, None, None]:
     """The unit's frames in row order: copies from stored units merged with a sequential decode of the rest."""
     per_row: dict[int, tuple[int, int]] = {}  # our row -> (source, source row)
     for s, (_key, src_numbers, ours) in enumerate(job.sources):
@@ -155,7 +155,7 @@ def _unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> I
         for r, sr in zip(ours.tolist(), src_rows.tolist()):
             per_row.setdefault(r, (s, sr))
     decode_rows = set(np.searchsorted(job.frame_number, job.decode).tolist())
-    backend = unit_backend(job, opts)
+    backend = unit_backend(job, opts) if job.sources else None  # a MediaSequence job copies nothing
     readers: dict[int, Any] = {}
     reader = decoded = None
     if job.decode.size:
@@ -175,6 +175,7 @@ def _unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> I
             s, sr = per_row[r]
             src = readers.get(s)
             if src is None:
+                assert backend is not None
                 src = readers[s] = backend.open_frames_unit(job.sources[s][0])
             c = sr // src.chunk_frames
             chunk = chunk_cache.get((s, c))

@@ -59,17 +59,18 @@ def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
     """Raise :class:`OptionError` if an export's ``out`` is a URL and ``format`` is not ``"zarr"``.
 
     Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr.ZarrURLBackend`);
-    HDF5 needs a local file.
+    HDF5 needs a local file, and a MediaSequence export writes a local folder of shards.
 
     Raises
     ------
     OptionError
-        If ``out`` is a URL and the format is HDF5; the message says to use ``format='zarr'``.
+        If ``out`` is a URL and the format is not Zarr; the message says to use ``format='zarr'``.
     """
     if not is_url(out) or format == "zarr":
         return
+    why = "HDF5 stores are local only" if format == "hdf5" else f"format={format!r} writes a local folder"
     raise OptionError(
-        f"cannot {what} to {out!r} with format={format!r}: HDF5 stores are local only; {what} to a URL with "
+        f"cannot {what} to {out!r} with format={format!r}: {why}; {what} to a URL with "
         "format='zarr' (written straight into the object store), or to a local folder"
     )
 
@@ -133,7 +134,19 @@ class ObjectStore:
         return self._fs, self._root
 
     def path(self, key: str) -> str:
-        """The filesystem path of ``key`` (what fsspec calls it)."""
+        """The filesystem path of ``key`` (what fsspec calls it).
+
+        Raises
+        ------
+        StoreError
+            If ``key`` would leave the URL: an absolute key, or one with an empty, ``.`` or ``..`` part
+            (keys are built from names a store holds; none may lead outside it).
+        """
+        if key and (key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/"))):
+            raise StoreError(
+                f"key {key!r} under {self.url!r} leaves the store (an absolute key, or a '', '.' or '..' part): refused",
+                path=self.url,
+            )
         root = self._open()[1]
         return f"{root}/{key}" if key else root
 

@@ -165,7 +165,20 @@ class _Scan:
     short_packets: int = 0  # packets shorter than the container's index says (a cut file)
 
 
-def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None, progress: bool = False) -> _Scan:
+def _scan(
+    container: Any,
+    stream: Any,
+    *,
+    decode: bool,
+    limit: int | None = None,
+    progress: bool = False,
+    decode_first: int = 0,
+) -> _Scan:
+    """Every packet of the stream (and, with ``decode``, every frame, up to ``limit`` frames).
+
+    Without ``decode``, ``decode_first`` frames are still decoded on the way (the head
+    check of a demuxed index, in the same pass over the file).
+    """
     scan = _Scan(timebase=Fraction(stream.time_base))
     ctx = stream.codec_context
     bar = None
@@ -174,7 +187,7 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
 
         bar = tqdm(total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False)
     packets = container.demux(stream)
-    # The reader's rule (vidlabel.framedecode): after a decode error, frames are untrusted until the
+    # The reader's rule (vidlabel.video._decode): after a decode error, frames are untrusted until the
     # frame of a keyframe packet demuxed after the error comes out of the decoder.
     tainted = False
     recover: int | None = None
@@ -197,7 +210,7 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
                 scan.end.append(
                     int(packet.pos) + int(packet.size) if packet.pos is not None and packet.pos >= 0 else -1
                 )
-            if not decode:
+            if not decode and len(scan.labels) >= decode_first:
                 continue
             if packet.is_keyframe and tainted and packet.pts is not None:
                 recover = packet.pts
@@ -385,10 +398,11 @@ def read_frame_index(
     p = Path(path)
     chash = content_hash(p) if hash_file else None
     if method != "decode":
+        # One pass over the file: every packet demuxed, the first VERIFY_FRAMES frames also decoded.
         container, stream = open_video(p)
         try:
             has_b = bool(stream.codec_context.has_b_frames)
-            scan = _scan(container, stream, decode=False)
+            scan = _scan(container, stream, decode=False, decode_first=VERIFY_FRAMES if method == "auto" else 0)
         finally:
             container.close()
         index, problems = _index_from_demux(scan, chash, file_size=p.stat().st_size, has_b_frames=has_b)
@@ -399,9 +413,8 @@ def read_frame_index(
                 )
             return index
         if index is not None and not problems:
-            head, _ = _decode_scan(p, limit=VERIFY_FRAMES)
-            n = min(len(head.labels), VERIFY_FRAMES, index.frame_count)
-            if head.errors == 0 and n > 0 and head.labels[:n] == index.pts[:n].tolist():
+            n = min(len(scan.labels), VERIFY_FRAMES, index.frame_count)
+            if scan.errors == 0 and n > 0 and scan.labels[:n] == index.pts[:n].tolist():
                 return index
     scan, info = _decode_scan(p)
     return _best_index(p, scan, info, chash)
@@ -584,6 +597,13 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
 
     The recorded paths, then under each root the recorded paths' trailing
     parts, longest first. Paths are yielded whether or not they exist.
+
+    Parameters
+    ----------
+    meta : VideoMetadata
+        The registered video (its ``path`` and ``paths``).
+    roots : iterable of path-like
+        Folders to look under when the recorded paths are stale.
     """
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     yield from recorded
