@@ -576,7 +576,10 @@ def test_two_attempts_at_one_local_zarr_unit_write_apart_and_the_first_to_finish
     for writer in (first, second):
         for c in range(2):
             writer.write_chunk(c, frames[2 * c : 2 * c + 2].tobytes())
-    numbers, crc = np.arange(4, dtype=np.int64), np.zeros(2, np.uint32)
+    import google_crc32c
+
+    numbers = np.arange(4, dtype=np.int64)
+    crc = np.array([google_crc32c.value(frames[2 * c : 2 * c + 2].tobytes()) for c in range(2)], np.uint32)
     first.commit(frame_number=numbers, crc32c=crc)
     second.commit(frame_number=numbers, crc32c=crc)  # finds the unit published and drops its own files
     assert sorted(p.name for p in (tmp_path / "store" / PARTIAL).iterdir()) == ["frames-k"]

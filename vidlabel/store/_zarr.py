@@ -565,8 +565,9 @@ class ZarrURLVideoReader(VideoReader):
     def array(self, name: str) -> np.ndarray:
         if name in self._arrays:
             return self._arrays.pop(name)
-        group, _, leaf = self._array_key(name).rpartition("/")
-        return _url_array(self.store, group, leaf, self.video_id)
+        key = self._array_key(name)
+        group = key[: -len(name) - 1]  # the video group, or the frames unit that holds its frames
+        return _url_array(self.store, group, name, self.video_id)
 
     def _array_key(self, name: str) -> str:
         unit = self.attrs.get("frames_unit")
