@@ -446,15 +446,37 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
     from vidlabel.export._run import export
 
-    report = export(
-        Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
-        view_id=args.view_id, frames=args.frames, stride=args.stride,
-        output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
-        workers=args.workers, progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
-        clip_frames=args.clip_frames, shard_frames=args.shard_frames,
+    ds = Dataset.open(args.dataset)
+    options = dict(
+        release=args.release, format=args.store_format, codec=args.codec, view_id=args.view_id, frames=args.frames,
+        stride=args.stride, output_size=tuple(args.output_size) if args.output_size else None,
+        chunk_frames=args.chunk_frames, workers=args.workers, progress=not args.no_progress, roots=args.roots,
+        storage_options=args.storage_options, overwrite=args.overwrite, clip_frames=args.clip_frames,
+        shard_frames=args.shard_frames,
     )  # fmt: skip
+    if args.dask_scheduler is None:
+        report = export(ds, args.out, **options)  # type: ignore[arg-type]
+    else:
+        with _dask_client(args.dask_scheduler) as client:
+            report = export(ds, args.out, executor=client.get_executor(), **options)  # type: ignore[arg-type]
     print(report.summary())
     return 0
+
+
+def _dask_client(address: str) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address`` (Dask is imported only here)."""
+    from vidlabel.errors import OptionError
+
+    try:
+        from distributed import Client
+    except ImportError as err:
+        raise OptionError(
+            f"--dask-scheduler {address} needs Dask's distributed scheduler: pip install 'vidlabel[dask]'"
+        ) from err
+    try:
+        return Client(address)  # connect timeout: Dask's distributed.comm.timeouts.connect
+    except (OSError, TimeoutError) as err:
+        raise OptionError(f"cannot reach the Dask scheduler at {address!r}: {err}") from err
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -653,6 +675,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="processes decoding and writing videos (default 1)")
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run one task per video on this Dask scheduler (tcp://HOST:PORT) instead of local processes",
+    )
+    p.add_argument(
+        "--storage-options",
+        type=_json_arg,
+        default=None,
+        help="JSON fsspec options when OUT is a URL (s3://bucket/store; default: credentials from the environment)",
+    )
     p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add(

@@ -231,6 +231,14 @@ class Backend(ABC):
     def frames_units(self) -> dict[str, dict[str, Any]]:
         """Attributes of every complete frames unit, by key."""
 
+    def discard_unit(self, key: str) -> None:  # noqa: B027 - optional hook
+        """Unit ``key`` is damaged and about to be written again: drop what cannot be replaced in place (a local
+        unit is replaced by its new one's rename; an object store's create-only objects must go first)."""
+
+    def unit_published(self, key: str) -> bool:
+        """True if frames unit ``key`` is complete here (a task that finds it so has nothing to write)."""
+        return key in self.frames_units()
+
     @abstractmethod
     def open_frames_unit(self, key: str) -> FramesReader:
         """A reader of a complete frames unit."""

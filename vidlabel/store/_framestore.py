@@ -705,7 +705,8 @@ def _name(folder: Path | str) -> str:
 
 
 def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
-    job = "upload (vidlabel upload)" if is_url(folder) else "export"
+    # a URL's store comes from an upload, or from an export straight into it (whose root holds its token)
+    job = "upload (vidlabel upload)" if is_url(folder) and "export_token" not in attrs else "export"
     if not attrs:
         raise StoreIncompleteError(
             f"frame store {str(folder)!r} has no root yet: its {job} did not finish; rerun it to resume",

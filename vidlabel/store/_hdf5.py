@@ -27,6 +27,7 @@ import json
 import mmap
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -400,7 +401,7 @@ class HDF5FramesReader(FramesReader):
 
 
 class HDF5FramesWriter(FramesWriter):
-    """Writes ``frames/<key>.h5.partial`` chunk by chunk, then renames it to ``frames/<key>.h5``."""
+    """Writes ``frames/<key>.<attempt>.h5.partial`` chunk by chunk, then renames it to ``frames/<key>.h5``."""
 
     backend = "hdf5"
 
@@ -409,9 +410,9 @@ class HDF5FramesWriter(FramesWriter):
         attrs: dict[str, Any],
     ) -> None:  # fmt: skip
         self.final = folder / "frames" / f"{key}.h5"
-        self.partial = folder / "frames" / f"{key}.h5{PARTIAL}"
+        # each attempt its own file: two attempts at one unit (an engine running a task twice) never share one
+        self.partial = folder / "frames" / f"{key}.{uuid.uuid4().hex[:12]}.h5{PARTIAL}"
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        remove(self.partial)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
         early = codec.name == "none" and shape[0] > 0 and _direct_write_wanted()
