@@ -22,6 +22,7 @@ __all__ = [
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
+    "ReleaseCorruptError",
     "ReleaseNotFoundError",
     "SchemaVersionError",
     "StoreError",
@@ -99,6 +100,10 @@ class VideoNotFoundError(VidlabelError, FileNotFoundError):
 
 class ReleaseNotFoundError(VidlabelError, LookupError):
     """Raised when a release id is unknown (or ``"latest"`` is asked of a dataset with no release); lists the known ids."""
+
+
+class ReleaseCorruptError(VidlabelError, ValueError):
+    """Raised when a release file's content does not give its content-derived id (edited or damaged on disk)."""
 
 
 class FrameOutOfRangeError(VidlabelError, IndexError):

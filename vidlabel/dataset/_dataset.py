@@ -73,6 +73,7 @@ from vidlabel.errors import (
     BuildError,
     DatasetError,
     DatasetExistsError,
+    ReleaseCorruptError,
     ReleaseNotFoundError,
     UnknownVideoError,
     VidlabelWarning,
@@ -726,6 +727,8 @@ class Dataset:
             wrote = write_release(rel, path)
         if not wrote:
             # The file is the truth: another build of this content (maybe in another process) wrote it first.
+            # It is checked against the id first: an edited file is refused, not reported as this release.
+            read_release(path)
             rel = dataclasses.replace(rel, created=release_created(path))
             created = rel.created
         with self._write("build") as con:
@@ -781,6 +784,9 @@ class Dataset:
         ReleaseNotFoundError
             If the id is unknown, or ``"latest"`` is asked of a dataset with no
             release; the message lists the known ids.
+        ReleaseCorruptError
+            If the release file was edited or damaged on disk: its content no
+            longer gives its content-derived id (checked on every load).
         """
         if release_id is None:
             return self.snapshot()
@@ -807,7 +813,14 @@ class Dataset:
                     f"release {release_id!r} is recorded in {self._path} but its file {path} is missing",
                     path=str(path),
                 )
-            self._releases[release_id] = read_release(path)
+            loaded = read_release(path)
+            if loaded.release_id != release_id:
+                raise ReleaseCorruptError(
+                    f"release file {path} records id {loaded.release_id!r}, not {release_id!r}: it was replaced "
+                    "on disk; restore it, or build a new release from the dataset (`vidlabel build`)",
+                    path=str(path),
+                )
+            self._releases[release_id] = loaded
         return copy_release(self._releases[release_id])
 
     def summary(self) -> dict[str, Any]:
