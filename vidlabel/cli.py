@@ -226,7 +226,7 @@ _VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of
 def _cmd_validate(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
 
-    problems = Dataset.open(args.dataset).validate()
+    problems = Dataset.open(args.dataset).validate(for_export=args.for_export)
     errors = sum(p.severity == "error" for p in problems)
     if args.json:
         for problem in problems:
@@ -585,6 +585,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("--json", action="store_true", help="print every problem as JSON Lines")
+    p.add_argument(
+        "--for-export",
+        action="store_true",
+        help="rate missing_video_file and video_file_changed as errors (export refuses those videos): "
+        "exit 0 means export will read every video",
+    )
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
     p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")

@@ -68,6 +68,7 @@ from vidlabel.dataset._release import (
 )
 from vidlabel.dataset._rows import check_rows, check_tracks
 from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table
+from vidlabel.dataset._validate import for_export as export_severity
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
@@ -662,7 +663,7 @@ class Dataset:
             },
         )
 
-    def validate(self, *, check_files: bool = True, hash_files: bool = True) -> list[Problem]:
+    def validate(self, *, check_files: bool = True, hash_files: bool = True, for_export: bool = False) -> list[Problem]:
         """Check the live unreviewed and approved rows, the videos and the views.
 
         Parameters
@@ -673,6 +674,10 @@ class Dataset:
             With ``check_files``, also read every video file once (per process)
             to report ``video_file_changed`` when it no longer holds the
             registered bytes. ``build()`` does not hash.
+        for_export : bool
+            Rate ``missing_video_file`` and ``video_file_changed`` as errors
+            (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
+            so no error here means export will read every video.
 
         Returns
         -------
@@ -680,7 +685,8 @@ class Dataset:
             With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
             ``build()`` refuses while any has severity ``"error"``.
         """
-        return self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
+        problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
+        return export_severity(problems) if for_export else problems
 
     def _validate(self, rel: Release, *, check_files: bool = True, hash_files: bool = False) -> list[Problem]:
         return validate_table(
