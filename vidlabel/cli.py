@@ -64,6 +64,16 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.video._probe import probe
 
         meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
+        # The file decides its size and rotation: the reader gives the pictures it decodes, whatever metadata says.
+        claimed = {k: overrides[k] for k in ("width", "height", "rotation") if k in overrides}
+        found = {"width": meta.width, "height": meta.height, "rotation": meta.rotation}
+        wrong = [f"{k} {v!r} (the file has {found[k]})" for k, v in claimed.items() if v != found[k]]
+        if wrong:
+            raise OptionError(
+                f"--metadata claims {', '.join(wrong)} for {args.file!r}: the size and rotation of a video whose "
+                f"file is given are what the file decodes to ({meta.width}x{meta.height}, rotation "
+                f"{meta.rotation}); drop those fields"
+            )
         if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
             count = int(overrides["frame_count"])  # keep the probed untrusted frames that the new count keeps
             overrides["untrusted_frames"] = [(a, min(b, count - 1)) for a, b in meta.untrusted_frames if a < count]

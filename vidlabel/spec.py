@@ -224,6 +224,10 @@ def _same_optional(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return bool(np.array_equal(a, b))
 
 
+#: Display rotations a video may have, degrees counter-clockwise (``probe`` gives 0, 90, 180 or -90).
+_ROTATIONS = (0, 90, 180, 270, -90)
+
+
 @dataclass(frozen=True)
 class VideoMetadata:
     """One registered video: its id, size, rate and where its file is.
@@ -264,8 +268,9 @@ class VideoMetadata:
     ------
     ValueError
         On an empty or slash-containing id, a negative frame count, a
-        non-positive size, a non-rational fps, or an untrusted range that is
-        not two integers ``0 <= first <= last < frame_count``.
+        non-positive size, a non-rational fps, a rotation other than 0, 90,
+        180, 270 or -90, or an untrusted range that is not two integers
+        ``0 <= first <= last < frame_count``.
     """
 
     video_id: str
@@ -293,6 +298,12 @@ class VideoMetadata:
             raise ValueError(
                 f"width and height must be positive for video {self.video_id!r}, got {self.width}x{self.height}"
             )
+        if isinstance(self.rotation, bool) or self.rotation not in _ROTATIONS:
+            raise ValueError(
+                f"rotation of video {self.video_id!r} must be one of 0, 90, 180, 270, -90 (degrees counter-clockwise, "
+                f"as in the display matrix), got {self.rotation!r}"
+            )
+        object.__setattr__(self, "rotation", int(self.rotation))
         object.__setattr__(self, "frame_count", int(self.frame_count))
         object.__setattr__(self, "width", int(self.width))
         object.__setattr__(self, "height", int(self.height))
