@@ -19,6 +19,7 @@ __all__ = [
     "DatasetError",
     "DatasetExistsError",
     "DatasetNotFoundError",
+    "DatasetReadOnlyError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
@@ -80,6 +81,10 @@ class DatasetError(VidlabelError, RuntimeError):
 
 class DatasetNotFoundError(VidlabelError, FileNotFoundError):
     """Raised when ``Dataset.open`` is given a folder that does not exist or holds no vidlabel dataset."""
+
+
+class DatasetReadOnlyError(VidlabelError, PermissionError):
+    """Raised when a change is asked of a dataset opened read-only (its folder or database is not writable)."""
 
 
 class DatasetExistsError(VidlabelError, FileExistsError):

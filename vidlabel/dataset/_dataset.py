@@ -74,6 +74,7 @@ from vidlabel.errors import (
     BuildError,
     DatasetError,
     DatasetExistsError,
+    DatasetReadOnlyError,
     ReleaseCorruptError,
     ReleaseNotFoundError,
     UnknownVideoError,
@@ -201,9 +202,29 @@ class Dataset:
     def _con(self) -> sqlite3.Connection:
         return self._local.get(self._path / DB_NAME)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the dataset was opened read-only: its folder or database file is not writable (a read-only mount).
+
+        Reading works as ever (info, validate, releases, FrameSamples, export
+        from it); a change raises :class:`~vidlabel.errors.DatasetReadOnlyError`.
+        """
+        self._con()
+        return self._local.mode != "rw"
+
+    def _refuse_if_read_only(self, operation: str) -> None:
+        if self.read_only:
+            raise DatasetReadOnlyError(
+                f"cannot {operation.replace('_', '-')} in dataset {self._path}: it is read-only (its folder or "
+                f"{DB_NAME} is not writable, e.g. a read-only mount); nothing was changed. Reading it works: "
+                "validate, releases, FrameSamples and export from it; to change it, copy the folder somewhere writable",
+                path=str(self._path),
+            )
+
     @contextmanager
     def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
+        self._refuse_if_read_only(operation)
         with write_transaction(self._con(), operation, _before_commit) as con:
             yield con
 
@@ -709,8 +730,11 @@ class Dataset:
         ------
         BuildError
             If ``validate()`` finds problems of severity "error"; nothing is written.
+        DatasetReadOnlyError
+            If the dataset was opened read-only (:attr:`read_only`).
         """
         t0 = time.perf_counter()
+        self._refuse_if_read_only("build")
         rel = self.snapshot()
         problems = self._validate(rel)
         errors = [p for p in problems if p.severity == "error"]

@@ -2,6 +2,8 @@
 
 One database file per dataset folder (``vidlabel.sqlite``, WAL mode). This
 module creates and checks it, opens one connection per process and thread
+(read-only where the folder or the file is not writable, see
+:func:`open_mode`)
 (a connection inherited through fork is never used or closed by the child),
 runs read and write transactions, and encodes videos (metadata JSON plus a
 compact frame index) and views as table rows. Annotations live in the
@@ -38,10 +40,12 @@ __all__ = [
     "fetch_views",
     "label_names",
     "now",
+    "open_mode",
     "read_transaction",
     "unknown_video",
     "video_from_record",
     "video_record",
+    "writable",
     "write_transaction",
 ]
 
@@ -170,11 +174,39 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def writable(path: Path) -> bool:
+    """Whether this process may write ``path`` (``os.access``; False on a read-only mount, even for root)."""
+    return os.access(path, os.W_OK)
+
+
+def open_mode(db_path: Path) -> str:
+    """How to open a dataset's database: ``"rw"``, ``"ro"`` or ``"immutable"``.
+
+    ``"rw"`` when the folder and the file are writable. Otherwise read-only
+    (SQLite ``mode=ro``), and also ``immutable=1`` when the folder is not
+    writable (a read-only mount: SQLite could create neither its shared-memory
+    file nor a lock), unless a write-ahead log is left beside the database
+    (its transactions would be missed): then plain ``mode=ro``, which SQLite
+    can open only if the log's index file is there.
+    """
+    folder = db_path.parent
+    if writable(folder) and writable(db_path):
+        return "rw"
+    wal = db_path.with_name(db_path.name + "-wal")
+    if not writable(folder) and not (wal.exists() and wal.stat().st_size > 0):
+        return "immutable"
+    return "ro"
+
+
 class LocalConnection(threading.local):
-    """The connection of this process and thread to one database, opened on first use."""
+    """The connection of this process and thread to one database, opened on first use.
+
+    ``mode`` is how it was opened (:func:`open_mode`).
+    """
 
     con: sqlite3.Connection | None = None
     pid: int = -1
+    mode: str = "rw"
 
     def get(self, db_path: Path) -> sqlite3.Connection:
         """This thread's connection, opened afresh in a new process (the inherited one is abandoned)."""
@@ -182,10 +214,17 @@ class LocalConnection(threading.local):
         if self.con is None or self.pid != pid:
             if self.con is not None:
                 _ABANDONED.append(self.con)  # inherited through fork: never touch it here
-            con = sqlite3.connect(db_path, timeout=120.0, isolation_level=None, check_same_thread=False)
+            self.mode = open_mode(db_path)
+            if self.mode == "rw":
+                con = sqlite3.connect(db_path, timeout=120.0, isolation_level=None, check_same_thread=False)
+            else:
+                query = "mode=ro&immutable=1" if self.mode == "immutable" else "mode=ro"
+                uri = f"{db_path.absolute().as_uri()}?{query}"
+                con = sqlite3.connect(uri, uri=True, timeout=120.0, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA busy_timeout = 120000")
-            con.execute("PRAGMA synchronous = NORMAL")
-            con.execute("PRAGMA journal_size_limit = 8388608")
+            if self.mode == "rw":
+                con.execute("PRAGMA synchronous = NORMAL")
+                con.execute("PRAGMA journal_size_limit = 8388608")
             self.con, self.pid = con, pid
         return self.con
 
