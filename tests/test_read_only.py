@@ -98,7 +98,7 @@ def test_a_read_only_dataset_can_be_read_and_exported_from(
 def test_a_read_only_dataset_refuses_every_change(ro_dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_digest(ro_dataset)
     ds = Dataset.open(ro_dataset)
-    readonly = rf"it is read-only \(its folder or vidlabel.sqlite is not writable, e.g. a read-only mount\); nothing was changed"
+    readonly = r"it is read-only \(its folder or vidlabel.sqlite is not writable, e.g. a read-only mount\); nothing was changed"
     with pytest.raises(DatasetReadOnlyError, match=rf"cannot add-labels in dataset {ro_dataset}: {readonly}") as info:
         ds.add_labels(["new"])
     assert isinstance(info.value, VidlabelError) and isinstance(info.value, PermissionError)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from vidlabel._version import __version__
@@ -710,6 +712,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args) or 0)
         except VidlabelError as err:
             print(f"vidlabel: error: {err}", file=sys.stderr)
+            return 1
+        except sqlite3.DatabaseError as err:  # a query on a damaged database (opening it is checked)
+            dataset = getattr(args, "dataset", None) or getattr(args, "path", None) or "the dataset"
+            from vidlabel.dataset._db import damaged_message
+
+            print(f"vidlabel: error: {damaged_message(Path(dataset).absolute(), err)}", file=sys.stderr)
             return 1
         except (OSError, ValueError) as err:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)

@@ -49,12 +49,14 @@ from vidlabel.dataset._db import (
     check_database,
     create_database,
     fetch_views,
+    is_disk_full,
     label_names,
     now,
     read_transaction,
     unknown_video,
     video_from_record,
     video_record,
+    write_failure,
     write_transaction,
 )
 from vidlabel.dataset._release import (
@@ -225,8 +227,11 @@ class Dataset:
     def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
         self._refuse_if_read_only(operation)
-        with write_transaction(self._con(), operation, _before_commit) as con:
-            yield con
+        try:
+            with write_transaction(self._con(), operation, _before_commit) as con:
+                yield con
+        except sqlite3.Error as err:
+            raise DatasetError(write_failure(self._path, operation, err), path=str(self._path)) from err
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One read transaction: every SELECT inside sees the same state."""
@@ -754,7 +759,16 @@ class Dataset:
         rel = dataclasses.replace(rel, release_id=rid, created=created, info={**rel.info, "counts": counts})
         wrote = False
         if not path.exists():
-            wrote = write_release(rel, path)
+            try:
+                wrote = write_release(rel, path)
+            except OSError as err:
+                raise DatasetError(
+                    f"cannot build in dataset {self._path}: writing the release file {path} failed ({err}"
+                    f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was lost: the dataset is "
+                    "unchanged and no partial release is left (it is written under a temporary name first); "
+                    "free space and run `vidlabel build` again",
+                    path=str(path),
+                ) from err
         if not wrote:
             # The file is the truth: another build of this content (maybe in another process) wrote it first.
             # It is checked against the id first: an edited file is refused, not reported as this release.

@@ -27,7 +27,13 @@ from vidlabel._version import __version__
 from vidlabel.dataset._chunks import pack_ints, unpack_ints
 from vidlabel.dataset._release import index_dict, index_from_dict, video_dict
 from vidlabel.dataset._rows import listing
-from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
+from vidlabel.errors import (
+    DatasetError,
+    DatasetExistsError,
+    DatasetNotFoundError,
+    SchemaVersionError,
+    UnknownVideoError,
+)
 from vidlabel.spec import VideoMetadata, View
 
 __all__ = [
@@ -37,7 +43,9 @@ __all__ = [
     "as_meta",
     "check_database",
     "create_database",
+    "damaged_message",
     "fetch_views",
+    "is_disk_full",
     "label_names",
     "now",
     "open_mode",
@@ -46,6 +54,7 @@ __all__ = [
     "video_from_record",
     "video_record",
     "writable",
+    "write_failure",
     "write_transaction",
 ]
 
@@ -135,6 +144,46 @@ def create_database(folder: Path) -> None:
         con.close()
 
 
+def is_disk_full(err: BaseException) -> bool:
+    """Whether an SQLite or OS error says the disk is full (SQLITE_FULL, ENOSPC, or an I/O error while writing)."""
+    import errno
+
+    text = str(err).lower()
+    return (
+        getattr(err, "errno", None) == errno.ENOSPC
+        or "disk is full" in text
+        or "no space left" in text
+        or "errno = 28" in text
+        or getattr(err, "sqlite_errorname", "") == "SQLITE_FULL"
+    )
+
+
+def damaged_message(p: Path, err: BaseException) -> str:
+    """The explanation of a damaged database file."""
+    return (
+        f"the database of dataset {p} is damaged ({p / DB_NAME}: {err}); nothing was changed. Restore "
+        f"{DB_NAME} from a backup (`sqlite3 {p / DB_NAME} .recover` may save its rows); release files under "
+        f"{p / 'releases'} are checked on their own and can still be read"
+    )
+
+
+def write_failure(p: Path, operation: str, err: sqlite3.Error) -> str:
+    """The explanation of a write transaction SQLite could not complete: what failed, that nothing was lost, what to do."""
+    what = operation.replace("_", "-")
+    if is_disk_full(err) or "disk i/o error" in str(err).lower():
+        cause = "the disk is full" if is_disk_full(err) else "a disk I/O error (a full disk gives this too)"
+        return (
+            f"cannot {what} in dataset {p}: {cause} ({err}). Nothing was lost: the change was rolled back "
+            "and the dataset is as it was before the command; free space and run the same command again"
+        )
+    if "malformed" in str(err):
+        return damaged_message(p, err)
+    return (
+        f"cannot {what} in dataset {p}: SQLite could not write {p / DB_NAME} ({err}). Nothing was lost: the "
+        "change was rolled back; run the same command again once the cause is fixed"
+    )
+
+
 def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     """Check that folder ``p`` holds a vidlabel database this vidlabel can read.
 
@@ -156,7 +205,20 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME})", path=str(p))
     try:
         meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as err:
+        raise DatasetError(
+            f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
+            f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
+            + (
+                "free space and run the command again"
+                if is_disk_full(err)
+                else "if the disk is full, free space and run the command again; else check the disk and the permissions"
+            ),
+            path=str(p),
+        ) from err
     except sqlite3.DatabaseError as err:
+        if "malformed" in str(err):
+            raise DatasetError(damaged_message(p, err), path=str(p)) from err
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
     if meta.get("format") != _FORMAT:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
