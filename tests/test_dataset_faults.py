@@ -55,7 +55,7 @@ def test_disk_full_in_add_annotations(dataset: Path, tmp_path: Path, capsys, mon
         "and run the same command again\n"
     )
     assert len(Dataset.open(dataset).snapshot().table) == 0
-    with pytest.raises(DatasetError, match="cannot add-annotations .* the disk is full"):
+    with pytest.raises(DatasetError, match=r"cannot add-annotations .* the disk is full"):
         Dataset.open(dataset).add_annotations(ROWS, "cam1")
     monkeypatch.setattr(_dataset, "_before_commit", None)  # space freed: the same command resumes
     assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
