@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from vidlabel import Dataset
+from tests.media import encode_clip
+from vidlabel import Dataset, VideoMetadata, probe
 from vidlabel.cli import main
 from vidlabel.dataset import _dataset, _db
-from vidlabel.errors import DatasetError
+from vidlabel.errors import AnnotationError, DatasetError, VideoDecodeError
 
 META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
 ROWS = [{"kind": "box", "label": "car", "start_frame": n, "box": [1, 2, 11, 22]} for n in range(5)]
@@ -124,3 +126,80 @@ def test_a_damaged_database_gives_one_line_in_info_and_validate(dataset: Path, t
         err = one_line_error(capsys)
         assert f"the database of dataset {dataset} is damaged" in err and "malformed" in err
         assert "Restore vidlabel.sqlite from a backup" in err
+
+
+# -- item 12: bad inputs refused at once, one line, nothing written ------------------------------------------
+
+
+def test_a_300_character_video_id_is_refused_before_anything_is_written(dataset: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    long_id = "v" * 300
+    assert main(["add-video", str(dataset), "/nowhere/x.mp4", "--video-id", long_id, "--metadata", META]) == 1
+    err = one_line_error(capsys)
+    assert f"video id '{long_id}' from --video-id is 300 bytes long; at most 200 (video ids name files" in err
+    ds = Dataset.open(dataset)
+    with pytest.raises(AnnotationError, match=r"video id 'v{300}' is 300 bytes long; at most 200 .*nothing was added"):
+        ds.add_video(VideoMetadata(video_id=long_id, frame_count=3, fps={"num": 1, "den": 1}, width=4, height=4))
+    assert [v.video_id for v in ds.videos()] == ["cam1"]
+
+
+def test_a_file_name_that_is_not_utf8_needs_a_video_id(tmp_path: Path, dataset: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    clip = encode_clip(tmp_path / "plain.mp4", n_frames=6)
+    odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.mp4")  # a Latin-1 name: undecodable bytes become surrogates
+    os.rename(clip.path, odd)
+    capsys.readouterr()
+    assert main(["add-video", str(dataset), odd, "--no-progress"]) == 1
+    err = one_line_error(capsys)
+    assert "video id 'caf\\udce9' from the file name of" in err
+    assert "is not UTF-8 text (it comes from a file name with bytes that are not UTF-8)" in err
+    assert err.endswith("(give one with --video-id)\n")
+    assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]
+    assert main(["add-video", str(dataset), odd, "--video-id", "cafe", "--no-progress"]) == 0
+    assert main(["info", str(dataset)]) == 0 and main(["validate", str(dataset)]) == 0
+
+
+def test_json_nested_too_deeply_is_one_line(dataset: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(json.dumps(ROWS[0]) + "\n" + "[" * 100000 + "\n")
+    capsys.readouterr()
+    assert main(["add-annotations", str(dataset), "cam1", str(deep)]) == 1
+    assert one_line_error(capsys) == (
+        f"vidlabel: error: {deep} line 2: JSON nested too deeply to read; expected one flat annotation object per "
+        "line\n"
+    )
+    assert len(Dataset.open(dataset).snapshot().table) == 0
+    with pytest.raises(SystemExit):  # argparse's own usage error (exit status 2) for --metadata
+        main(["add-video", str(dataset), "/nowhere/y.mp4", "--metadata", "[" * 100000])
+    assert "--metadata: JSON nested too deeply to read" in capsys.readouterr().err
+
+
+def test_an_output_size_no_memory_holds_is_refused(dataset: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert (
+        main(["add-view", str(dataset), "big", "--crop", "0", "0", "10", "10", "--output-size", "100000", "100000"])
+        == 1
+    )
+    assert one_line_error(capsys) == (
+        "vidlabel: error: view 'big': output_size 100000x100000 is larger than 16384 pixels a side (one such RGB "
+        "image would take 27.9 GiB); choose a size up to 16384; nothing was added\n"
+    )
+    assert Dataset.open(dataset).views() == {}
+    assert main(["export", str(dataset), str(tmp_path / "out"), "--output-size", "100000", "100000"]) == 1
+    assert "output_size 100000x100000 is larger than 16384 pixels a side" in one_line_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_add_video_refuses_what_is_not_a_regular_file(dataset: Path, tmp_path: Path, capsys, special: str) -> None:  # type: ignore[no-untyped-def]
+    path = special
+    if special == "fifo":
+        path = str(tmp_path / "pipe.mp4")
+        os.mkfifo(path)
+    capsys.readouterr()
+    assert main(["add-video", str(dataset), path, "--no-progress"]) == 1  # returns: nothing read from it
+    assert one_line_error(capsys) == (
+        f"vidlabel: error: {path!r} is not a regular file (a device, pipe or socket); give a video file\n"
+    )
+    with pytest.raises(VideoDecodeError, match="is not a regular file"):
+        probe(path)
+    assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]

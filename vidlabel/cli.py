@@ -48,8 +48,12 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         video_id, source = overrides["video_id"], "--metadata's video_id"
     else:
         video_id, source = Path(args.file).stem, f"the file name of {args.file!r} (the default id)"
-    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id:
+    from vidlabel.spec import video_id_problem
+
+    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id or video_id_problem(video_id):
         what = "is not a string" if not isinstance(video_id, str) else "contains '/'" if "/" in video_id else "is empty"
+        if isinstance(video_id, str) and video_id.strip() and "/" not in video_id:
+            what = str(video_id_problem(video_id))
         raise OptionError(
             f"video id {video_id!r} from {source} {what}; a video id is a non-empty name without '/', e.g. 'cam1'"
             + ("" if source == "--video-id" else " (give one with --video-id)")
@@ -166,6 +170,11 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
                     f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
                     "expected one annotation object per line"
                 ) from err
+            except RecursionError:
+                raise AnnotationError(
+                    f"{path} line {number}: JSON nested too deeply to read; expected one flat annotation object "
+                    "per line"
+                ) from None
             if not isinstance(row, dict):
                 raise AnnotationError(
                     f"{path} line {number}: expected a JSON object (one annotation row), got {type(row).__name__}"
@@ -532,6 +541,8 @@ def _json_arg(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from err
+    except RecursionError:
+        raise argparse.ArgumentTypeError("JSON nested too deeply to read") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -704,6 +715,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Errors print ``vidlabel: error: ...`` and return 1 (2 for bad arguments,
     from argparse); vidlabel's warnings print ``vidlabel: warning: ...``.
     """
+    for stream in (sys.stdout, sys.stderr):  # a file name with bytes that are not UTF-8 prints as \udcXX escapes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings():

@@ -82,7 +82,7 @@ from vidlabel.errors import (
     UnknownVideoError,
     VidlabelWarning,
 )
-from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View
+from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetadata, View, video_id_problem
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 
@@ -251,6 +251,10 @@ class Dataset:
         ------
         DatasetError
             If a video with this id is already registered (use :meth:`update_video`).
+        AnnotationError
+            If the video id cannot name a file in a frame store
+            (:func:`vidlabel.spec.video_id_problem`: not UTF-8, over 200
+            bytes, control characters); nothing is written.
 
         Warns
         -----
@@ -260,6 +264,9 @@ class Dataset:
             and which.
         """
         meta = as_meta(meta)
+        problem = video_id_problem(meta.video_id)
+        if problem:
+            raise AnnotationError(f"video id {meta.video_id!r} {problem}; nothing was added", video_id=meta.video_id)
         record = video_record(meta)
         with self._write("add_video") as con:
             try:
@@ -395,6 +402,12 @@ class Dataset:
             registered video's frame, or a different view has this id.
         """
         view = View(view_id, crop, output_size)
+        w, h = view.size
+        if w > MAX_SIDE or h > MAX_SIDE:
+            raise AnnotationError(
+                f"view {view.view_id!r}: output_size {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB "
+                f"image would take {w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}; nothing was added"
+            )
         with self._write("add_view") as con:
             for (metadata,) in con.execute("SELECT metadata FROM videos ORDER BY video_id"):
                 meta = video_from_record(metadata, None, None, None)

@@ -58,7 +58,7 @@ from vidlabel.errors import (
 )
 from vidlabel.export._report import ExportReport, changed_failure, decode_failure, lost_reasons
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_image, resize_mask, view_boxes, view_mask
-from vidlabel.spec import KINDS, VideoMetadata, View
+from vidlabel.spec import KINDS, MAX_SIDE, VideoMetadata, View
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._fs import StoreLock
@@ -139,6 +139,11 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
         raise OptionError(f"{name} must be (width, height), got {value!r}") from err
     if w <= 0 or h <= 0:
         raise OptionError(f"{name} must be positive, got {value!r}")
+    if w > MAX_SIDE or h > MAX_SIDE:
+        raise OptionError(
+            f"{name} {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB frame would take "
+            f"{w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}"
+        )
     return (w, h)
 
 

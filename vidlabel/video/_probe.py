@@ -81,15 +81,14 @@ def content_hash(path: str | os.PathLike[str]) -> str:
     VideoNotFoundError
         If the file does not exist.
     VideoDecodeError
-        If the path is a folder.
+        If the path is a folder, a device, a pipe or a socket (not a regular file).
     """
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError as err:
         raise VideoNotFoundError(f"video file not found: {str(p)!r}", path=str(p)) from err
-    if p.is_dir():
-        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    _check_regular(p)
     key = (os.path.realpath(p), st.st_size, st.st_mtime_ns)
     cached = _HASH_CACHE.get(key)
     if cached is not None:
@@ -101,6 +100,16 @@ def content_hash(path: str | os.PathLike[str]) -> str:
     digest = "sha256:" + h.hexdigest()
     _HASH_CACHE[key] = digest
     return digest
+
+
+def _check_regular(p: Path) -> None:
+    """Refuse a folder, a device (``/dev/zero``), a pipe or a socket: only a regular file has an end and a hash."""
+    if p.is_dir():
+        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    if not p.is_file():
+        raise VideoDecodeError(
+            f"{str(p)!r} is not a regular file (a device, pipe or socket); give a video file", path=str(p)
+        )
 
 
 def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
@@ -116,7 +125,7 @@ def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     VideoNotFoundError
         If the file does not exist.
     VideoDecodeError
-        If the path is a folder or the file is empty.
+        If the path is not a regular file (a folder, a device, a pipe) or the file is empty.
     NoVideoStreamError
         If FFmpeg cannot open the file as media (not a media file, or cut
         before its header) or it holds no video stream (audio only).
@@ -124,8 +133,7 @@ def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     p = Path(path)
     if not p.exists():
         raise VideoNotFoundError(f"video file not found: {str(p)!r}", path=str(p))
-    if p.is_dir():
-        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    _check_regular(p)
     if p.stat().st_size == 0:
         raise VideoDecodeError(f"video file {str(p)!r} is empty (0 bytes)", path=str(p))
     try:
