@@ -203,3 +203,17 @@ def test_add_video_refuses_what_is_not_a_regular_file(dataset: Path, tmp_path: P
     with pytest.raises(VideoDecodeError, match="is not a regular file"):
         probe(path)
     assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]
+
+
+@pytest.mark.parametrize("counts", [[99999999999999999999999], [10, 99999999999999999999999, 5]])
+def test_rle_counts_beyond_int64_are_refused(dataset: Path, tmp_path: Path, capsys, counts: list[int]) -> None:  # type: ignore[no-untyped-def]
+    rows = tmp_path / "masks.jsonl"
+    row = {"kind": "mask", "label": "car", "start_frame": 0, "mask": {"size": [48, 64], "counts": counts}}
+    rows.write_text(json.dumps(row) + "\n")
+    capsys.readouterr()
+    assert main(["add-annotations", str(dataset), "cam1", str(rows)]) == 1
+    err = one_line_error(capsys)
+    assert f"{rows} line 1" in err and "mask RLE counts are not valid COCO RLE (Python int too large" in err
+    with pytest.raises(AnnotationError, match=r"row 0.*mask RLE counts are not valid COCO RLE"):
+        Dataset.open(dataset).add_annotations([row], "cam1")
+    assert len(Dataset.open(dataset).snapshot().table) == 0

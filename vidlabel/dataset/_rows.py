@@ -357,7 +357,7 @@ def _parse_mask(
                     raise ValueError("negative run length")
             else:
                 raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
-        except (ValueError, UnicodeEncodeError) as err:
+        except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
             return f"mask RLE counts are not valid COCO RLE ({err})"
         if int(runs.sum()) != h * w:
             return f"mask RLE counts cover {int(runs.sum())} pixels, but its size {h}x{w} has {h * w}"
