@@ -16,20 +16,34 @@ INSTALL_REQUIRES = [
     "zarr>=3.0",
     "fsspec>=2023.6",  # Zarr stores at URLs (vidlabel.store.remote); pure Python, imported only for URLs
     "pycocotools>=2.0.7",
+    "defusedxml>=0.7",  # CVAT XML import: no entity expansion, no network
     "simplejpeg>=1.7",
 ]
 EXTRAS_REQUIRE = {
     "torch": ["torch>=2.1"],
+    "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
+    "s3": ["s3fs>=2023.6", "obstore>=0.4"],  # stores in S3-compatible object stores
+    "tf": ["protobuf>=4.21"],  # MediaSequence export/import (SequenceExample protos; no TensorFlow)
     "dev": [
+        "protobuf>=4.21",
+        "tfrecord>=1.14",  # tests: an independent TFRecord / SequenceExample reader
         "pytest>=8",
         "pytest-timeout>=2.2",
         "hypothesis>=6.90",
+        "psutil>=5.9",  # tests/services.py: stop the services and their children by PID
         "ruff>=0.6",
         "mypy>=1.10",
         "nbclient>=0.10",
         "nbformat>=5.9",
         "ipykernel>=6.29",
         "matplotlib>=3.8",
+        # the real services the tests start on 127.0.0.1 (tests/services.py): an S3 API server and a Dask cluster
+        "moto[s3]>=5",
+        "flask",
+        "flask-cors",
+        "dask[distributed]>=2024.1",
+        "s3fs>=2023.6",
+        "obstore>=0.4",
     ],
 }
 

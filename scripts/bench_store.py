@@ -192,6 +192,34 @@ def loader_rate(dataset: Any, workers: int, samples: int = 1600) -> float:
     return count / (time.perf_counter() - t0)
 
 
+def checksum_cost(store_dir: Path, codec: str, *, seconds: float) -> str:
+    """StoreFrames random single reads/s with CRC-32C verification (``verify_checksums=True``, the default)
+    and without, on the same store in the same run (best of 3 alternating runs of each), and the CRC-32C
+    of one stored frame's bytes alone."""
+    import google_crc32c
+
+    from vidlabel.torch_data import StoreFrames
+
+    rng = np.random.default_rng(1)
+    checked, unchecked = StoreFrames(store_dir), StoreFrames(store_dir, verify_checksums=False)
+    n = len(checked)
+    best = {True: 0.0, False: 0.0}
+    for _ in range(3):
+        for verify, frames in ((True, checked), (False, unchecked)):
+
+            def read_one(frames: StoreFrames = frames) -> None:
+                frames[int(rng.integers(n))]
+
+            best[verify] = max(best[verify], timed_rate(read_one, min_seconds=seconds / 2))
+    image = np.ascontiguousarray(checked[0]["image"].permute(1, 2, 0).numpy())
+    crc_ms = 1e3 / timed_rate(lambda: google_crc32c.value(image), min_seconds=seconds / 2)
+    return (
+        f"{codec:>8}: StoreFrames random reads/s with CRC-32C verification (default) {best[True]:.0f}, without "
+        f"{best[False]:.0f} ({best[True] / best[False]:.2f}x); CRC-32C of one {image.shape[1]}x{image.shape[0]} "
+        f"frame's bytes {crc_ms:.3f} ms ({google_crc32c.implementation} implementation)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", default="/tmp/vidlabel_bench", help="work folder (clips are kept and reused)")
@@ -278,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"memcpy of one frame from memory: {memcpy_rate:.0f} frames/s", flush=True)
 
     rows = []
+    checksum_lines: list[str] = []
     for codec in [c.strip() for c in args.codecs.split(",") if c.strip()]:
         out = work / f"store_{codec}"
         shutil.rmtree(out, ignore_errors=True)
@@ -313,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['bytes_per_frame'] / 1e3:7.0f} KB/frame, StoreFrames random reads {rate:6.0f}/s "
               f"({row['vs_reader']:.0f}x FrameReader, {row['vs_jpeg']:.1f}x JPEG folder, "
               f"{row['vs_memcpy']:.2f} of memcpy)", flush=True)  # fmt: skip
+        checksum_lines.append(checksum_cost(out, report.codec, seconds=args.seconds))
+        print(checksum_lines[-1], flush=True)
         store.close()
         if report.codec.split(":")[0] not in (DEFAULT_CODEC, "lz4"):  # kept for the DataLoader runs below
             shutil.rmtree(out, ignore_errors=True)
@@ -373,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     if loader_lines:
         print()
         print("\n".join(loader_lines))
+    print()
+    print("\n".join(checksum_lines))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tests.media import (
     read_frame_number,
     truncate_file,
 )
+from tests.services import Bucket, DaskCluster, MotoServer, start_dask, start_moto
 
 
 @pytest.fixture(scope="session")
@@ -169,3 +171,40 @@ READABLE_CLIPS = (
 def any_clip(request: pytest.FixtureRequest) -> ClipTruth:
     """Each readable clip of the catalogue in turn."""
     return request.getfixturevalue(request.param)
+
+
+# -- real services on 127.0.0.1 (tests/services.py): started once per session, only when a test asks --------------
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """A ``moto_server`` S3 API on a free loopback port; stopped by PID at the end of the session."""
+    server = start_moto(tmp_path_factory.mktemp("moto"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_server: MotoServer) -> Bucket:
+    """A fresh, empty bucket on the moto server (``.url(key)``, ``.storage_options``, ``.obstore()``)."""
+    return moto_server.make_bucket()
+
+
+@pytest.fixture
+def s3_env(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> MotoServer:
+    """AWS_* variables pointing at the moto server, for this test only (e.g. for a CLI run in a subprocess)."""
+    for name, value in moto_server.env().items():
+        monkeypatch.setenv(name, value)
+    return moto_server
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskCluster]:
+    """``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1`` on 127.0.0.1, importing this checkout."""
+    cluster = start_dask(tmp_path_factory.mktemp("dask"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

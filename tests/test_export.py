@@ -280,7 +280,7 @@ KILL_SCRIPT = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
         kw["on_frame"] = on_frame
         return real(*a, **kw)
-    sys.modules["vidlabel.export._run"].write_frames = write_frames
+    sys.modules["vidlabel.export._units"].write_frames = write_frames
     export(Dataset.open({ds!r}), {out!r}, format={fmt!r}, frames="all", chunk_frames=4, codec="zstd", progress=False)
     """
 )

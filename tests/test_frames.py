@@ -6,6 +6,7 @@ plain sequential PyAV decoding (tests/media.py) gives the reference pictures.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 import warnings
@@ -428,3 +429,58 @@ def test_reader_pickles_and_survives_fork(clip: ClipTruth) -> None:
             assert child.exitcode == 0
             assert queue.get(timeout=5) == [30, 2, 47]
             assert displayed_number(reader.read(21)) == 21
+
+
+def test_usable_index_one_rule_for_reader_and_planner(clip: ClipTruth, clip_bframes: ClipTruth) -> None:
+    from vidlabel.video._reader import usable_index
+
+    meta = _meta(clip.path)
+    assert meta.frame_index is not None and meta.content_hash is not None
+    index, why = usable_index(meta)
+    assert index is meta.frame_index and why is None
+    no_hash = dataclasses.replace(meta.frame_index, content_hash=None)
+    index, why = usable_index(meta.replace(frame_index=no_hash))
+    assert index is not None and index.content_hash == meta.content_hash and why is None
+    index, why = usable_index(meta.replace(frame_count=47))
+    assert index is None and why is not None and "covers 48 frames but the video has 47" in why
+    other = dataclasses.replace(meta.frame_index, content_hash=_meta(clip_bframes.path).content_hash)
+    index, why = usable_index(meta.replace(frame_index=other))
+    assert index is None and why is not None and "was read from another file" in why
+    assert usable_index(meta.replace(frame_index=None)) == (None, None)
+
+
+def test_for_video_drops_an_index_of_another_file_and_reads_exact_frames(
+    clip: ClipTruth, clip_bframes: ClipTruth
+) -> None:
+    meta = _meta(clip.path)
+    assert meta.frame_index is not None
+    other = dataclasses.replace(meta.frame_index, content_hash=_meta(clip_bframes.path).content_hash)
+    meta = meta.replace(frame_index=other)
+    with pytest.warns(VidlabelWarning, match=r"frame index of video 'clip' was read from another file"):
+        reader = FrameReader.for_video(meta)
+    with reader:
+        assert not reader.indexed
+        read_checked(clip, reader, 30)
+
+
+def test_reader_without_index_opens_its_file_twice_not_three_times(
+    clip: ClipTruth, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vidlabel.video._decode as decode_mod
+    import vidlabel.video._probe as probe_mod
+    import vidlabel.video._reader as reader_mod
+
+    opened: list[str] = []
+    real = probe_mod.open_video
+
+    def counting(path: Any) -> Any:
+        opened.append(str(path))
+        return real(path)
+
+    for mod in (probe_mod, reader_mod, decode_mod):
+        monkeypatch.setattr(mod, "open_video", counting)
+    with FrameReader(clip.path) as reader:  # one pass builds the index (demux + head decode), one reads
+        assert opened == [str(clip.path)] * 2
+        read_checked(clip, reader, 0)
+        read_checked(clip, reader, 30)
+    assert len(opened) == 2

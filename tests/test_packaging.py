@@ -30,7 +30,9 @@ def _setup_lists() -> tuple[list[str], dict[str, list[str]]]:
 
 
 def _normalise(requirement: str) -> tuple[str, str]:
-    m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", requirement)
+    # pip extras ("dask[distributed]", "moto[s3]") have no conda spelling: conda-forge's package of that name
+    # is compared (environment.yml lists what the extra adds where conda-forge splits it out)
+    m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(?:\[[A-Za-z0-9_,\- ]*\])?\s*(.*?)\s*", requirement)
     assert m, requirement
     name = m.group(1).lower().replace("_", "-")
     return CONDA_TO_PIP.get(name, name), m.group(2).replace(" ", "")

@@ -236,3 +236,38 @@ def test_hdf5_uncompressed_chunks_are_copied_from_a_memory_map(tmp_path: Path, c
     assert np.array_equal(mapped, np.stack(frames)) and np.array_equal(direct, np.stack(frames))
     with h5py.File(tmp_path / "out" / "frames" / "u1.h5", "r") as f:  # plain h5py agrees
         assert np.array_equal(f["frames"][:], np.stack(frames))
+
+
+@pytest.mark.parametrize("first_touch", ["populate", "pread", "fault"])
+@pytest.mark.parametrize("chunk_frames", [1, 3])
+def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str, chunk_frames: int
+) -> None:
+    """However a chunk's first read in a process meets the map (issue 15), every read, first or later,
+    gives the stored frames in the caller's buffer, and a frame the caller holds is never written again."""
+    from vidlabel.store import _hdf5
+
+    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    frames = noisy_frames(7, seed=5)
+    write_unit(backend, "u1", frames, "none", chunk_frames)
+    reader = backend.open_frames_unit("u1")
+    try:
+        assert reader._first_touch == first_touch and reader._offsets is not None
+        held = []
+        for c in [1, 0, 1, 2, 0, 2, 1]:  # first reads and repeats, interleaved
+            out = reader.read_chunk(c)
+            rows = reader.chunk_rows(c)
+            assert np.array_equal(out[:rows], np.stack(frames[c * chunk_frames : c * chunk_frames + rows]))
+            assert out.flags.writeable and not np.shares_memory(out, reader._mapped)
+            held.append((c, out, out.copy()))
+        assert all(reader._touched[:3]) and not any(reader._touched[3:])
+        for _, out, copy in held:  # later reads never wrote into buffers handed out earlier
+            assert np.array_equal(out, copy)
+        c, out, copy = held[0]
+        out[:] = 0  # and changing a held frame does not change the store
+        assert np.array_equal(reader.read_chunk(c), copy)
+    finally:
+        reader.close()
+    assert reader._fd == -1

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 from vidlabel.torch_data._common import to_torch_sample
 
@@ -173,6 +173,33 @@ def test_store_stream_order_is_seeded_and_changes_with_the_epoch(world: tuple[Pa
         plain.set_epoch(-1)
 
 
+@pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-none"])
+def test_set_epoch_reaches_persistent_workers(world: tuple[Path, Dataset], store_name: str) -> None:
+    # Issue 12 item 2: persistent workers kept the dataset copy of their start and repeated epoch 0 forever.
+    root, _ = world
+
+    def orders(persistent: bool, context: str = "fork") -> list[list[tuple[str, int]]]:
+        stream = StoreStream(root / store_name, shuffle_buffer=6, seed=4)
+        loader = DataLoader(
+            stream, batch_size=4, num_workers=2, persistent_workers=persistent, multiprocessing_context=context,
+            collate_fn=collate_frames,
+        )  # fmt: skip
+        out = []
+        for epoch in range(3):
+            stream.set_epoch(epoch)
+            assert stream.epoch == epoch
+            out.append(pairs_of(loader))
+        return out
+
+    fresh, kept = orders(False), orders(True)
+    assert kept == fresh
+    if store_name == "zarr-none":  # spawned workers receive the shared epoch as they start
+        assert orders(True, "spawn") == fresh
+    assert len({tuple(order) for order in fresh}) == 3  # each epoch its own order
+    want = Counter(StoreStream(root / store_name).index)
+    assert all(Counter(order) == want for order in kept)
+
+
 def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
     root, _ = world
     store = open_store(root / "zarr-zstd4")
@@ -189,6 +216,11 @@ def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
     assert [(s["video_id"], s["frame_index"]) for s in pickle.loads(pickle.dumps(stream))] == [
         (s["video_id"], s["frame_index"]) for s in stream
     ]
+    stream.set_epoch(3)
+    clone_stream = pickle.loads(pickle.dumps(stream))  # outside a worker start: the epoch travels as a number
+    assert clone_stream.epoch == 3
+    clone_stream.set_epoch(5)
+    assert stream.epoch == 3 and clone_stream.epoch == 5
 
 
 @pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-zstd4"])
@@ -225,3 +257,33 @@ def test_option_errors(world: tuple[Path, Dataset]) -> None:
         StoreFrames(root / "hdf5-none", box_format="yolo")
     with pytest.raises(IndexError, match=r"sample 999 out of range \[0, \d+\)"):
         StoreFrames(root / "hdf5-none")[999]
+
+
+def test_loose_indices_are_refused(world: tuple[Path, Dataset]) -> None:
+    # Issue 12 item 6: StoreFrames[1.5], ['3'] and [True] were read as samples 1, 3 and 1.
+    root, _ = world
+    frames = StoreFrames(root / "zarr-none")
+    n = len(frames)
+    for bad, shown in (
+        (1.5, r"1\.5 \(float\)"),
+        ("3", r"'3' \(str\)"),
+        (True, r"True \(bool\)"),
+        (np.float64(2.0), r"(np\.float64\()?2\.0\)? \(float64\)"),
+        (np.bool_(False), r"(np\.)?False_? \(bool_?\)"),
+    ):
+        with pytest.raises(SampleIndexTypeError, match=rf"must be an integer in \[0, {n}\), got {shown}") as info:
+            frames[bad]  # type: ignore[index]
+        assert isinstance(info.value, TypeError) and isinstance(info.value, VidlabelError)
+        with pytest.raises(SampleIndexTypeError, match=rf"got {shown}"):
+            frames.__getitems__([0, bad])  # type: ignore[list-item]
+        with pytest.raises(SampleIndexTypeError, match=rf"of store .*zarr-none.*got {shown}"):
+            frames.store.frame(bad)  # type: ignore[arg-type]
+    with pytest.raises(SampleOutOfRangeError, match=rf"sample {n} out of range \[0, {n}\) of the {n} selected") as err:
+        frames[n]
+    assert isinstance(err.value, IndexError)
+    with pytest.raises(SampleOutOfRangeError, match=rf"sample -{n + 1} out of range \[0, {n}\)"):
+        frames[-n - 1]
+    # integers of every kind still work, the same sample each time; negative counts from the end
+    want = frames[2]
+    for good in (2, np.int64(2), np.uint8(2), torch.tensor(2), 2 - n):
+        assert_same_sample(frames[good], want)  # type: ignore[index]

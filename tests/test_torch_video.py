@@ -302,6 +302,37 @@ def test_spawn_workers(samples: FrameSamples, plan_and_requests) -> None:
     assert got["plan"] == want
 
 
+def epoch_orders(dataset: Any, *, persistent: bool, epochs: int = 3) -> list[list[tuple[str, int]]]:
+    """The (video_id, frame) order of ``epochs`` epochs through one DataLoader with 2 fork workers."""
+    loader = DataLoader(
+        dataset, batch_size=4, num_workers=2, persistent_workers=persistent, multiprocessing_context="fork",
+        collate_fn=collate_frames,
+    )  # fmt: skip
+    orders = []
+    for epoch in range(epochs):
+        dataset.set_epoch(epoch)
+        orders.append(batches_to_pairs(loader))
+    return orders
+
+
+@pytest.mark.parametrize("kind", ["video_stream", "planned_stream"])
+def test_set_epoch_reaches_persistent_workers(samples: FrameSamples, plan_and_requests, kind: str) -> None:
+    # Issue 12 item 2: persistent workers kept the dataset copy of their start and repeated epoch 0 forever.
+    plan, want = plan_and_requests
+
+    def make() -> Any:
+        if kind == "video_stream":
+            return VideoStream(samples, shuffle_buffer=4, seed=5)
+        return PlannedStream(samples, plan, shuffle_buffer=4)
+
+    fresh = epoch_orders(make(), persistent=False)
+    kept = epoch_orders(make(), persistent=True)
+    assert kept == fresh
+    assert len({tuple(order) for order in fresh}) == 3  # each epoch its own order
+    every = Counter(samples.index) if kind == "video_stream" else want
+    assert all(Counter(order) == every for order in kept)
+
+
 def test_datasets_pickle(samples: FrameSamples, tmp_path: Path) -> None:
     frames = VideoFrames(samples)
     frames[0]  # opens a reader, which must not travel

@@ -19,7 +19,7 @@ from typing import Any
 from vidlabel._version import __version__
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _cmd_create(args: argparse.Namespace) -> int:
@@ -460,6 +460,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     return 0
 
 
+_OVERWRITE_HELP = "replace a store at OUT exported from another dataset (refused by default)"
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
     from vidlabel.export._run import export
@@ -468,7 +471,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
         view_id=args.view_id, frames=args.frames, stride=args.stride,
         output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
-        workers=args.workers, progress=not args.no_progress, roots=args.roots,
+        workers=args.workers, progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
+        clip_frames=args.clip_frames, shard_frames=args.shard_frames,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -480,7 +484,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
     report = cache(
         Dataset.open(args.dataset), args.out, release=args.release, codec=args.codec,
-        progress=not args.no_progress, roots=args.roots,
+        progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
     )  # fmt: skip
     print(report.summary())
     return 0
@@ -633,9 +637,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--release", default="latest", help="release id to export, or 'latest' (default)")
     p.add_argument(
-        "--format", dest="store_format", choices=["hdf5", "zarr"], default="hdf5", help="store format (default hdf5)"
+        "--format",
+        dest="store_format",
+        choices=["hdf5", "zarr", "mediasequence"],
+        default="hdf5",
+        help="store format (default hdf5); mediasequence: TFRecord shards of tf.train.SequenceExample (TensorFlow, "
+        "MediaPipe)",
     )
-    p.add_argument("--codec", default=None, help="none, lz4, zstd, gzip, png or jpeg")
+    p.add_argument(
+        "--codec",
+        default=None,
+        help="none, lz4, zstd, gzip, png or jpeg[:Q]; mediasequence: jpeg[:Q] (default 95) or png",
+    )
+    p.add_argument(
+        "--clip-frames",
+        type=int,
+        default=None,
+        help="mediasequence: stored frames per SequenceExample (default: a video)",
+    )
+    p.add_argument(
+        "--shard-frames",
+        type=int,
+        default=None,
+        help="mediasequence: close a TFRecord shard at this many frames (1024)",
+    )
     p.add_argument("--view", dest="view_id", default=None, help="store this view's crop and its annotations only")
     p.add_argument(
         "--frames",
@@ -657,6 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="processes decoding and writing videos (default 1)")
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add(
         "cache",
@@ -671,6 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
     p.add_argument("out", metavar="OUT", help="a frame store folder, or a Zarr store's URL")
@@ -687,6 +714,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--storage-options", type=_json_arg, default=None, help="JSON options of the fsspec filesystem (credentials)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+
+    add_format_commands(add)
 
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")
@@ -714,6 +745,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Errors print ``vidlabel: error: ...`` and return 1 (2 for bad arguments,
     from argparse); vidlabel's warnings print ``vidlabel: warning: ...``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (None: ``sys.argv[1:]``).
     """
     for stream in (sys.stdout, sys.stderr):  # a file name with bytes that are not UTF-8 prints as \udcXX escapes
         if hasattr(stream, "reconfigure"):

@@ -20,12 +20,16 @@ __all__ = [
     "DatasetExistsError",
     "DatasetNotFoundError",
     "DatasetReadOnlyError",
+    "FormatError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
     "ReleaseCorruptError",
     "ReleaseNotFoundError",
+    "SampleIndexTypeError",
+    "SampleOutOfRangeError",
     "SchemaVersionError",
+    "StoreCorruptError",
     "StoreError",
     "StoreIncompleteError",
     "StoreLockedError",
@@ -115,6 +119,17 @@ class FrameOutOfRangeError(VidlabelError, IndexError):
     """Raised when a frame number lies outside ``[0, frame_count)`` of a video; names the video and the range."""
 
 
+class SampleOutOfRangeError(VidlabelError, IndexError):
+    """Raised when a sample position lies outside ``[-n, n)`` of a store or dataset of n samples; names both."""
+
+
+class SampleIndexTypeError(VidlabelError, TypeError):
+    """Raised when a sample index is not an integer (a float such as 1.5, a string such as '3', a bool).
+
+    The message echoes the value and its type and gives the valid range; an index is never rounded or parsed.
+    """
+
+
 class VideoDecodeError(VidlabelError, ValueError):
     """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
 
@@ -160,12 +175,30 @@ class AnnotationError(VidlabelError, ValueError):
     """
 
 
+class FormatError(VidlabelError, ValueError):
+    """Raised when a label file (MOT, CVAT, YouTube-VIS, COCO-VID, Label Studio) cannot be imported as it is.
+
+    The message names the file, the line or element, the value and what is
+    allowed: malformed XML, JSON or CSV, an XML entity declaration, a frame
+    outside the video, a label the dataset lacks, a ``seqinfo.ini`` or
+    ``framesCount`` that disagrees with the registered video. Nothing is written.
+    """
+
+
 class BuildError(VidlabelError, ValueError):
     """Raised when ``Dataset.build`` refuses to pin a release because validation found errors."""
 
 
 class StoreError(VidlabelError, OSError):
     """Raised when a frame store cannot be written or read as asked (bad layout, checksum mismatch, bad argument)."""
+
+
+class StoreCorruptError(StoreError):
+    """Raised when a stored frame chunk's bytes do not match their CRC-32C checksum (a damaged frames file).
+
+    The message names the store, the video, the chunk, its rows and both checksums, and how to repair the store
+    (rerun the export, which rewrites the unit; ``vidlabel verify`` lists every damaged chunk).
+    """
 
 
 class StoreIncompleteError(StoreError):
@@ -188,6 +221,15 @@ def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, vi
     """The shell command that re-registers video ``video_id`` from its file, as error messages give it.
 
     ``DATASET`` and ``FILE`` stand in for an unknown dataset folder or file.
+
+    Parameters
+    ----------
+    dataset : str or None
+        The dataset folder (None: ``DATASET``).
+    path : path-like or None
+        The video file (None: ``FILE``).
+    video_id : str
+        The video to re-register.
     """
     words = ("vidlabel", "add-video", dataset or "DATASET", path or "FILE", "--video-id", video_id, "--replace")
     return " ".join(shlex.quote(str(w)) for w in words)

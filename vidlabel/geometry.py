@@ -77,7 +77,19 @@ def boxes_from_xyxy(
 def boxes_to_xyxy(
     boxes: np.ndarray, box_format: str = "xyxy", *, normalized: bool = False, size: tuple[int, int] | None = None
 ) -> np.ndarray:
-    """Inverse of :func:`boxes_from_xyxy`: (N, 4) in ``box_format`` to xyxy pixels, float64."""
+    """Inverse of :func:`boxes_from_xyxy`: (N, 4) in ``box_format`` to xyxy pixels, float64.
+
+    Parameters
+    ----------
+    boxes : (N, 4) array-like
+        Boxes in ``box_format``.
+    box_format : {"xyxy", "xywh", "cxcywh"}
+        Their format.
+    normalized : bool
+        Coordinates are fractions of ``size`` (then ``size`` is required).
+    size : (width, height), optional
+        Image size in pixels for ``normalized``.
+    """
     _check_format(box_format)
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     if normalized:
@@ -93,7 +105,15 @@ def boxes_to_xyxy(
 
 
 def clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Clip (N, 4) xyxy boxes to ``[0, width] x [0, height]``; returns float64."""
+    """Clip (N, 4) xyxy boxes to ``[0, width] x [0, height]``; returns float64.
+
+    Parameters
+    ----------
+    boxes : (N, 4) array-like
+        xyxy pixel corners.
+    width, height : int
+        The image size in pixels.
+    """
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     b[:, [0, 2]] = np.clip(b[:, [0, 2]], 0, width)
     b[:, [1, 3]] = np.clip(b[:, [1, 3]], 0, height)
@@ -104,6 +124,13 @@ def view_boxes(boxes: np.ndarray, view: View | None) -> np.ndarray:
     """Map (N, 4) xyxy full-frame pixels into a view's pixels: shift by the crop, scale to ``output_size``, clip.
 
     Returns (N, 4) float64; the input unchanged (as float64) when ``view`` is None.
+
+    Parameters
+    ----------
+    boxes : (N, 4) array-like
+        xyxy pixel corners in the full displayed frame.
+    view : View or None
+        The view (crop, optional output size).
     """
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     if view is None:
@@ -126,7 +153,14 @@ def _bilinear_axis(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Bilinear resize of an (H, W, C) uint8 image to ``size = (width, height)``; returns (height, width, C) uint8."""
+    """Bilinear resize of an (H, W, C) uint8 image to ``size = (width, height)``; returns (height, width, C) uint8.
+
+    Parameters
+    ----------
+    image : (H, W, C) uint8
+    size : (width, height)
+        The output size in pixels.
+    """
     w, h = size
     if image.shape[1] == w and image.shape[0] == h:
         return image
@@ -141,7 +175,14 @@ def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Nearest-neighbour resize of an (H, W) mask to ``size = (width, height)``; dtype kept."""
+    """Nearest-neighbour resize of an (H, W) mask to ``size = (width, height)``; dtype kept.
+
+    Parameters
+    ----------
+    mask : (H, W) array
+    size : (width, height)
+        The output size in pixels.
+    """
     w, h = size
     if mask.shape[1] == w and mask.shape[0] == h:
         return mask
@@ -153,7 +194,16 @@ def resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 def crop_resize_image(
     image: np.ndarray, crop: tuple[int, int, int, int], output_size: tuple[int, int] | None
 ) -> np.ndarray:
-    """Crop an (H, W, C) image to xyxy ``crop`` (clamped to the image) and resize it to ``output_size`` if given."""
+    """Crop an (H, W, C) image to xyxy ``crop`` (clamped to the image) and resize it to ``output_size`` if given.
+
+    Parameters
+    ----------
+    image : (H, W, C) uint8
+    crop : (x0, y0, x1, y1) int
+        Pixel corners of the crop.
+    output_size : (width, height) or None
+        Resize to this size (bilinear); None keeps the crop's size.
+    """
     x0, y0, x1, y1 = crop
     out = image[y0:y1, x0:x1]
     if output_size is not None:
@@ -162,14 +212,30 @@ def crop_resize_image(
 
 
 def view_image(image: np.ndarray, view: View | None) -> np.ndarray:
-    """The view's pixels of a full displayed frame: (H', W', 3) uint8; the frame itself when ``view`` is None."""
+    """The view's pixels of a full displayed frame: (H', W', 3) uint8; the frame itself when ``view`` is None.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8
+        The full displayed frame.
+    view : View or None
+        The view (crop, optional output size).
+    """
     if view is None:
         return image
     return crop_resize_image(image, view.crop, view.output_size)
 
 
 def view_mask(mask: np.ndarray, view: View | None) -> np.ndarray:
-    """Crop and (nearest) resize an (H, W) full-frame mask to a view; the mask itself when ``view`` is None."""
+    """Crop and (nearest) resize an (H, W) full-frame mask to a view; the mask itself when ``view`` is None.
+
+    Parameters
+    ----------
+    mask : (H, W) array
+        A full-frame mask.
+    view : View or None
+        The view (crop, optional output size).
+    """
     if view is None:
         return mask
     x0, y0, x1, y1 = view.crop
@@ -183,6 +249,11 @@ def encode_rle(mask: np.ndarray) -> dict[str, Any]:
     """COCO compressed RLE of an (H, W) mask (non-zero = inside), via pycocotools.
 
     Returns ``{"size": [H, W], "counts": bytes}``.
+
+    Parameters
+    ----------
+    mask : (H, W) array
+        Non-zero pixels are inside.
     """
     from pycocotools import mask as mask_utils
 
@@ -192,7 +263,13 @@ def encode_rle(mask: np.ndarray) -> dict[str, Any]:
 
 
 def decode_rle(rle: dict[str, Any]) -> np.ndarray:
-    """(H, W) uint8 {0, 1} mask from COCO RLE (compressed ``bytes``/``str`` counts, or uncompressed list counts)."""
+    """(H, W) uint8 {0, 1} mask from COCO RLE (compressed ``bytes``/``str`` counts, or uncompressed list counts).
+
+    Parameters
+    ----------
+    rle : dict
+        ``{"size": [H, W], "counts": ...}``.
+    """
     from pycocotools import mask as mask_utils
 
     h, w = (int(v) for v in rle["size"])
@@ -205,7 +282,13 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
 
 
 def mask_bbox(mask: np.ndarray) -> tuple[float, float, float, float] | None:
-    """xyxy pixel corners of the non-zero pixels of an (H, W) mask (x1, y1 exclusive), or None if it is empty."""
+    """xyxy pixel corners of the non-zero pixels of an (H, W) mask (x1, y1 exclusive), or None if it is empty.
+
+    Parameters
+    ----------
+    mask : (H, W) array
+        Non-zero pixels are inside.
+    """
     m = np.asarray(mask) != 0
     rows = np.flatnonzero(m.any(axis=1))
     if rows.size == 0:

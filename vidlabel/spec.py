@@ -57,6 +57,13 @@ def as_rational(value: Any, *, what: str = "rate") -> dict[str, int]:
     a ``(num, den)`` pair. Floats are refused: a frame rate or timebase is
     exact, never a float guess.
 
+    Parameters
+    ----------
+    value : mapping, Fraction, int or (int, int)
+        The rational.
+    what : str
+        What it is, for the message (``"rate"``, ``"timebase"``).
+
     Raises
     ------
     ValueError
@@ -473,6 +480,15 @@ def take_csr(offsets: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple
 
     Row ``i`` of the input is ``values[offsets[i]:offsets[i + 1]]``; ``rows``
     is an int index array (any order, repeats allowed).
+
+    Parameters
+    ----------
+    offsets : (N + 1,) int64
+        CSR offsets into ``values``.
+    values : (M, ...) array
+        The concatenated rows.
+    rows : (K,) int array
+        Rows to take.
     """
     lengths = offsets[rows + 1] - offsets[rows]
     new_offsets = np.zeros(rows.size + 1, np.int64)
@@ -625,7 +641,15 @@ def frame_ranges(frames: Any) -> tuple[tuple[int, int], ...]:
 
 
 def ranges_text(ranges: Sequence[tuple[int, int]], *, limit: int = 10) -> str:
-    """``"15..23, 30, 41..44"``: inclusive frame ranges for messages, the first ``limit`` of them."""
+    """``"15..23, 30, 41..44"``: inclusive frame ranges for messages, the first ``limit`` of them.
+
+    Parameters
+    ----------
+    ranges : sequence of (int, int)
+        Inclusive ``(first, last)`` frame ranges (as :func:`frame_ranges` gives).
+    limit : int
+        Ranges shown before ``", ... (N ranges)"``.
+    """
     parts = [f"{a}..{b}" if b > a else f"{a}" for a, b in ranges[:limit]]
     if len(ranges) > limit:
         parts.append(f"... ({len(ranges)} ranges in all)")

@@ -1,7 +1,7 @@
 """Annotations in the dataset's SQLite file: chunks of columns, appended, edited and queried.
 
-Each row of the ``chunks`` table holds up to ``vidlabel.dataset.CHUNK_ROWS``
-annotations of one video as compressed NumPy columns (:mod:`vidlabel.chunks`),
+Each row of the ``chunks`` table holds up to ``vidlabel.dataset._dataset.CHUNK_ROWS``
+annotations of one video as compressed NumPy columns (:mod:`vidlabel.dataset._chunks`),
 with the id and frame range it covers so that queries skip chunks that cannot
 match. New rows top up a video's last chunk before starting new ones; review
 edits rewrite the chunks they touch. The ``tracks`` table keeps one label per

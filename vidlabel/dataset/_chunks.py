@@ -20,7 +20,7 @@ import numpy as np
 
 from vidlabel.dataset._rows import RowColumns
 from vidlabel.errors import DatasetError
-from vidlabel.spec import take_csr
+from vidlabel.spec import AnnotationTable, take_csr
 
 __all__ = [
     "Cols",
@@ -34,24 +34,15 @@ __all__ = [
     "unpack_ints",
 ]
 
-# name, dtype, trailing shape; the row count is n, except mask_offsets (n + 1) and mask_counts (m).
-_CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("annotation_id", "<i8", ()),
-    ("kind", "u1", ()),
-    ("label", "<i4", ()),
-    ("start_frame", "<i8", ()),
-    ("end_frame", "<i8", ()),
-    ("box", "<f8", (4,)),
-    ("track_id", "<i8", ()),
-    ("origin", "u1", ()),
-    ("confidence", "<f4", ()),
-    ("status", "u1", ()),
-    ("view", "<i4", ()),
-    ("mask_size", "<i4", (2,)),
-    ("mask_offsets", "<i8", ()),
-    ("mask_counts", "u1", ()),
+# name, little-endian dtype, trailing shape, from AnnotationTable's columns (``video`` is the chunk's, not a
+# column). The order is the chunk format: the row columns in AnnotationTable's order, then the masks.
+_TRAILING_SHAPE = {"box": (4,), "mask_size": (2,)}
+_MASK_COLUMNS = ("mask_size", "mask_offsets", "mask_counts")
+_CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = tuple(
+    (name, np.dtype(AnnotationTable.DTYPES[name]).newbyteorder("<").str, _TRAILING_SHAPE.get(name, ()))
+    for name in (*(n for n in AnnotationTable.DTYPES if n != "video" and n not in _MASK_COLUMNS), *_MASK_COLUMNS)
 )
-_ROW_COLUMNS = _CHUNK_COLUMNS[:11]  # one value per row; masks are stored for mask rows only
+_ROW_COLUMNS = _CHUNK_COLUMNS[: -len(_MASK_COLUMNS)]  # one value per row; masks are stored for mask rows only
 _MAGIC = b"VLC1"
 _HEAD = struct.Struct("<4sIIQ")  # magic, rows, mask rows, mask bytes
 Cols = dict[str, np.ndarray]
@@ -143,10 +134,7 @@ def empty_cols() -> Cols:
 
 def cols_from_rows(ids: np.ndarray, rc: RowColumns) -> Cols:
     """The column set of a validated batch, with its new annotation ids."""
-    out: Cols = {"annotation_id": ids}
-    for name, _, _ in _CHUNK_COLUMNS[1:]:
-        out[name] = getattr(rc, name)
-    return out
+    return {"annotation_id": ids, **rc}
 
 
 def pack_ints(arr: np.ndarray) -> bytes:

@@ -3,7 +3,7 @@
 Layout of a dataset folder::
 
     <dataset>/vidlabel.sqlite     the live data (SQLite, write-ahead log)
-    <dataset>/releases/<id>.h5    frozen releases (see vidlabel.release)
+    <dataset>/releases/<id>.h5    frozen releases (see vidlabel.dataset._release)
 
 Annotations are stored column-wise: each row of the ``chunks`` table holds up
 to ``CHUNK_ROWS`` annotations of one video as compressed NumPy columns (ids,
@@ -454,7 +454,7 @@ class Dataset:
             the box), ``track_id``, ``origin`` ("human" by default or
             "model"), ``confidence`` in [0, 1], ``status`` ("unreviewed" by
             default, "approved", "rejected"), ``view_id``. See
-            :func:`vidlabel.validate.check_rows`.
+            :func:`vidlabel.dataset._rows.check_rows`.
         video_id : str
         clip : bool
             Clip boxes that leave the frame instead of refusing the batch.
@@ -488,14 +488,14 @@ class Dataset:
             meta = VideoMetadata.from_dict(json.loads(metadata))
             labels = label_names(con)
             cols = check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip)
-            n = len(cols)
+            n = cols.n_rows
             if n == 0:
                 return []
-            tsel = cols.track_id >= 0
+            tsel = cols["track_id"] >= 0
             if tsel.any():
                 stored = dict(con.execute("SELECT track_id, label FROM tracks WHERE video = ?", (vcode,)).fetchall())
                 check_tracks(cols, stored, labels=labels, video_id=video_id)
-                pairs = sorted(set(zip(cols.track_id[tsel].tolist(), cols.label[tsel].tolist())))
+                pairs = sorted(set(zip(cols["track_id"][tsel].tolist(), cols["label"][tsel].tolist())))
                 con.executemany(
                     "INSERT OR IGNORE INTO tracks (video, track_id, label) VALUES (?, ?, ?)",
                     [(vcode, t, lab) for t, lab in pairs],

@@ -7,7 +7,7 @@ module creates and checks it, opens one connection per process and thread
 (a connection inherited through fork is never used or closed by the child),
 runs read and write transactions, and encodes videos (metadata JSON plus a
 compact frame index) and views as table rows. Annotations live in the
-``chunks`` table (see :mod:`vidlabel.annotationdb`).
+``chunks`` table (see :mod:`vidlabel.dataset._annotations`).
 """
 
 from __future__ import annotations

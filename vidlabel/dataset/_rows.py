@@ -7,12 +7,29 @@ bad) and raises :class:`~vidlabel.errors.AnnotationError` naming the row
 index, the field, the value and what is allowed. Nothing is written when it
 raises. Masks arrive as (H, W) arrays or COCO RLE and leave as compressed
 RLE bytes with their bbox as the row's box.
+
+The steps of :func:`check_rows` run in a fixed order, one per field family
+(structure, kind and fields, label, frames, origin/status, view, confidence,
+track id, box, mask, one label per track); each adds its bad rows to one
+``_Refusal``, so the message names the lowest bad row and, for that row, the
+first step that found it bad.
+
+Why compressed RLE is parsed here and not by pycocotools: the rows are
+untrusted input, and pycocotools does not validate RLE. Its C decoder
+(``rleFrString``) accepts any byte, reads past a truncated string's end and
+shifts ints by more than their width, so ``area``/``toBbox`` of a bad string
+return nonsense (``counts=b"\x01\x02"`` on a 4x4 mask: area 4294967282); and
+``decode`` of counts covering fewer pixels than ``size`` returns uninitialised
+memory (``{"size": [4, 4], "counts": b"0"}`` decodes to 16 bytes of garbage, no
+error). :func:`rle_counts` refuses bad characters, truncation and negative
+runs, and :func:`check_rows` checks the runs cover ``height * width`` pixels;
+only then is pycocotools used (to encode arrays, in
+:mod:`vidlabel.geometry`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import is_, is_not
 from typing import Any
@@ -21,9 +38,9 @@ import numpy as np
 
 from vidlabel.errors import AnnotationError
 from vidlabel.geometry import encode_rle, mask_bbox
-from vidlabel.spec import KINDS, ORIGINS, STATUSES, VideoMetadata, View
+from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
-__all__ = ["KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
+__all__ = ["BATCH_COLUMNS", "KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
 
 _COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
@@ -40,41 +57,30 @@ _BOX, _MASK, _MARKER = (_KIND_CODE[k] for k in ("box", "mask", "marker"))
 _NAN = float("nan")
 
 
-@dataclass(frozen=True)
-class RowColumns:
+#: The columns of a checked batch: :class:`~vidlabel.spec.AnnotationTable`'s, less the two the dataset
+#: assigns when it writes the batch (``annotation_id``, ``video``).
+BATCH_COLUMNS = tuple(name for name in AnnotationTable.DTYPES if name not in ("annotation_id", "video"))
+
+
+class RowColumns(dict[str, np.ndarray]):
     """A validated batch of rows in columnar form (what ``Dataset.add_annotations`` stores).
 
-    Attributes
-    ----------
-    kind : (N,) uint8, index into ``KINDS``
-    label : (N,) int32, index into the dataset's label vocabulary
-    start_frame, end_frame : (N,) int64, inclusive
-    box : (N, 4) float64, xyxy full-frame pixels; NaN for markers; a mask row's box is its mask's bbox
-    track_id : (N,) int64, -1 for none
-    origin : (N,) uint8, index into ``ORIGINS``
-    confidence : (N,) float32, NaN for none
-    status : (N,) uint8, index into ``STATUSES``
-    view : (N,) int32, the view code passed in ``views``, -1 for none
-    mask_offsets : (N + 1,) int64; mask_counts : (M,) uint8; mask_size : (N, 2) int32
-        COCO compressed RLE of each mask row in CSR form (see ``AnnotationTable``).
+    A dict of the :data:`BATCH_COLUMNS`, each with the dtype and shape
+    :class:`~vidlabel.spec.AnnotationTable` gives it (N rows). As there: a
+    mask row's box is its mask's bbox, ``box`` is NaN for markers, ``track_id``
+    -1 and ``confidence`` NaN for none; here ``label`` indexes the dataset's
+    vocabulary and ``view`` is the code passed in ``views`` (-1 for none).
     """
 
-    kind: np.ndarray
-    label: np.ndarray
-    start_frame: np.ndarray
-    end_frame: np.ndarray
-    box: np.ndarray
-    track_id: np.ndarray
-    origin: np.ndarray
-    confidence: np.ndarray
-    status: np.ndarray
-    view: np.ndarray
-    mask_offsets: np.ndarray
-    mask_counts: np.ndarray
-    mask_size: np.ndarray
+    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+        if tuple(columns) != BATCH_COLUMNS:
+            raise ValueError(f"RowColumns needs the columns {BATCH_COLUMNS}, got {tuple(columns)}")
+        super().__init__({k: np.asarray(v, AnnotationTable.DTYPES[k]) for k, v in columns.items()})
 
-    def __len__(self) -> int:
-        return int(self.kind.shape[0])
+    @property
+    def n_rows(self) -> int:
+        """Number of rows N."""
+        return int(self["kind"].shape[0])
 
 
 def _show(value: Any, limit: int = 60) -> str:
@@ -326,6 +332,53 @@ def _rle_bbox(runs: np.ndarray, height: int) -> tuple[float, float, float, float
     return (float(cs.min()), float(y0), float(ce.max() + 1), float(y1))
 
 
+def _rle_runs(counts: Any) -> np.ndarray | str:
+    """Run lengths of a COCO RLE ``counts`` (compressed string/bytes or a list of runs), or what is wrong."""
+    try:
+        if isinstance(counts, str):
+            return rle_counts(counts.encode("ascii"))
+        if isinstance(counts, bytes | bytearray):
+            return rle_counts(bytes(counts))
+        if isinstance(counts, Sequence | np.ndarray):
+            runs = np.asarray(counts, dtype=np.int64).reshape(-1)
+            if (runs < 0).any():
+                raise ValueError("negative run length")
+            return runs
+        raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
+    except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
+        return f"mask RLE counts are not valid COCO RLE ({err})"
+
+
+def _parse_rle(
+    value: Mapping[str, Any], full: tuple[int, int], crop: tuple[int, int, int, int] | None, allowed: str
+) -> tuple[bytes, tuple[float, float, float, float]] | str | np.ndarray:
+    """A COCO RLE dict: (counts, bbox) at full size, the (H, W) mask at the crop's size, or what is wrong."""
+    if "size" not in value or "counts" not in value:
+        return f"a mask RLE needs 'size' and 'counts', got keys {sorted(map(str, value))}; allowed: COCO RLE"
+    try:
+        h, w = (int(v) for v in value["size"])
+    except (TypeError, ValueError):
+        return f"mask RLE size must be [height, width], got {_show(value['size'])}"
+    counts = value["counts"]
+    runs = _rle_runs(counts)
+    if isinstance(runs, str):
+        return runs
+    if int(runs.sum()) != h * w:
+        return f"mask RLE counts cover {int(runs.sum())} pixels, but its size {h}x{w} has {h * w}"
+    if (h, w) == full:
+        bbox = _rle_bbox(runs, h)
+        if bbox is None:
+            return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
+        if isinstance(counts, bytes | bytearray | str) and len(counts) > 0:
+            data = counts.encode("ascii") if isinstance(counts, str) else bytes(counts)
+        else:
+            data = encode_rle(_runs_to_mask(runs, h, w))["counts"]
+        return data, bbox
+    if crop is not None and (h, w) == (crop[3] - crop[1], crop[2] - crop[0]):
+        return _runs_to_mask(runs, h, w)
+    return f"mask size {h}x{w} (H x W) does not fit; allowed: {allowed}"
+
+
 def _parse_mask(
     value: Any, full: tuple[int, int], crop: tuple[int, int, int, int] | None
 ) -> tuple[bytes, tuple[float, float, float, float]] | str:
@@ -339,41 +392,10 @@ def _parse_mask(
     if crop is not None:
         allowed += f" or the view's crop size ({crop[3] - crop[1]}, {crop[2] - crop[0]})"
     if isinstance(value, Mapping):
-        if "size" not in value or "counts" not in value:
-            return f"a mask RLE needs 'size' and 'counts', got keys {sorted(map(str, value))}; allowed: COCO RLE"
-        try:
-            h, w = (int(v) for v in value["size"])
-        except (TypeError, ValueError):
-            return f"mask RLE size must be [height, width], got {_show(value['size'])}"
-        counts = value["counts"]
-        try:
-            if isinstance(counts, str):
-                runs = rle_counts(counts.encode("ascii"))
-            elif isinstance(counts, bytes | bytearray):
-                runs = rle_counts(bytes(counts))
-            elif isinstance(counts, Sequence | np.ndarray):
-                runs = np.asarray(counts, dtype=np.int64).reshape(-1)
-                if (runs < 0).any():
-                    raise ValueError("negative run length")
-            else:
-                raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
-        except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
-            return f"mask RLE counts are not valid COCO RLE ({err})"
-        if int(runs.sum()) != h * w:
-            return f"mask RLE counts cover {int(runs.sum())} pixels, but its size {h}x{w} has {h * w}"
-        if (h, w) == (fh, fw):
-            bbox = _rle_bbox(runs, h)
-            if bbox is None:
-                return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
-            if isinstance(counts, bytes | bytearray | str) and len(counts) > 0:
-                data = counts.encode("ascii") if isinstance(counts, str) else bytes(counts)
-            else:
-                data = encode_rle(_runs_to_mask(runs, h, w))["counts"]
-            return data, bbox
-        if crop is not None and (h, w) == (crop[3] - crop[1], crop[2] - crop[0]):
-            value = _runs_to_mask(runs, h, w)
-        else:
-            return f"mask size {h}x{w} (H x W) does not fit; allowed: {allowed}"
+        parsed = _parse_rle(value, full, crop, allowed)
+        if not isinstance(parsed, np.ndarray):
+            return parsed
+        value = parsed  # a crop-sized RLE, now an array pasted below like any crop-sized mask
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
@@ -397,6 +419,372 @@ def _runs_to_mask(runs: np.ndarray, h: int, w: int) -> np.ndarray:
     values = (np.arange(runs.size) % 2).astype(np.uint8)
     flat = np.repeat(values, runs)
     return flat.reshape(w, h).T.copy()
+
+
+#: Fields each kind takes (by kind code), ``video_id`` included.
+_TAKES = [KIND_FIELDS[k] | {"video_id"} for k in KINDS]
+
+
+class _Batch:
+    """A batch being checked: its rows, the fields any row has, and the refusal collecting bad rows.
+
+    The steps below run in this order, each adding its bad rows to ``ref``; the
+    order matters: the message names the first bad row, and for one row the
+    first step that found it bad.
+    """
+
+    def __init__(self, rows: list[Any], video: VideoMetadata) -> None:
+        self.rows = rows
+        self.n = len(rows)
+        self.video = video
+        self.vid = video.video_id
+        self.ref = _Refusal(self.n, self.vid)
+        self.fields: set[Any] = set()
+
+    def column(self, name: str) -> list[Any]:
+        """The field of every row, None where absent (no pass over the rows when no row has it)."""
+        return [r.get(name) for r in self.rows] if name in self.fields else [None] * self.n
+
+    def present(self, name: str, values: list[Any]) -> np.ndarray:
+        """(N,) bool: the row gives ``name`` (not None); ``values`` is its :meth:`column`."""
+        return _present(values) if name in self.fields else np.zeros(self.n, bool)
+
+    def at(self, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """(N,) bool: ``values`` (one per ``idx``) placed at rows ``idx``, False elsewhere."""
+        out = np.zeros(self.n, bool)
+        out[idx] = values
+        return out
+
+
+def _check_structure(b: _Batch) -> None:
+    """Every row is a dict (refused at once otherwise); record the fields any row has."""
+    rows = b.rows
+    if not set(map(type, rows)) <= {dict}:
+        not_map = np.array([not isinstance(r, Mapping) for r in rows], bool)
+        b.ref.add(not_map, None, lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
+        b.ref.raise_if_any()
+    b.fields = set().union(*rows) if b.n else set()
+
+
+def _field_misfits(b: _Batch, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unknown, extra): rows with a field no kind takes, and rows giving a field their kind does not take.
+
+    One set comparison per row of a kind whose field set the batch's fields exceed; a
+    Python loop only over the rows that fail it.
+    """
+    rows, n = b.rows, b.n
+    suspect = np.zeros(n, bool)
+    kinds_present = [c for c in range(-1, len(KINDS)) if (kind == c).any()]
+    for code in kinds_present:
+        allowed = _TAKES[code] if code >= 0 else _ALL_FIELDS
+        if b.fields <= allowed:
+            continue  # no row of this kind can carry a field outside its set
+        if code == kind[0] and (kind == code).all():
+            suspect = ~np.fromiter(map(allowed.issuperset, rows), bool, n)
+        else:
+            idx = np.flatnonzero(kind == code)
+            suspect[idx] = ~np.fromiter(map(allowed.issuperset, [rows[i] for i in idx.tolist()]), bool, idx.size)
+    unknown = np.zeros(n, bool)
+    extra = np.zeros(n, bool)
+    for i in np.flatnonzero(suspect).tolist():
+        if not set(rows[i]) <= _ALL_FIELDS:
+            unknown[i] = True
+        elif kind[i] >= 0 and any(v is not None and k not in _TAKES[kind[i]] for k, v in rows[i].items()):
+            extra[i] = True
+    return unknown, extra
+
+
+def _check_kind(b: _Batch) -> np.ndarray:
+    """(N,) int64 kind codes (-1 unknown); refuse unknown fields, fields the kind does not take, a bad kind
+    and a ``video_id`` naming another video."""
+    rows, vid = b.rows, b.vid
+    kinds_v = b.column("kind")
+    kind = _codes(kinds_v, _KIND_CODE)
+    unknown, extra = _field_misfits(b, kind)
+    b.ref.add(
+        unknown,
+        lambda i: sorted(set(map(str, rows[i])) - _ALL_FIELDS)[0],
+        lambda i: (
+            f"unknown field(s) {sorted(set(map(str, rows[i])) - _ALL_FIELDS)}"
+            + (" (annotation ids are assigned by the dataset)" if "annotation_id" in rows[i] else "")
+            + f"; allowed: {', '.join(sorted(_ALL_FIELDS))}"
+        ),
+    )
+
+    def _extra_names(i: int) -> list[str]:
+        return sorted(k for k, v in rows[i].items() if v is not None and k not in _TAKES[kind[i]])
+
+    def _extra(i: int) -> str:
+        allowed = ", ".join(sorted(_TAKES[kind[i]]))
+        return f"a {KINDS[kind[i]]} row does not take {', '.join(_extra_names(i))}; allowed: {allowed}"
+
+    b.ref.add(extra, lambda i: _extra_names(i)[0], _extra)
+    b.ref.add(
+        kind < 0,
+        "kind",
+        lambda i: (
+            ("missing" if kinds_v[i] is None else f"unknown kind {_show(kinds_v[i])}")
+            + f"; allowed: {', '.join(KINDS)}"
+        ),
+    )
+    vids = b.column("video_id")
+    bad_vid = b.present("video_id", vids) & np.array([v != vid for v in vids], bool)
+    b.ref.add(bad_vid, "video_id", lambda i: f"video_id {vids[i]!r} differs from the batch's video {vid!r}")
+    return kind
+
+
+def _check_label(b: _Batch, labels: Sequence[str]) -> np.ndarray:
+    """(N,) int64 label codes (positions in ``labels``); refuse a missing or unknown label."""
+    label_code = {name: i for i, name in enumerate(labels)}
+    labels_v = b.column("label")
+    label = _codes(labels_v, label_code)
+    b.ref.add(
+        label < 0,
+        "label",
+        lambda i: (
+            ("missing" if labels_v[i] is None else f"unknown label {_show(labels_v[i])}")
+            + f"; known: {listing(list(labels))} (add it with add_labels / `vidlabel add-labels`)"
+        ),
+    )
+    return label
+
+
+def _check_frames(b: _Batch, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) (N,) int64, end inclusive (= start when absent); refuse non-integers, frames outside
+    ``[0, frame_count)``, ``end < start`` and a box or mask row spanning frames."""
+    ref, vid, fc = b.ref, b.vid, b.video.frame_count
+    starts_v = b.column("start_frame")
+    start, bad = _ints(starts_v)
+    ref.add(
+        bad,
+        "start_frame",
+        lambda i: (
+            ("missing" if starts_v[i] is None else f"{_show(starts_v[i])} is not an integer frame number")
+            + f"; allowed: integers in [0, {fc})"
+        ),
+    )
+    ends_v = b.column("end_frame")
+    has_end = b.present("end_frame", ends_v)
+    if has_end.any():
+        end, bad_end = _ints([e if e is not None else 0 for e in ends_v])
+        end = np.where(has_end, end, start)
+    else:
+        end, bad_end = start.copy(), np.zeros(b.n, bool)
+    ref.add(bad_end & has_end, "end_frame", lambda i: f"{_show(ends_v[i])} is not an integer frame number (inclusive)")
+    ok = ~ref.bad
+    ref.add(
+        ok & ((start < 0) | (start >= fc)),
+        "start_frame",
+        lambda i: f"frame {start[i]} out of range [0, {fc}) of video {vid!r}",
+    )
+    ref.add(
+        ok & ((end < 0) | (end >= fc)),
+        "end_frame",
+        lambda i: f"frame {end[i]} out of range [0, {fc}) of video {vid!r} (end_frame is inclusive)",
+    )
+    ref.add(
+        ok & has_end & (end < start),
+        "end_frame",
+        lambda i: f"end_frame {end[i]} < start_frame {start[i]}; allowed: end_frame >= start_frame (inclusive)",
+    )
+    ref.add(
+        ok & has_end & (kind != _MARKER) & (end != start),
+        "end_frame",
+        lambda i: (
+            f"end_frame {end[i]} != start_frame {start[i]}: a {KINDS[kind[i]]} row covers one frame;"
+            " use a marker for a range"
+        ),
+    )
+    return start, end
+
+
+def _check_origin_status(b: _Batch) -> tuple[np.ndarray, np.ndarray]:
+    """(origin, status) (N,) int64 codes, "human" and "unreviewed" where absent; refuse unknown values."""
+    origins_v = b.column("origin")
+    origin = _codes(origins_v, _ORIGIN_CODE)
+    origin[~b.present("origin", origins_v)] = _ORIGIN_CODE["human"]
+    b.ref.add(origin < 0, "origin", lambda i: f"unknown origin {_show(origins_v[i])}; allowed: {', '.join(ORIGINS)}")
+    status_v = b.column("status")
+    status = _codes(status_v, _STATUS_CODE)
+    status[~b.present("status", status_v)] = _STATUS_CODE["unreviewed"]
+    b.ref.add(status < 0, "status", lambda i: f"unknown status {_show(status_v[i])}; allowed: {', '.join(STATUSES)}")
+    return origin, status
+
+
+def _check_view(b: _Batch, views: Mapping[str, tuple[int, View]]) -> tuple[np.ndarray, dict[int, View]]:
+    """((N,) int64 view codes, -1 for none; code -> View); refuse an unknown view or one cropping outside."""
+    view_v = b.column("view_id")
+    view = _codes(view_v, {k: c for k, (c, _) in views.items()})
+    has_view = b.present("view_id", view_v)
+    view[~has_view] = -1
+    b.ref.add(
+        has_view & (view < 0),
+        "view_id",
+        lambda i: (
+            f"unknown view {_show(view_v[i])}; known: {listing(sorted(views))} "
+            "(add it with add_view / `vidlabel add-view`)"
+        ),
+    )
+    W, H = b.video.width, b.video.height
+    view_by_code = {c: v for c, v in views.values()}
+    for code in sorted(set(view[view >= 0].tolist())):
+        v = view_by_code[code]
+        if v.crop[2] > W or v.crop[3] > H:
+            msg = f"view {v.view_id!r} crops {v.crop}, outside the {W}x{H} frame of video {b.vid!r}"
+            b.ref.add(view == code, "view_id", msg)
+    return view, view_by_code
+
+
+def _check_confidence(b: _Batch) -> np.ndarray:
+    """(N,) float64 confidence, NaN for none; refuse anything but a number in [0, 1]."""
+    conf_v = b.column("confidence")
+    conf, bad = np.full(b.n, np.nan), np.zeros(b.n, bool)
+    if "confidence" in b.fields:
+        conf, has_conf, bad = _floats(conf_v)
+        with np.errstate(invalid="ignore"):
+            bad |= has_conf & ~((conf >= 0) & (conf <= 1))
+    b.ref.add(bad, "confidence", lambda i: f"{_show(conf_v[i])} is not a number in [0, 1]; allowed: [0, 1] or None")
+    return conf
+
+
+def _check_track_id(b: _Batch) -> np.ndarray:
+    """(N,) int64 track ids, -1 for none; refuse anything but an integer >= 0."""
+    track_v = b.column("track_id")
+    has_track = b.present("track_id", track_v)
+    track, bad = np.full(b.n, -1, np.int64), np.zeros(b.n, bool)
+    if has_track.any():
+        track, bad = _ints(track_v if has_track.all() else [t if t is not None else 0 for t in track_v])
+        bad = has_track & (bad | (track < 0))
+        track = np.where(has_track, track, -1)
+    b.ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
+    return track
+
+
+def _check_boxes(b: _Batch, kind: np.ndarray, clip: bool) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """((N, 4) float64 xyxy, NaN where none; has_box; the given values): refuse a box row without a box,
+    a box that is not 4 finite numbers, then (:func:`_check_box_bounds`) an inverted or outside box."""
+    box = np.full((b.n, 4), np.nan)
+    box_v = b.column("box")
+    has_box = b.present("box", box_v)
+    b.ref.add(
+        (kind == _BOX) & ~has_box,
+        "box",
+        lambda i: "missing; a box row needs box = (x0, y0, x1, y1) pixel corners",
+    )
+    bidx = np.flatnonzero(has_box & (kind != _MARKER))
+    if bidx.size:
+        parsed, bad_parse = _boxes(box_v if bidx.size == b.n else [box_v[i] for i in bidx.tolist()])
+        b.ref.add(b.at(bidx, bad_parse), "box", lambda i: f"{_show(box_v[i])} is not 4 numbers (x0, y0, x1, y1)")
+        finite = np.isfinite(parsed).all(axis=1) & ~bad_parse
+        b.ref.add(
+            b.at(bidx, ~finite & ~bad_parse),
+            "box",
+            lambda i: f"{_show(box_v[i])} holds NaN or infinity; allowed: finite pixel corners",
+        )
+        box[bidx] = _check_box_bounds(b, bidx, parsed, finite, box_v, clip)
+    return box, has_box, box_v
+
+
+def _check_box_bounds(
+    b: _Batch, bidx: np.ndarray, xyxy: np.ndarray, finite: np.ndarray, box_v: list[Any], clip: bool
+) -> np.ndarray:
+    """The (K, 4) boxes of rows ``bidx``, clipped to the frame if ``clip``; refuse inverted boxes and boxes
+    leaving the frame (with ``clip``: only those entirely outside)."""
+    W, H = b.video.width, b.video.height
+    with np.errstate(invalid="ignore"):
+        inverted = finite & ((xyxy[:, 2] <= xyxy[:, 0]) | (xyxy[:, 3] <= xyxy[:, 1]))
+        outside = finite & ~inverted & ((xyxy[:, 0] < 0) | (xyxy[:, 1] < 0) | (xyxy[:, 2] > W) | (xyxy[:, 3] > H))
+    b.ref.add(
+        b.at(bidx, inverted),
+        "box",
+        lambda i: f"{_show(box_v[i])} is empty or inverted; allowed: x0 < x1 and y0 < y1 (xyxy corners)",
+    )
+    if not clip:
+        b.ref.add(
+            b.at(bidx, outside),
+            "box",
+            lambda i: (
+                f"{_show(box_v[i])} leaves the frame; allowed: 0 <= x0 < x1 <= {W}, 0 <= y0 < y1 <= {H}"
+                " (pass clip=True / --clip to clip boxes to the frame)"
+            ),
+        )
+        return xyxy
+    cb = xyxy.copy()
+    cb[:, [0, 2]] = np.clip(cb[:, [0, 2]], 0, W)
+    cb[:, [1, 3]] = np.clip(cb[:, [1, 3]], 0, H)
+    gone = outside & ((cb[:, 2] <= cb[:, 0]) | (cb[:, 3] <= cb[:, 1]))
+    b.ref.add(
+        b.at(bidx, gone),
+        "box",
+        lambda i: f"{_show(box_v[i])} lies entirely outside the {W}x{H} frame; nothing is left after clipping",
+    )
+    return np.where(outside[:, None], cb, xyxy)
+
+
+def _check_masks(
+    b: _Batch,
+    kind: np.ndarray,
+    view: np.ndarray,
+    view_by_code: Mapping[int, View],
+    box: np.ndarray,
+    has_box: np.ndarray,
+    box_v: list[Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mask_offsets, mask_counts, mask_size) of the batch (CSR, see :class:`RowColumns`); each mask row's
+    box becomes its mask's bbox (in ``box``, in place). Refuses a missing, misfit or empty mask and a given
+    box that is not the mask's bbox. A Python loop over mask rows only."""
+    H, W = b.video.height, b.video.width
+    mask_size = np.zeros((b.n, 2), np.int32)
+    lengths = np.zeros(b.n, np.int64)
+    pieces: list[bytes] = []
+    for i in np.flatnonzero(kind == _MASK).tolist():
+        value = b.rows[i].get("mask")
+        if value is None:
+            b.ref.add_row(i, "mask", "missing; a mask row needs an (H, W) array or a COCO RLE dict")
+            continue
+        crop = view_by_code[int(view[i])].crop if view[i] >= 0 else None
+        parsed_mask = _parse_mask(value, (H, W), crop)
+        if isinstance(parsed_mask, str):
+            b.ref.add_row(i, "mask", parsed_mask)
+            continue
+        counts, bbox = parsed_mask
+        if has_box[i] and not np.allclose(box[i], bbox, atol=1e-6):
+            b.ref.add_row(i, "box", f"{_show(box_v[i])} is not the mask's bbox {bbox}; omit box on mask rows")
+            continue
+        box[i] = bbox
+        mask_size[i] = (H, W)
+        lengths[i] = len(counts)
+        pieces.append(counts)
+    offsets = np.zeros(b.n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    counts_arr = np.frombuffer(b"".join(pieces), np.uint8).copy() if pieces else np.zeros(0, np.uint8)
+    return offsets, counts_arr, mask_size
+
+
+def _check_track_labels(b: _Batch, track: np.ndarray, label: np.ndarray, labels: Sequence[str]) -> None:
+    """Refuse rows (not already bad) giving a track id a second label within the batch."""
+    tidx = np.flatnonzero((track >= 0) & ~b.ref.bad)
+    if not tidx.size:
+        return
+    tt, tl = track[tidx], label[tidx].astype(np.int64)
+    if tt.max() < 2**40 and len(labels) < 2**20:
+        tracks_of_pairs = np.unique((tt << 20) | tl) >> 20  # one sort of packed (track, label)
+    else:
+        tracks_of_pairs = unique_rows(np.stack([tt, tl], axis=1))[0][:, 0]
+    multi = np.flatnonzero(np.diff(tracks_of_pairs) == 0)
+    if not multi.size:
+        return
+    t = tracks_of_pairs[multi[0]]
+    first_label = label[tidx[track[tidx] == t][0]]
+    rows_t = tidx[(track[tidx] == t) & (label[tidx] != first_label)]
+    b.ref.add(
+        b.at(rows_t, np.ones(rows_t.size, bool)),
+        "track_id",
+        lambda i: (
+            f"track {track[i]} has label {labels[label[i]]!r} here but {labels[first_label]!r} in "
+            f"an earlier row of the batch; allowed: one label per track in a video"
+        ),
+    )
 
 
 def check_rows(
@@ -446,303 +834,35 @@ def check_rows(
         ``err.field`` (the offending field's name, or None when the row is not
         a dict) say where; ``err.detail`` is the message without the row.
     """
-    rows = list(rows)
-    n = len(rows)
-    vid = video.video_id
-    ref = _Refusal(n, vid)
-
-    # Structure: mappings whose fields are the ones their kind takes (one set comparison per row).
-    if not set(map(type, rows)) <= {dict}:
-        not_map = np.array([not isinstance(r, Mapping) for r in rows], bool)
-        ref.add(not_map, None, lambda i: f"a row must be a dict of fields, got {type(rows[i]).__name__}")
-        ref.raise_if_any()
-    fields_present: set[Any] = set().union(*rows) if n else set()
-
-    def column(name: str) -> list[Any]:
-        """The field of every row, None where absent (no pass over the rows when no row has it)."""
-        return [r.get(name) for r in rows] if name in fields_present else [None] * n
-
-    def present(name: str, values: list[Any]) -> np.ndarray:
-        return _present(values) if name in fields_present else np.zeros(n, bool)
-
-    kinds_v = column("kind")
-    kind = _codes(kinds_v, _KIND_CODE)
-    takes = [KIND_FIELDS[k] | {"video_id"} for k in KINDS]
-    suspect = np.zeros(n, bool)
-    kinds_present = [c for c in range(-1, len(KINDS)) if (kind == c).any()]
-    for code in kinds_present:
-        allowed = takes[code] if code >= 0 else _ALL_FIELDS
-        if fields_present <= allowed:
-            continue  # no row of this kind can carry a field outside its set
-        if code == kind[0] and (kind == code).all():
-            suspect = ~np.fromiter(map(allowed.issuperset, rows), bool, n)
-        else:
-            idx = np.flatnonzero(kind == code)
-            suspect[idx] = ~np.fromiter(map(allowed.issuperset, [rows[i] for i in idx.tolist()]), bool, idx.size)
-    unknown = np.zeros(n, bool)
-    extra = np.zeros(n, bool)
-    for i in np.flatnonzero(suspect).tolist():
-        keys = set(rows[i])
-        if not keys <= _ALL_FIELDS:
-            unknown[i] = True
-        elif kind[i] >= 0 and any(v is not None and k not in takes[kind[i]] for k, v in rows[i].items()):
-            extra[i] = True
-    ref.add(
-        unknown,
-        lambda i: sorted(set(map(str, rows[i])) - _ALL_FIELDS)[0],
-        lambda i: (
-            f"unknown field(s) {sorted(set(map(str, rows[i])) - _ALL_FIELDS)}"
-            + (" (annotation ids are assigned by the dataset)" if "annotation_id" in rows[i] else "")
-            + f"; allowed: {', '.join(sorted(_ALL_FIELDS))}"
-        ),
-    )
-
-    def _extra_names(i: int) -> list[str]:
-        return sorted(k for k, v in rows[i].items() if v is not None and k not in takes[kind[i]])
-
-    def _extra(i: int) -> str:
-        names = _extra_names(i)
-        allowed = ", ".join(sorted(takes[kind[i]]))
-        return f"a {KINDS[kind[i]]} row does not take {', '.join(names)}; allowed: {allowed}"
-
-    ref.add(extra, lambda i: _extra_names(i)[0], _extra)
-    ref.add(
-        kind < 0,
-        "kind",
-        lambda i: (
-            ("missing" if kinds_v[i] is None else f"unknown kind {_show(kinds_v[i])}")
-            + f"; allowed: {', '.join(KINDS)}"
-        ),
-    )
-    vids = column("video_id")
-    bad_vid = present("video_id", vids) & np.array([v != vid for v in vids], bool)
-    ref.add(bad_vid, "video_id", lambda i: f"video_id {vids[i]!r} differs from the batch's video {vid!r}")
-    label_code = {name: i for i, name in enumerate(labels)}
-    labels_v = column("label")
-    label = _codes(labels_v, label_code)
-    ref.add(
-        label < 0,
-        "label",
-        lambda i: (
-            ("missing" if labels_v[i] is None else f"unknown label {_show(labels_v[i])}")
-            + f"; known: {listing(list(labels))} (add it with add_labels / `vidlabel add-labels`)"
-        ),
-    )
-
-    # Frames.
-    starts_v = column("start_frame")
-    start, bad = _ints(starts_v)
-    fc = video.frame_count
-    ref.add(
-        bad,
-        "start_frame",
-        lambda i: (
-            ("missing" if starts_v[i] is None else f"{_show(starts_v[i])} is not an integer frame number")
-            + f"; allowed: integers in [0, {fc})"
-        ),
-    )
-    ends_v = column("end_frame")
-    has_end = present("end_frame", ends_v)
-    if has_end.any():
-        end, bad_end = _ints([e if e is not None else 0 for e in ends_v])
-        end = np.where(has_end, end, start)
-    else:
-        end, bad_end = start.copy(), np.zeros(n, bool)
-    ref.add(bad_end & has_end, "end_frame", lambda i: f"{_show(ends_v[i])} is not an integer frame number (inclusive)")
-    ok = ~ref.bad
-    ref.add(
-        ok & ((start < 0) | (start >= fc)),
-        "start_frame",
-        lambda i: f"frame {start[i]} out of range [0, {fc}) of video {vid!r}",
-    )
-    ref.add(
-        ok & ((end < 0) | (end >= fc)),
-        "end_frame",
-        lambda i: f"frame {end[i]} out of range [0, {fc}) of video {vid!r} (end_frame is inclusive)",
-    )
-    ref.add(
-        ok & has_end & (end < start),
-        "end_frame",
-        lambda i: f"end_frame {end[i]} < start_frame {start[i]}; allowed: end_frame >= start_frame (inclusive)",
-    )
-    ref.add(
-        ok & has_end & (kind != _MARKER) & (end != start),
-        "end_frame",
-        lambda i: (
-            f"end_frame {end[i]} != start_frame {start[i]}: a {KINDS[kind[i]]} row covers one frame;"
-            " use a marker for a range"
-        ),
-    )
-
-    # Codes with defaults.
-    origins_v = column("origin")
-    origin = _codes(origins_v, _ORIGIN_CODE)
-    origin[~present("origin", origins_v)] = _ORIGIN_CODE["human"]
-    ref.add(origin < 0, "origin", lambda i: f"unknown origin {_show(origins_v[i])}; allowed: {', '.join(ORIGINS)}")
-    status_v = column("status")
-    status = _codes(status_v, _STATUS_CODE)
-    status[~present("status", status_v)] = _STATUS_CODE["unreviewed"]
-    ref.add(status < 0, "status", lambda i: f"unknown status {_show(status_v[i])}; allowed: {', '.join(STATUSES)}")
-
-    view_v = column("view_id")
-    view_code = {k: c for k, (c, _) in views.items()}
-    view = _codes(view_v, view_code)
-    has_view = present("view_id", view_v)
-    view[~has_view] = -1
-    ref.add(
-        has_view & (view < 0),
-        "view_id",
-        lambda i: (
-            f"unknown view {_show(view_v[i])}; known: {listing(sorted(views))} "
-            "(add it with add_view / `vidlabel add-view`)"
-        ),
-    )
-    W, H = video.width, video.height
-    view_by_code = {c: v for c, v in views.values()}
-    for code in sorted(set(view[view >= 0].tolist())):
-        v = view_by_code[code]
-        if v.crop[2] > W or v.crop[3] > H:
-            msg = f"view {v.view_id!r} crops {v.crop}, outside the {W}x{H} frame of video {vid!r}"
-            ref.add(view == code, "view_id", msg)
-
-    # Confidence and track.
-    conf_v = column("confidence")
-    conf, has_conf, bad = np.full(n, np.nan), np.zeros(n, bool), np.zeros(n, bool)
-    if "confidence" in fields_present:
-        conf, has_conf, bad = _floats(conf_v)
-        with np.errstate(invalid="ignore"):
-            bad |= has_conf & ~((conf >= 0) & (conf <= 1))
-    ref.add(bad, "confidence", lambda i: f"{_show(conf_v[i])} is not a number in [0, 1]; allowed: [0, 1] or None")
-    track_v = column("track_id")
-    has_track = present("track_id", track_v)
-    track, bad = np.full(n, -1, np.int64), np.zeros(n, bool)
-    if has_track.any():
-        track, bad = _ints(track_v if has_track.all() else [t if t is not None else 0 for t in track_v])
-        bad = has_track & (bad | (track < 0))
-        track = np.where(has_track, track, -1)
-    ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
-
-    # Boxes.
-    box = np.full((n, 4), np.nan)
-    box_v = column("box")
-    has_box = present("box", box_v)
-    ref.add(
-        (kind == _BOX) & ~has_box,
-        "box",
-        lambda i: "missing; a box row needs box = (x0, y0, x1, y1) pixel corners",
-    )
-    bidx = np.flatnonzero(has_box & (kind != _MARKER))
-    if bidx.size:
-        parsed, bad_parse = _boxes(box_v if bidx.size == n else [box_v[i] for i in bidx.tolist()])
-        bad = np.zeros(n, bool)
-        bad[bidx] = bad_parse
-        ref.add(bad, "box", lambda i: f"{_show(box_v[i])} is not 4 numbers (x0, y0, x1, y1)")
-        box[bidx] = parsed
-        b = box[bidx]
-        finite = np.isfinite(b).all(axis=1) & ~bad_parse
-        bad = np.zeros(n, bool)
-        bad[bidx] = ~finite & ~bad_parse
-        ref.add(bad, "box", lambda i: f"{_show(box_v[i])} holds NaN or infinity; allowed: finite pixel corners")
-        with np.errstate(invalid="ignore"):
-            inverted = finite & ((b[:, 2] <= b[:, 0]) | (b[:, 3] <= b[:, 1]))
-            outside = finite & ~inverted & ((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > W) | (b[:, 3] > H))
-        bad = np.zeros(n, bool)
-        bad[bidx] = inverted
-        ref.add(
-            bad, "box", lambda i: f"{_show(box_v[i])} is empty or inverted; allowed: x0 < x1 and y0 < y1 (xyxy corners)"
-        )
-        if clip:
-            cb = b.copy()
-            cb[:, [0, 2]] = np.clip(cb[:, [0, 2]], 0, W)
-            cb[:, [1, 3]] = np.clip(cb[:, [1, 3]], 0, H)
-            gone = outside & ((cb[:, 2] <= cb[:, 0]) | (cb[:, 3] <= cb[:, 1]))
-            bad = np.zeros(n, bool)
-            bad[bidx] = gone
-            ref.add(
-                bad,
-                "box",
-                lambda i: f"{_show(box_v[i])} lies entirely outside the {W}x{H} frame; nothing is left after clipping",
-            )
-            box[bidx] = np.where(outside[:, None], cb, b)
-        else:
-            bad = np.zeros(n, bool)
-            bad[bidx] = outside
-            ref.add(
-                bad,
-                "box",
-                lambda i: (
-                    f"{_show(box_v[i])} leaves the frame; allowed: 0 <= x0 < x1 <= {W}, 0 <= y0 < y1 <= {H}"
-                    " (pass clip=True / --clip to clip boxes to the frame)"
-                ),
-            )
-
-    # Masks (a Python loop over mask rows only).
-    mask_size = np.zeros((n, 2), np.int32)
-    lengths = np.zeros(n, np.int64)
-    pieces: list[bytes] = []
-    midx = np.flatnonzero(kind == _MASK)
-    for i in midx.tolist():
-        value = rows[i].get("mask")
-        if value is None:
-            ref.add_row(i, "mask", "missing; a mask row needs an (H, W) array or a COCO RLE dict")
-            continue
-        crop = view_by_code[int(view[i])].crop if view[i] >= 0 else None
-        parsed_mask = _parse_mask(value, (H, W), crop)
-        if isinstance(parsed_mask, str):
-            ref.add_row(i, "mask", parsed_mask)
-            continue
-        counts, bbox = parsed_mask
-        if has_box[i] and not np.allclose(box[i], bbox, atol=1e-6):
-            ref.add_row(i, "box", f"{_show(box_v[i])} is not the mask's bbox {bbox}; omit box on mask rows")
-            continue
-        box[i] = bbox
-        mask_size[i] = (H, W)
-        lengths[i] = len(counts)
-        pieces.append(counts)
-
-    # A track id keeps one label within the batch.
-    tidx = np.flatnonzero((track >= 0) & ~ref.bad)
-    if tidx.size:
-        tt, tl = track[tidx], label[tidx].astype(np.int64)
-        if tt.max() < 2**40 and len(labels) < 2**20:
-            tracks_of_pairs = np.unique((tt << 20) | tl) >> 20  # one sort of packed (track, label)
-        else:
-            tracks_of_pairs = unique_rows(np.stack([tt, tl], axis=1))[0][:, 0]
-        multi = np.flatnonzero(np.diff(tracks_of_pairs) == 0)
-        if multi.size:
-            t = tracks_of_pairs[multi[0]]
-            first_label = label[tidx[track[tidx] == t][0]]
-            rows_t = tidx[(track[tidx] == t) & (label[tidx] != first_label)]
-            bad = np.zeros(n, bool)
-            bad[rows_t] = True
-            ref.add(
-                bad,
-                "track_id",
-                lambda i: (
-                    f"track {track[i]} has label {labels[label[i]]!r} here but {labels[first_label]!r} in "
-                    f"an earlier row of the batch; allowed: one label per track in a video"
-                ),
-            )
-    ref.raise_if_any()
-
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    counts_arr = np.frombuffer(b"".join(pieces), np.uint8).copy() if pieces else np.zeros(0, np.uint8)
-    return RowColumns(
-        kind=kind.astype(np.uint8),
-        label=label.astype(np.int32),
-        start_frame=start,
-        end_frame=end,
-        box=box,
-        track_id=track,
-        origin=origin.astype(np.uint8),
-        confidence=conf.astype(np.float32),
-        status=status.astype(np.uint8),
-        view=view.astype(np.int32),
-        mask_offsets=offsets,
-        mask_counts=counts_arr,
-        mask_size=mask_size,
-    )
+    b = _Batch(list(rows), video)
+    _check_structure(b)
+    kind = _check_kind(b)
+    label = _check_label(b, labels)
+    start, end = _check_frames(b, kind)
+    origin, status = _check_origin_status(b)
+    view, view_by_code = _check_view(b, views)
+    conf = _check_confidence(b)
+    track = _check_track_id(b)
+    box, has_box, box_v = _check_boxes(b, kind, clip)
+    mask_offsets, mask_counts, mask_size = _check_masks(b, kind, view, view_by_code, box, has_box, box_v)
+    _check_track_labels(b, track, label, labels)
+    b.ref.raise_if_any()
+    columns = {
+        "kind": kind,
+        "label": label,
+        "start_frame": start,
+        "end_frame": end,
+        "box": box,
+        "track_id": track,
+        "origin": origin,
+        "confidence": conf,
+        "status": status,
+        "view": view,
+        "mask_offsets": mask_offsets,
+        "mask_counts": mask_counts,
+        "mask_size": mask_size,
+    }
+    return RowColumns({name: columns[name] for name in BATCH_COLUMNS})
 
 
 def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequence[str], video_id: str) -> None:
@@ -765,20 +885,20 @@ def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequenc
     """
     if not stored:
         return
-    n = len(cols)
+    n = cols.n_rows
     ref = _Refusal(n, video_id)
-    tr = cols.track_id
+    tr, label = cols["track_id"], cols["label"]
     keys = np.fromiter(stored.keys(), np.int64, len(stored))
     vals = np.fromiter(stored.values(), np.int64, len(stored))
     order = np.argsort(keys)
     keys, vals = keys[order], vals[order]
     pos = np.clip(np.searchsorted(keys, tr), 0, keys.size - 1)
-    clash = (tr >= 0) & (keys[pos] == tr) & (vals[pos] != cols.label)
+    clash = (tr >= 0) & (keys[pos] == tr) & (vals[pos] != label)
     ref.add(
         clash,
         "track_id",
         lambda i: (
-            f"track {tr[i]} has label {labels[cols.label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
+            f"track {tr[i]} has label {labels[label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
             f"already stored for video {video_id!r}; allowed: one label per track in a video"
         ),
     )

@@ -1,7 +1,7 @@
 """Checks at the dataset's boundary and over a whole dataset, with stable problem codes.
 
 (Rows are checked one batch at a time before they are written, by
-:func:`vidlabel.rows.check_rows`.) :func:`validate_table` looks at rows
+:func:`vidlabel.dataset._rows.check_rows`.) :func:`validate_table` looks at rows
 already stored (a snapshot of the dataset) together with the videos and
 views, and returns :class:`Problem` records. Codes are stable; their
 severities are in :data:`PROBLEM_CODES`. A build is refused while any
@@ -328,45 +328,79 @@ def validate_table(
     for vid in sorted(videos):
         problems.extend(_video_problems(videos[vid], base_path, check_files, hash_files))
     problems.extend(_view_problems(table, videos, views))
-
-    n = len(table)
-    if n == 0:
+    if len(table) == 0:
         return _sorted(problems)
-    vids = table.video_ids
-    ids = table.annotation_id
-    metas = [videos.get(v) for v in vids]
-    fc = np.array([m.frame_count if m else 0 for m in metas], np.int64)[table.video]
-    W = np.array([m.width if m else 0 for m in metas], np.float64)[table.video]
-    H = np.array([m.height if m else 0 for m in metas], np.float64)[table.video]
-    start, end, kind, box = table.start_frame, table.end_frame, table.kind, table.box
+    rows = _Rows(table, videos, problems)
+    in_range = _frame_problems(rows)
+    finite = _box_problems(rows)
+    _untrusted_problems(rows, in_range)
+    _mask_size_problems(rows)
+    _view_box_problems(rows, views, finite)
+    _track_label_problems(rows)
+    duplicates = _duplicate_problems(rows)
+    _track_frame_problems(rows, duplicates)
+    return _sorted(problems)
 
-    def emit(code: str, rows: np.ndarray, message: Callable[[int], str]) -> None:
+
+class _Rows:
+    """The table under check, with each row's video frame count and size, and the problems found so far."""
+
+    def __init__(self, table: AnnotationTable, videos: Mapping[str, VideoMetadata], problems: list[Problem]) -> None:
+        self.table = table
+        self.problems = problems
+        self.vids = table.video_ids
+        self.ids = table.annotation_id
+        self.metas = [videos.get(v) for v in self.vids]
+        self.fc = np.array([m.frame_count if m else 0 for m in self.metas], np.int64)[table.video]
+        self.W = np.array([m.width if m else 0 for m in self.metas], np.float64)[table.video]
+        self.H = np.array([m.height if m else 0 for m in self.metas], np.float64)[table.video]
+        self.spatial = table.kind != _MARKER
+
+    def emit(self, code: str, rows: np.ndarray, message: Callable[[int], str]) -> None:
+        """One problem ``code`` per row in ``rows``, worded by ``message(row)``."""
+        t = self.table
         for i in rows.tolist():
-            problems.append(_problem(code, message(i), vids[table.video[i]], int(ids[i])))
+            self.problems.append(_problem(code, message(i), self.vids[t.video[i]], int(self.ids[i])))
 
+
+def _frame_problems(r: _Rows) -> np.ndarray:
+    """frame_out_of_range; returns (N,) bool: the row's frames lie inside its video."""
+    start, end, fc = r.table.start_frame, r.table.end_frame, r.fc
     bad = (start < 0) | (end >= fc) | (end < start)
-    emit(
+    r.emit(
         "frame_out_of_range",
         np.flatnonzero(bad),
         lambda i: f"frames {start[i]}..{end[i]} (inclusive) outside [0, {fc[i]}) of the video",
     )
-    spatial = kind != _MARKER
+    return ~bad
+
+
+def _box_problems(r: _Rows) -> np.ndarray:
+    """invalid_box, box_out_of_frame; returns (N,) bool: the box is finite."""
+    box, W, H, spatial = r.table.box, r.W, r.H, r.spatial
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(box).all(axis=1)
         invalid = spatial & (~finite | (box[:, 2] <= box[:, 0]) | (box[:, 3] <= box[:, 1]))
         outside = spatial & ~invalid & ((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > W) | (box[:, 3] > H))
-    emit("invalid_box", np.flatnonzero(invalid), lambda i: f"box {box[i].tolist()} is NaN, empty or inverted")
-    emit(
+    r.emit("invalid_box", np.flatnonzero(invalid), lambda i: f"box {box[i].tolist()} is NaN, empty or inverted")
+    r.emit(
         "box_out_of_frame",
         np.flatnonzero(outside),
         lambda i: f"box {box[i].tolist()} leaves the {int(W[i])}x{int(H[i])} frame",
     )
-    untrusted = np.zeros(n, bool)
-    for vcode, meta in enumerate(metas):
+    return finite
+
+
+def _untrusted_problems(r: _Rows, in_range: np.ndarray) -> None:
+    """untrusted_frame: a box or mask on a frame without a trustworthy picture."""
+    t = r.table
+    start, kind = t.start_frame, t.kind
+    untrusted = np.zeros(len(t), bool)
+    for vcode, meta in enumerate(r.metas):
         if meta is not None and meta.untrusted_count:
-            rows = np.flatnonzero(spatial & (table.video == vcode) & ~bad)
+            rows = np.flatnonzero(r.spatial & (t.video == vcode) & in_range)
             untrusted[rows] = meta.untrusted_mask()[start[rows]]
-    emit(
+    r.emit(
         "untrusted_frame",
         np.flatnonzero(untrusted),
         lambda i: (
@@ -374,101 +408,116 @@ def validate_table(
             "or corrupt; the reader refuses the frame); FrameSamples and export leave this annotation out"
         ),
     )
-    is_mask = kind == _MASK
-    if is_mask.any():
-        ms = table.mask_size
-        wrong = is_mask & ((ms[:, 0] != H) | (ms[:, 1] != W))
-        emit(
-            "mask_size_mismatch",
-            np.flatnonzero(wrong),
-            lambda i: f"mask is {ms[i, 0]}x{ms[i, 1]} (HxW) but the frame is {int(H[i])}x{int(W[i])}",
+
+
+def _mask_size_problems(r: _Rows) -> None:
+    """mask_size_mismatch: a mask whose size is not its video's frame size."""
+    is_mask = r.table.kind == _MASK
+    if not is_mask.any():
+        return
+    ms, W, H = r.table.mask_size, r.W, r.H
+    wrong = is_mask & ((ms[:, 0] != H) | (ms[:, 1] != W))
+    r.emit(
+        "mask_size_mismatch",
+        np.flatnonzero(wrong),
+        lambda i: f"mask is {ms[i, 0]}x{ms[i, 1]} (HxW) but the frame is {int(H[i])}x{int(W[i])}",
+    )
+
+
+def _view_box_problems(r: _Rows, views: Mapping[str, View], finite: np.ndarray) -> None:
+    """box_outside_view: a box that does not overlap its view's crop (crops inside every frame:
+    :func:`_view_problems`)."""
+    t = r.table
+    has_view = t.view >= 0
+    if not has_view.any():
+        return
+    box = t.box
+    crops = np.array([views[v].crop if v in views else (0, 0, 0, 0) for v in t.view_ids], np.float64)
+    c = crops[np.where(has_view, t.view, 0)]
+    with np.errstate(invalid="ignore"):
+        away = (
+            has_view
+            & r.spatial
+            & finite
+            & ((box[:, 2] <= c[:, 0]) | (box[:, 0] >= c[:, 2]) | (box[:, 3] <= c[:, 1]) | (box[:, 1] >= c[:, 3]))
         )
+    r.emit(
+        "box_outside_view",
+        np.flatnonzero(away),
+        lambda i: f"box {box[i].tolist()} does not overlap the crop of view {t.view_ids[t.view[i]]!r}",
+    )
 
-    # Views: boxes overlapping the crop (crops inside every frame: _view_problems).
-    has_view = table.view >= 0
-    if has_view.any():
-        crops = np.array([views[v].crop if v in views else (0, 0, 0, 0) for v in table.view_ids], np.float64)
-        c = crops[np.where(has_view, table.view, 0)]
-        with np.errstate(invalid="ignore"):
-            away = (
-                has_view
-                & spatial
-                & finite
-                & ((box[:, 2] <= c[:, 0]) | (box[:, 0] >= c[:, 2]) | (box[:, 3] <= c[:, 1]) | (box[:, 1] >= c[:, 3]))
-            )
-        emit(
-            "box_outside_view",
-            np.flatnonzero(away),
-            lambda i: f"box {box[i].tolist()} does not overlap the crop of view {table.view_ids[table.view[i]]!r}",
-        )
 
-    # Tracks: one label per (video, track).
-    tr = np.flatnonzero(table.track_id >= 0)
-    if tr.size:
-        tv, tt, tl = table.video[tr].astype(np.int64), table.track_id[tr], table.label[tr].astype(np.int64)
-        if tt.max() < 2**31 and tv.max() < 2**16 and tl.max() < 2**16:
-            triples = np.unique((tv << 47) | (tt << 16) | tl)  # exact packing: one sort of int64
-            pairs = triples >> 16
-            clash = np.unique(pairs[1:][pairs[1:] == pairs[:-1]])
-            conflicts = [(int(p >> 31), int(p & (2**31 - 1))) for p in clash.tolist()]
-        else:
-            uniq, _ = unique_rows(np.stack([tv, tt, tl], 1))
-            dup = (np.diff(uniq[:, 0]) == 0) & (np.diff(uniq[:, 1]) == 0)
-            conflicts = sorted({(int(uniq[j, 0]), int(uniq[j, 1])) for j in np.flatnonzero(dup).tolist()})
-        for v, t in conflicts:
-            rows_vt = tr[(tv == v) & (tt == t)]
-            labs = table.label[rows_vt]
-            first_label = labs[0]
-            names = [table.labels[int(lab)] for lab in dict.fromkeys(labs.tolist())]
-            row = int(rows_vt[np.flatnonzero(labs != first_label)[0]])
-            problems.append(
-                _problem(
-                    "track_label_conflict",
-                    f"track {t} carries labels {', '.join(map(repr, names))}; allowed: one label per track",
-                    vids[v],
-                    int(ids[row]),
-                )
-            )
+def _track_label_problems(r: _Rows) -> None:
+    """track_label_conflict: one problem per (video, track) carrying two labels, on its first other-label row."""
+    t = r.table
+    tr = np.flatnonzero(t.track_id >= 0)
+    if not tr.size:
+        return
+    tv, tt, tl = t.video[tr].astype(np.int64), t.track_id[tr], t.label[tr].astype(np.int64)
+    if tt.max() < 2**31 and tv.max() < 2**16 and tl.max() < 2**16:
+        triples = np.unique((tv << 47) | (tt << 16) | tl)  # exact packing: one sort of int64
+        pairs = triples >> 16
+        clash = np.unique(pairs[1:][pairs[1:] == pairs[:-1]])
+        conflicts = [(int(p >> 31), int(p & (2**31 - 1))) for p in clash.tolist()]
+    else:
+        uniq, _ = unique_rows(np.stack([tv, tt, tl], 1))
+        dup = (np.diff(uniq[:, 0]) == 0) & (np.diff(uniq[:, 1]) == 0)
+        conflicts = sorted({(int(uniq[j, 0]), int(uniq[j, 1])) for j in np.flatnonzero(dup).tolist()})
+    for v, track in conflicts:
+        rows_vt = tr[(tv == v) & (tt == track)]
+        labs = t.label[rows_vt]
+        names = [t.labels[int(lab)] for lab in dict.fromkeys(labs.tolist())]
+        row = int(rows_vt[np.flatnonzero(labs != labs[0])[0]])
+        message = f"track {track} carries labels {', '.join(map(repr, names))}; allowed: one label per track"
+        r.problems.append(_problem("track_label_conflict", message, r.vids[v], int(r.ids[row])))
 
-    # Exact duplicates: same video, kind, label, view, frames, box (and mask bytes).
-    mask_key = np.zeros(n, np.int64)
-    if is_mask.any():
-        for i in np.flatnonzero(is_mask).tolist():
-            a, b = table.mask_offsets[i], table.mask_offsets[i + 1]
-            mask_key[i] = hash(table.mask_counts[a:b].tobytes())
-    cols = [table.video, kind, table.label, table.view, start, end, box[:, 0], box[:, 1], box[:, 2], box[:, 3]]
-    cols.append(mask_key)
-    dup_rows = _duplicates(cols, ids)
+
+def _duplicate_problems(r: _Rows) -> set[int]:
+    """duplicate_annotation: same video, kind, label, view, frames, box (and mask bytes) as an earlier row;
+    returns the duplicate rows."""
+    t = r.table
+    kind, start, end, box = t.kind, t.start_frame, t.end_frame, t.box
+    mask_key = np.zeros(len(t), np.int64)
+    for i in np.flatnonzero(kind == _MASK).tolist():
+        a, b = t.mask_offsets[i], t.mask_offsets[i + 1]
+        mask_key[i] = hash(t.mask_counts[a:b].tobytes())
+    cols = [t.video, kind, t.label, t.view, start, end, box[:, 0], box[:, 1], box[:, 2], box[:, 3], mask_key]
     dup_set = set()
-    for i, j in dup_rows:
+    for i, j in _duplicates(cols, r.ids):
         dup_set.add(i)
-        problems.append(
+        r.problems.append(
             _problem(
                 "duplicate_annotation",
-                f"same {KINDS[kind[i]]} as annotation {int(ids[j])} (label {table.labels[table.label[i]]!r}, "
+                f"same {KINDS[kind[i]]} as annotation {int(r.ids[j])} (label {t.labels[t.label[i]]!r}, "
                 f"frames {start[i]}..{end[i]}, box {box[i].tolist() if kind[i] != _MARKER else None})",
-                vids[table.video[i]],
-                int(ids[i]),
+                r.vids[t.video[i]],
+                int(r.ids[i]),
             )
         )
-    # One track, one object per frame (per kind and view).
-    tsel = np.flatnonzero((table.track_id >= 0) & spatial)
-    if tsel.size:
-        sub = [c[tsel] for c in (table.video, table.track_id, kind, table.view, start)]
-        for a, b in _duplicates(sub, ids[tsel]):
-            i, j = int(tsel[a]), int(tsel[b])
-            if i in dup_set:
-                continue
-            problems.append(
-                _problem(
-                    "track_frame_conflict",
-                    f"track {table.track_id[i]} already has {KINDS[kind[i]]} annotation {int(ids[j])} on frame "
-                    f"{start[i]}",
-                    vids[table.video[i]],
-                    int(ids[i]),
-                )
+    return dup_set
+
+
+def _track_frame_problems(r: _Rows, duplicates: set[int]) -> None:
+    """track_frame_conflict: one track with two objects on a frame (per kind and view), duplicates aside."""
+    t = r.table
+    tsel = np.flatnonzero((t.track_id >= 0) & r.spatial)
+    if not tsel.size:
+        return
+    sub = [c[tsel] for c in (t.video, t.track_id, t.kind, t.view, t.start_frame)]
+    for a, b in _duplicates(sub, r.ids[tsel]):
+        i, j = int(tsel[a]), int(tsel[b])
+        if i in duplicates:
+            continue
+        r.problems.append(
+            _problem(
+                "track_frame_conflict",
+                f"track {t.track_id[i]} already has {KINDS[t.kind[i]]} annotation {int(r.ids[j])} on frame "
+                f"{t.start_frame[i]}",
+                r.vids[t.video[i]],
+                int(r.ids[i]),
             )
-    return _sorted(problems)
+        )
 
 
 def _duplicates(cols: Sequence[np.ndarray], ids: np.ndarray) -> list[tuple[int, int]]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, replace_command
+from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons"]
+__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_damaged", "report_plan"]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -51,9 +52,14 @@ class ExportReport:
         Markers none of whose frames is stored (still kept as segments).
     rows_outside_video : int
         Annotations whose frame lies outside their video (left out, as FrameSamples does).
+    damaged_units : list of str
+        Stored frames units this run found damaged (a chunk failing its
+        CRC-32C, or unreadable) and wrote again instead of reusing, in words.
     seconds : float
     size_bytes : int
         Size of the store folder afterwards.
+    records, shards : int
+        MediaSequence: SequenceExamples and TFRecord shards of the export (0 for a frame store).
     """
 
     out: str
@@ -72,14 +78,18 @@ class ExportReport:
     untrusted_frames: int = 0
     markers_without_stored_frames: int = 0
     rows_outside_video: int = 0
+    damaged_units: list[str] = field(default_factory=list)
     seconds: float = 0.0
     size_bytes: int = 0
+    records: int = 0
+    shards: int = 0
 
     def summary(self) -> str:
         """A few lines for the command line."""
         fps = (self.frames_decoded + self.frames_copied) / self.seconds if self.seconds > 0 else 0.0
         lines = [
             f"store {self.out} ({self.format}, codec {self.codec}, release {self.release_id})",
+            *([f"{self.records} SequenceExamples in {self.shards} TFRecord shards"] if self.shards else []),
             f"{self.videos} videos, {self.samples} frames stored; decoded {self.frames_decoded}, "
             f"copied {self.frames_copied}, reused {self.frames_reused}; {self.videos_up_to_date} videos up to date",
             f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",
@@ -100,6 +110,10 @@ class ExportReport:
             lines.append(
                 f"{self.untrusted_frames} frames without a trustworthy picture left out (truncated or corrupt "
                 "video files; `vidlabel validate` reports the annotations on them as untrusted_frame)"
+            )
+        if self.damaged_units:
+            lines.append(
+                f"{len(self.damaged_units)} damaged frames units written again: {'; '.join(self.damaged_units)}"
             )
         if self.markers_without_stored_frames:
             lines.append(f"{self.markers_without_stored_frames} markers have no stored frame (kept as segments)")
@@ -181,3 +195,50 @@ def changed_failure(
 _LEFT_INCOMPLETE = (
     "(The store is left incomplete; the videos already written are kept and reused by the next export to this folder.)"
 )
+
+
+def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int = 2) -> None:
+    """Copy what the plan leaves out into ``report`` and warn about it (``plan``: an ``ExportPlan``,
+    ``opts``: the ``ExportOptions``; ``stacklevel`` as :func:`warnings.warn`'s, counted from the caller).
+
+    Warns
+    -----
+    VidlabelWarning
+        When box or mask annotations lie on frames the store does not hold, or frames have no trustworthy picture.
+    """
+    report.not_stored = plan.not_stored
+    report.markers_without_stored_frames = plan.markers_without_stored_frames
+    report.rows_outside_video = plan.rows_outside_video
+    report.untrusted_frames = plan.untrusted_frames
+    lost_total = report.not_stored["box"] + report.not_stored["mask"]
+    parts = []
+    if lost_total:
+        why = lost_reasons(report.not_stored, f"stride={opts.stride}, frames={opts.frames!r}, kinds={list(opts.kinds)}")
+        parts.append(
+            f"{report.not_stored['box']} box and {report.not_stored['mask']} mask annotations lie on frames "
+            f"this export does not store ({why}); they are not in the store (ExportReport.not_stored lists "
+            "them; the command line's summary names the first ids)"
+        )
+    if report.untrusted_frames:
+        parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
+    if parts:
+        warnings.warn(f"export to {report.out!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=stacklevel + 1)
+
+
+def report_damaged(report: ExportReport, damaged: dict[str, str], *, stacklevel: int = 2) -> None:
+    """Record and warn about stored units found damaged (they are written again, not reused).
+
+    Warns
+    -----
+    VidlabelWarning
+        When a stored frames unit fails its CRC-32C check.
+    """
+    if not damaged:
+        return
+    report.damaged_units = list(damaged.values())
+    warnings.warn(
+        f"export to {report.out!r}: {len(damaged)} stored frames units are damaged and are written again instead of "
+        f"reused ({'; '.join(report.damaged_units)})",
+        VidlabelWarning,
+        stacklevel=stacklevel + 1,
+    )

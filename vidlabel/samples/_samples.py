@@ -7,14 +7,13 @@ Python objects), so opening a million-row release is fast; pixels come from a
 :class:`~vidlabel.frames.FrameReader` (or a frame store given as ``cache=``).
 
 The selection itself (regions indexed by (video, frame), marker intervals,
-the sample index) is built by :mod:`vidlabel.sampleselect`; this module
+the sample index) is built by :mod:`vidlabel.samples._select`; this module
 assembles each sample's targets and reads the pixels.
 """
 
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -49,6 +48,8 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
+from vidlabel.video._lru import OpenLRU
+from vidlabel.video._reader import usable_index
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["FrameSamples", "SampleIndex", "StoreBackedReader"]
@@ -164,7 +165,7 @@ class FrameSamples:
     def from_release(
         cls, release: Release, *, dataset_path: str | os.PathLike[str] | None = None, **options: Any
     ) -> FrameSamples:
-        """A FrameSamples over a :class:`~vidlabel.release.Release` object already in hand.
+        """A FrameSamples over a :class:`~vidlabel.dataset.Release` object already in hand.
 
         Takes the same keyword options as the constructor (except ``release``).
         """
@@ -190,6 +191,8 @@ class FrameSamples:
 
         self._sel = select_samples(rel, opt)
         self._r_boxes_out: np.ndarray | None = None
+        self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
+        self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code
         if self._cache_path is not None:
             self._frame_store()  # fail early on a missing or unreadable store
 
@@ -306,7 +309,7 @@ class FrameSamples:
             raise FrameOutOfRangeError(
                 f"frame {frame} out of range [0, {meta.frame_count}) in video {video_id!r}", video_id=video_id
             )
-        return self._sel.video_ids.index(video_id)
+        return self._codes[video_id]
 
     def sample(self, video_id: str, frame: int, image: np.ndarray) -> dict[str, Any]:
         """The full sample dict of one frame, given its pixels.
@@ -366,6 +369,53 @@ class FrameSamples:
             normalized=self._normalized,
             label_offset=self._label_offset,
         )
+
+    def _positions_of(self, video_code: int) -> tuple[int, int]:
+        """[first, end) positions in ``index`` of a video's samples (the index is sorted by video code)."""
+        codes = self._sel.index.video_codes
+        return int(np.searchsorted(codes, video_code)), int(np.searchsorted(codes, video_code, side="right"))
+
+    def _targets_at(self, at: slice | list[int]) -> list[tuple[int, int, int, int]]:
+        """(frame, region lo, region hi, pattern) of the samples at positions ``at`` of ``index`` (a slice or
+        a list of non-negative positions), as Python ints: one array conversion for all of them."""
+        sel = self._sel
+        return list(
+            zip(
+                sel.index.frames[at].tolist(),
+                sel.ix_lo[at].tolist(),
+                sel.ix_hi[at].tolist(),
+                sel.ix_pattern[at].tolist(),
+            )
+        )
+
+    def _sample_of(
+        self, video_code: int, frame: int, lo: int, hi: int, pattern: int, image: np.ndarray
+    ) -> dict[str, Any]:
+        """The dict :meth:`sample` returns for a sample of ``index`` (its regions ``[lo, hi)`` and marker
+        pattern known), built from the per-region arrays computed once (:meth:`_boxes_out`), not per call.
+
+        ``image`` must be the reader's frame of that video (the image size of the video); anything else
+        goes through :meth:`sample`. Every array is an own copy (the caller may change it).
+        """
+        sel = self._sel
+        video_id = sel.video_ids[video_code]
+        width, height = self._sizes[video_code]
+        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
+            return self.sample(video_id, frame, image)
+        out: dict[str, Any] = {
+            "image": image,
+            "boxes": self._boxes_out()[lo:hi].copy(),
+            "labels": sel.r_label[lo:hi].copy(),
+            "track_ids": sel.r_track[lo:hi].copy(),
+            "annotation_ids": sel.r_ann[lo:hi].copy(),
+            "frame_labels": sel.patterns[pattern].copy(),
+            "video_id": video_id,
+            "view_id": sel.view_id,
+            "frame_index": frame,
+        }
+        if self._with_masks:
+            out["masks"] = self._masks(lo, hi, video_id, height, width)
+        return out
 
     def _boxes_out(self) -> np.ndarray:
         """(R, 4) float32 boxes of every region in the output format (computed once)."""
@@ -503,16 +553,7 @@ class FrameSamples:
         return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
 
     def _frame_indexes(self) -> dict[str, FrameIndex | None]:
-        out: dict[str, FrameIndex | None] = {}
-        for v, meta in self._sel.videos.items():
-            fi = meta.frame_index
-            usable = (
-                fi is not None
-                and fi.frame_count == meta.frame_count
-                and (fi.content_hash is None or meta.content_hash is None or fi.content_hash == meta.content_hash)
-            )
-            out[v] = fi if usable else None
-        return out
+        return {v: usable_index(meta)[0] for v, meta in self._sel.videos.items()}
 
     def plan_reads(self, requests: Any, *, seed: int, block: int = 250) -> ReadPlan:
         """A :class:`~vidlabel.readplan.ReadPlan` for positions in ``index`` or (video_id, frame) pairs.
@@ -565,7 +606,15 @@ class FrameSamples:
         return self._sel.index.video_codes[positions].astype(np.int64), self._sel.index.frames[positions]
 
     def iter_plan(
-        self, plan: ReadPlan, *, epoch: int = 0, shuffle_buffer: int = 0, shard: int = 0, num_shards: int = 1
+        self,
+        plan: ReadPlan,
+        *,
+        epoch: int = 0,
+        shuffle_buffer: int = 0,
+        shard: int = 0,
+        num_shards: int = 1,
+        world_size: int = 1,
+        drop_last: bool = False,
     ) -> Iterator[dict[str, Any]]:
         """Read a plan's samples (NumPy dicts), each keyframe interval decoded once.
 
@@ -578,6 +627,9 @@ class FrameSamples:
             Mix the samples through a buffer of this many decoded frames.
         shard, num_shards : int
             Read only this shard's chunks (``vidlabel.torch_data`` passes rank x worker).
+        world_size, drop_last
+            Distributed ranks among the shards: each rank gets the same number of samples
+            (see :meth:`vidlabel.readplan.ReadPlan.shard`).
 
         Yields
         ------
@@ -586,22 +638,21 @@ class FrameSamples:
             (its image decoded once, copied for the repeats).
         """
         buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
-        chunks = plan.shard(epoch, shard, num_shards)
+        chunks = plan.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last)
         rng = epoch_rng(plan.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
         return shuffled(self._read_chunks(chunks), buffer_size, rng)
 
     def _read_chunks(self, chunks: Sequence[Any]) -> Iterator[dict[str, Any]]:
-        readers: OrderedDict[str, Any] = OrderedDict()
+        readers: OpenLRU[str, Any] = OpenLRU(4)
         try:
             for chunk in chunks:
-                reader = readers.pop(chunk.video_id, None) or self.reader(chunk.video_id)
-                readers[chunk.video_id] = reader
-                while len(readers) > 4:
-                    readers.popitem(last=False)[1].close()
-                repeats = dict(zip(chunk.frames.tolist(), chunk.repeats.tolist()))
-                for n, image in reader.iter_frames(chunk.frames.tolist()):
-                    for k in range(repeats[int(n)]):
-                        yield self.sample(chunk.video_id, int(n), image if k == 0 else image.copy())
+                reader = readers.get(chunk.video_id, self.reader)
+                frames = chunk.frames.tolist()
+                repeats = dict(zip(frames, chunk.repeats.tolist()))
+                for n, image in reader.iter_frames(frames):
+                    sample = self.sample(chunk.video_id, n, image)  # the targets built once per frame
+                    for _ in range(repeats[n] - 1):  # a repeat: an own copy of every array
+                        yield {key: v.copy() if isinstance(v, np.ndarray) else v for key, v in sample.items()}
+                    yield sample
         finally:
-            for reader in readers.values():
-                reader.close()
+            readers.close()

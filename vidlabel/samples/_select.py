@@ -21,7 +21,17 @@ import numpy as np
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning
 from vidlabel.geometry import view_boxes
-from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS, STATUSES, VideoMetadata, View, frame_ranges, ranges_text
+from vidlabel.spec import (
+    BOX_FORMATS,
+    KINDS,
+    ORIGINS,
+    STATUSES,
+    AnnotationTable,
+    VideoMetadata,
+    View,
+    frame_ranges,
+    ranges_text,
+)
 
 __all__ = [
     "BLOCK_FRAMES",
@@ -217,6 +227,13 @@ def out_size(view: View | None, meta: VideoMetadata) -> tuple[int, int]:
 def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     """Choose the samples and their targets from a release, given options checked by :func:`check_options`.
 
+    The steps: classes, view and videos from the options (:func:`_select_classes`,
+    :func:`_select_view`, :func:`_select_videos`); the rows they keep
+    (:func:`_keep_rows`); the regions sorted and indexed by (video, frame)
+    (:func:`_sort_regions`, :func:`_region_columns`); the markers
+    (:func:`_marker_intervals`); the sample list (:func:`_sample_keys`) and each
+    sample's region range and marker pattern.
+
     Raises
     ------
     OptionError
@@ -226,7 +243,53 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         On a video id the release does not hold.
     """
     table = rel.table
-    # Classes.
+    class_names, lab_map = _select_classes(rel, opt)
+    view_id, view = _select_view(rel, opt)
+    video_ids, videos, vid_map = _select_videos(rel, opt, view_id, view)
+    image_sizes = readonly(np.array([out_size(view, videos[v]) for v in video_ids], dtype=np.int64).reshape(-1, 2))
+    frame_counts = np.array([videos[v].frame_count for v in video_ids], dtype=np.int64)
+    keep = _keep_rows(table, opt, vid_map, lab_map, view_id)
+    rows, key, dropped = _sort_regions(table, keep, vid_map, frame_counts)
+    # Rows on frames without a trustworthy picture (the reader refuses those frames).
+    bad_masks = {c: videos[v].untrusted_mask() for c, v in enumerate(video_ids) if videos[v].untrusted_count}
+    untrusted_row_keys = key[_on_untrusted(key, bad_masks, len(video_ids))]
+    regions = _region_columns(table, rows, key, opt, view, lab_map, keep.lab_identity)
+    del key
+    markers = _marker_intervals(table, keep.markers, vid_map, lab_map, frame_counts)
+    keys = _sample_keys(opt, frame_counts, regions["rk_key"], bool(keep.region_kinds), markers)
+    frames_untrusted = _on_untrusted(keys, bad_masks, len(video_ids))
+    _warn_untrusted(video_ids, untrusted_row_keys, keys[frames_untrusted])
+    if frames_untrusted.any():
+        keys = keys[~frames_untrusted]
+    keys = np.ascontiguousarray(_every_nth(keys, opt["stride"]), dtype=np.int64)
+    index = SampleIndex(video_ids, readonly((keys >> KEY_SHIFT).astype(np.int32)), readonly(keys & _FRAME_MASK))
+    ix_lo, ix_hi = _region_ranges(keys, regions["rk_key"], regions["rk_off"])
+    ix_pattern, patterns = marker_patterns(
+        keys, markers["mk_video"], markers["mk_start"], markers["mk_end"], markers["mk_class"], len(class_names)
+    )
+    return Selection(
+        class_names=class_names,
+        view=view,
+        view_id=view_id,
+        video_ids=video_ids,
+        videos=videos,
+        image_sizes=image_sizes,
+        dropped=dropped,
+        untrusted_rows=int(untrusted_row_keys.size),
+        untrusted_frames=int(frames_untrusted.sum()),
+        **regions,
+        **markers,
+        index=index,
+        ix_lo=ix_lo,
+        ix_hi=ix_hi,
+        ix_pattern=ix_pattern,
+        patterns=patterns,
+    )
+
+
+def _select_classes(rel: Release, opt: dict[str, Any]) -> tuple[tuple[str, ...], np.ndarray]:
+    """(class names, (L + 1,) int64 class of each table label code, -1 for left out; the last entry is -1)."""
+    table = rel.table
     vocabulary = tuple(rel.labels) if rel.labels else tuple(table.labels)
     if opt["labels"] is None:
         class_names = vocabulary
@@ -239,19 +302,28 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
             )
         class_names = tuple(opt["labels"])
     class_of = {name: i for i, name in enumerate(class_names)}
-    lab_map = np.array([class_of.get(x, -1) for x in table.labels] + [-1], dtype=np.int64)
+    return class_names, np.array([class_of.get(x, -1) for x in table.labels] + [-1], dtype=np.int64)
 
-    # View.
+
+def _select_view(rel: Release, opt: dict[str, Any]) -> tuple[str | None, View | None]:
+    """(view_id, View) of the ``view_id`` option, or (None, None); refuses a view the release lacks."""
     view_id = opt["view_id"]
-    view: View | None = None
-    if view_id is not None:
-        if view_id not in rel.views:
-            raise OptionError(
-                f"unknown view {view_id!r}; the release's views: {names_shown(sorted(rel.views)) or '(none)'}"
-            )
-        view = rel.views[view_id]
+    if view_id is None:
+        return None, None
+    if view_id not in rel.views:
+        raise OptionError(
+            f"unknown view {view_id!r}; the release's views: {names_shown(sorted(rel.views)) or '(none)'}"
+        )
+    return view_id, rel.views[view_id]
 
-    # Videos.
+
+def _select_videos(
+    rel: Release, opt: dict[str, Any], view_id: str | None, view: View | None
+) -> tuple[tuple[str, ...], dict[str, VideoMetadata], np.ndarray]:
+    """(sorted video ids, their metadata, (V + 1,) int64 code of each table video code, -1 for left out).
+
+    Refuses a video the release lacks and a view whose crop leaves a selected video's frame.
+    """
     if opt["videos"] is None:
         video_ids = tuple(sorted(rel.videos))
     else:
@@ -265,7 +337,7 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         video_ids = tuple(sorted(set(opt["videos"])))
     videos: dict[str, VideoMetadata] = {v: rel.videos[v] for v in video_ids}
     code_of = {v: i for i, v in enumerate(video_ids)}
-    vid_map = np.array([code_of.get(v, -1) for v in table.video_ids] + [-1], dtype=np.int64)
+    vid_map = np.array([code_of.get(v, -1) for v in rel.table.video_ids] + [-1], dtype=np.int64)
     if view is not None:
         for v in video_ids:
             m = videos[v]
@@ -275,13 +347,29 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
                     "leave that video out with videos=, or use a view that fits (validate reports "
                     "view_outside_frame)"
                 )
-    sizes = np.array([out_size(view, videos[v]) for v in video_ids], dtype=np.int64).reshape(-1, 2)
-    image_sizes = readonly(sizes)
-    frame_counts = np.array([videos[v].frame_count for v in video_ids], dtype=np.int64)
+    return video_ids, videos, vid_map
 
-    # Rows. Identity maps and all-rows selections avoid copying the table's columns (a fresh
-    # process pays a page fault for every new page, so fewer temporaries is faster too).
-    n_rows = len(table)
+
+@dataclass(frozen=True)
+class _Kept:
+    """The table rows the options keep: (N,) bool ``regions`` (box/mask) and ``markers``."""
+
+    regions: np.ndarray
+    markers: np.ndarray
+    region_kinds: list[int]  # the kind codes selected as regions
+    vid_identity: bool  # video codes of the table are the selection's (no mapping needed)
+    lab_identity: bool  # label codes of the table are the class indexes
+
+
+def _keep_rows(
+    table: AnnotationTable, opt: dict[str, Any], vid_map: np.ndarray, lab_map: np.ndarray, view_id: str | None
+) -> _Kept:
+    """The rows of the selected videos, classes, view, origins and kinds with confidence >= the minimum,
+    rejected rows left out.
+
+    Identity maps skip a gather over the table's columns (a fresh process pays a
+    page fault for every new page, so fewer temporaries is faster too).
+    """
     vid_identity = np.array_equal(vid_map[:-1], np.arange(len(table.video_ids)))
     lab_identity = np.array_equal(lab_map[:-1], np.arange(len(table.labels)))
     keep = table.status != _REJECTED
@@ -299,12 +387,19 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     region_kinds = [k for k in (_KIND_BOX, _KIND_MASK) if KINDS[k] in opt["kinds"]]
     is_marker = table.kind == _KIND_MARKER
     regions = keep & (np.isin(table.kind, region_kinds) if len(region_kinds) < 2 else ~is_marker)
-    markers = keep & is_marker
-    del keep, is_marker
+    return _Kept(regions, keep & is_marker, region_kinds, vid_identity, lab_identity)
 
-    # Regions: sorted by (video, frame, annotation id), CSR over distinct (video, frame).
-    rows: np.ndarray | None = None if bool(regions.all()) else np.flatnonzero(regions)
-    del regions
+
+def _sort_regions(
+    table: AnnotationTable, keep: _Kept, vid_map: np.ndarray, frame_counts: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray, int]:
+    """(table rows of the regions, None for all; their (R,) int64 keys ascending; rows dropped).
+
+    Sorted by (video, frame, annotation id). Rows before frame 0 or beyond the end
+    of their video (frame_count can shrink when a video is re-probed) are dropped,
+    with one warning.
+    """
+    rows: np.ndarray | None = None if bool(keep.regions.all()) else np.flatnonzero(keep.regions)
 
     def take(col: np.ndarray) -> np.ndarray:
         return col if rows is None else col[rows]
@@ -317,7 +412,7 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         rows = np.flatnonzero(~negative) if rows is None else rows[~negative]
         rf = take(table.start_frame)
     rv = take(table.video)
-    key = rv.astype(np.int64) if vid_identity else vid_map[rv]
+    key = rv.astype(np.int64) if keep.vid_identity else vid_map[rv]
     key <<= KEY_SHIFT
     key |= rf
     del rv, rf
@@ -326,8 +421,7 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         rows = order if rows is None else rows[order]
         key = key[order]
         del order
-    # Rows beyond the end of their video (frame_count can shrink when a video is re-probed).
-    edges = np.searchsorted(key, np.arange(len(video_ids) + 1, dtype=np.int64) << KEY_SHIFT)
+    edges = np.searchsorted(key, np.arange(frame_counts.size + 1, dtype=np.int64) << KEY_SHIFT)
     last = key[np.maximum(edges[1:] - 1, 0)] & _FRAME_MASK if key.size else frame_counts
     if key.size and bool(((edges[1:] > edges[:-1]) & (last >= frame_counts)).any()):
         beyond = (key & _FRAME_MASK) >= frame_counts[key >> KEY_SHIFT]
@@ -335,48 +429,72 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
         fine = np.flatnonzero(~beyond)
         rows = fine if rows is None else rows[fine]
         key = key[fine]
-    dropped = len(bad_ids)
     if bad_ids:
         warnings.warn(
             f"{len(bad_ids)} annotation rows lie outside their video's frames (e.g. annotation "
             f"{min(bad_ids)}); they are left out",
             VidlabelWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
-    # Rows on frames without a trustworthy picture (the reader refuses those frames).
-    bad_masks = {c: videos[v].untrusted_mask() for c, v in enumerate(video_ids) if videos[v].untrusted_count}
-    untrusted_row_keys = key[_on_untrusted(key, bad_masks, len(video_ids))]
+    return rows, key, len(bad_ids)
+
+
+def _region_columns(
+    table: AnnotationTable,
+    rows: np.ndarray | None,
+    key: np.ndarray,
+    opt: dict[str, Any],
+    view: View | None,
+    lab_map: np.ndarray,
+    lab_identity: bool,
+) -> dict[str, np.ndarray]:
+    """The region fields of :class:`Selection` (``rk_*``, ``r_*``, ``m_*``), read-only: CSR over their distinct keys, boxes in the view's pixels,
+    class labels plus ``label_offset``, and (``with_masks``) their masks' RLE."""
+
+    def take(col: np.ndarray) -> np.ndarray:
+        return col if rows is None else col[rows]
+
     boundary = np.empty(key.size + 1, bool)
     boundary[0] = boundary[-1] = True
     np.not_equal(key[1:], key[:-1], out=boundary[1:-1])
     offsets = np.flatnonzero(boundary)  # starts of each distinct (video, frame), then the row count
-    rk_key = readonly(key[offsets[:-1]])
-    rk_off = readonly(offsets.astype(np.int64, copy=False))
-    del key, boundary, offsets
     box = take(table.box)
-    r_box = readonly(box if view is None else view_boxes(box, view))
     labels_sel = take(table.label)
     r_label = labels_sel.astype(np.int64) if lab_identity else lab_map[labels_sel]
     if opt["label_offset"]:
         r_label += opt["label_offset"]
-    r_label = readonly(r_label)
-    r_track = readonly(take(table.track_id))
-    r_ann = readonly(take(table.annotation_id))
     if opt["with_masks"]:
-        mrows_ = np.arange(n_rows) if rows is None else rows
-        lengths = table.mask_offsets[mrows_ + 1] - table.mask_offsets[mrows_]
-        moff = np.zeros(mrows_.size + 1, np.int64)
-        np.cumsum(lengths, out=moff[1:])
-        gather = np.repeat(table.mask_offsets[mrows_] - moff[:-1], lengths) + np.arange(moff[-1])
-        m_offsets = readonly(moff)
-        m_counts = readonly(table.mask_counts[gather])
-        m_size = readonly(table.mask_size[mrows_])
+        m_offsets, m_counts, m_size = _region_masks(table, np.arange(len(table)) if rows is None else rows)
     else:
         m_offsets = m_counts = readonly(np.zeros(0, np.int64))
         m_size = readonly(np.zeros((0, 2), np.int32))
-    del box, labels_sel
+    return {
+        "rk_key": readonly(key[offsets[:-1]]),
+        "rk_off": readonly(offsets.astype(np.int64, copy=False)),
+        "r_box": readonly(box if view is None else view_boxes(box, view)),
+        "r_label": readonly(r_label),
+        "r_track": readonly(take(table.track_id)),
+        "r_ann": readonly(take(table.annotation_id)),
+        "m_offsets": m_offsets,
+        "m_counts": m_counts,
+        "m_size": m_size,
+    }
 
-    # Markers: intervals per video (inclusive end, clipped to the video).
+
+def _region_masks(table: AnnotationTable, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(offsets, counts, size) of the masks of table ``rows`` in CSR form, read-only (one gather, no loop)."""
+    lengths = table.mask_offsets[rows + 1] - table.mask_offsets[rows]
+    moff = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(lengths, out=moff[1:])
+    gather = np.repeat(table.mask_offsets[rows] - moff[:-1], lengths) + np.arange(moff[-1])
+    return readonly(moff), readonly(table.mask_counts[gather]), readonly(table.mask_size[rows])
+
+
+def _marker_intervals(
+    table: AnnotationTable, markers: np.ndarray, vid_map: np.ndarray, lab_map: np.ndarray, frame_counts: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The marker fields of :class:`Selection` (``mk_*``): the kept marker rows as intervals per video (inclusive end, clipped to the video), sorted by
+    (video, start), read-only."""
     mrows = np.flatnonzero(markers)
     mv = vid_map[table.video[mrows]]
     ms = np.maximum(table.start_frame[mrows], 0)
@@ -385,79 +503,61 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     mrows, mv, ms, me = mrows[ok], mv[ok], ms[ok], me[ok]
     order = np.lexsort((ms, mv))
     mk_video = readonly(mv[order])
-    mk_start = readonly(ms[order])
-    mk_end = readonly(me[order])
-    mk_class = readonly(lab_map[table.label[mrows]][order])
-    mk_off = readonly(np.searchsorted(mk_video, np.arange(len(video_ids) + 1)).astype(np.int64))
+    return {
+        "mk_video": mk_video,
+        "mk_start": readonly(ms[order]),
+        "mk_end": readonly(me[order]),
+        "mk_class": readonly(lab_map[table.label[mrows]][order]),
+        "mk_off": readonly(np.searchsorted(mk_video, np.arange(frame_counts.size + 1)).astype(np.int64)),
+    }
 
-    # The sample list.
+
+def _sample_keys(
+    opt: dict[str, Any],
+    frame_counts: np.ndarray,
+    rk_key: np.ndarray,
+    with_regions: bool,
+    markers: dict[str, np.ndarray],
+) -> np.ndarray:
+    """(F,) int64 keys of the sample list, ascending, before untrusted frames and ``stride`` are applied:
+    every frame (``frames="all"``), or the frames with a selected region or inside a selected marker."""
     if opt["frames"] == "all":
         lengths = frame_counts
         total = int(lengths.sum())
-        codes = np.repeat(np.arange(len(video_ids), dtype=np.int64), lengths)
+        codes = np.repeat(np.arange(frame_counts.size, dtype=np.int64), lengths)
         base = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        keys = (codes << KEY_SHIFT) | (np.arange(total, dtype=np.int64) - base)
-    else:
-        keys = rk_key if region_kinds else np.zeros(0, np.int64)
-        if "marker" in opt["kinds"] and mk_start.size:
-            n = mk_end - mk_start + 1
-            first = np.repeat(mk_start - (np.cumsum(n) - n), n)
-            mframes = first + np.arange(int(n.sum()), dtype=np.int64)
-            mkeys = (np.repeat(mk_video, n) << KEY_SHIFT) | mframes
-            keys = np.union1d(keys, mkeys)
-    frames_untrusted = _on_untrusted(keys, bad_masks, len(video_ids))
-    _warn_untrusted(video_ids, untrusted_row_keys, keys[frames_untrusted])
-    if frames_untrusted.any():
-        keys = keys[~frames_untrusted]
-    if opt["stride"] > 1 and keys.size:
-        # Every Nth frame of each video's list, from that video's first frame in it.
-        kv = keys >> KEY_SHIFT
-        first = np.flatnonzero(np.r_[True, kv[1:] != kv[:-1]])
-        starts = np.repeat(first, np.diff(np.r_[first, kv.size]))
-        keys = keys[(np.arange(kv.size) - starts) % opt["stride"] == 0]
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    index = SampleIndex(video_ids, readonly((keys >> KEY_SHIFT).astype(np.int32)), readonly(keys & _FRAME_MASK))
-    # Region range of every sample.
-    if keys is rk_key or np.array_equal(keys, rk_key):
-        ix_lo, ix_hi = rk_off[:-1], rk_off[1:]
-    else:
-        pos = np.searchsorted(rk_key, keys)
-        found = pos < rk_key.size
-        found[found] = rk_key[pos[found]] == keys[found]
-        lo = np.where(found, rk_off[np.minimum(pos, rk_key.size)], 0)
-        hi = np.where(found, rk_off[np.minimum(pos + 1, rk_key.size)], 0)
-        ix_lo, ix_hi = readonly(lo.astype(np.int64)), readonly(hi.astype(np.int64))
-    ix_pattern, patterns = marker_patterns(keys, mk_video, mk_start, mk_end, mk_class, len(class_names))
-    return Selection(
-        class_names=class_names,
-        view=view,
-        view_id=view_id,
-        video_ids=video_ids,
-        videos=videos,
-        image_sizes=image_sizes,
-        dropped=dropped,
-        untrusted_rows=int(untrusted_row_keys.size),
-        untrusted_frames=int(frames_untrusted.sum()),
-        rk_key=rk_key,
-        rk_off=rk_off,
-        r_box=r_box,
-        r_label=r_label,
-        r_track=r_track,
-        r_ann=r_ann,
-        m_offsets=m_offsets,
-        m_counts=m_counts,
-        m_size=m_size,
-        mk_video=mk_video,
-        mk_start=mk_start,
-        mk_end=mk_end,
-        mk_class=mk_class,
-        mk_off=mk_off,
-        index=index,
-        ix_lo=ix_lo,
-        ix_hi=ix_hi,
-        ix_pattern=ix_pattern,
-        patterns=patterns,
-    )
+        return (codes << KEY_SHIFT) | (np.arange(total, dtype=np.int64) - base)
+    keys = rk_key if with_regions else np.zeros(0, np.int64)
+    mk_start, mk_end = markers["mk_start"], markers["mk_end"]
+    if "marker" in opt["kinds"] and mk_start.size:
+        n = mk_end - mk_start + 1
+        first = np.repeat(mk_start - (np.cumsum(n) - n), n)
+        mframes = first + np.arange(int(n.sum()), dtype=np.int64)
+        mkeys = (np.repeat(markers["mk_video"], n) << KEY_SHIFT) | mframes
+        keys = np.union1d(keys, mkeys)
+    return keys
+
+
+def _every_nth(keys: np.ndarray, stride: int) -> np.ndarray:
+    """Every ``stride``-th of the sorted ``keys`` of each video, from that video's first key."""
+    if stride <= 1 or not keys.size:
+        return keys
+    kv = keys >> KEY_SHIFT
+    first = np.flatnonzero(np.r_[True, kv[1:] != kv[:-1]])
+    starts = np.repeat(first, np.diff(np.r_[first, kv.size]))
+    return keys[(np.arange(kv.size) - starts) % stride == 0]
+
+
+def _region_ranges(keys: np.ndarray, rk_key: np.ndarray, rk_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) (F,) int64: the range ``[lo, hi)`` of regions of each sample key (empty where it has none)."""
+    if np.array_equal(keys, rk_key):
+        return rk_off[:-1], rk_off[1:]
+    pos = np.searchsorted(rk_key, keys)
+    found = pos < rk_key.size
+    found[found] = rk_key[pos[found]] == keys[found]
+    lo = np.where(found, rk_off[np.minimum(pos, rk_key.size)], 0)
+    hi = np.where(found, rk_off[np.minimum(pos + 1, rk_key.size)], 0)
+    return readonly(lo.astype(np.int64)), readonly(hi.astype(np.int64))
 
 
 def _on_untrusted(keys: np.ndarray, masks: dict[int, np.ndarray], n_videos: int) -> np.ndarray:
@@ -534,40 +634,8 @@ def check_options(
     cache: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Validate the options that do not need the release; normalise them to tuples."""
-
-    def as_tuple(value: Any, name: str) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = (value,)
-        try:
-            out = tuple(value)
-        except TypeError as err:
-            raise OptionError(f"{name} must be a list of strings, got {value!r}") from err
-        bad = [x for x in out if not isinstance(x, str)]
-        if bad:
-            raise OptionError(f"{name} must hold strings, got {bad[0]!r}")
-        return out
-
-    kinds_t = as_tuple(kinds, "kinds")
-    for k in kinds_t:
-        if k not in KINDS:
-            raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
-    if not kinds_t:
-        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
-    labels_t = None if labels is None else as_tuple(labels, "labels")
-    if labels_t is not None:
-        if not labels_t:
-            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
-        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
-        if dup:
-            raise OptionError(f"label {dup[0]!r} appears twice in {option_shown('labels', labels_t)}")
-    origins_t = None if origins is None else as_tuple(origins, "origins")
-    if origins_t is not None:
-        for o in origins_t:
-            if o not in ORIGINS:
-                raise OptionError(
-                    f"unknown origin {o!r} in {option_shown('origins', origins_t)}; allowed: {', '.join(ORIGINS)}"
-                )
-    videos_t = None if videos is None else as_tuple(videos, "videos")
+    kinds_t, labels_t, origins_t = _check_names(kinds, labels, origins)
+    videos_t = None if videos is None else _as_tuple(videos, "videos")
     if view_id is not None and not isinstance(view_id, str):
         raise OptionError(f"view_id must be a string or None, got {view_id!r}")
     if min_confidence is not None:
@@ -602,3 +670,45 @@ def check_options(
         "roots": tuple(str(r) for r in roots),
         "cache": None if cache is None else str(cache),
     }
+
+
+def _as_tuple(value: Any, name: str) -> tuple[str, ...]:
+    """A string or a sequence of strings as a tuple of strings; OptionError naming ``name`` otherwise."""
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        out = tuple(value)
+    except TypeError as err:
+        raise OptionError(f"{name} must be a list of strings, got {value!r}") from err
+    bad = [x for x in out if not isinstance(x, str)]
+    if bad:
+        raise OptionError(f"{name} must hold strings, got {bad[0]!r}")
+    return out
+
+
+def _check_names(
+    kinds: Sequence[str], labels: Sequence[str] | None, origins: Sequence[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(kinds, labels, origins) as tuples: known kinds (at least one), labels non-empty without repeats
+    (None: all), known origins (None: all)."""
+    kinds_t = _as_tuple(kinds, "kinds")
+    for k in kinds_t:
+        if k not in KINDS:
+            raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
+    if not kinds_t:
+        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
+    labels_t = None if labels is None else _as_tuple(labels, "labels")
+    if labels_t is not None:
+        if not labels_t:
+            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
+        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
+        if dup:
+            raise OptionError(f"label {dup[0]!r} appears twice in {option_shown('labels', labels_t)}")
+    origins_t = None if origins is None else _as_tuple(origins, "origins")
+    if origins_t is not None:
+        for o in origins_t:
+            if o not in ORIGINS:
+                raise OptionError(
+                    f"unknown origin {o!r} in {option_shown('origins', origins_t)}; allowed: {', '.join(ORIGINS)}"
+                )
+    return kinds_t, labels_t, origins_t

@@ -3,8 +3,14 @@
 ``vidlabel.export`` writes a store; :func:`open_store` reads one (or a folder
 of them) as a :class:`FrameStore`; ``vidlabel.torch_data.StoreFrames`` and
 ``StoreStream`` train from it; :func:`upload` puts a Zarr store on an object
-store, from which all of these read by URL (:mod:`vidlabel.store.remote`). See :mod:`vidlabel.store.layout` for the layout
-and :mod:`vidlabel.store.hdf5` / :mod:`vidlabel.store.zarr` for the files.
+store, from which all of these read by URL.
+
+Private modules, lowest first: ``_layout`` (names, dtypes, format version),
+``_codecs``, ``_cache`` (chunk cache bounded in bytes), ``_fs`` and ``_remote``
+(local and object-store file access), ``_backend`` (the backend interface),
+``_hdf5`` / ``_zarr`` (the backends), ``_writer``, ``_framestore`` (discovery and
+reading), ``_selection`` (StoreSamples), ``_verify``, ``_upload``. Imports only
+:mod:`vidlabel.errors`, :mod:`vidlabel.spec` and :mod:`vidlabel.geometry`.
 """
 
 from __future__ import annotations

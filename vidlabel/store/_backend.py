@@ -1,11 +1,11 @@
 """The small backend interface a frame store is written and read through (HDF5 and Zarr implement it).
 
 A store is a folder. Each backend maps the logical layout of
-:mod:`vidlabel.store.layout` onto files its own way, but both follow the same
+:mod:`vidlabel.store._layout` onto files its own way, but both follow the same
 rules:
 
 - a ``frames`` array is written once as a *frames unit* keyed by
-  :func:`vidlabel.store.layout.frames_key` (video content, view, size, codec,
+  :func:`vidlabel.store._layout.frames_key` (video content, view, size, codec,
   chunking, which frames), under a temporary name, and published by rename
   with ``complete`` set last; a later export with the same key reuses it;
 - a video group (its attributes, per-row arrays, regions and segments, and the
@@ -15,9 +15,9 @@ rules:
   last; an export starts by marking the root incomplete.
 
 :class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
-chunk file for Zarr) and decodes them with :mod:`vidlabel.store.codecs`.
+chunk file for Zarr) and decodes them with :mod:`vidlabel.store._codecs`.
 A Zarr store at a URL is read (only) through
-:class:`vidlabel.store.zarr.ZarrURLBackend`, whose folder is the URL string.
+:class:`vidlabel.store._zarr.ZarrURLBackend`, whose folder is the URL string.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from vidlabel.errors import StoreCorruptError
 from vidlabel.store._codecs import Codec, get_codec
 
 __all__ = ["Backend", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
@@ -54,6 +55,9 @@ class FramesReader(ABC):
         Frames per chunk along T.
     codec : Codec
     backend : {"hdf5", "zarr"}
+    verify_checksums : bool
+        Check each chunk read by :meth:`read_chunk` against its stored CRC-32C
+        (:meth:`check_chunk`; default True, :class:`~vidlabel.store.FrameStore` sets it).
     """
 
     backend: ClassVar[str]
@@ -62,6 +66,8 @@ class FramesReader(ABC):
         self.shape = tuple(int(v) for v in shape)
         self.chunk_frames = int(chunk_frames)
         self.codec = get_codec(codec)
+        self.verify_checksums = True
+        self._crc32c: np.ndarray | None = None  # the stored checksums, loaded on the first check
 
     @property
     def n_chunks(self) -> int:
@@ -74,7 +80,54 @@ class FramesReader(ABC):
 
     @abstractmethod
     def raw_chunk(self, index: int) -> bytes:
-        """The stored bytes of chunk ``index`` (what its checksum covers)."""
+        """The stored bytes of chunk ``index`` (what its checksum covers), unchecked (``vidlabel verify`` reads these)."""
+
+    @abstractmethod
+    def stored_checksums(self) -> np.ndarray:
+        """``frames_crc32c``: (n_chunks,) uint32, the CRC-32C of each chunk's stored bytes as written."""
+
+    def check_chunk(self, index: int, data: Any) -> None:
+        """Check the stored bytes of chunk ``index`` against their CRC-32C: the one place a read checks them.
+
+        Every reader calls it where it obtains a chunk's stored bytes (before
+        decoding them; for uncompressed chunks on the bytes it returns), so
+        a damaged frames file is never returned as pixels. Costs one CRC-32C
+        pass over the chunk (hardware-accelerated ``google_crc32c``;
+        ``scripts/bench_store.py`` prints reads/s with and without it).
+        Nothing is checked when :attr:`verify_checksums` is False.
+
+        Parameters
+        ----------
+        index : int
+        data : bytes-like
+            The chunk's stored bytes (C-contiguous).
+
+        Raises
+        ------
+        StoreCorruptError
+            If the bytes' CRC-32C differs from the stored one, or the stored checksums do not cover the chunks.
+        """
+        if not self.verify_checksums:
+            return
+        import google_crc32c
+
+        if self._crc32c is None:
+            crc = np.asarray(self.stored_checksums()).reshape(-1)
+            if crc.shape != (self.n_chunks,):
+                raise StoreCorruptError(
+                    f"frames {str(getattr(self, 'path', ''))!r}: frames_crc32c holds {crc.shape[0]} checksums "
+                    f"for {self.n_chunks} chunks",
+                    path=str(getattr(self, "path", "")),
+                )
+            self._crc32c = crc.astype(np.uint32)
+        read = google_crc32c.value(data)
+        stored = int(self._crc32c[index])
+        if read != stored:
+            raise StoreCorruptError(
+                f"the stored bytes of frames {str(getattr(self, 'path', ''))!r} fail their CRC-32C checksum "
+                f"(stored {stored:08x}, read {read:08x}): the file is damaged",
+                path=str(getattr(self, "path", "")),
+            )
 
     def prefetch(self, indices: Iterable[int]) -> None:  # noqa: B027 - optional hook
         """Chunks ``indices`` are about to be read: a reader of an object store fetches them concurrently now
@@ -88,7 +141,9 @@ class FramesReader(ABC):
         """
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
-        return self.codec.decode(self.raw_chunk(index), out, self.backend)
+        data = self.raw_chunk(index)
+        self.check_chunk(index, data)
+        return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release file handles."""

@@ -191,6 +191,12 @@ class Codec:
 def get_codec(codec: str | Codec | None) -> Codec:
     """Parse ``"name"`` or ``"name:level"`` (None: the default codec).
 
+    Parameters
+    ----------
+    codec : str, Codec or None
+        ``"none"``, ``"lz4"``, ``"zstd"``, ``"gzip"``, ``"png"`` or ``"jpeg"``, optionally
+        ``":level"``; a Codec is returned as it is.
+
     Raises
     ------
     OptionError

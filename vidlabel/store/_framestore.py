@@ -1,6 +1,6 @@
 """FrameStore: one exported store, or a folder of stores read as one; frames and targets by sample or by frame.
 
-A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidlabel.store.remote`.
+A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidlabel.store._remote`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
     SchemaVersionError,
+    StoreCorruptError,
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
@@ -27,6 +28,7 @@ from vidlabel.errors import (
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
@@ -59,7 +61,7 @@ def backend_for(
     ----------
     folder : path or str
         A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
-        as Zarr, through :class:`~vidlabel.store.zarr.ZarrURLBackend` (read-only).
+        as Zarr, through :class:`~vidlabel.store._zarr.ZarrURLBackend` (read-only).
     name : {"hdf5", "zarr"}, optional
     storage_options : mapping, optional
         fsspec filesystem options, for URLs only.
@@ -101,7 +103,14 @@ def backend_for(
 def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
     """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
 
-    For a URL, the store URLs found there the same way (see :func:`vidlabel.store.remote.find_url_stores`).
+    For a URL, the store URLs found there the same way (see :func:`vidlabel.store._remote.find_url_stores`).
+
+    Parameters
+    ----------
+    path : path-like or URL
+        A store folder, or a folder (or URL) holding stores.
+    storage_options : mapping, optional
+        Passed to fsspec for a URL (credentials, endpoint).
     """
     if is_url(path):
         return list(find_url_stores(str(path), storage_options))
@@ -129,7 +138,7 @@ class VideoData:
     frame_number, timestamp_us : (T,) int64
     is_annotated : (T,) bool
     regions : dict of arrays
-        CSR as in :data:`vidlabel.store.layout.REGION_FIELDS` (empty for a frames-only store).
+        CSR as in :data:`vidlabel.store._layout.REGION_FIELDS` (empty for a frames-only store).
     segments : dict of (M,) int64 arrays
     """
 
@@ -198,7 +207,7 @@ class FrameStore:
     Holds only paths and the root metadata: files are opened lazily, once per
     process (a FrameStore is picklable and works in DataLoader workers under
     fork and spawn). Frames are read chunk by chunk through an LRU
-    :class:`~vidlabel.store.cache.ChunkCache` of ``cache_bytes`` per process.
+    :class:`~vidlabel.store.ChunkCache` of ``cache_bytes`` per process.
 
     Parameters
     ----------
@@ -215,9 +224,18 @@ class FrameStore:
         cached (a copy would cost as much as the read).
     storage_options : mapping, optional
         fsspec filesystem options for a URL (credentials, endpoint, ...).
+    verify_checksums : bool
+        Check every frame chunk read against the CRC-32C stored with it
+        (``frames_crc32c``), so that a damaged frames file raises
+        :class:`~vidlabel.errors.StoreCorruptError` instead of being returned
+        as pixels. On by default; it costs one CRC-32C pass per chunk read
+        (``scripts/bench_store.py`` prints reads/s with and without it): turn
+        it off only where that was measured to matter.
 
     Raises
     ------
+    StoreCorruptError
+        On reading frames (not here), if a chunk fails its checksum.
     StoreError
         If there is no store at ``path``, or the stores of a folder disagree
         on their class names or share a video id, or a URL holds an HDF5 store.
@@ -236,7 +254,11 @@ class FrameStore:
         *,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         storage_options: Mapping[str, Any] | None = None,
+        verify_checksums: bool = True,
     ) -> None:
+        if not isinstance(verify_checksums, (bool, np.bool_)):
+            raise OptionError(f"verify_checksums must be True or False, got {verify_checksums!r}")
+        self.verify_checksums = bool(verify_checksums)
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         ChunkCache(cache_bytes)  # validates
         self.cache_bytes = int(cache_bytes)
@@ -375,13 +397,12 @@ class FrameStore:
 
         Raises
         ------
-        IndexError
-            If ``i`` is outside ``[0, len(store))``.
+        SampleIndexTypeError
+            If ``i`` is not an integer (a float, a string, a bool).
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(store), len(store))``.
         """
-        n = len(self)
-        if not -n <= int(i) < n:
-            raise IndexError(f"sample {i} out of range [0, {n}) of store {str(self.path)!r}")
-        code, row = self._index[int(i)]
+        code, row = self._index[sample_position(i, len(self), f"store {str(self.path)!r}")]
         return self._video_ids[int(code)], int(row)
 
     def video_attrs(self, video_id: str) -> dict[str, Any]:
@@ -494,6 +515,7 @@ class FrameStore:
                     reader = video.frames()
                 finally:
                     video.close()
+                reader.verify_checksums = self.verify_checksums
                 state.add_frames(video_id, reader)
         else:
             state.frames.move_to_end(video_id)
@@ -526,6 +548,11 @@ class FrameStore:
         ------
         FrameOutOfRangeError
             If a row is outside ``[0, T)``.
+        StoreCorruptError
+            If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``); names the video, chunk,
+            rows and store.
+        StoreError
+            If a chunk is missing or does not decode.
         """
         state = self._process()
         reader = self._frames_reader(state, video_id)
@@ -553,13 +580,8 @@ class FrameStore:
         def load(c: int) -> None:
             try:
                 load_chunk(c)
-            except StoreError as err:  # a chunk that does not decode: say which video and rows
-                rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
-                raise StoreError(
-                    f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} "
-                    "(`vidlabel verify` checks every chunk)",
-                    path=str(self.path),
-                ) from err
+            except StoreError as err:  # a chunk that does not decode or fails its checksum: say which video and rows
+                raise self._chunk_error(err, video_id, reader, c) from err
 
         def load_chunk(c: int) -> None:
             ks = by_chunk[c]
@@ -600,7 +622,23 @@ class FrameStore:
         if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:
             return self.read_rows(video_id, [row])[0]
         buf = np.empty((1, *reader.shape[1:]), np.uint8)  # one-frame chunk: decoded straight into the result
-        return reader.read_chunk(row, buf)[0]
+        try:
+            return reader.read_chunk(row, buf)[0]
+        except StoreError as err:
+            raise self._chunk_error(err, video_id, reader, row) from err
+
+    def _chunk_error(self, err: StoreError, video_id: str, reader: FramesReader, c: int) -> StoreError:
+        """``err`` of reading chunk ``c`` of a video, as the same error class naming the video, chunk, rows, store."""
+        cf = reader.chunk_frames
+        rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
+        remedy = "`vidlabel verify` checks every chunk"
+        if isinstance(err, StoreCorruptError):
+            remedy = "`vidlabel verify` lists every damaged chunk; export again into an empty folder to rewrite it"
+        return type(err)(
+            f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} ({remedy})",
+            path=str(self.path),
+            video_id=video_id,
+        )
 
     def frame(self, i: int) -> np.ndarray:
         """The stored frame of sample ``i``: (H, W, 3) uint8."""
@@ -635,7 +673,7 @@ class FrameStore:
     # -- samples ------------------------------------------------------------------------------------------------
 
     def select(self, **options: Any) -> Any:
-        """A :class:`~vidlabel.store.selection.StoreSamples` over this store (kinds, labels, box format, ...)."""
+        """A :class:`~vidlabel.store.StoreSamples` over this store (kinds, labels, box format, ...)."""
         from vidlabel.store._selection import StoreSamples
 
         return StoreSamples(self, **options)
@@ -697,6 +735,7 @@ def open_store(
     *,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     storage_options: Mapping[str, Any] | None = None,
+    verify_checksums: bool = True,
 ) -> FrameStore:
     """Open an exported frame store, or a folder of stores read as one, locally or at a URL.
 
@@ -710,6 +749,8 @@ def open_store(
         Bound of the per-process chunk cache in bytes.
     storage_options : mapping, optional
         fsspec filesystem options for a URL (credentials, endpoint, ...).
+    verify_checksums : bool
+        Check every frame chunk read against its stored CRC-32C (default; see :class:`FrameStore`).
 
     Returns
     -------
@@ -718,6 +759,6 @@ def open_store(
     Raises
     ------
     StoreError, StoreIncompleteError, SchemaVersionError, OptionError
-        See :class:`FrameStore`.
+        See :class:`FrameStore` (reads raise :class:`~vidlabel.errors.StoreCorruptError` on a damaged chunk).
     """
-    return FrameStore(path, cache_bytes=cache_bytes, storage_options=storage_options)
+    return FrameStore(path, cache_bytes=cache_bytes, storage_options=storage_options, verify_checksums=verify_checksums)

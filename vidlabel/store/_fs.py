@@ -1,17 +1,29 @@
-"""File-system helpers of the store: the single-writer lock and atomic publishing by rename."""
+"""File-system helpers of the store: the single-writer lock, atomic publishing by rename, and the rule that
+nothing a store names (a link, a file, a key) is read from outside the store folder."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import socket
 from pathlib import Path
 from typing import IO, Any
 
-from vidlabel.errors import StoreLockedError
+from vidlabel.errors import StoreError, StoreLockedError
 
-__all__ = ["LOCK_NAME", "StoreLock", "fsync_dir", "link_or_copy_tree", "publish", "remove"]
+__all__ = [
+    "LOCK_NAME",
+    "StoreLock",
+    "fsync_dir",
+    "inside_store",
+    "link_or_copy_tree",
+    "open_no_follow",
+    "plain_name",
+    "publish",
+    "remove",
+]
 
 #: Lock file kept in the store folder while a writer works on it.
 LOCK_NAME = ".vidlabel-lock"
@@ -148,3 +160,82 @@ def link_or_copy_tree(src: Path, dst: Path) -> None:
                 os.link(s, d)
             except OSError:
                 shutil.copy2(s, d)
+
+
+def inside_store(root: str | os.PathLike[str], path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` resolved (every symbolic link followed, ``..`` removed), refused if it leaves store folder ``root``.
+
+    Called on every file and folder a store reader opens by a name the store
+    holds (an HDF5 external link's file name, a listed unit or video, a Zarr
+    group or array folder), so that a tampered store cannot make vidlabel read
+    a file beside or above it.
+
+    Parameters
+    ----------
+    root : path
+        The store folder (itself resolved first, so a store reached through a symbolic link works).
+    path : path
+        What the store names, relative to the current directory or absolute.
+    what : str
+        What it is, for the message (``"external link 'frames' of '.../videos/a.h5'"``).
+
+    Returns
+    -------
+    Path
+        The resolved path.
+
+    Raises
+    ------
+    StoreError
+        If the resolved path is not ``root`` or inside it; names ``what`` and where it leads.
+    """
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real != real_root and not real.is_relative_to(real_root):
+        raise StoreError(
+            f"frame store {str(root)!r}: {what} leads to {str(real)!r}, outside the store folder: refused "
+            "(a store's links and names must stay inside it)",
+            path=str(root),
+        )
+    return real
+
+
+def plain_name(name: str, what: str, where: str) -> str:
+    """``name`` if it is one plain path component (no ``/``, ``\\``, NUL, and not ``""``, ``.`` or ``..``).
+
+    Raises
+    ------
+    StoreError
+        Otherwise; names ``what``, the name and ``where`` it was read.
+    """
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+        raise StoreError(
+            f"{where}: {what} {name!r} is not a plain name (a path component without '/', '\\\\' or '..'): refused",
+            path=where,
+        )
+    return name
+
+
+def open_no_follow(path: Path, what: str) -> int:
+    """A read-only file descriptor of ``path``, refusing a symbolic link as its last component.
+
+    Chunk files are opened this way: their folder was checked with
+    :func:`inside_store` once, and a symbolic link put in place of a chunk
+    file would otherwise lead anywhere. (``O_NOFOLLOW`` costs nothing.)
+
+    Raises
+    ------
+    StoreError
+        If ``path`` is a symbolic link.
+    FileNotFoundError
+        If there is no such file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        return os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise StoreError(
+                f"{what} {str(path)!r} is a symbolic link: refused (a store's files must be its own)", path=str(path)
+            ) from err
+        raise

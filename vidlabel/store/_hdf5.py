@@ -17,13 +17,16 @@ attribute value is JSON text. Small arrays carry HDF5's fletcher32 checksum;
 frame chunks a CRC-32C each in ``frames_crc32c``. Compressed chunks are
 read with ``read_direct_chunk``, uncompressed ones copied out of a read-only
 memory map of the (immutable) frames file (HDF5's own chunk cache is set to
-0: vidlabel's :class:`~vidlabel.store.cache.ChunkCache` does the caching).
+0: vidlabel's :class:`~vidlabel.store.ChunkCache` does the caching).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
+import os
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -34,12 +37,26 @@ import numpy as np
 from vidlabel.errors import StoreError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec
-from vidlabel.store._fs import fsync_file, publish, remove
+from vidlabel.store._fs import fsync_file, inside_store, publish, remove
 
 __all__ = ["HDF5Backend"]
 
 ROOT_FILE = "store.h5"
 PARTIAL = ".partial"
+
+#: How the first read of an uncompressed chunk in a process meets the read-only memory map of the frames file:
+#: "populate" maps the chunk's pages in one ``madvise(MADV_POPULATE_READ)`` call (Linux 5.14+; elsewhere, or
+#: where the kernel refuses it, the plain page faults), "pread" copies it with ``os.preadv`` (later reads use
+#: the map), "fault" lets the copy fault the pages in (15-45 minor faults per 480p/720p frame measured on
+#: issue 15's machines). ``scripts/bench_storeframes.py`` measures the three in one run.
+FIRST_TOUCH = "populate"
+#: Uncompressed frames units are written with ``O_DIRECT`` (Linux) into chunks HDF5 allocates up front as one
+#: contiguous block (see :class:`_DirectRegion`); False, or ``VIDLABEL_HDF5_DIRECT_WRITE=0``, or a file system
+#: that refuses ``O_DIRECT``, writes each chunk through the page cache with ``write_direct_chunk``.
+DIRECT_WRITE = True
+_DIRECT_STAGE_BYTES = 8 << 20  # bytes gathered before one O_DIRECT write
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22 if sys.platform.startswith("linux") else None)
+_PAGE = mmap.PAGESIZE
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
@@ -49,6 +66,90 @@ def _open(path: Path, mode: str = "r") -> h5py.File:
         return h5py.File(path, mode)
     except OSError as err:
         raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {err}", path=str(path)) from err
+
+
+def _open_inside(root: Path, path: Path, what: str) -> tuple[h5py.File, Path]:
+    """Open a store file for reading, refusing one outside the store folder and one whose links leave it.
+
+    Returns the open file and its resolved path.
+    """
+    real = inside_store(root, path, what)
+    f = _open(real)
+    try:
+        _check_links(f, real, root)
+    except BaseException:
+        f.close()
+        raise
+    return f, real
+
+
+def _link_target(root: Path, path: Path, name: str, filename: str) -> Path:
+    """The file an external link ``name`` of file ``path`` names, resolved; refused outside the store folder."""
+    return inside_store(root, path.parent / filename, f"external link {name!r} of {str(path)!r} (to {filename!r})")
+
+
+def _check_links(f: h5py.File, path: Path, root: Path) -> None:
+    """Refuse an open store file with an external link that leads outside the store folder.
+
+    ``H5Lvisit`` lists every link of the file without traversing external
+    links; each one's file name is resolved relative to the file's folder
+    (as vidlabel writes them) and must stay inside ``root``.
+    """
+    found: list[tuple[str, str]] = []
+
+    def visit(name: bytes, info: Any) -> None:
+        if info.type == h5py.h5l.TYPE_EXTERNAL:
+            filename, _obj = f.id.links.get_val(name)
+            found.append((name.decode(errors="replace"), filename.decode(errors="replace")))
+
+    f.id.links.visit(visit, info=True)
+    for name, filename in found:
+        _link_target(root, path, name, filename)
+
+
+def _check_dataset(ds: h5py.Dataset, name: str, path: Path) -> None:
+    """Refuse a dataset whose data lies in other files (HDF5 external storage, or a virtual dataset)."""
+    dcpl = ds.id.get_create_plist()
+    if dcpl.get_external_count() > 0:
+        files = [dcpl.get_external(i)[0].decode(errors="replace") for i in range(dcpl.get_external_count())]
+        raise StoreError(
+            f"{str(path)!r}: dataset {name!r} keeps its data in external files {files}: refused "
+            "(a store's arrays are stored in its own files)",
+            path=str(path),
+        )
+    if dcpl.get_layout() == h5py.h5d.VIRTUAL:
+        raise StoreError(
+            f"{str(path)!r}: dataset {name!r} is a virtual dataset (its data maps to other files): refused",
+            path=str(path),
+        )
+
+
+def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
+    """Array ``name`` of an open store file, whole; an external link on the way is followed by vidlabel
+    (resolved and checked with :func:`_link_target`), never by HDF5."""
+    parts = name.strip("/").split("/")
+    for k in range(1, len(parts)):  # groups on the way
+        link = f.get("/".join(parts[:k]), getlink=True)
+        if isinstance(link, h5py.ExternalLink):
+            return _read_linked(root, path, "/".join(parts[:k]), link, "/".join(parts[k:]))
+    link = f.get(name, getlink=True)
+    if link is None:
+        raise KeyError(name)
+    if isinstance(link, h5py.ExternalLink):
+        return _read_linked(root, path, name, link, "")
+    ds = f[name]
+    if not isinstance(ds, h5py.Dataset):
+        raise StoreError(f"{str(path)!r}: {name!r} is not an array", path=str(path))
+    _check_dataset(ds, name, path)
+    return np.asarray(ds[()])
+
+
+def _read_linked(root: Path, path: Path, name: str, link: h5py.ExternalLink, rest: str) -> np.ndarray:
+    target = _link_target(root, path, name, link.filename)
+    g, real = _open_inside(root, target, f"external link {name!r} of {str(path)!r}")
+    with g:
+        inner = link.path.strip("/") + (f"/{rest}" if rest else "")
+        return _read_array(g, real, root, inner)
 
 
 def _set_attrs(obj: h5py.HLObject, attrs: dict[str, Any]) -> None:
@@ -75,9 +176,14 @@ def _write_array(group: h5py.Group, name: str, arr: np.ndarray) -> None:
         group.create_dataset(name, data=arr)
 
 
-def _create_frames(f: h5py.File, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec) -> h5py.Dataset:
+def _create_frames(
+    f: h5py.File, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, *, early: bool = False
+) -> h5py.Dataset:
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_chunk((chunk_frames, *shape[1:]))
+    if early:  # every chunk's space allocated now (one block), nothing filled: the direct writer fills it
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     filt = codec.hdf5_filter()
     if filt is not None:
         fid, cd_values, optional = filt
@@ -94,6 +200,87 @@ def _create_frames(f: h5py.File, shape: tuple[int, int, int, int], chunk_frames:
     return h5py.Dataset(dsid)
 
 
+def _direct_write_wanted() -> bool:
+    env = os.environ.get("VIDLABEL_HDF5_DIRECT_WRITE", "").strip().lower()
+    return DIRECT_WRITE and env not in ("0", "false", "no", "off") and hasattr(os, "O_DIRECT")
+
+
+class _DirectRegion:
+    """The chunks of an uncompressed frames file, written in order as one byte stream past the page cache.
+
+    HDF5 allocated the chunks as one contiguous block at ``base`` (early allocation, no fill). Bytes are
+    gathered in a page-aligned staging buffer and written with ``O_DIRECT`` in :data:`_DIRECT_STAGE_BYTES`
+    pieces (``os.pwrite`` releases the GIL); the block's unaligned first and last bytes go through the page
+    cache, so no page HDF5's own (buffered) metadata writes share is ever written directly. Issue 15: on
+    the VMs measured, a buffered write of a 720p frame cost 2-5 ms of system time copying into fresh page
+    cache pages (the same for ``numpy.tofile``), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
+    """
+
+    def __init__(self, path: Path, base: int, nbytes: int) -> None:
+        self.base, self.end, self.pos = base, base + nbytes, base
+        self._aligned = -(-base // _PAGE) * _PAGE  # first byte written directly
+        self._plain = os.open(path, os.O_WRONLY)
+        try:
+            self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+        except OSError:
+            os.close(self._plain)
+            raise
+        self._stage = mmap.mmap(-1, _DIRECT_STAGE_BYTES)  # page aligned, reused
+        self._filled = 0  # staged bytes, starting at file offset self._stage_at
+        self._stage_at = self._aligned
+
+    def write(self, data: memoryview) -> None:
+        """Append ``data`` (the next chunk's bytes) to the stream."""
+        if self.pos + data.nbytes > self.end:
+            raise StoreError(f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}")
+        if self.pos < self._aligned:  # the unaligned head, buffered
+            k = min(self._aligned - self.pos, data.nbytes)
+            _pwrite_all(self._plain, data[:k], self.pos)
+            self.pos += k
+            data = data[k:]
+        while data.nbytes:
+            k = min(_DIRECT_STAGE_BYTES - self._filled, data.nbytes)
+            self._stage[self._filled : self._filled + k] = data[:k]
+            self._filled += k
+            self.pos += k
+            data = data[k:]
+            if self._filled == _DIRECT_STAGE_BYTES:
+                self._flush_stage(_DIRECT_STAGE_BYTES)
+
+    def _flush_stage(self, n_direct: int) -> None:
+        if n_direct:
+            _pwrite_all(self._direct, memoryview(self._stage)[:n_direct], self._stage_at)
+        rest = self._filled - n_direct
+        if rest:  # the unaligned tail of the block, buffered
+            _pwrite_all(self._plain, memoryview(self._stage)[n_direct : self._filled], self._stage_at + n_direct)
+        self._stage_at += self._filled
+        self._filled = 0
+
+    def finish(self) -> None:
+        """Write what is staged (its aligned part directly, the rest buffered) and close the descriptors."""
+        try:
+            if self._filled:
+                self._flush_stage(self._filled // _PAGE * _PAGE)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for fd in (self._direct, self._plain):
+            if fd >= 0:
+                os.close(fd)
+        self._direct = self._plain = -1
+        if not self._stage.closed:
+            self._stage.close()
+
+
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    while data.nbytes:
+        done = os.pwrite(fd, data, offset)
+        if done <= 0:
+            raise OSError(errno.EIO, f"short write at byte {offset}")
+        data, offset = data[done:], offset + done
+
+
 class HDF5FramesReader(FramesReader):
     """Chunks of ``/frames`` in one frames file.
 
@@ -108,10 +295,14 @@ class HDF5FramesReader(FramesReader):
 
     backend = "hdf5"
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file = _open(path)
+    def __init__(self, path: Path, root: Path | None = None) -> None:
+        root = path.parent.parent if root is None else root  # OUT/frames/<key>.h5
+        self._file, self.path = _open_inside(root, path, "frames file")
+        self.root = root
         ds = self._file["frames"]
+        if not isinstance(ds, h5py.Dataset):
+            raise StoreError(f"frames file {str(self.path)!r}: 'frames' is not an array", path=str(self.path))
+        _check_dataset(ds, "frames", self.path)
         attrs = _get_attrs(self._file)
         super().__init__(ds.shape, int(attrs["chunk_frames"]), attrs["codec"])
         self._ds = ds
@@ -119,6 +310,9 @@ class HDF5FramesReader(FramesReader):
         self._mmap: mmap.mmap | None = None
         self._mapped: np.ndarray | None = None  # the whole file as uint8, a view of the map
         self._offsets: np.ndarray | None = None
+        self._fd = -1  # for "pread" first touches
+        self._touched = bytearray()  # per chunk: read through the map in this process already
+        self._first_touch = FIRST_TOUCH
         if self.codec.name == "none":
             self._map_chunks()
 
@@ -134,15 +328,49 @@ class HDF5FramesReader(FramesReader):
             self._dsid.chunk_iter(visit)
             with open(self.path, "rb") as fh:
                 self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                if self._first_touch == "pread":
+                    self._fd = os.dup(fh.fileno())
         except (AttributeError, OSError, ValueError):  # old HDF5 without chunk_iter, or no mmap here
             return
         self._mapped = np.frombuffer(self._mmap, dtype=np.uint8)
         self._offsets = offsets
         self._chunk_bytes = chunk_bytes
+        self._touched = bytearray(self.n_chunks)
+
+    def _copy_mapped(self, index: int, offset: int, out: np.ndarray) -> None:
+        """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``.
+
+        The map is read-only and the file immutable: ``out`` never shares memory with it. The first read of
+        a chunk in this process takes its pages in as :data:`FIRST_TOUCH` says, instead of one page fault
+        per few pages during the copy.
+        """
+        assert self._mapped is not None
+        end = offset + self._chunk_bytes
+        if not self._touched[index]:
+            self._touched[index] = 1
+            if self._first_touch == "populate" and _MADV_POPULATE_READ is not None and self._mmap is not None:
+                start = offset - offset % _PAGE
+                try:
+                    self._mmap.madvise(_MADV_POPULATE_READ, start, end - start)
+                except (OSError, ValueError):  # an older kernel: plain faults from now on
+                    self._first_touch = "fault"
+            elif self._first_touch == "pread" and self._fd >= 0:
+                view, done = memoryview(out.data), 0
+                while done < self._chunk_bytes:
+                    got = os.preadv(self._fd, [view[done:]], offset + done)
+                    if got <= 0:
+                        break
+                    done += got
+                if done == self._chunk_bytes:
+                    return
+        np.copyto(out, self._mapped[offset:end])
 
     def raw_chunk(self, index: int) -> bytes:
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         return bytes(data)
+
+    def stored_checksums(self) -> np.ndarray:
+        return _read_array(self._file, self.path, self.root, "frames_crc32c")
 
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
@@ -150,15 +378,20 @@ class HDF5FramesReader(FramesReader):
         if self.codec.name == "none":
             offset = -1 if self._offsets is None or not 0 <= index < self._offsets.size else int(self._offsets[index])
             if offset >= 0 and self._mapped is not None:
-                np.copyto(out.reshape(-1), self._mapped[offset : offset + self._chunk_bytes])
+                self._copy_mapped(index, offset, out.reshape(-1))
             else:
                 self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
+            self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
             return out
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        self.check_chunk(index, data)
         return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:
         self._mapped = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -181,13 +414,45 @@ class HDF5FramesWriter(FramesWriter):
         remove(self.partial)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
-        self._ds = _create_frames(self._file, shape, chunk_frames, codec)
+        early = codec.name == "none" and shape[0] > 0 and _direct_write_wanted()
+        self._ds = _create_frames(self._file, shape, chunk_frames, codec, early=early)
         self._chunk_frames = chunk_frames
+        self._direct: _DirectRegion | None = self._direct_region(shape, chunk_frames) if early else None
+        self._next = 0  # the chunk the direct region expects next
+
+    def _direct_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _DirectRegion | None:
+        """The direct writer over the chunks' block, or None where HDF5 did not lay them out back to back or
+        the file system refuses ``O_DIRECT`` (then every chunk goes through ``write_direct_chunk``)."""
+        chunk_bytes = int(np.prod((chunk_frames, *shape[1:])))
+        offsets: list[int] = []
+        try:
+            self._ds.id.chunk_iter(lambda info: offsets.append(int(info.byte_offset)))
+        except (AttributeError, OSError, ValueError):
+            return None
+        n = -(-shape[0] // chunk_frames)
+        if len(offsets) != n or offsets != [offsets[0] + i * chunk_bytes for i in range(n)]:
+            return None
+        self._file.flush()
+        try:
+            return _DirectRegion(self.partial, offsets[0], n * chunk_bytes)
+        except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
+            return None
 
     def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
+        if self._direct is not None:
+            if index == self._next:
+                self._direct.write(memoryview(data).cast("B"))  # type: ignore[arg-type]
+                self._next += 1
+                return
+            # Out of order (never from write_frames): what was staged goes out, then the page cache path.
+            self._direct.finish()
+            self._direct = None
         self._ds.id.write_direct_chunk((index * self._chunk_frames, 0, 0, 0), data)
 
     def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
+        if self._direct is not None:
+            self._direct.finish()
+            self._direct = None
         _write_array(self._file, "frame_number", np.asarray(frame_number, dtype=np.int64))
         _write_array(self._file, "frames_crc32c", np.asarray(crc32c, dtype=np.uint32))
         self._file.attrs["complete"] = json.dumps(True)
@@ -198,6 +463,9 @@ class HDF5FramesWriter(FramesWriter):
         publish(self.partial, self.final)
 
     def abort(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
+            self._direct = None
         if self._file.id.valid:
             self._file.close()
         remove(self.partial)
@@ -206,23 +474,29 @@ class HDF5FramesWriter(FramesWriter):
 class HDF5VideoReader(VideoReader):
     """A video file ``videos/<id>.h5`` (its frames through the external link)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file = _open(path)
+    def __init__(self, path: Path, root: Path | None = None) -> None:
+        self.root = path.parent.parent if root is None else root  # OUT/videos/<id>.h5
+        self._file, self.path = _open_inside(self.root, path, "video file")
         self.attrs = _get_attrs(self._file)
 
     def array(self, name: str) -> np.ndarray:
         try:
-            return np.asarray(self._file[name][()])
+            return _read_array(self._file, self.path, self.root, name)
         except KeyError as err:
             raise StoreError(f"video file {str(self.path)!r} has no array {name!r}", path=str(self.path)) from err
 
     def frames(self) -> HDF5FramesReader:
-        """A new reader of the linked frames file (the caller closes it; it outlives this reader)."""
+        """A new reader of the linked frames file (the caller closes it; it outlives this reader).
+
+        Raises
+        ------
+        StoreError
+            If ``frames`` is not an external link, or its file lies outside the store folder.
+        """
         link = self._file.get("frames", getlink=True)
         if not isinstance(link, h5py.ExternalLink):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
-        return HDF5FramesReader((self.path.parent / link.filename).resolve())
+        return HDF5FramesReader(_link_target(self.root, self.path, "frames", link.filename), self.root)
 
     def close(self) -> None:
         if self._file.id.valid:
@@ -248,9 +522,11 @@ class HDF5Backend(Backend):
     def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
         if not self.root_path.exists():
             return {}, np.zeros((0, 2), np.int64)
-        with _open(self.root_path) as f:
+        f, real = _open_inside(self.folder, self.root_path, "root file")  # also checks every /videos link
+        with f:
             attrs = _get_attrs(f)
-            index = np.asarray(f["index"][()], dtype=np.int64).reshape(-1, 2) if "index" in f else None
+            has_index = f.get("index", getlink=True) is not None
+            index = _read_array(f, real, self.folder, "index").astype(np.int64).reshape(-1, 2) if has_index else None
         return attrs, index if index is not None else np.zeros((0, 2), np.int64)
 
     def _write_root_file(self, attrs: dict[str, Any], index: np.ndarray | None, video_ids: list[str]) -> None:
@@ -285,21 +561,25 @@ class HDF5Backend(Backend):
         if not frames_dir.is_dir():
             return units
         for path in sorted(frames_dir.glob("*.h5")):
+            real = inside_store(self.folder, path, "frames file")  # refused, not skipped, outside the store
             try:
-                with _open(path) as f:
-                    attrs = _get_attrs(f)
-            except StoreError:
+                f = _open(real)
+            except StoreError:  # unreadable (cut short): not a unit; the export rewrites it
                 continue
+            with f:
+                _check_links(f, real, self.folder)
+                attrs = _get_attrs(f)
             if attrs.get("complete") is True and attrs.get("key") == path.stem:
                 units[path.stem] = attrs
         return units
 
     def open_frames_unit(self, key: str) -> HDF5FramesReader:
-        return HDF5FramesReader(self._unit_path(key))
+        return HDF5FramesReader(self._unit_path(key), self.folder)
 
     def unit_frame_number(self, key: str) -> np.ndarray:
-        with _open(self._unit_path(key)) as f:
-            return np.asarray(f["frame_number"][()], dtype=np.int64)
+        f, real = _open_inside(self.folder, self._unit_path(key), "frames file")
+        with f:
+            return _read_array(f, real, self.folder, "frame_number").astype(np.int64)
 
     def frames_writer(
         self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
@@ -321,6 +601,7 @@ class HDF5Backend(Backend):
         path = self._video_path(video_id)
         if not path.exists():
             return None
+        inside_store(self.folder, path, "video file")  # refused, not taken for a missing video
         try:
             with _open(path) as f:
                 return _get_attrs(f)
@@ -350,7 +631,7 @@ class HDF5Backend(Backend):
         path = self._video_path(video_id)
         if not path.exists():
             raise StoreError(f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path})")
-        return HDF5VideoReader(path)
+        return HDF5VideoReader(path, self.folder)
 
     def remove_video(self, video_id: str) -> None:
         remove(self._video_path(video_id))

@@ -19,8 +19,8 @@ The logical layout is the same for HDF5 and Zarr::
                            end_timestamp_us, label_index, annotation_id (M,) int64
     /index                 (N, 2) int64: (position in ``video_ids``, row), the global sample list
 
-How each backend lays this out on disk is in :mod:`vidlabel.store.hdf5` and
-:mod:`vidlabel.store.zarr`. A store is always a folder ``OUT``.
+How each backend lays this out on disk is in :mod:`vidlabel.store._hdf5` and
+:mod:`vidlabel.store._zarr`. A store is always a folder ``OUT``.
 """
 
 from __future__ import annotations

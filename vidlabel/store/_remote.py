@@ -125,7 +125,19 @@ class ObjectStore:
         return self._fs, self._root
 
     def path(self, key: str) -> str:
-        """The filesystem path of ``key`` (what fsspec calls it)."""
+        """The filesystem path of ``key`` (what fsspec calls it).
+
+        Raises
+        ------
+        StoreError
+            If ``key`` would leave the URL: an absolute key, or one with an empty, ``.`` or ``..`` part
+            (keys are built from names a store holds; none may lead outside it).
+        """
+        if key and (key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/"))):
+            raise StoreError(
+                f"key {key!r} under {self.url!r} leaves the store (an absolute key, or a '', '.' or '..' part): refused",
+                path=self.url,
+            )
         root = self._open()[1]
         return f"{root}/{key}" if key else root
 

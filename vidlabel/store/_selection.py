@@ -18,6 +18,7 @@ import numpy as np
 from vidlabel.errors import OptionError
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
+from vidlabel.store._position import sample_position
 
 __all__ = ["StoreSamples"]
 
@@ -181,13 +182,13 @@ class StoreSamples:
 
         Raises
         ------
-        IndexError
-            If ``j`` is outside ``[0, len(self))``.
+        SampleIndexTypeError
+            If ``j`` is not an integer (a float, a string, a bool).
+        SampleOutOfRangeError
+            If ``j`` is outside ``[-len(self), len(self))``.
         """
-        n = len(self)
-        if not -n <= int(j) < n:
-            raise IndexError(f"sample {j} out of range [0, {n})")
-        return self.store.locate(int(self._positions[int(j)]))
+        where = f"the {len(self)} selected samples of store {str(self.store.path)!r}"
+        return self.store.locate(int(self._positions[sample_position(j, len(self), where)]))
 
     # -- samples ----------------------------------------------------------------------------------------------
 
@@ -251,29 +252,35 @@ class StoreSamples:
         return self.sample_row(video_id, row)
 
     def samples(
-        self, js: Sequence[int], allocate: Callable[[tuple[int, int, int, int]], np.ndarray] | None = None
+        self, js: Sequence[int], allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
     ) -> list[dict[str, Any]]:
         """Several samples, their frames read grouped by video and chunk (each chunk once).
 
         ``allocate``, when two or more frames all share a size (H, W), is
         called once with ``(len(js), H, W, 3)`` and returns a C-contiguous
         uint8 array that receives the frames: each sample's ``image`` is then
-        a view of its row.
+        a view of its row. When their sizes differ it is called once with
+        ``(nbytes,)``, the frames' bytes together, and each ``image`` is a
+        view of that flat buffer, back to back in the order of ``js``.
         """
         located = [self.locate(j) for j in js]
-        out = None
+        dest_of: list[np.ndarray] | None = None
         if allocate is not None and len(located) > 1:
-            sizes = {(t.height, t.width) for t in (self._targets(video_id) for video_id, _row in located)}
-            if len(sizes) == 1:
-                ((height, width),) = sizes
-                out = allocate((len(located), height, width, 3))
+            shapes = [(t.height, t.width, 3) for t in (self._targets(video_id) for video_id, _row in located)]
+            if len(set(shapes)) == 1:
+                out = allocate((len(located), *shapes[0]))
+                dest_of = [out[k] for k in range(len(located))]
+            else:
+                ends = np.cumsum([h * w * c for h, w, c in shapes]).tolist()
+                flat = allocate((int(ends[-1]),))
+                dest_of = [flat[e - h * w * c : e].reshape(h, w, c) for e, (h, w, c) in zip(ends, shapes)]
         by_video: dict[str, list[int]] = {}
         for k, (video_id, _row) in enumerate(located):
             by_video.setdefault(video_id, []).append(k)
         images: list[np.ndarray | None] = [None] * len(located)
         for video_id, ks in by_video.items():
             rows = [located[k][1] for k in ks]
-            dest = None if out is None else [out[k] for k in ks]
+            dest = None if dest_of is None else [dest_of[k] for k in ks]
             for k, img in zip(ks, self.store.read_rows(video_id, rows, dest)):
                 images[k] = img
         return [self.sample_row(v, r, image=img) for (v, r), img in zip(located, images)]

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vidlabel.errors import StoreError, VidlabelError
+from vidlabel.store._backend import Backend, FramesReader
 from vidlabel.store._framestore import backend_for, find_stores
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
-__all__ = ["verify_store"]
+__all__ = ["damaged_unit_chunks", "verify_store"]
 
 
 def verify_store(
@@ -65,8 +66,6 @@ def verify_store(
 def _verify_one(
     folder: Path | str, report: dict[str, Any], bar: Any, storage_options: Mapping[str, Any] | None
 ) -> None:
-    import google_crc32c
-
     problems: list[str] = report["problems"]
     backend = backend_for(folder, storage_options=storage_options)
     attrs, index = backend.read_root()
@@ -92,7 +91,7 @@ def _verify_one(
         if vid not in on_disk:
             continue
         try:
-            t = _verify_video(backend, vid, frames_only, report, bar, google_crc32c)
+            t = _verify_video(backend, vid, frames_only, report, bar)
         except (VidlabelError, OSError, KeyError, ValueError) as err:
             problems.append(f"{where}: video {vid!r}: cannot be read: {err}")
             continue
@@ -113,7 +112,7 @@ def _verify_one(
         problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
 
 
-def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, Any], bar: Any, crc: Any) -> int:
+def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, Any], bar: Any) -> int:
     problems: list[str] = report["problems"]
     where = f"{backend.folder}: video {vid!r}"
     video = backend.open_video(vid)
@@ -154,20 +153,77 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, A
         if checks.shape != (frames.n_chunks,):
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
         else:
-            for c in range(frames.n_chunks):
-                if c % 64 == 0:  # a store at a URL fetches 64 chunks at a time (no-op for local files)
-                    frames.prefetch(range(c, min(c + 64, frames.n_chunks)))
-                data = frames.raw_chunk(c)
+
+            def on_chunk(size: int) -> None:
                 report["chunks"] += 1
-                report["bytes"] += len(data)
-                if crc.value(data) != int(checks[c]):
-                    rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
-                    problems.append(f"{where}: chunk {c} ({rows}) fails its CRC-32C checksum")
+                report["bytes"] += size
                 if bar is not None:
                     bar.update(1)
+
+            for c in _failing_chunks(frames, checks, on_chunk):
+                rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
+                problems.append(f"{where}: chunk {c} ({rows}) fails its CRC-32C checksum")
         frames.close()
         report["videos"] += 1
         report["frames"] += t
         return t
     finally:
         video.close()
+
+
+def _failing_chunks(
+    frames: FramesReader, checks: np.ndarray, on_chunk: Callable[[int], None] | None = None
+) -> list[int]:
+    """Indices of the chunks of ``frames`` whose stored bytes fail their CRC-32C in ``checks`` ((n_chunks,)
+    uint32); ``on_chunk`` hears the size of each chunk read."""
+    import google_crc32c
+
+    failing = []
+    for c in range(frames.n_chunks):
+        if c % 64 == 0:  # a store at a URL fetches 64 chunks at a time (no-op for local files)
+            frames.prefetch(range(c, min(c + 64, frames.n_chunks)))
+        data = frames.raw_chunk(c)
+        if on_chunk is not None:
+            on_chunk(len(data))
+        if google_crc32c.value(data) != int(checks[c]):
+            failing.append(c)
+    return failing
+
+
+def damaged_unit_chunks(backend: Backend, key: str) -> list[int] | None:
+    """The chunks of local frames unit ``key`` that fail their CRC-32C: ``[]`` when it is sound, None when the
+    unit cannot be read at all (its checksums or frames are missing or unreadable).
+
+    An export calls this on every stored unit it reuses or copies from, so that a damaged unit is written again
+    instead of being kept as "up to date".
+    """
+    try:
+        frames = backend.open_frames_unit(key)
+    except (VidlabelError, OSError, KeyError, ValueError):
+        return None
+    try:
+        checks = _unit_checksums(backend, key)
+        if checks.shape != (frames.n_chunks,):
+            return None
+        return _failing_chunks(frames, checks)
+    except (VidlabelError, OSError, KeyError, ValueError):
+        return None
+    finally:
+        frames.close()
+
+
+def _unit_checksums(backend: Backend, key: str) -> np.ndarray:
+    """(n_chunks,) uint32 CRC-32C of the chunks of a local frames unit, as its writer recorded them."""
+    if backend.name == "hdf5":
+        from vidlabel.store._hdf5 import HDF5Backend, _open
+
+        assert isinstance(backend, HDF5Backend)
+        with _open(backend._unit_path(key)) as f:
+            return np.asarray(f["frames_crc32c"][()], dtype=np.uint32)
+    from vidlabel.store._zarr import ZarrBackend, _read_array
+
+    assert isinstance(backend, ZarrBackend)
+    where = backend._unit_dirs().get(key)
+    if where is None:
+        raise StoreError(f"frame store {str(backend.folder)!r} has no frames unit {key!r}")
+    return np.asarray(_read_array(where / "frames_crc32c"), dtype=np.uint32)

@@ -17,7 +17,7 @@ hard-links that group's chunk files (copies where links are unsupported), so
 it decodes nothing. Small arrays use the ``bytes`` + ``crc32c`` codecs and are
 read directly from their single chunk file (the Zarr API costs ~3 ms per
 array); frame chunks are read directly from their files and decoded by
-:mod:`vidlabel.store.codecs`. ``png`` and ``jpeg`` frames declare the codecs
+:mod:`vidlabel.store._codecs`. ``png`` and ``jpeg`` frames declare the codecs
 ``vidlabel.png`` / ``vidlabel.jpeg``, registered with Zarr when this module is
 imported, so ``zarr.open_array`` reads them too.
 """
@@ -37,7 +37,7 @@ import numpy as np
 from vidlabel.errors import StoreError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec, get_codec
-from vidlabel.store._fs import fsync_dir, link_or_copy_tree, publish, remove
+from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
 from vidlabel.store._remote import ObjectStore, is_url, parse_json
 
 __all__ = ["ZarrBackend", "ZarrURLBackend"]
@@ -49,12 +49,23 @@ TRASH = ".trash"
 # -- zarr.json helpers ----------------------------------------------------------------------------------------
 
 
-def _read_meta(path: Path) -> dict[str, Any] | None:
+def _read_meta(path: Path, root: Path | None = None) -> dict[str, Any] | None:
+    """The ``zarr.json`` of a group or array folder (None if missing or unreadable); with ``root``, a folder or
+    file that leads outside store folder ``root`` (a symbolic link) is refused (StoreError)."""
+    if root is not None:
+        inside_store(root, path / "zarr.json", "Zarr metadata")
     try:
         data = (path / "zarr.json").read_bytes()
     except OSError:
         return None
     return parse_json(data)
+
+
+def _read_file(path: Path, what: str) -> bytes:
+    """The bytes of a chunk file, refusing a symbolic link in its place (its folder was checked)."""
+    fd = open_no_follow(path, what)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def _write_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -136,9 +147,12 @@ def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.nd
     return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
 
 
-def _read_array(path: Path) -> np.ndarray:
-    """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API)."""
-    meta = _read_meta(path)
+def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
+    """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API); with
+    ``root``, an array folder or chunk file leading outside store folder ``root`` is refused (StoreError)."""
+    if root is not None:
+        inside_store(root, path, "Zarr array")
+    meta = _read_meta(path, root)
     if meta is None or meta.get("node_type") != "array":
         raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
     if not _is_small(meta):
@@ -146,7 +160,7 @@ def _read_array(path: Path) -> np.ndarray:
 
         return np.asarray(zarr.open_array(str(path), mode="r")[...])
     try:
-        data: bytes | None = (path / _small_chunk_key(meta["shape"])).read_bytes()
+        data: bytes | None = _read_file(path / _small_chunk_key(meta["shape"]), "chunk file")
     except FileNotFoundError:
         data = None
     return _decode_small(meta, data, str(path))
@@ -187,8 +201,10 @@ class ZarrFramesReader(FramesReader):
 
     backend = "zarr"
 
-    def __init__(self, frames_dir: Path) -> None:
-        meta = _read_meta(frames_dir)
+    def __init__(self, frames_dir: Path, root: Path | None = None) -> None:
+        self.root = frames_dir.parent.parent.parent if root is None else root  # OUT/videos/<id>/frames
+        frames_dir = inside_store(self.root, frames_dir, "frames array")
+        meta = _read_meta(frames_dir, self.root)
         if meta is None:
             raise StoreError(f"no Zarr frames array at {str(frames_dir)!r}", path=str(frames_dir))
         attrs = meta.get("attributes", {})
@@ -198,9 +214,12 @@ class ZarrFramesReader(FramesReader):
         self.path = frames_dir
         self.attrs = attrs
 
+    def stored_checksums(self) -> np.ndarray:
+        return _read_array(self.path.parent / "frames_crc32c", self.root)
+
     def raw_chunk(self, index: int) -> bytes:
         try:
-            return _chunk_path(self.path, index).read_bytes()
+            return _read_file(_chunk_path(self.path, index), "chunk file")
         except FileNotFoundError as err:
             raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
 
@@ -209,14 +228,16 @@ class ZarrFramesReader(FramesReader):
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
         if self.codec.name == "none":
             try:
-                with open(_chunk_path(self.path, index), "rb", buffering=0) as fh:
+                fd = open_no_follow(_chunk_path(self.path, index), "chunk file")
+                with os.fdopen(fd, "rb", buffering=0) as fh:
                     n = fh.readinto(memoryview(out.reshape(-1)))  # type: ignore[arg-type]
             except FileNotFoundError as err:
                 raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
             if n != out.nbytes:
                 raise StoreError(f"chunk {index} of {str(self.path)!r} holds {n} bytes, expected {out.nbytes}")
+            self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
             return out
-        return self.codec.decode(self.raw_chunk(index), out, self.backend)
+        return super().read_chunk(index, out)  # raw_chunk, check_chunk, decode
 
 
 class ZarrFramesWriter(FramesWriter):
@@ -260,18 +281,19 @@ class ZarrFramesWriter(FramesWriter):
 class ZarrVideoReader(VideoReader):
     """A published video group."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        meta = _read_meta(path)
+    def __init__(self, path: Path, root: Path | None = None) -> None:
+        self.root = path.parent.parent if root is None else root  # OUT/videos/<id>
+        self.path = inside_store(self.root, path, "video group")
+        meta = _read_meta(self.path, self.root)
         if meta is None:
             raise StoreError(f"no Zarr group at {str(path)!r}", path=str(path))
         self.attrs = dict(meta.get("attributes", {}))
 
     def array(self, name: str) -> np.ndarray:
-        return _read_array(self.path / name)
+        return _read_array(self.path / name, self.root)
 
     def frames(self) -> ZarrFramesReader:
-        return ZarrFramesReader(self.path / "frames")
+        return ZarrFramesReader(self.path / "frames", self.root)
 
 
 class ZarrBackend(Backend):
@@ -285,13 +307,13 @@ class ZarrBackend(Backend):
         return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
 
     def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
-        meta = _read_meta(self.folder)
+        meta = _read_meta(self.folder, self.folder)
         if meta is None:
             return {}, np.zeros((0, 2), np.int64)
         attrs = dict(meta.get("attributes", {}))
         index = np.zeros((0, 2), np.int64)
         if (self.folder / "index" / "zarr.json").exists():
-            index = _read_array(self.folder / "index").astype(np.int64).reshape(-1, 2)
+            index = _read_array(self.folder / "index", self.folder).astype(np.int64).reshape(-1, 2)
         return attrs, index
 
     def mark_incomplete(self, attrs: dict[str, Any]) -> None:
@@ -317,14 +339,15 @@ class ZarrBackend(Backend):
         videos = self.folder / "videos"
         if videos.is_dir():
             for group in sorted(videos.iterdir()):
-                meta = _read_meta(group / "frames")
+                meta = _read_meta(group / "frames", self.folder)  # a group leading outside the store is refused
                 attrs = (meta or {}).get("attributes", {})
                 if attrs.get("complete") is True and attrs.get("key"):
-                    found.setdefault(attrs["key"], group)
+                    key = plain_name(attrs["key"], "frames unit key", str(group / "frames" / "zarr.json"))
+                    found.setdefault(key, group)
         partial = self.folder / PARTIAL
         if partial.is_dir():
             for unit in sorted(partial.glob("frames-*")):
-                meta = _read_meta(unit)
+                meta = _read_meta(unit, self.folder)
                 attrs = (meta or {}).get("attributes", {})
                 if attrs.get("complete") is True and attrs.get("key") == unit.name[len("frames-") :]:
                     found.setdefault(attrs["key"], unit)
@@ -333,7 +356,7 @@ class ZarrBackend(Backend):
     def frames_units(self) -> dict[str, dict[str, Any]]:
         out = {}
         for key, where in self._unit_dirs().items():
-            meta = _read_meta(where / "frames")
+            meta = _read_meta(where / "frames", self.folder)
             if meta is not None:
                 out[key] = dict(meta.get("attributes", {}))
         return out
@@ -342,13 +365,13 @@ class ZarrBackend(Backend):
         where = self._unit_dirs().get(key)
         if where is None:
             raise StoreError(f"frame store {str(self.folder)!r} has no frames unit {key!r}")
-        return ZarrFramesReader(where / "frames")
+        return ZarrFramesReader(where / "frames", self.folder)
 
     def unit_frame_number(self, key: str) -> np.ndarray:
         where = self._unit_dirs().get(key)
         if where is None:
             raise StoreError(f"frame store {str(self.folder)!r} has no frames unit {key!r}")
-        return _read_array(where / "frame_number")
+        return _read_array(where / "frame_number", self.folder)
 
     def frames_writer(
         self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
@@ -367,7 +390,7 @@ class ZarrBackend(Backend):
         return sorted(unquote(p.name) for p in videos.iterdir() if (p / "zarr.json").exists())
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
-        meta = _read_meta(self._video_path(video_id))
+        meta = _read_meta(self._video_path(video_id), self.folder)
         return None if meta is None else dict(meta.get("attributes", {}))
 
     def write_video(
@@ -402,7 +425,7 @@ class ZarrBackend(Backend):
         path = self._video_path(video_id)
         if not (path / "zarr.json").exists():
             raise StoreError(f"frame store {str(self.folder)!r} has no group for video {video_id!r} ({path})")
-        return ZarrVideoReader(path)
+        return ZarrVideoReader(path, self.folder)
 
     def remove_video(self, video_id: str) -> None:
         remove(self._video_path(video_id))
@@ -426,8 +449,29 @@ def _read_only(url: str, what: str) -> StoreError:
     )
 
 
+def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.ndarray:
+    """Array ``name`` of the video group at key ``group``, whole (small ones straight from their chunk,
+    others through Zarr)."""
+    key = f"{group}/{name}"
+    meta = parse_json(store.get(f"{key}/zarr.json"))
+    if meta is None or meta.get("node_type") != "array":
+        raise StoreError(
+            f"no Zarr array {name!r} in video {video_id!r} at {store.url_of(key)!r}",
+            path=store.url_of(key),
+            video_id=video_id,
+        )
+    if not _is_small(meta):
+        import zarr
+
+        arr = zarr.open_array(store.url_of(key), mode="r", storage_options=store.storage_options)
+        return np.asarray(arr[...])
+    size = int(np.prod(meta["shape"]))
+    data = store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
+    return _decode_small(meta, data, store.url_of(key))
+
+
 class ZarrURLFramesReader(FramesReader):
-    """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store.remote.ObjectStore`)."""
+    """Chunks of a ``frames`` array fetched from an object store (:class:`~vidlabel.store._remote.ObjectStore`)."""
 
     backend = "zarr"
 
@@ -442,6 +486,9 @@ class ZarrURLFramesReader(FramesReader):
         self.video_id = video_id
         self.path = store.url_of(key)  # identity in cache keys, and messages
         self._pending: dict[int, bytes | None] = {}
+
+    def stored_checksums(self) -> np.ndarray:
+        return _url_array(self.store, self.key.rpartition("/")[0], "frames_crc32c", self.video_id)
 
     def _chunk_key(self, index: int) -> str:
         return f"{self.key}/c.{index}.0.0.0"
@@ -490,22 +537,7 @@ class ZarrURLVideoReader(VideoReader):
     def array(self, name: str) -> np.ndarray:
         if name in self._arrays:
             return self._arrays.pop(name)
-        key = f"{self.key}/{name}"
-        meta = parse_json(self.store.get(f"{key}/zarr.json"))
-        if meta is None or meta.get("node_type") != "array":
-            raise StoreError(
-                f"no Zarr array {name!r} in video {self.video_id!r} at {self.store.url_of(key)!r}",
-                path=self.store.url_of(key),
-                video_id=self.video_id,
-            )
-        if not _is_small(meta):
-            import zarr
-
-            arr = zarr.open_array(self.store.url_of(key), mode="r", storage_options=self.store.storage_options)
-            return np.asarray(arr[...])
-        size = int(np.prod(meta["shape"]))
-        data = self.store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
-        return _decode_small(meta, data, self.store.url_of(key))
+        return _url_array(self.store, self.key, name, self.video_id)
 
     def frames(self) -> ZarrURLFramesReader:
         key = f"{self.key}/frames"

@@ -1,6 +1,10 @@
 """PyTorch datasets over video (VideoStream, VideoFrames, PlannedStream) and over a frame store (StoreFrames, StoreStream).
 
-The only part of vidlabel that imports torch.
+The only part of vidlabel that imports torch. Private modules: ``_common``
+(``collate_frames``, ``worker_info``: rank x worker sharding, tensor samples),
+``_video`` (over a FrameSamples), ``_store`` (over a FrameStore), ``_shm``
+(shared-memory image slabs for DataLoader workers). Imports
+:mod:`vidlabel.samples`, :mod:`vidlabel.store` and :mod:`vidlabel.video`.
 """
 
 from __future__ import annotations

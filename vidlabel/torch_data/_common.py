@@ -4,18 +4,33 @@ Sharding follows one rule everywhere (video and store datasets alike): the
 shard of this process is ``rank * num_workers + worker`` out of
 ``world_size * num_workers``.
 
-Environment variables (for tests and launchers without a process group):
+Where the rank and world size come from, first found wins:
 
-- ``RANK`` and ``WORLD_SIZE`` (as set by ``torchrun``) override
-  ``torch.distributed``'s rank and world size;
-- ``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
-  worker number and count (``torch.utils.data.get_worker_info()``).
+1. ``RANK`` and ``WORLD_SIZE`` environment variables (as ``torchrun`` sets
+   them; tests and launchers without a process group set them too);
+2. ``torch.distributed.get_rank()`` / ``get_world_size()`` when a process
+   group is initialised in this process (a rank, and the DataLoader workers
+   it forks, which inherit it);
+3. the rank the dataset was pickled in (:class:`RankAware`): a DataLoader
+   worker started by ``spawn`` or ``forkserver`` has no process group, so
+   the datasets carry their rank process's (rank, world size) along;
+4. (0, 1).
+
+``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
+worker number and count (``torch.utils.data.get_worker_info()``).
+
+``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
+the heap in a process that reads samples (default 64 MiB; 0 leaves malloc's
+settings alone), see :func:`vidlabel.video._heap.keep_heap_top`.
 """
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing.context
 import os
 from collections.abc import Mapping, Sequence
+from multiprocessing.sharedctypes import RawValue
 from typing import Any
 
 import numpy as np
@@ -23,8 +38,20 @@ import torch
 
 from vidlabel.errors import OptionError
 from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
+from vidlabel.video._heap import keep_heap_top
 
-__all__ = ["RAGGED_KEYS", "collate_frames", "rank_and_world", "to_torch_sample", "worker_and_count", "worker_info"]
+__all__ = [
+    "RAGGED_KEYS",
+    "RankAware",
+    "SharedEpoch",
+    "collate_frames",
+    "keep_heap_top",
+    "process_group_rank",
+    "rank_and_world",
+    "to_torch_sample",
+    "worker_and_count",
+    "worker_info",
+]
 
 #: Per-sample keys whose first dimension is the number of regions: collated as lists.
 RAGGED_KEYS = frozenset({"boxes", "labels", "track_ids", "annotation_ids", "masks", "confidences"})
@@ -46,8 +73,17 @@ def _pair(index: int, count: int, names: str) -> tuple[int, int]:
     return index, count
 
 
-def rank_and_world() -> tuple[int, int]:
-    """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else (0, 1).
+def process_group_rank() -> tuple[int, int] | None:
+    """(rank, world_size) of this process's ``torch.distributed`` process group, or None if none is initialised."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    return None
+
+
+def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else
+    ``inherited`` (the rank a dataset was pickled in, see :class:`RankAware`), else (0, 1).
 
     Raises
     ------
@@ -57,10 +93,29 @@ def rank_and_world() -> tuple[int, int]:
     world = _env_int("WORLD_SIZE")
     if world is not None:
         return _pair(_env_int("RANK") or 0, world, "RANK/WORLD_SIZE")
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
+    group = process_group_rank()
+    if group is not None:
+        return group
+    if inherited is not None:
+        return _pair(int(inherited[0]), int(inherited[1]), "inherited rank/world_size")
     return 0, 1
+
+
+class RankAware:
+    """Mixin of the sharded datasets: pickled in a process with a process group (to a DataLoader worker
+    started by ``spawn``, which has none), the dataset carries that (rank, world_size) along."""
+
+    _inherited_rank: tuple[int, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        group = process_group_rank()
+        if group is not None:
+            state["_inherited_rank"] = group
+        return state
+
+    def _rank_and_world(self) -> tuple[int, int]:
+        return rank_and_world(self._inherited_rank)
 
 
 def worker_and_count() -> tuple[int, int]:
@@ -75,19 +130,64 @@ def worker_and_count() -> tuple[int, int]:
     return int(info.id), int(info.num_workers)
 
 
-def worker_info() -> tuple[int, int]:
+def worker_info(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     """This process's shard over ranks x DataLoader workers.
+
+    Parameters
+    ----------
+    inherited : (rank, world_size), optional
+        Used when neither the environment nor a process group says (see :func:`rank_and_world`).
 
     Returns
     -------
     (shard, num_shards) : tuple of int
         ``shard = rank * num_workers + worker`` and
         ``num_shards = world_size * num_workers``; (0, 1) in a plain process.
-        See the module docstring for the environment variables that override it.
+        See the module docstring for where rank and world size come from.
     """
-    rank, world = rank_and_world()
+    rank, world = rank_and_world(inherited)
     worker, workers = worker_and_count()
     return rank * workers + worker, world * workers
+
+
+class SharedEpoch:
+    """The epoch of an iterable dataset, in shared memory: DataLoader workers that are already running
+    (``persistent_workers=True``) read what ``set_epoch`` wrote in the main process.
+
+    A dataset creates it in its constructor, before any worker starts. Workers started by fork inherit
+    the shared memory; workers started by spawn or forkserver receive it as they start (multiprocessing
+    hands a shared value over only then). Pickled at any other time (``pickle.dumps(dataset)``), it
+    travels as the plain number and the copy gets shared memory of its own. Only the main process writes;
+    each worker reads the value when an iteration starts (an aligned 64-bit word: no lock needed).
+
+    Parameters
+    ----------
+    epoch : int
+        The starting epoch (>= 0).
+    """
+
+    def __init__(self, epoch: int = 0) -> None:
+        self._shared = RawValue(ctypes.c_int64, int(epoch))
+
+    @property
+    def value(self) -> int:
+        """The epoch."""
+        return int(self._shared.value)
+
+    @value.setter
+    def value(self, epoch: int) -> None:
+        self._shared.value = int(epoch)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if multiprocessing.context.get_spawning_popen() is not None:  # a worker starting: share the memory
+            return {"shared": self._shared}
+        return {"epoch": self.value}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._shared = state["shared"] if "shared" in state else RawValue(ctypes.c_int64, int(state["epoch"]))
+
+    def __repr__(self) -> str:
+        return f"SharedEpoch({self.value})"
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:
@@ -164,6 +264,16 @@ def _stack(values: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack(values)
 
 
+def _pooled_list(values: list[torch.Tensor]) -> list[torch.Tensor] | None:
+    """Tensors of several shapes that all lie in one pool slab of this worker (StoreFrames reads a batch of
+    frames of several sizes back to back into one), as a list that travels by slab; else None."""
+    ptr = values[0].untyped_storage().data_ptr()
+    if any(v.untyped_storage().data_ptr() != ptr for v in values):
+        return None
+    slab = slab_of(values[0])
+    return None if slab is None else slab.tensors(values)
+
+
 def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
     """One tensor per sample, as views of one concatenated storage where dtypes and trailing shapes agree.
 
@@ -197,6 +307,11 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     small tensors travel by value inside the message
     (:mod:`vidlabel.torch_data._shm`): the main process receives plain tensors.
 
+    Parameters
+    ----------
+    batch : sequence of dict
+        Samples as :func:`to_torch_sample` (or ``FrameSamples``) gives them, with the same keys.
+
     Raises
     ------
     OptionError
@@ -216,7 +331,8 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
                 out[key] = by_value(_stack(values))
             else:
-                out[key] = ragged_by_value(_ragged(values))
+                pooled = None if key in RAGGED_KEYS else _pooled_list(values)
+                out[key] = pooled if pooled is not None else ragged_by_value(_ragged(values))
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
             out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
         elif all(isinstance(v, (float, np.floating)) for v in values):

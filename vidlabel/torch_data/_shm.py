@@ -174,6 +174,25 @@ class _PooledTensor(_HandOverTensor):
         return (_rebuild, (pool.token, pool.pid, index, slab, flags, layout))
 
 
+class _PooledList(list):  # type: ignore[type-arg]
+    """A worker's list of tensors over one pool slab (a batch of images of several sizes): pickles as
+    (pool, slab, layouts), the slab itself only once, and unpickles as views of one tracked mapping."""
+
+    def __init__(self, views: list[torch.Tensor], slab: tuple[SlabPool, int, list[bool]]) -> None:
+        super().__init__(views)
+        self._vidlabel_slab = slab
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        pool, index, state = self._vidlabel_slab
+        state[0] = True
+        slab = None if pool.sent[index] else pool.slabs[index]
+        flags = None if pool.flags_sent else pool.flags
+        pool.sent[index] = True
+        pool.flags_sent = True
+        layouts = [(tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), str(t.dtype)) for t in self]
+        return (_rebuild_list, (pool.token, pool.pid, index, slab, flags, layouts))
+
+
 class _ByValueTensor(_HandOverTensor):
     """A small tensor that pickles by value (its bytes in the message) instead of through a shared-memory segment."""
 
@@ -242,6 +261,13 @@ class Slab:
         self.state[1] = True  # on its way to the main process: never wrapped again (see slab_of)
         out._vidlabel_slab = (self.pool, self.index, self.state)
         return out
+
+    def tensors(self, views: list[torch.Tensor]) -> list[torch.Tensor]:
+        """``views`` (tensors over :attr:`array`, e.g. images of several sizes back to back) as one list that
+        pickles by slab: the main process gets them as views of one mapping, and the slab goes back only
+        when the last of them is gone."""
+        self.state[1] = True
+        return _PooledList(views, (self.pool, self.index, self.state))
 
     def release(self) -> None:
         """Give the slab back unused (the batch is not handed over after all); it is taken again only once
@@ -316,11 +342,11 @@ def _give_back(in_use: np.ndarray, index: int, _keep: Any) -> None:
     in_use[index] = 0
 
 
-def _rebuild(
-    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
-    layout: tuple[tuple[int, ...], tuple[int, ...], int, str],
-) -> torch.Tensor:  # fmt: skip
-    """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime."""
+def _mapped_base(
+    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None
+) -> torch.Tensor:
+    """In the receiving process: the mapped slab as a flat uint8 tensor whose lifetime is tracked; when it and
+    every view of it are gone, the slab goes back to the worker."""
     with _MAPPED_LOCK:
         entry = _MAPPED.get(token)
         if entry is None:
@@ -333,13 +359,32 @@ def _rebuild(
             entry["slabs"][index] = slab
         storage = entry["slabs"][index]
         in_use = entry["in_use"]
-    shape, stride, offset, dtype_name = layout
-    dtype = getattr(torch, dtype_name.removeprefix("torch."))
     nbytes = storage.nbytes()
     # A NumPy array over the slab owns the lifetime: torch.from_numpy keeps it alive for as long as any view of
     # the batch lives; when it goes, the slab goes back to the worker.
     memory = (ctypes.c_uint8 * nbytes).from_address(storage.data_ptr())
     base = np.frombuffer(memory, dtype=np.uint8)
     weakref.finalize(base, _give_back, in_use, index, (storage, memory))
-    flat = torch.from_numpy(base).view(dtype)
-    return flat.as_strided(shape, stride, offset)
+    return torch.from_numpy(base)
+
+
+def _view(flat: torch.Tensor, layout: tuple[tuple[int, ...], tuple[int, ...], int, str]) -> torch.Tensor:
+    shape, stride, offset, dtype_name = layout
+    return flat.view(getattr(torch, dtype_name.removeprefix("torch."))).as_strided(shape, stride, offset)
+
+
+def _rebuild(
+    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
+    layout: tuple[tuple[int, ...], tuple[int, ...], int, str],
+) -> torch.Tensor:  # fmt: skip
+    """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime."""
+    return _view(_mapped_base(token, pid, index, slab, flags), layout)
+
+
+def _rebuild_list(
+    token: str, pid: int, index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
+    layouts: list[tuple[tuple[int, ...], tuple[int, ...], int, str]],
+) -> list[torch.Tensor]:  # fmt: skip
+    """Unpickle a pooled list: views of one mapping of the slab, given back when the last of them is gone."""
+    flat = _mapped_base(token, pid, index, slab, flags)
+    return [_view(flat, layout) for layout in layouts]

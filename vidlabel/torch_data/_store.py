@@ -19,7 +19,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError
 from vidlabel.store import FrameStore, StoreSamples, open_store
-from vidlabel.torch_data._common import rank_and_world, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_slab
 from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
 
@@ -28,14 +28,23 @@ __all__ = ["StoreFrames", "StoreStream"]
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _open(store: FrameStore | str | os.PathLike[str], cache_bytes: int | None) -> FrameStore:
+def _open(
+    store: FrameStore | str | os.PathLike[str], cache_bytes: int | None, verify_checksums: bool | None
+) -> FrameStore:
     if isinstance(store, FrameStore):
-        if cache_bytes is None or int(cache_bytes) == store.cache_bytes:
+        same_cache = cache_bytes is None or int(cache_bytes) == store.cache_bytes
+        if same_cache and (verify_checksums is None or verify_checksums is store.verify_checksums):
             return store
-        return FrameStore(store.path, cache_bytes=int(cache_bytes), storage_options=store.storage_options)
-    if cache_bytes is None:
-        return open_store(store)
-    return open_store(store, cache_bytes=int(cache_bytes))
+        return FrameStore(
+            store.path,
+            cache_bytes=store.cache_bytes if cache_bytes is None else int(cache_bytes),
+            storage_options=store.storage_options,
+            verify_checksums=store.verify_checksums if verify_checksums is None else verify_checksums,
+        )
+    options: dict[str, Any] = {}
+    if cache_bytes is not None:
+        options["cache_bytes"] = int(cache_bytes)
+    return open_store(store, verify_checksums=True if verify_checksums is None else verify_checksums, **options)
 
 
 class _StoreDataset:
@@ -54,10 +63,11 @@ class _StoreDataset:
         transform: Transform | None,
         cache_bytes: int | None,
         frames: str | None,
+        verify_checksums: bool | None,
     ) -> None:
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
-        self.store = _open(store, cache_bytes)
+        self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(
             self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, frames=frames,
@@ -108,6 +118,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         Bound of the per-process chunk cache (default: the store's, 256 MiB).
     frames : {None, "annotated", "stored"}
         None follows the export (see :class:`~vidlabel.store.StoreSamples`).
+    verify_checksums : bool, optional
+        Check every frame chunk read against its stored CRC-32C and raise
+        :class:`~vidlabel.errors.StoreCorruptError` on a damaged one (see
+        :class:`~vidlabel.store.FrameStore`). None (default): True for a path,
+        the given FrameStore's own setting for a FrameStore.
 
     Notes
     -----
@@ -137,50 +152,71 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        return self._finish(self.samples.sample(int(i)))
+        """Sample ``i`` (an integer in ``[-len, len)``).
+
+        Raises
+        ------
+        SampleIndexTypeError
+            If ``i`` is not an integer: ``1.5``, ``'3'`` and ``True`` are refused, never rounded or parsed.
+        SampleOutOfRangeError
+            If ``i`` is outside ``[-len(self), len(self))``.
+        """
+        return self._finish(self.samples.sample(i))
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         buffers: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...]) -> np.ndarray:
-            # one (B, H, W, 3) buffer for a batch whose frames share a size; in a DataLoader worker, a reusable
-            # shared-memory slab
+            # one (B, H, W, 3) buffer for a batch whose frames share a size, else one flat buffer of all their
+            # bytes; in a DataLoader worker, a reusable shared-memory slab
             slab = take_slab(shape)
             buffers.append(np.empty(shape, np.uint8) if slab is None else slab.array)
             return buffers[0]
 
-        samples = self.samples.samples([int(i) for i in indices], allocate=allocate)
-        if buffers:
+        samples = self.samples.samples(list(indices), allocate=allocate)
+        if buffers and buffers[0].ndim == 4:
             batch = torch.from_numpy(buffers[0])
             for k, sample in enumerate(samples):  # each image a (3, H, W) view of the batch: collate copies nothing
                 sample["image"] = batch[k].permute(2, 0, 1)
+        elif buffers:  # frames of several sizes, back to back in one buffer (one slab in a worker)
+            flat, offset = torch.from_numpy(buffers[0]), 0
+            for sample in samples:
+                h, w, c = sample["image"].shape
+                sample["image"] = flat[offset : offset + h * w * c].view(h, w, c).permute(2, 0, 1)
+                offset += h * w * c
         return [self._finish(s) for s in samples]
 
     def __repr__(self) -> str:
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
 
 
-class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
+class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[type-arg]
     """Iterable dataset over a frame store: chunks in a seeded order, split between ranks and workers.
 
     Every epoch, the chunks of the selected samples (a chunk = ``chunk_frames``
     stored frames of one video) are shuffled with ``seed`` and the epoch, laid
     end to end and cut into equal parts for the ``world_size`` ranks (each
     rank yields exactly ``ceil(N / world_size)`` samples, the last parts
-    wrapping to the start of the order, or ``floor`` with ``drop_last``);
-    within a rank, the chunk pieces go round-robin to the DataLoader workers.
-    With one rank every sample comes out exactly once per epoch.
+    wrapping to the start of the order as ``DistributedSampler`` pads by
+    repeating, or ``floor`` with ``drop_last``); within a rank, the part is
+    cut into one contiguous piece per DataLoader worker, sized from the
+    part's length alone, so worker ``w`` yields as many samples on every
+    rank: with the same ``batch_size`` and ``num_workers`` every rank runs
+    the same number of batches (no hang at the last collective). With one
+    rank, or ``N`` a multiple of ``world_size``, every sample comes out
+    exactly once per epoch.
 
     Parameters
     ----------
@@ -192,7 +228,7 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
     seed : int
     drop_last : bool
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
         As :class:`StoreFrames`.
 
     Raises
@@ -218,6 +254,7 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
         transform: Transform | None = None,
         cache_bytes: int | None = None,
         frames: str | None = None,
+        verify_checksums: bool | None = None,
     ) -> None:
         for name, value in (("shuffle_buffer", shuffle_buffer), ("seed", seed)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -225,13 +262,13 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames,
+            frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
         self.shuffle = bool(shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
-        self.epoch = 0
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts: set_epoch reaches persistent workers
         self._units = self._chunk_units()
 
     def _chunk_units(self) -> list[np.ndarray]:
@@ -252,12 +289,19 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
     def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch``'s order from the next iteration on.
 
-        Call it before iterating the DataLoader each epoch: workers get a fresh
-        copy of the dataset at every iteration (not with ``persistent_workers=True``).
+        Call it before iterating the DataLoader each epoch. The epoch lives in
+        shared memory (:class:`~vidlabel.torch_data._common.SharedEpoch`), so
+        workers kept with ``persistent_workers=True`` see it too: epoch k has
+        the same order with and without persistent workers.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self.epoch = int(epoch)
+        self._epoch.value = int(epoch)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until :meth:`set_epoch`)."""
+        return self._epoch.value
 
     def _per_rank(self, world: int) -> int:
         n = len(self.samples)
@@ -265,7 +309,7 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (all its workers together)."""
-        return self._per_rank(rank_and_world()[1])
+        return self._per_rank(self._rank_and_world()[1])
 
     def shard_pieces(self, epoch: int, rank: int, world: int, worker: int, workers: int) -> list[np.ndarray]:
         """The chunk pieces (positions into the selection) one worker of one rank reads in an epoch."""
@@ -282,15 +326,23 @@ class StoreStream(_StoreDataset, IterableDataset):  # type: ignore[type-arg]
         mine, mine_unit = sequence[take], unit_of[take]
         if mine.size == 0:
             return []
+        # Each worker gets a contiguous part of the rank's sequence, sized from per_rank alone: worker w yields
+        # as many samples on every rank, so every rank runs the same number of batches.
+        base, extra = divmod(per_rank, workers)
+        lo = worker * base + min(worker, extra)
+        hi = lo + base + (1 if worker < extra else 0)
+        mine, mine_unit = mine[lo:hi], mine_unit[lo:hi]
+        if mine.size == 0:
+            return []
         cuts = np.flatnonzero(np.diff(mine_unit) != 0) + 1
-        pieces = np.split(mine, cuts)
-        return pieces[worker::workers]
+        return np.split(mine, cuts)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        rank, world = rank_and_world()
+        rank, world = self._rank_and_world()
         worker, workers = worker_and_count()
-        pieces = self.shard_pieces(self.epoch, rank, world, worker, workers)
-        rng = epoch_rng(self.seed, self.epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
+        epoch = self.epoch  # read once: the main process may set the next epoch while this one runs
+        pieces = self.shard_pieces(epoch, rank, world, worker, workers)
+        rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, rank * workers + worker)
         return shuffled(self._read(pieces), self.shuffle_buffer, rng)
 
     def _read(self, pieces: list[np.ndarray]) -> Iterator[dict[str, Any]]:

@@ -7,15 +7,15 @@ arrays and paths; readers are opened lazily in each process), so they work
 with DataLoader workers started by fork or spawn.
 
 Epochs: the iterable datasets read their epoch when iteration starts in a
-worker. Call ``set_epoch(n)`` before iterating the DataLoader, and keep
-``persistent_workers=False`` (the default): persistent workers keep the copy
-of the dataset they got at their start.
+worker. Call ``set_epoch(n)`` before iterating the DataLoader. The epoch lives
+in shared memory created with the dataset
+(:class:`~vidlabel.torch_data._common.SharedEpoch`), so workers kept with
+``persistent_workers=True`` see it too: epoch k has the same order with and
+without persistent workers.
 """
 
 from __future__ import annotations
 
-import os
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,7 +24,15 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
-from vidlabel.torch_data._common import to_torch_sample, worker_info
+from vidlabel.torch_data._common import (
+    RankAware,
+    SharedEpoch,
+    keep_heap_top,
+    to_torch_sample,
+    worker_and_count,
+    worker_info,
+)
+from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
@@ -61,7 +69,22 @@ class _Output:
         return self.transform(out) if self.transform is not None else out
 
 
-class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class _Epochs:
+    """The epoch of an iterable dataset, shared with its DataLoader workers (persistent ones too)."""
+
+    _epoch: SharedEpoch
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until ``set_epoch``)."""
+        return self._epoch.value
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the order and the shuffle buffer of the next iteration (workers included)."""
+        self._epoch.value = check_nonneg_int(epoch, "epoch")
+
+
+class VideoStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """Every sample of a FrameSamples, each video decoded once front to back per epoch.
 
     Whole videos are split between the DataLoader workers and distributed
@@ -106,13 +129,9 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
         self.transform = _check_transform(transform)
-        self.epoch = 0
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
         codes = samples.index.video_codes
         self._edges = np.searchsorted(codes, np.arange(len(samples.video_ids) + 1))
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the video order and the shuffle buffer of the next iteration."""
-        self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
         """Samples per epoch over all shards together."""
@@ -129,32 +148,34 @@ class VideoStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[ty
         if num_shards < 1:
             raise OptionError(f"num_shards must be >= 1, got {num_shards}")
         ids = self.samples.video_ids
-        sizes = np.diff(self._edges)
+        sizes = np.diff(self._edges).tolist()  # Python ints, converted once
         videos = [v for v in range(len(ids)) if sizes[v] > 0]
         if self.shuffle_videos:
             rng = epoch_rng(self.seed, epoch, STREAM_VIDEO_ORDER)
-            videos = [videos[int(i)] for i in rng.permutation(len(videos))]
+            videos = [videos[i] for i in rng.permutation(len(videos)).tolist()]
         shards: list[list[str]] = [[] for _ in range(num_shards)]
         loads = [0] * num_shards
         for v in videos:
-            s = loads.index(min(loads))
+            s = loads.index(min(loads))  # O(shards): the ranks x workers, not the videos
             shards[s].append(ids[v])
-            loads[s] += int(sizes[v])
+            loads[s] += sizes[v]
         return shards
 
-    def _frames_of(self, video_id: str) -> list[int]:
-        v = self.samples.video_ids.index(video_id)
-        frames = self.samples.index.frames[int(self._edges[v]) : int(self._edges[v + 1])]
-        return [int(f) for f in frames.tolist()]
-
     def _numpy_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
+        samples = self.samples
         for video_id in videos:
-            with self.samples.reader(video_id) as reader:
-                for n, image in reader.iter_frames(self._frames_of(video_id)):
-                    yield self.samples.sample(video_id, int(n), image)
+            code = samples._codes[video_id]
+            # The video's samples as Python ints, converted once per video (not per sample).
+            targets = samples._targets_at(slice(int(self._edges[code]), int(self._edges[code + 1])))
+            by_frame = {t[0]: t for t in targets}
+            with samples.reader(video_id) as reader:
+                for n, image in reader.iter_frames(list(by_frame)):
+                    f, lo, hi, pattern = by_frame[n]
+                    yield samples._sample_of(code, f, lo, hi, pattern, image)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        shard, num_shards = worker_info()
+        keep_heap_top()
+        shard, num_shards = worker_info(self._inherited_rank)
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
         rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
@@ -186,68 +207,67 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
         self.max_open_readers = int(max_open_readers)
-        self._readers: OrderedDict[str, Any] = OrderedDict()
-        self._pid = os.getpid()
+        self._readers: OpenLRU[str, Any] = OpenLRU(self.max_open_readers)
 
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_readers"] = OrderedDict()
-        return state
-
     def _reader(self, video_id: str) -> Any:
-        if self._pid != os.getpid():  # a forked worker: the parent's readers are not ours to use
-            self._readers = OrderedDict()
-            self._pid = os.getpid()
-        reader = self._readers.pop(video_id, None)
-        if reader is None:
-            reader = self.samples.reader(video_id)
-        self._readers[video_id] = reader
-        while len(self._readers) > self.max_open_readers:
-            self._readers.popitem(last=False)[1].close()
-        return reader
+        return self._readers.get(video_id, self.samples.reader)
 
     def close(self) -> None:
         """Close the readers this process holds."""
-        for reader in self._readers.values():
-            reader.close()
-        self._readers.clear()
+        self._readers.close()
 
-    def _position(self, i: Any) -> tuple[str, int]:
+    def _position(self, i: Any) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"VideoFrames indices must be integers, got {type(i).__name__}")
         n = len(self)
         if not -n <= int(i) < n:
             raise IndexError(f"sample {int(i)} out of range [0, {n})")
-        return self.samples.index[int(i)]  # type: ignore[no-any-return]
+        return int(i) % n
+
+    def _samples_at(self, positions: list[int]) -> list[dict[str, Any]]:
+        keep_heap_top()
+        samples = self.samples
+        codes = samples.index.video_codes[positions].tolist()
+        targets = samples._targets_at(positions)
+        by_video: dict[int, list[int]] = {}
+        for j, code in enumerate(codes):
+            by_video.setdefault(code, []).append(j)
+        out: list[dict[str, Any] | None] = [None] * len(positions)
+        for code, js in by_video.items():
+            images = self._reader(samples.video_ids[code]).read_many([targets[j][0] for j in js])
+            for j, image in zip(js, images):
+                out[j] = self._output(samples._sample_of(code, *targets[j], image))
+        return out  # type: ignore[return-value]
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        video_id, frame = self._position(i)
-        image = self._reader(video_id).read(frame)
-        return self._output(self.samples.sample(video_id, frame, image))
+        return self._samples_at([self._position(i)])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Samples ``indices`` in the order given, frames of one video read together with ``read_many``."""
-        pairs = [self._position(i) for i in indices]
-        by_video: dict[str, list[int]] = {}
-        for j, (video_id, _) in enumerate(pairs):
-            by_video.setdefault(video_id, []).append(j)
-        out: list[dict[str, Any] | None] = [None] * len(pairs)
-        for video_id, js in by_video.items():
-            images = self._reader(video_id).read_many([pairs[j][1] for j in js])
-            for j, image in zip(js, images):
-                out[j] = self._output(self.samples.sample(video_id, pairs[j][1], image))
-        return out  # type: ignore[return-value]
+        return self._samples_at([self._position(i) for i in indices])
 
 
-class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class PlannedStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
 
     Each epoch's chunk order comes from the plan's seed and the epoch; chunks
-    are split between workers and ranks by ``plan.shard`` (sizes differ by at
-    most one chunk). Every request is produced exactly once per epoch.
+    are split between workers and ranks by ``plan.shard``.
+
+    - One process (``world_size`` 1): whole chunks go to the DataLoader
+      workers (sizes differ by at most one chunk); every request is produced
+      exactly once per epoch.
+    - Distributed ranks (``torch.distributed`` initialised, or
+      ``WORLD_SIZE`` > 1): every rank yields exactly ``ceil(len(plan) /
+      world_size)`` samples, the last rank's part wrapping to the start of
+      the epoch's order (``DistributedSampler`` pads by repeating too), or
+      ``floor`` with ``drop_last``; and worker ``w`` yields as many samples on
+      every rank. So with the same ``batch_size`` and ``num_workers`` on every
+      rank, every rank runs the same number of batches (no hang at the last
+      collective). When ``len(plan)`` is a multiple of ``world_size`` every
+      request is produced exactly once per epoch across the ranks.
 
     Parameters
     ----------
@@ -258,6 +278,8 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         Mix samples through a buffer of this many decoded frames.
     transform : callable, optional
         Receives the tensor sample dict and returns one.
+    drop_last : bool
+        With several ranks: drop the epoch's tail instead of repeating its start, so no request repeats.
     """
 
     def __init__(
@@ -267,6 +289,7 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         *,
         shuffle_buffer: int = 0,
         transform: Transform | None = None,
+        drop_last: bool = False,
     ) -> None:
         self.samples = _check_samples(samples)
         if not isinstance(plan, ReadPlan):
@@ -274,20 +297,25 @@ class PlannedStream(_Output, torch.utils.data.IterableDataset):  # type: ignore[
         self.plan = plan
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the chunk order and the shuffle buffer of the next iteration."""
-        self.epoch = check_nonneg_int(epoch, "epoch")
+        self.drop_last = bool(drop_last)
+        self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
 
     def __len__(self) -> int:
-        """Samples per epoch over all shards together (the plan's requests)."""
-        return len(self.plan)
+        """Samples this rank yields per epoch, all its DataLoader workers together (as ``DistributedSampler``'s
+        length): the plan's requests in one process; ``ceil`` (``floor`` with ``drop_last``) of
+        ``len(plan) / world_size`` under distributed ranks."""
+        world = self._rank_and_world()[1]
+        if world == 1:
+            return len(self.plan)
+        return len(self.plan) // world if self.drop_last else -(-len(self.plan) // world)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        shard, num_shards = worker_info()
+        keep_heap_top()
+        rank, world = self._rank_and_world()
+        worker, workers = worker_and_count()
         it = self.samples.iter_plan(
-            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=shard, num_shards=num_shards
-        )
+            self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=rank * workers + worker,
+            num_shards=world * workers, world_size=world, drop_last=self.drop_last,
+        )  # fmt: skip
         for sample in it:
             yield self._output(sample)

@@ -89,7 +89,6 @@ class DecodeEngine:
         self._label_order = index.decoder_pts is None
         self._labels: list[int] = (index.decoder_pts if index.decoder_pts is not None else index.pts).tolist()
         self._label_to_n: dict[int, int] | None = None
-        self._keyframes = index.keyframes
 
     def _lookup(self, label: int | None, expected: int) -> int | None:
         if label is None:
@@ -274,7 +273,7 @@ class DecodeEngine:
 
     def _check_seeking(self) -> bool:
         """One-off check (no index given): does a seek give the pixels sequential decoding gives?"""
-        keys = self._keyframes[self._keyframes > 0]
+        keys = self._index.keyframes[self._index.keyframes > 0]
         if keys.size == 0:
             return True
         k = int(keys[0])
@@ -303,9 +302,6 @@ class DecodeEngine:
             )
         return same
 
-    def _key_at_or_before(self, t: int) -> int:
-        return int(self._keyframes[np.searchsorted(self._keyframes, t, side="right") - 1])
-
     def _position(self, t: int, first_key: int | None) -> bool:
         """Seek, rewind or read on, whichever reaches frame ``t`` with the least decoding.
 
@@ -314,7 +310,7 @@ class DecodeEngine:
         if first_key is None and self._anchored and not self._eof and self._last == t - 1:
             return True  # the next frame: read on (the sequential case, kept cheap)
         if self._mode == "label" and self._seek_ok is not False:
-            k = self._key_at_or_before(t if first_key is None else min(t, first_key))
+            k = self._index.keyframe_before(t if first_key is None else min(t, first_key))
             if first_key is None and self._anchored and not self._eof and self._last < t:
                 if k <= self._last + SEEK_MARGIN:
                     return True  # read on: no keyframe much nearer
@@ -367,7 +363,7 @@ class DecodeEngine:
             except _LandedLate:
                 # Start from the keyframe before the one this run started from; the second time, from the start.
                 late += 1
-                first_key = self._key_at_or_before(self._run_key - 1) if self._run_key > 0 and late < 2 else 0
+                first_key = self._index.keyframe_before(self._run_key - 1) if self._run_key > 0 and late < 2 else 0
                 self._anchored = False
             except _Disagree as err:
                 self._fallback(str(err))

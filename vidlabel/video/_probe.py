@@ -183,7 +183,20 @@ class _Scan:
     truncated: str | None = None  # why the file looks cut short (None: no sign of it)
 
 
-def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None, progress: bool = False) -> _Scan:
+def _scan(
+    container: Any,
+    stream: Any,
+    *,
+    decode: bool,
+    limit: int | None = None,
+    progress: bool = False,
+    decode_first: int = 0,
+) -> _Scan:
+    """Every packet of the stream (and, with ``decode``, every frame, up to ``limit`` frames).
+
+    Without ``decode``, ``decode_first`` frames are still decoded on the way (the head
+    check of a demuxed index, in the same pass over the file).
+    """
     scan = _Scan(timebase=Fraction(stream.time_base))
     ctx = stream.codec_context
     bar = None
@@ -216,7 +229,7 @@ def _scan(container: Any, stream: Any, *, decode: bool, limit: int | None = None
                 scan.end.append(
                     int(packet.pos) + int(packet.size) if packet.pos is not None and packet.pos >= 0 else -1
                 )
-            if not decode:
+            if not decode and len(scan.labels) >= decode_first:
                 continue
             # A packet the demuxer marks corrupt (cut short by the end of the file, damaged) may decode
             # without error into a half-concealed picture: it taints like a decode error.
@@ -450,10 +463,11 @@ def read_frame_index(
     p = Path(path)
     chash = content_hash(p) if hash_file else None
     if method != "decode":
+        # One pass over the file: every packet demuxed, the first VERIFY_FRAMES frames also decoded.
         container, stream = open_video(p)
         try:
             has_b = bool(stream.codec_context.has_b_frames)
-            scan = _scan(container, stream, decode=False)
+            scan = _scan(container, stream, decode=False, decode_first=VERIFY_FRAMES if method == "auto" else 0)
         finally:
             container.close()
         index, problems = _index_from_demux(scan, chash, file_size=p.stat().st_size, has_b_frames=has_b)
@@ -464,9 +478,8 @@ def read_frame_index(
                 )
             return index
         if index is not None and not problems:
-            head, _ = _decode_scan(p, limit=VERIFY_FRAMES)
-            n = min(len(head.labels), VERIFY_FRAMES, index.frame_count)
-            if head.errors == 0 and n > 0 and head.labels[:n] == index.pts[:n].tolist():
+            n = min(len(scan.labels), VERIFY_FRAMES, index.frame_count)
+            if scan.errors == 0 and n > 0 and scan.labels[:n] == index.pts[:n].tolist():
                 return index
     scan, info = _decode_scan(p)
     return _best_index(p, scan, info, chash)
@@ -649,6 +662,13 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
 
     The recorded paths, then under each root the recorded paths' trailing
     parts, longest first. Paths are yielded whether or not they exist.
+
+    Parameters
+    ----------
+    meta : VideoMetadata
+        The registered video (its ``path`` and ``paths``).
+    roots : iterable of path-like
+        Folders to look under when the recorded paths are stale.
     """
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     yield from recorded

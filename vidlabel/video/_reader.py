@@ -63,7 +63,7 @@ from vidlabel.video._probe import (
     video_path_candidates,
 )
 
-__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path"]
+__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path", "usable_index"]
 
 OnCorrupt = Literal["raise", "skip"]
 
@@ -108,6 +108,45 @@ def _registered_file(meta: VideoMetadata, path: Path, roots: Iterable[str | os.P
         expected_hash=expected,
         actual_hash=actual,
     )
+
+
+def usable_index(meta: VideoMetadata) -> tuple[FrameIndex | None, str | None]:
+    """The frame index to read a registered video by, or None and why not (None: it has no index).
+
+    One rule for every reader (``FrameReader.for_video``) and planner
+    (``FrameSamples.plan_reads``): an index is usable when it covers the video's
+    ``frame_count`` frames and was read from the registered file (its
+    ``content_hash``, when both are known, is the video's). A usable index
+    without a hash gets the video's.
+
+    Parameters
+    ----------
+    meta : VideoMetadata
+
+    Returns
+    -------
+    (FrameIndex or None, str or None)
+        The index, or None with the sentence a warning says (None when the video has no index).
+    """
+    index = meta.frame_index
+    if index is None:
+        return None, None
+    vid = meta.video_id
+    if index.frame_count != meta.frame_count:
+        return None, (
+            f"frame index of video {vid!r} covers {index.frame_count} frames but the video has "
+            f"{meta.frame_count}; ignoring it (run 'vidlabel index')"
+        )
+    if meta.content_hash is None:
+        return index, None
+    if index.content_hash is None:
+        return dataclasses.replace(index, content_hash=meta.content_hash), None
+    if index.content_hash != meta.content_hash:
+        return None, (
+            f"frame index of video {vid!r} was read from another file ({index.content_hash[:19]}..., the video "
+            f"is {meta.content_hash[:19]}...); ignoring it (run 'vidlabel index')"
+        )
+    return index, None
 
 
 class FrameReader(DecodeEngine):
@@ -268,17 +307,9 @@ class FrameReader(DecodeEngine):
         path = resolve_video_path(meta, roots)
         if check_hash and meta.content_hash is not None:
             path = _registered_file(meta, path, roots)
-        index = meta.frame_index
-        if index is not None and index.frame_count != meta.frame_count:
-            warnings.warn(
-                f"frame index of video {meta.video_id!r} covers {index.frame_count} frames but the video has "
-                f"{meta.frame_count}; ignoring it (run 'vidlabel index')",
-                VidlabelWarning,
-                stacklevel=2,
-            )
-            index = None
-        if index is not None and index.content_hash is None and meta.content_hash is not None:
-            index = dataclasses.replace(index, content_hash=meta.content_hash)
+        index, why_not = usable_index(meta)
+        if why_not is not None:
+            warnings.warn(why_not, VidlabelWarning, stacklevel=2)
         return cls(
             path,
             index=index,

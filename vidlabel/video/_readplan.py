@@ -401,11 +401,37 @@ class ReadPlan:
         ):
             raise OptionError(f"shard {shard!r} out of range [0, {num_shards})")
 
-    def shard(self, epoch: int, shard: int, num_shards: int) -> list[Chunk]:
+    def _check_world(self, num_shards: int, world_size: int) -> int:
+        if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)) or world_size < 1:
+            raise OptionError(f"world_size must be an integer >= 1, got {world_size!r}")
+        if num_shards % world_size:
+            raise OptionError(
+                f"num_shards {num_shards} must be world_size {world_size} x the DataLoader workers of each rank"
+            )
+        return int(world_size)
+
+    def shard(
+        self, epoch: int, shard: int, num_shards: int, *, world_size: int = 1, drop_last: bool = False
+    ) -> list[Chunk]:
         """The chunks one worker/rank reads in an epoch, in the order to read them.
 
-        Every chunk belongs to exactly one shard; shard sizes (in samples)
-        differ by at most the samples of one chunk.
+        With ``world_size=1`` (one process, its DataLoader workers) every
+        chunk belongs to exactly one shard; shard sizes (in samples) differ by
+        at most the samples of one chunk.
+
+        With ``world_size > 1`` (distributed ranks, ``num_shards = world_size
+        x workers``, ``shard = rank x workers + worker``) every rank must run
+        the same number of batches, or the last collective hangs. So the
+        epoch's samples are laid end to end in chunk order and cut into
+        ``world_size`` parts of exactly ``ceil(len(plan) / world_size)``
+        samples, the last part wrapping to the start of the order (as
+        ``torch.utils.data.DistributedSampler`` pads by repeating), or
+        ``floor`` with ``drop_last`` (the tail is not read that epoch). Each
+        rank's part is cut into ``workers`` contiguous parts whose sizes
+        depend only on the part's length (so worker ``w`` yields as many
+        samples on every rank). A chunk cut between two parts becomes two
+        pieces, each decoded from the keyframe. When ``len(plan)`` is a
+        multiple of ``world_size``, every request is still read exactly once.
 
         Parameters
         ----------
@@ -413,7 +439,11 @@ class ReadPlan:
         shard : int
             In ``[0, num_shards)``, e.g. ``rank * num_workers + worker``.
         num_shards : int
-            >= 1.
+            >= 1; a multiple of ``world_size``.
+        world_size : int
+            Distributed ranks among the shards (>= 1).
+        drop_last : bool
+            With ``world_size > 1``: drop the tail instead of repeating the start of the order.
 
         Returns
         -------
@@ -422,19 +452,69 @@ class ReadPlan:
         Raises
         ------
         OptionError
-            If ``shard`` is outside ``[0, num_shards)`` or ``num_shards < 1``.
+            If ``shard`` is outside ``[0, num_shards)``, ``num_shards < 1``, ``world_size < 1`` or
+            ``num_shards`` is not a multiple of ``world_size``.
         """
         self._check_shards(shard, num_shards)
-        return [self._chunks[c] for c in self._assignment(epoch, int(num_shards))[int(shard)]]
+        world = self._check_world(int(num_shards), world_size)
+        if world == 1:
+            return [self._chunks[c] for c in self._assignment(epoch, int(num_shards))[int(shard)]]
+        workers = int(num_shards) // world
+        return self._even_part(epoch, int(shard) // workers, world, int(shard) % workers, workers, bool(drop_last))
 
-    def shard_sizes(self, epoch: int, num_shards: int) -> list[int]:
-        """Samples each shard yields in an epoch (distributed training wants them equal)."""
+    def _even_part(self, epoch: int, rank: int, world: int, worker: int, workers: int, drop_last: bool) -> list[Chunk]:
+        """Chunk pieces of samples ``[lo, lo + count)`` (modulo the epoch's length) of the epoch's sequence."""
+        order = self.order(epoch)
+        total = self._n_samples
+        if total == 0:
+            return []
+        per_rank = total // world if drop_last else -(-total // world)
+        base, extra = divmod(per_rank, workers)
+        count = base + (1 if worker < extra else 0)
+        lo = (rank * per_rank + worker * base + min(worker, extra)) % total
+        ranges = [(lo, min(lo + count, total))]
+        if lo + count > total:  # wraps to the start of the order
+            ranges.append((0, lo + count - total))
+        sizes = np.array([self._chunks[c].n_samples for c in order], np.int64)
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        pieces: list[Chunk] = []
+        for a, b in ranges:
+            if a >= b:
+                continue
+            for k in range(int(np.searchsorted(ends, a, side="right")), len(order)):
+                if starts[k] >= b:
+                    break
+                chunk = self._chunks[order[k]]
+                o1, o2 = max(a, int(starts[k])) - int(starts[k]), min(b, int(ends[k])) - int(starts[k])
+                if o1 == 0 and o2 == chunk.n_samples:
+                    pieces.append(chunk)
+                    continue
+                frames, repeats = np.unique(np.repeat(chunk.frames, chunk.repeats)[o1:o2], return_counts=True)
+                frames = frames.astype(np.int64)
+                repeats = repeats.astype(np.int64)
+                frames.setflags(write=False)
+                repeats.setflags(write=False)
+                pieces.append(Chunk(chunk.video_id, chunk.interval, chunk.start_frame, frames, repeats, int(o2 - o1)))
+        return pieces
+
+    def shard_sizes(self, epoch: int, num_shards: int, *, world_size: int = 1, drop_last: bool = False) -> list[int]:
+        """Samples each shard yields in an epoch (distributed training wants them equal: see :meth:`shard`)."""
         self._check_shards(None, num_shards)
-        return [sum(self._chunks[c].n_samples for c in s) for s in self._assignment(epoch, int(num_shards))]
+        if self._check_world(int(num_shards), world_size) == 1:
+            return [sum(self._chunks[c].n_samples for c in s) for s in self._assignment(epoch, int(num_shards))]
+        return [
+            sum(c.n_samples for c in self.shard(epoch, s, num_shards, world_size=world_size, drop_last=drop_last))
+            for s in range(int(num_shards))
+        ]
 
-    def iter_requests(self, epoch: int, shard: int = 0, num_shards: int = 1) -> Iterator[tuple[str, int]]:
-        """The (video_id, frame) requests of a shard in reading order, each repeated as requested (no decoding)."""
-        for chunk in self.shard(epoch, shard, num_shards):
+    def iter_requests(
+        self, epoch: int, shard: int = 0, num_shards: int = 1, *, world_size: int = 1, drop_last: bool = False
+    ) -> Iterator[tuple[str, int]]:
+        """The (video_id, frame) requests of a shard in reading order, each repeated as requested (no decoding).
+
+        ``world_size`` and ``drop_last`` as in :meth:`shard`."""
+        for chunk in self.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last):
             for f, k in zip(chunk.frames.tolist(), chunk.repeats.tolist()):
                 for _ in range(k):
                     yield chunk.video_id, f

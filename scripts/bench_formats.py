@@ -1,0 +1,143 @@
+"""Benchmark label import and export: MOT and COCO-VID against the JSON Lines path, same rows.
+
+The rows are box tracks (human, 9-column MOT gt), spread over ``--videos`` videos. Timed:
+
+* JSON Lines: ``vidlabel add-annotations`` (read, ``json.loads`` per line, ``add_annotations``) per video;
+* MOT import: ``import_labels(ds, "mot", gt.txt, video_id=...)`` per video;
+* COCO-VID import: ``import_labels(ds, "coco-vid", file)`` (one file, every video);
+* MOT and COCO-VID export of a release holding the rows.
+
+Each import goes into a fresh dataset. Prints seconds and the ratio to the JSON Lines path
+(the issue's target: import <= 1.5x). The machines are shared: wall time varies with their load.
+
+Usage::
+
+    python scripts/bench_formats.py [--rows 1000000] [--videos 10] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vidlabel import Dataset, VideoMetadata
+from vidlabel.cli import main as cli
+from vidlabel.formats import export_labels, import_labels
+
+LABELS = ["person", "car"]
+BOXES_PER_FRAME = 10
+
+
+def videos(n: int, rows: int) -> list[VideoMetadata]:
+    frames = max(1, rows // (n * BOXES_PER_FRAME))
+    return [
+        VideoMetadata(
+            f"v{i:03d}", frames, {"num": 25, "den": 1}, 1920, 1080, sources=[{"uri": f"/videos/v{i:03d}.mp4"}]
+        )
+        for i in range(n)
+    ]
+
+
+def fresh(path: Path, metas: list[VideoMetadata]) -> Dataset:
+    if path.exists():
+        shutil.rmtree(path)
+    ds = Dataset.create(path)
+    for m in metas:
+        ds.add_video(m)
+    ds.add_labels(LABELS)
+    return ds
+
+
+def boxes(meta: VideoMetadata, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """BOXES_PER_FRAME tracks over every frame, moving a little each frame (xywh, pixels)."""
+    f = np.repeat(np.arange(meta.frame_count), BOXES_PER_FRAME)
+    track = np.tile(np.arange(BOXES_PER_FRAME), meta.frame_count)
+    x = (track * 150 + f % 400).astype(np.float64) + rng.random(f.size).round(2)
+    y = (track * 80 + 10).astype(np.float64)
+    return {"frame": f, "track": track, "x": x, "y": y, "w": np.full(f.size, 60.0), "h": np.full(f.size, 120.0)}
+
+
+def timed(fn) -> float:  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        fn()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--videos", type=int, default=10)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    root = args.out or Path(tempfile.mkdtemp(prefix="bench_formats_"))
+    root.mkdir(parents=True, exist_ok=True)
+    metas = videos(args.videos, args.rows)
+    rng = np.random.default_rng(0)
+    files = root / "files"
+    files.mkdir(exist_ok=True)
+    coco: dict = {"categories": [{"id": 1, "name": "person"}], "videos": [], "images": [], "annotations": []}
+    total = 0
+    for vi, m in enumerate(metas, 1):
+        b = boxes(m, rng)
+        total += b["frame"].size
+        with open(files / f"{m.video_id}.jsonl", "w") as fh:
+            for f, t, x, y, w, h in zip(*(b[k].tolist() for k in ("frame", "track", "x", "y", "w", "h"))):
+                fh.write(json.dumps({"kind": "box", "label": "person", "start_frame": f, "box": [x, y, x + w, y + h],
+                                     "track_id": t}) + "\n")  # fmt: skip
+        (files / m.video_id / "gt").mkdir(parents=True, exist_ok=True)
+        with open(files / m.video_id / "gt" / "gt.txt", "w") as fh:
+            for f, t, x, y, w, h in zip(*(b[k].tolist() for k in ("frame", "track", "x", "y", "w", "h"))):
+                fh.write(f"{f + 1},{t + 1},{x},{y},{w},{h},1,1,1\n")
+        first = len(coco["images"])
+        coco["videos"].append({"id": vi, "name": m.video_id})
+        coco["images"].extend({"id": first + k, "video_id": vi, "frame_id": k} for k in range(m.frame_count))
+        coco["annotations"].extend(
+            {
+                "id": len(coco["annotations"]) + j,
+                "image_id": first + f,
+                "category_id": 1,
+                "instance_id": t,
+                "bbox": [x, y, w, h],
+            }
+            for j, (f, t, x, y, w, h) in enumerate(
+                zip(*(b[k].tolist() for k in ("frame", "track", "x", "y", "w", "h")))
+            )
+        )
+    (files / "coco.json").write_text(json.dumps(coco))
+    del coco
+    print(f"{total} boxes over {len(metas)} videos of {metas[0].frame_count} frames")
+
+    ds = fresh(root / "jsonl", metas)
+    t_jsonl = timed(lambda: [cli(["add-annotations", str(ds.path), m.video_id, str(files / f"{m.video_id}.jsonl")])
+                             for m in metas])  # fmt: skip
+    ds = fresh(root / "mot", metas)
+    t_mot = timed(lambda: [import_labels(ds, "mot", files / m.video_id / "gt" / "gt.txt", video_id=m.video_id,
+                                         label_map={1: "person"}) for m in metas])  # fmt: skip
+    n_mot = len(ds.snapshot().table)
+    ds = fresh(root / "coco", metas)
+    t_coco = timed(lambda: import_labels(ds, "coco-vid", files / "coco.json"))
+    n_coco = len(ds.snapshot().table)
+    assert n_mot == n_coco == total, (n_mot, n_coco, total)
+    rel, _ = ds.build()
+    t_mot_out = timed(lambda: export_labels(ds, "mot", root / "out_mot", release=rel))
+    t_coco_out = timed(lambda: export_labels(ds, "coco-vid", root / "out_coco.json", release=rel))
+    print(f"JSON Lines add-annotations: {t_jsonl:7.2f} s  (1.00x)")
+    print(f"MOT import:                 {t_mot:7.2f} s  ({t_mot / t_jsonl:.2f}x JSON Lines)")
+    print(f"COCO-VID import:            {t_coco:7.2f} s  ({t_coco / t_jsonl:.2f}x JSON Lines)")
+    print(f"MOT export:                 {t_mot_out:7.2f} s  ({t_mot_out / t_jsonl:.2f}x JSON Lines import)")
+    print(f"COCO-VID export:            {t_coco_out:7.2f} s  ({t_coco_out / t_jsonl:.2f}x JSON Lines import)")
+    if args.out is None:
+        shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    main()

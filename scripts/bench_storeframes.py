@@ -1,0 +1,239 @@
+"""Per-sample cost of the frame store path (issue 15): first pass against warm, the store read in the process
+that exported it, and DataLoader workers with torch's defaults.
+
+Generated H.264 clips (noise texture) are exported with ``--frames all``, codec none, HDF5. Every ratio is
+measured in this run against its baseline, runs alternating; a row prints the median and range over runs.
+
+1. StoreFrames first pass over a page-cached store in a fresh process against the warm second pass of the
+   same process (batches of 8 random samples, ``__getitems__``), at 640x480 and 1280x720, for each way the
+   first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "populate", the
+   default, "pread" and "fault", the old behaviour). Goal: first pass >= 0.8x warm, warm rate kept.
+2. The HDF5 store read in the same process that just exported it (300 random reads, second pass) against the
+   same store opened in a new process. Goal >= 0.8x.
+3. DataLoader 2 workers against 0 over StoreFrames, 1280x720, batch 8 and 32, RandomSampler,
+   ``persistent_workers=False`` (each epoch starts new workers), 2 epochs; and over a store holding two
+   frame sizes (640x480 + 768x576, ``shuffle=True``, batch 8). Goal >= 1x.
+
+Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchlib import machine, make_clip, minor_faults
+
+from vidlabel import Dataset, export, open_store, probe
+
+SCRIPT = Path(__file__).resolve()
+
+
+def dataset(workdir: Path, name: str, clips: dict[str, Path]) -> Dataset:
+    path = workdir / f"ds_store_{name}"
+    if path.exists():
+        return Dataset.open(path)
+    ds = Dataset.create(path)
+    ds.add_labels(["a"])
+    for video_id, clip in clips.items():
+        meta = probe(clip, video_id=video_id)
+        ds.add_video(meta)
+        ds.add_annotations(
+            [{"kind": "box", "label": "a", "start_frame": f, "box": (10, 10, 40, 30)} for f in range(meta.frame_count)],
+            video_id,
+        )
+    ds.build()
+    return ds
+
+
+def store_for(workdir: Path, name: str, clips: dict[str, Path]) -> Path:
+    out = workdir / f"store_{name}"
+    if not (out / "store.h5").exists():
+        export(dataset(workdir, name, clips), out, frames="all", progress=False)
+    return out
+
+
+def child_passes(store: str, mode: str, batch: int) -> dict[str, float]:
+    """In a fresh process: two passes of random batches; rates and minor faults per sample of each."""
+    from vidlabel.store import _hdf5
+    from vidlabel.torch_data import StoreFrames
+
+    _hdf5.FIRST_TOUCH = mode
+    data = StoreFrames(store)
+    idx = np.random.default_rng(0).permutation(len(data))
+    batches = [idx[a : a + batch].tolist() for a in range(0, len(idx), batch)]
+    out: dict[str, float] = {}
+    for name in ("first", "warm"):
+        f0, t = minor_faults(), time.perf_counter()
+        for b in batches:
+            data.__getitems__(b)
+        out[name] = len(idx) / (time.perf_counter() - t)
+        out[name + "_faults"] = (minor_faults() - f0) / len(idx)
+    return out
+
+
+def child_reads(store: str, export_from: str | None) -> float:
+    """300 random single reads, second pass; with ``export_from``, export that dataset to ``store`` first."""
+    from vidlabel.torch_data import StoreFrames
+
+    if export_from is not None:
+        shutil.rmtree(store, ignore_errors=True)
+        export(Dataset.open(export_from), store, frames="all", progress=False)
+    data = StoreFrames(open_store(store))
+    idx = np.random.default_rng(1).integers(0, len(data), 300).tolist()
+    rate = 0.0
+    for _ in range(2):
+        t = time.perf_counter()
+        for i in idx:
+            data[i]
+        rate = len(idx) / (time.perf_counter() - t)
+    return rate
+
+
+def run_child(*args: str) -> Any:
+    out = subprocess.run([sys.executable, str(SCRIPT), "--child", *args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
+def row1(stores: dict[str, Path], repeat: int) -> None:
+    modes = ("populate", "pread", "fault")
+    for label, store in stores.items():
+        runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+        for _ in range(repeat):
+            for m in modes:
+                runs[m].append(run_child("passes", str(store), m, "8"))
+        fault_warm = [r["warm"] for r in runs["fault"]]
+        for m in modes:
+            firsts = [r["first"] / r["warm"] for r in runs[m]]
+            warm_vs_old = [r["warm"] / w for r, w in zip(runs[m], fault_warm)]
+            print(
+                f"  {label} {m:8s}: first {statistics.median(r['first'] for r in runs[m]):7,.0f}/s "
+                f"({statistics.median(r['first_faults'] for r in runs[m]):.1f} faults/sample), warm "
+                f"{statistics.median(r['warm'] for r in runs[m]):7,.0f}/s; first/warm {spread(firsts)}; "
+                f"warm vs 'fault' warm {spread(warm_vs_old)}"
+            )
+        firsts = [r["first"] / r["warm"] for r in runs["populate"]]
+        old = [r["first"] / r["warm"] for r in runs["fault"]]
+        print(f"| StoreFrames first pass vs warm, fresh process, {label} | {spread(firsts)} "
+              f"(plain faults: {spread(old)}) | >= 0.8x |")  # fmt: skip
+
+
+def row2(workdir: Path, ds_path: Path, repeat: int) -> None:
+    same, fresh = [], []
+    store = workdir / "store_same_process"
+    for _ in range(repeat):
+        same.append(run_child("reads", str(store), str(ds_path)))
+        fresh.append(run_child("reads", str(store), ""))
+    ratios = [a / b for a, b in zip(same, fresh)]
+    print(
+        f"  same process after export {statistics.median(same):,.0f}/s, new process {statistics.median(fresh):,.0f}/s"
+    )
+    print(f"| HDF5 store read in the process that exported it vs a new process, 640x480 | {spread(ratios)} | >= 0.8x |")
+
+
+def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epochs: int = 2) -> dict[str, float]:
+    """In this (fresh) process: ``epochs`` epochs of a DataLoader; the rate, the first batch's wait, and CPU
+    seconds and minor faults a sample in this process and in the workers (``RUSAGE_CHILDREN``: torch joins an
+    epoch's workers at its end)."""
+    import resource
+
+    import torch
+    from torch.utils.data import DataLoader, RandomSampler
+
+    from vidlabel.torch_data import StoreFrames, collate_frames
+
+    data = StoreFrames(store)
+    sampler = None if shuffle else RandomSampler(data, generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(data, batch_size=batch, sampler=sampler, shuffle=shuffle if sampler is None else None,
+                        num_workers=workers, collate_fn=collate_frames)  # fmt: skip
+    me0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    n, t, first = 0, time.perf_counter(), 0.0
+    for _epoch in range(epochs):
+        t_epoch = time.perf_counter()
+        for k, b in enumerate(loader):
+            if k == 0:
+                first += time.perf_counter() - t_epoch
+            n += len(b["video_id"])
+    wall = time.perf_counter() - t
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    def cpu(a: Any, b: Any) -> float:
+        return (b.ru_utime - a.ru_utime + b.ru_stime - a.ru_stime) * 1000 / n
+
+    return {"rate": n / wall, "first_batch_ms": first * 1000 / epochs, "main_cpu_ms": cpu(me0, me),
+            "worker_cpu_ms": cpu(kids0, kids), "main_faults": (me.ru_minflt - me0.ru_minflt) / n,
+            "worker_faults": (kids.ru_minflt - kids0.ru_minflt) / n}  # fmt: skip
+
+
+def row3(store720: Path, mixed: Path, repeat: int) -> None:
+    cases = [("1280x720, batch 8", store720, 8, False), ("1280x720, batch 32", store720, 32, False),
+             ("two frame sizes (640x480 + 768x576), shuffle=True, batch 8", mixed, 8, True)]  # fmt: skip
+    for label, store, batch, shuffle in cases:
+        zero, two = [], []
+        for _ in range(repeat):
+            zero.append(run_child("loader", str(store), "0", str(batch), str(int(shuffle))))
+            two.append(run_child("loader", str(store), "2", str(batch), str(int(shuffle))))
+        ratios = [b["rate"] / a["rate"] for a, b in zip(zero, two)]
+        for name, runs in (("0 workers", zero), ("2 workers", two)):
+            m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(
+                f"  {label}, {name}: {m['rate']:,.0f}/s, first batch of an epoch after {m['first_batch_ms']:.0f} ms; "
+                f"CPU ms/sample main {m['main_cpu_ms']:.2f} + workers {m['worker_cpu_ms']:.2f}; "
+                f"faults/sample main {m['main_faults']:.0f} + workers {m['worker_faults']:.0f}"
+            )
+        print(f"| DataLoader 2 workers vs 0, {label}, persistent_workers=False | {spread(ratios)} | >= 1x |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        kind, store, *rest = argv[1:]
+        if kind == "passes":
+            print(json.dumps(child_passes(store, rest[0], int(rest[1]))))
+        elif kind == "loader":
+            print(json.dumps(loader_rate(Path(store), int(rest[0]), int(rest[1]), rest[2] == "1")))
+        else:
+            print(json.dumps(child_reads(store, rest[0] or None)))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vidlabel_bench")
+    ap.add_argument("--only", default="1,2,3")
+    args = ap.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    only = set(args.only.split(","))
+    print(f"machine: {machine()}")
+    c480 = make_clip(args.workdir / "clip_640x480.mp4", 300, 640, 480)
+    c576 = make_clip(args.workdir / "clip_768x576.mp4", 150, 768, 576)
+    c720 = make_clip(args.workdir / "clip_1280x720.mp4", 150, 1280, 720)
+    s480 = store_for(args.workdir, "480", {"c480": c480})
+    s720 = store_for(args.workdir, "720", {"c720": c720})
+    if "1" in only:
+        row1({"640x480": s480, "1280x720": s720}, args.repeat)
+    if "2" in only:
+        row2(args.workdir, args.workdir / "ds_store_480", args.repeat)
+    if "3" in only:
+        mixed = store_for(args.workdir, "mixed", {"c480": c480, "c576": c576})
+        row3(s720, mixed, args.repeat)
+    os.environ.pop("_", None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""vidlabel.formats: the registry, the CLI commands, dry runs, reports and the public names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import vidlabel.formats as formats
+from tests.formats_util import dataset
+from vidlabel.cli import main
+from vidlabel.errors import FormatError, VidlabelError
+from vidlabel.formats import FORMATS, export_labels, import_labels
+from vidlabel.formats._cli import FORMAT_NAMES
+
+
+def test_registry_names_and_public_docstrings() -> None:
+    assert sorted(FORMATS) == sorted(FORMAT_NAMES) == [
+        "coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis",
+    ]  # fmt: skip
+    for name in formats.__all__:
+        assert getattr(formats, name).__doc__, name
+    assert issubclass(FormatError, VidlabelError) and issubclass(FormatError, ValueError)
+    assert str(FormatError("x.txt line 3: bad")) == "x.txt line 3: bad"
+
+
+def test_cli_import_help_lists_formats(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["import", "--help"])
+    out = capsys.readouterr().out
+    for name in FORMAT_NAMES:
+        assert name in out
+
+
+def test_cli_import_dry_run_json_then_import_and_export(tmp_path: Path, capsys) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n2,1,11,20,5,6,1,1,1\n")
+    args = ["import", str(tmp_path / "ds"), "mot", str(gt), "--video", "cam1", "--label-map", "1=person,3=car"]
+    assert main([*args, "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dry_run"] is True and report["videos"]["cam1"]["counts"] == {"box": 2} and ds.annotations() == []
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    ids = [r["annotation_id"] for r in ds.annotations()]
+    assert f"video 'cam1': 2 box (ids {ids[0]}..{ids[1]})" in out
+    ds.build()
+    assert main(["export-labels", str(tmp_path / "ds"), "coco-vid", str(tmp_path / "out.json")]) == 0
+    assert "wrote 2 box to" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert [a["bbox"] for a in doc["annotations"]] == [[10.0, 20.0, 5.0, 6.0], [11.0, 20.0, 5.0, 6.0]]
+
+
+def test_cli_errors_exit_1_with_file_and_line(tmp_path: Path, capsys) -> None:
+    dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n1,1,10,20\n")
+    assert main(["import", str(tmp_path / "ds"), "mot", str(gt), "--video", "cam1", "--label", "car"]) == 1
+    assert f"vidlabel: error: {gt} line 2: has 4 columns" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["import", str(tmp_path / "ds"), "mot", str(gt), "--label-map", "one=person"])
+    assert "class ids must be integers" in capsys.readouterr().err
+
+
+def test_export_needs_a_release(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    with pytest.raises(FormatError, match=r"export_labels writes a release, never live rows"):
+        export_labels(ds, "mot", tmp_path / "out", release=None)  # type: ignore[arg-type]
+    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 0, "box": (1, 1, 2, 2)}], "cam1")
+    rel, _ = ds.build()
+    with pytest.raises(FormatError, match=r"video\(s\) cam9 not in release r[0-9a-f]+; known: cam1"):
+        export_labels(ds, "mot", tmp_path / "out", release=rel, videos=["cam9"])
+    rep = export_labels(ds, "mot", tmp_path / "out", release=rel)
+    assert rep.release_id == rel.release_id and rep.counts == {"box": 1}
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    with pytest.raises(FormatError, match=r"nope.json: file not found"):
+        import_labels(ds, "coco-vid", tmp_path / "nope.json")

@@ -1,0 +1,164 @@
+"""COCO-VID import/export: frame_id 0-based and dense, instance tracks, xywh, polygons and RLE, categories by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from pycocotools import mask as mask_utils
+
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks, uncompressed_rle
+from vidlabel.errors import FormatError
+from vidlabel.formats import export_labels, import_labels
+from vidlabel.geometry import decode_rle
+
+
+def doc(annotations, *, frames=range(30), categories=({"id": 7, "name": "car"}, {"id": 1, "name": "person"})):
+    return {
+        "categories": list(categories),
+        "videos": [{"id": 5, "name": "cam1"}],
+        "images": [{"id": 100 + f, "video_id": 5, "frame_id": f, "width": 64, "height": 48} for f in frames],
+        "annotations": annotations,
+    }
+
+
+def write(path: Path, obj) -> Path:
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_frames_tracks_boxes_categories_by_name(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")  # person=0, car=1: ids 1 and 7 in the file differ from ours
+    anns = [
+        {"id": 1, "image_id": 103, "category_id": 7, "instance_id": 4, "bbox": [10, 20, 5, 6]},
+        {"id": 2, "image_id": 100, "category_id": 1, "instance_id": -1, "bbox": [1.5, 2, 3, 4], "score": 0.25},
+    ]
+    rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))  # video by name
+    got = sorted(
+        (r["start_frame"], r["label"], r["box"], r["track_id"], r["origin"], r["confidence"]) for r in ds.annotations()
+    )
+    assert got == [
+        (0, "person", (1.5, 2.0, 4.5, 6.0), None, "model", 0.25),
+        (3, "car", (10.0, 20.0, 15.0, 26.0), 4, "human", None),
+    ]
+    assert rep.videos["cam1"].counts == {"box": 2}
+
+
+def test_polygon_and_rle_segmentations(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    truth = np.zeros((48, 64), np.uint8)
+    truth[10:20, 30:40] = 1
+    fortran = np.asfortranarray(truth)
+    runs = uncompressed_rle(truth)
+    compressed = mask_utils.encode(fortran)["counts"].decode()
+    anns = [
+        {
+            "id": 1,
+            "image_id": 101,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": [[30, 10, 40, 10, 40, 20, 30, 20]],
+        },
+        {
+            "id": 2,
+            "image_id": 102,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": {"size": [48, 64], "counts": runs},
+        },
+        {
+            "id": 3,
+            "image_id": 103,
+            "category_id": 1,
+            "instance_id": 0,
+            "segmentation": {"size": [48, 64], "counts": compressed},
+        },
+        {"id": 4, "image_id": 104, "category_id": 1, "instance_id": 0, "segmentation": [[1, 1, 5, 5]]},
+    ]
+    rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    rows = sorted(ds.annotations(), key=lambda r: r["start_frame"])
+    assert [r["start_frame"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert r["kind"] == "mask" and r["box"] == (30.0, 10.0, 40.0, 20.0)
+    assert np.array_equal(decode_rle(rows[1]["mask"]), truth) and np.array_equal(decode_rle(rows[2]["mask"]), truth)
+    # pycocotools rasterises the polygon's boundary pixels inside: the square 30..40 x 10..20 covers 10x10 pixels
+    assert int(decode_rle(rows[0]["mask"]).sum()) == 100
+    assert rep.skipped == {"polygon with < 3 points": 1}
+
+
+@pytest.mark.parametrize(
+    ("frames", "match"),
+    [
+        (range(1, 31), r"images\[0\]: video 5: the lowest frame_id is 1; COCO-VID frame_id is 0-based"),
+        ([0, 1, 3, 4], r"images\[2\]: video 5: frame_id 3 follows 1; frame_id must be dense"),
+    ],
+)
+def test_one_based_or_gappy_frames_refused(tmp_path: Path, frames, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc([], frames=frames)))
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"videos": [\n  {"id": 1,}\n]}')
+    with pytest.raises(
+        FormatError,
+        match=r"bad.json line 2: not valid JSON \(Expecting property name enclosed in double quotes at column 12\)",
+    ):
+        import_labels(ds, "coco-vid", bad)
+    far = [{"id": 1, "image_id": 130, "category_id": 1, "bbox": [1, 1, 2, 2]}]
+    with pytest.raises(
+        FormatError, match=r"annotations\[0\]: frame 30 \(0-based\) is outside video 'cam1': frames 0..29"
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "far.json", doc(far, frames=range(31))))
+    unknown = [{"id": 1, "image_id": 100, "category_id": 3, "bbox": [1, 1, 2, 2]}]
+    with pytest.raises(FormatError, match=r"annotations\[0\]: category_id 3 is not in categories\[\] \(ids \[1, 7\]\)"):
+        import_labels(ds, "coco-vid", write(tmp_path / "u.json", doc(unknown)))
+    label = [{"id": 1, "image_id": 100, "category_id": 2, "bbox": [1, 1, 2, 2]}]
+    with pytest.raises(FormatError, match=r"label\(s\) 'bus' are not in the dataset"):
+        import_labels(ds, "coco-vid", write(tmp_path / "l.json", doc(label, categories=[{"id": 2, "name": "bus"}])))
+    boxes = [{"id": 1, "image_id": 100, "category_id": 1, "bbox": [1, 1, 2, 2]},
+             {"id": 2, "image_id": 101, "category_id": 1, "bbox": [1, "x", 2, 2]}]  # fmt: skip
+    with pytest.raises(FormatError, match=r"annotations\[1\]: bbox is 'x'; expected a finite number"):
+        import_labels(ds, "coco-vid", write(tmp_path / "b.json", doc(boxes)))
+    other = doc([])
+    other["videos"][0]["name"] = "cam9"
+    with pytest.raises(
+        FormatError, match=r"videos\[0\]: video '5', 'cam9' of the file is not a registered video; pass video_id="
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "o.json", other))
+    assert ds.annotations() == []
+
+
+def test_multi_video_file_is_one_transaction(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds", videos=[meta("cam1"), meta("cam2")])
+    d = doc([{"id": 1, "image_id": 100, "category_id": 1, "bbox": [1, 1, 2, 2], "instance_id": 0}])
+    d["videos"].append({"id": 6, "name": "cam2"})
+    d["images"].append({"id": 999, "video_id": 6, "frame_id": 0, "width": 64, "height": 48})
+    d["annotations"].append({"id": 2, "image_id": 999, "category_id": 1, "bbox": [100, 100, 2, 2]})  # outside the frame
+    with pytest.raises(FormatError, match=r"annotations\[1\]: video 'cam2': .*box"):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
+    assert ds.annotations() == []  # cam1's row was written, then undone
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=random_tracks(masks=True, untracked=True))
+def test_round_trip(tmp_path_factory, rows) -> None:
+    tmp = tmp_path_factory.mktemp("coco")
+    ds = dataset(tmp / "a", videos=[meta(frame_count=20), meta("cam2", frame_count=5)])
+    ds.add_annotations(rows, "cam1")
+    ds.add_annotations(
+        [{"kind": "box", "label": "car", "start_frame": 4, "box": (1, 2, 3, 4), "origin": "model", "confidence": 0.5}],
+        "cam2",
+    )
+    ds.build()
+    rep = export_labels(ds, "coco-vid", tmp / "out.json")
+    assert rep.counts["box"] + rep.counts["mask"] == len(rows) + 1
+    ds2 = dataset(tmp / "b", videos=[meta(frame_count=20), meta("cam2", frame_count=5)])
+    import_labels(ds2, "coco-vid", tmp / "out.json")
+    assert_same_rows(ds2.annotations(), ds.annotations())

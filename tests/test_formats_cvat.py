@@ -1,0 +1,177 @@
+"""CVAT for video 1.1: task frames (step), keyframe interpolation, outside, persistence, masks, tags, bad XML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
+from vidlabel.errors import FormatError
+from vidlabel.formats import export_labels, import_labels
+from vidlabel.geometry import decode_rle
+
+
+def cvat(body: str, *, start: int = 0, stop: int = 29, step: str = "", width: int = 64) -> str:
+    return f"""<?xml version="1.0" encoding="utf-8"?>
+<annotations>
+  <version>1.1</version>
+  <meta><task><name>cam1</name><start_frame>{start}</start_frame><stop_frame>{stop}</stop_frame>
+    <frame_filter>{step}</frame_filter><original_size><width>{width}</width><height>48</height></original_size></task></meta>
+{body}
+</annotations>
+"""
+
+
+def box(
+    frame: int, x0: float, y0: float, x1: float, y1: float, *, outside: int = 0, keyframe: int = 1, extra: str = ""
+) -> str:
+    return (
+        f'<box frame="{frame}" outside="{outside}" occluded="0" keyframe="{keyframe}" xtl="{x0}" ytl="{y0}" '
+        f'xbr="{x1}" ybr="{y1}" z_order="0"{extra}/>'
+    )
+
+
+def load(tmp_path: Path, xml: str, **kw):
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "annotations.xml"
+    f.write_text(xml)
+    rep = import_labels(ds, "cvat-video", f, **kw)
+    return ds, rep
+
+
+def boxes_by_frame(ds) -> dict[int, tuple]:
+    return {r["start_frame"]: r["box"] for r in ds.annotations() if r["kind"] == "box"}
+
+
+def test_interpolation_outside_and_persistence(tmp_path: Path) -> None:
+    body = (
+        '<track id="9" label="car">'
+        + box(0, 0, 0, 10, 10)
+        + box(2, 99, 99, 99.5, 99.5, keyframe=0)
+        + box(4, 4, 8, 14, 18)
+        + box(6, 8, 8, 18, 18, outside=1)
+        + box(10, 1, 1, 2, 2)
+        + "</track>"
+    )
+    ds, _ = load(tmp_path, cvat(body, stop=12))
+    got = boxes_by_frame(ds)
+    assert sorted(got) == [0, 1, 2, 3, 4, 5, 10, 11, 12]  # hidden 6..9; persists to stop_frame 12
+    assert got[2] == (2.0, 4.0, 12.0, 14.0)  # the non-keyframe shape at 2 is ignored: halfway 0 -> 4
+    assert got[5] == (6.0, 8.0, 16.0, 18.0)  # halfway towards the outside keyframe at 6
+    assert got[12] == (1.0, 1.0, 2.0, 2.0)
+    assert {r["track_id"] for r in ds.annotations()} == {0}
+
+
+def test_step_two_task_frames(tmp_path: Path) -> None:
+    body = '<track id="0" label="person">' + box(0, 0, 0, 10, 10) + box(2, 4, 0, 14, 10) + "</track>"
+    ds, rep = load(tmp_path, cvat(body, start=3, stop=11, step="step=2"))
+    got = boxes_by_frame(ds)
+    # task frame k is video frame 3 + 2k; keyframes at frames 3 and 7; rows only on task frames up to 11
+    assert sorted(got) == [3, 5, 7, 9, 11]
+    assert got[5] == (2.0, 0.0, 12.0, 10.0) and got[11] == (4.0, 0.0, 14.0, 10.0)
+    assert any("step 2" in n for n in rep.notes)
+
+
+def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> None:
+    # a 3x2 tight box at left=5, top=7: rows "0 1 1" / "1 1 0" -> runs 1 (zero), 4 (one), 1 (zero)
+    mask = '<mask frame="1" keyframe="1" outside="0" occluded="1" rle="1, 4, 1" left="5" top="7" width="3" height="2"/>'
+    closing = (
+        '<mask frame="2" keyframe="1" outside="1" occluded="0" rle="1, 4, 1" left="5" top="7" width="3" height="2"/>'
+    )
+    body = (
+        '<track id="0" label="car" group_id="3">' + box(0, 0, 0, 10, 10) + box(1, 0, 0, 10, 10, outside=1) + "</track>"
+        '<track id="1" label="car" group_id="3">' + mask + closing + "</track>"
+        '<track id="2" label="car">' + mask + "</track>"
+        '<image id="2" name="f2"><tag label="goal"/></image><image id="3" name="f3"><tag label="goal"/></image>'
+        '<image id="5" name="f5"><tag label="goal"/><polygon points="1,1;2,2;3,1" label="car"/></image>'
+        '<track id="3" label="car"><polygon frame="0" keyframe="1" outside="0" points="1,1;2,2;3,1"/></track>'
+    )
+    ds, rep = load(tmp_path, cvat(body, stop=5))
+    rows = ds.annotations()
+    masks = sorted((r for r in rows if r["kind"] == "mask"), key=lambda r: (r["track_id"] is None, r["start_frame"]))
+    truth = np.zeros((48, 64), np.uint8)
+    truth[7, 6:8] = 1
+    truth[8, 5:7] = 1
+    assert [(m["start_frame"], m["track_id"]) for m in masks] == [
+        (1, 0),
+        (1, None),
+        (2, None),
+        (3, None),
+        (4, None),
+        (5, None),
+    ]
+    assert all(np.array_equal(decode_rle(m["mask"]), truth) for m in masks)
+    markers = sorted((r["start_frame"], r["end_frame"]) for r in rows if r["kind"] == "marker")
+    assert markers == [(2, 3), (5, 5)]
+    assert rep.skipped == {
+        "unsupported shape type: polygon (in <image>)": 1,
+        "unsupported shape type: polygon (track)": 1,
+    }
+    assert "occluded flag set on 2 keyframes: not stored" in rep.notes  # the mask element appears in two tracks
+
+
+def test_attributes_reported(tmp_path: Path) -> None:
+    body = (
+        '<track id="0" label="car">'
+        + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="color">red</attribute></box>')
+        + "</track>"
+    )
+    _, rep = load(tmp_path, cvat(body))
+    assert "attributes not stored: color (1)" in rep.notes
+
+
+def test_entity_bomb_refused(tmp_path: Path) -> None:
+    bomb = (
+        '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'
+        "<annotations>&lol2;</annotations>"
+    )
+    with pytest.raises(FormatError, match=r"annotations.xml: refused: the XML declares entities or a DTD"):
+        load(tmp_path, bomb)
+
+
+@pytest.mark.parametrize(
+    ("xml", "match"),
+    [
+        (cvat("<track id='0' label='car'><box frame='0'</track>"), r"annotations.xml line 6: not well-formed XML"),
+        (
+            cvat("", stop=30),
+            r"<meta><task>: task frames start_frame=0 .. stop_frame=30 do not lie in video 'cam1': frames 0..29",
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(31, 0, 0, 1, 1) + "</track>"),
+            r'<track id="4" label="car"><box frame="31">: frame 31 is not a task frame: the task has 30 \(0..29\)',
+        ),
+        (
+            cvat('<track id="4" label="bus">' + box(1, 0, 0, 1, 1) + "</track>"),
+            r"label\(s\) 'bus' are not in the dataset",
+        ),
+        (cvat("", width=640), r"<original_size>: width 640 disagrees with video 'cam1'.s 64"),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, "x", 1, 1) + "</track>"),
+            r'<box frame="1">: attribute ytl=.x.; expected a number',
+        ),
+    ],
+)
+def test_bad_files(tmp_path: Path, xml: str, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "annotations.xml"
+    f.write_text(xml)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "cvat-video", f)
+    assert ds.annotations() == [] and ds.labels() == ["person", "car", "goal"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=random_tracks(masks=True, markers=True))
+def test_round_trip(tmp_path_factory, rows) -> None:
+    tmp = tmp_path_factory.mktemp("cvat")
+    ds = dataset(tmp / "a", videos=[meta(frame_count=20)])
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    export_labels(ds, "cvat-video", tmp / "out.xml")
+    ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
+    import_labels(ds2, "cvat-video", tmp / "out.xml")
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -1,0 +1,125 @@
+"""Label Studio video: 1-based frames, percent boxes, interpolation, enabled=false inclusive, timelines, predictions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
+from vidlabel.errors import FormatError, VidlabelWarning
+from vidlabel.formats import export_labels, import_labels
+
+
+def key(frame: int, x: float, y: float, w: float = 10.0, h: float = 25.0, enabled: bool = True, **kw) -> dict:
+    return {"frame": frame, "enabled": enabled, "x": x, "y": y, "width": w, "height": h, **kw}
+
+
+def region(rid: str, seq: list[dict], label: str = "car", frames_count: int = 30, **kw) -> dict:
+    return {
+        "id": rid,
+        "type": "videorectangle",
+        "value": {"framesCount": frames_count, "sequence": seq, "labels": [label]},
+        **kw,
+    }
+
+
+def task(results: list[dict], predictions: list[dict] | None = None, video: str = "/data/upload/1/cam1.mp4") -> dict:
+    t = {"id": 11, "data": {"video": video}, "annotations": [{"id": 1, "result": results}]}
+    if predictions is not None:
+        t["predictions"] = predictions
+    return t
+
+
+def load(tmp_path: Path, doc, **kw):
+    ds = dataset(tmp_path / "ds")  # 64x48, 30 frames
+    f = tmp_path / "ls.json"
+    f.write_text(json.dumps(doc))
+    return ds, import_labels(ds, "label-studio", f, **kw)
+
+
+def test_percent_one_based_interpolation_and_hold_to_end(tmp_path: Path) -> None:
+    ds, _ = load(tmp_path, [task([region("abc", [key(1, 0, 0), key(5, 50, 50)])])])
+    got = {r["start_frame"]: r["box"] for r in ds.annotations()}
+    assert sorted(got) == list(range(30))  # 1-based frames 1..5 are 0..4, then held to the last frame 29
+    assert got[0] == (0.0, 0.0, 6.4, 12.0)  # 10 % of 64 wide, 25 % of 48 high
+    assert got[2] == (16.0, 12.0, 22.4, 24.0)  # halfway: x 25 % of 64, y 25 % of 48
+    assert got[29] == (32.0, 24.0, 38.4, 36.0)
+
+
+def test_enabled_false_ends_after_that_frame(tmp_path: Path) -> None:
+    seq = [key(2, 0, 0), key(4, 50, 0, enabled=False), key(10, 0, 50, enabled=False)]
+    ds, _ = load(tmp_path, [task([region("r", seq), region("s", [key(3, 1, 1)], label="person")])])
+    frames = sorted(r["start_frame"] for r in ds.annotations() if r["label"] == "car")
+    assert frames == [1, 2, 3, 9]  # on frame 4 (1-based) itself, gone after it; frame 10 alone
+    tracks = {r["label"]: r["track_id"] for r in ds.annotations()}
+    assert tracks == {"car": 0, "person": 1}  # region ids in order of first appearance
+
+
+def test_timelinelabels_and_predictions(tmp_path: Path) -> None:
+    timeline = {
+        "id": "t1",
+        "type": "timelinelabels",
+        "value": {"ranges": [{"start": 3, "end": 7}], "timelinelabels": ["goal"]},
+    }
+    pred = {
+        "model_version": "m",
+        "score": 0.6,
+        "result": [region("p", [key(30, 0, 0)], score=0.9), region("q", [key(30, 0, 0)])],
+    }
+    rotated = region("rot", [key(1, 0, 0, rotation=15)])
+    ds, rep = load(tmp_path, [task([timeline, rotated], [pred])])
+    rows = ds.annotations()
+    assert [(r["start_frame"], r["end_frame"]) for r in rows if r["kind"] == "marker"] == [(2, 6)]
+    boxes = sorted((r["confidence"], r["origin"], r["start_frame"]) for r in rows if r["kind"] == "box")
+    assert boxes == [(pytest.approx(0.6), "model", 29), (pytest.approx(0.9), "model", 29)]
+    assert rep.skipped == {"rotated rectangle": 1}
+
+
+def test_frames_count_mismatch_error_or_warning(tmp_path: Path) -> None:
+    doc = [task([region("a", [key(1, 0, 0)], frames_count=31)])]
+    with pytest.raises(
+        FormatError,
+        match=r"ls.json \[0\].annotations\[0\].result\[0\]: framesCount 31 disagrees with video 'cam1'.s frame count 30",
+    ):
+        load(tmp_path, doc)
+    with pytest.warns(VidlabelWarning, match=r"framesCount 31 disagrees with video 'cam1'.s frame count 30"):
+        ds, rep = load(tmp_path / "w", doc, frames_count_mismatch="warn")
+    assert len(ds.annotations()) == 30 and any("framesCount 31" in n for n in rep.notes)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "ls.json"
+    f.write_text('[{"id": 1, "data": {"video": "cam1.mp4"}, "annotations": [}]')
+    with pytest.raises(FormatError, match=r"ls.json line 1: not valid JSON"):
+        import_labels(ds, "label-studio", f)
+    f.write_text(json.dumps([task([region("a", [key(31, 0, 0)])])]))
+    with pytest.raises(
+        FormatError, match=r"result\[0\].sequence\[0\]: frame 31 \(1-based\) is outside video 'cam1': frames 1..30"
+    ):
+        import_labels(ds, "label-studio", f)
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0)], label="bus")])]))
+    with pytest.raises(FormatError, match=r"label\(s\) 'bus' are not in the dataset"):
+        import_labels(ds, "label-studio", f)
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0)])], video="other.mp4"), task([], video="x.mp4")]))
+    with pytest.raises(
+        FormatError, match=r"\[0\]: video '11', 'other' of the file is not a registered video; the file holds 2 videos"
+    ):
+        import_labels(ds, "label-studio", f)
+    assert ds.annotations() == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=random_tracks(markers=True))
+def test_round_trip(tmp_path_factory, rows) -> None:
+    tmp = tmp_path_factory.mktemp("ls")
+    ds = dataset(tmp / "a", videos=[meta(frame_count=20)])
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    export_labels(ds, "label-studio", tmp / "out.json")
+    ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
+    import_labels(ds2, "label-studio", tmp / "out.json")
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -1,0 +1,185 @@
+"""MOT Challenge import/export: 1-based frames and ids, xywh verbatim, consider flag, scores, seqinfo.ini."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
+from vidlabel.errors import FormatError
+from vidlabel.formats import FORMATS, export_labels, import_labels
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_gt_frames_ids_xywh_and_consider(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = write(
+        tmp_path / "seq" / "gt" / "gt.txt", "3, 2, 10, 20, 5, 6, 1, 3, 0.5\n1,4,10.5,20,5,6,1,1,1\n2,-1,1,1,2,2,0,1,1\n"
+    )
+    rep = import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person", 3: "car"})
+    rows = ds.annotations("cam1")
+    got = sorted((r["start_frame"], r["track_id"], r["label"], r["box"]) for r in rows)
+    assert got == [(0, 3, "person", (10.5, 20.0, 15.5, 26.0)), (2, 1, "car", (10.0, 20.0, 15.0, 26.0))]
+    assert rep.skipped == {"consider flag 0 (gt column 7; include_ignored=True keeps them)": 1}
+    assert rep.videos["cam1"].counts == {"box": 2} and rep.videos["cam1"].annotation_ids == [
+        r["annotation_id"] for r in rows
+    ]
+    assert all(r["origin"] == "human" and r["confidence"] is None for r in rows)
+
+
+def test_include_ignored_keeps_consider_zero_untracked(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = write(tmp_path / "gt.txt", "2,-1,1,1,2,2,0,1,1\n")
+    import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"}, include_ignored=True)
+    (row,) = ds.annotations("cam1")
+    assert row["track_id"] is None and row["start_frame"] == 1 and row["box"] == (1.0, 1.0, 3.0, 3.0)
+
+
+def test_det_with_scores_is_model_rows_untracked(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    det = write(tmp_path / "det.txt", "1,-1,4,5,6,7,0.75,-1,-1,-1\n5,-1,4,5,6,7,12.5,-1,-1,-1\n")
+    rep = import_labels(ds, "mot", det, video_id="cam1", label="person")
+    rows = sorted(ds.annotations("cam1"), key=lambda r: r["start_frame"])
+    assert [(r["start_frame"], r["origin"], r["confidence"], r["track_id"]) for r in rows] == [
+        (0, "model", 0.75, None),
+        (4, "model", None, None),
+    ]
+    assert any("1 scores outside [0, 1]" in n for n in rep.notes)
+
+
+def test_one_based_pixels_and_labels_txt(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    write(tmp_path / "labels.txt", "person\ncar\n")
+    gt = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,2,1\n")
+    import_labels(ds, "mot", gt, video_id="cam1", one_based_pixels=True)
+    (row,) = ds.annotations("cam1")
+    assert row["label"] == "car" and row["box"] == (9.0, 19.0, 14.0, 25.0)
+
+
+def test_six_columns_need_label(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "x.txt", "1,1,10,20,5,6\n")
+    with pytest.raises(FormatError, match=r"x.txt line 1: a 6-column MOT file has no class column"):
+        import_labels(ds, "mot", f, video_id="cam1")
+    import_labels(ds, "mot", f, video_id="cam1", label="car")
+    assert [r["label"] for r in ds.annotations("cam1")] == ["car"]
+
+
+def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    write(
+        tmp_path / "seq" / "seqinfo.ini",
+        "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=640\nimHeight=48\n",
+    )
+    gt = write(tmp_path / "seq" / "gt" / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
+    with pytest.raises(FormatError, match=r"seqinfo.ini imWidth: imWidth=640 disagrees with video 'cam1'.s width 64"):
+        import_labels(ds, "mot", gt, label_map={1: "person"})
+    assert ds.annotations() == []
+    write(
+        tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=30\nseqLength=30\nimWidth=64\nimHeight=48\n"
+    )
+    with pytest.raises(FormatError, match=r"frameRate=30 disagrees with video 'cam1'.s 25.000 fps"):
+        import_labels(ds, "mot", gt, label_map={1: "person"})
+    write(
+        tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=64\nimHeight=48\n"
+    )
+    rep = import_labels(ds, "mot", gt, label_map={1: "person"})  # the video comes from seqinfo's name
+    assert list(rep.videos) == ["cam1"]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("1,1,10,20\n", r"bad.txt line 1: has 4 columns"),
+        ("1,1,10,20,5,6,1,1,1\nx,1,10,20,5,6,1,1,1\n", r"bad.txt line 2: not a number in 'x,1,10"),
+        ("1,1,10,20,0,6,1,1,1\n", r"bad.txt line 1: box x=10.0, y=20.0, w=0.0"),
+        (
+            "1,1,10,20,5,6,1,1,1\n31,1,10,20,5,6,1,1,1\n",
+            r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29",
+        ),
+        ("0,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame -1 \(0-based\) is outside"),
+        (
+            "1,1,10,20,5,6,1,4,1\n",
+            r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
+        ),
+        ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: video 'cam1': .*box"),
+    ],
+)
+def test_bad_files_name_the_line(tmp_path: Path, text: str, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "bad.txt", text)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"})
+    assert ds.annotations() == []
+
+
+def test_unknown_label_refused_with_list_unless_add_labels(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds", labels=("person",))
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,2,1\n")
+    with pytest.raises(FormatError, match=r"label\(s\) 'bike' are not in the dataset \(known: person\)"):
+        import_labels(ds, "mot", f, video_id="cam1", label_map={2: "bike"})
+    assert ds.annotations() == [] and ds.labels() == ["person"]
+    dry = import_labels(ds, "mot", f, video_id="cam1", label_map={2: "bike"}, add_labels=True, dry_run=True)
+    assert dry.labels_added == ["bike"] and dry.videos["cam1"].counts == {"box": 1} and ds.labels() == ["person"]
+    assert ds.annotations() == []
+    import_labels(ds, "mot", f, video_id="cam1", label_map={2: "bike"}, add_labels=True)
+    assert ds.labels() == ["person", "bike"] and len(ds.annotations()) == 1
+
+
+def test_unknown_format_and_option(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6\n")
+    with pytest.raises(FormatError, match=r"unknown format 'motx'; known: .*mot"):
+        import_labels(ds, "motx", f, video_id="cam1")
+    with pytest.raises(FormatError, match=r"format 'mot' takes no option\(s\) frames"):
+        import_labels(ds, "mot", f, video_id="cam1", label="car", frames="auto")
+    assert "mot" in FORMATS
+
+
+def test_export_layout_and_counts(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    ds.add_annotations(
+        [
+            {"kind": "box", "label": "car", "start_frame": 4, "box": (1, 2, 11, 22), "track_id": 0},
+            {"kind": "box", "label": "person", "start_frame": 0, "box": (1.5, 2, 3, 4)},
+            {
+                "kind": "box",
+                "label": "car",
+                "start_frame": 2,
+                "box": (1, 2, 3, 4),
+                "origin": "model",
+                "confidence": 0.5,
+            },
+            {"kind": "marker", "label": "goal", "start_frame": 1, "end_frame": 3},
+        ],
+        "cam1",
+    )
+    rel, _ = ds.build()
+    rep = export_labels(ds, "mot", tmp_path / "out", release=rel.release_id)
+    gt = (tmp_path / "out" / "cam1" / "gt" / "gt.txt").read_text().splitlines()
+    assert gt == ["1,-1,1.5,2.0,1.5,2.0,1,1,1", "5,1,1.0,2.0,10.0,20.0,1,2,1"]
+    det = (tmp_path / "out" / "cam1" / "det" / "det.txt").read_text().splitlines()
+    assert det == ["3,-1,1.0,2.0,2.0,2.0,0.5,-1,-1,-1"]
+    assert (tmp_path / "out" / "cam1" / "gt" / "labels.txt").read_text() == "person\ncar\ngoal\n"
+    assert rep.counts == {"box": 3} and rep.not_written == {"marker (MOT holds no markers)": 1}
+    assert "not written (the format cannot hold them): marker (MOT holds no markers): 1" in str(rep)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=random_tracks(untracked=True))
+def test_round_trip(tmp_path_factory, rows) -> None:
+    tmp = tmp_path_factory.mktemp("mot")
+    ds = dataset(tmp / "a", videos=[meta(frame_count=20)])
+    ds.add_annotations(rows, "cam1")
+    _rel, _ = ds.build()
+    export_labels(ds, "mot", tmp / "out", release="latest")
+    ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
+    import_labels(ds2, "mot", tmp / "out" / "cam1" / "gt" / "gt.txt", video_id="cam1")  # labels.txt beside it
+    assert_same_rows(ds2.annotations(), ds.annotations())

@@ -1,0 +1,641 @@
+"""MediaSequence export and import: records any SequenceExample reader takes, and back into a dataset.
+
+The records are read here with the ``tfrecord`` package's own reader and its ``example_pb2`` protos
+(never vidlabel's reader); the expected key names are written out from MediaPipe's MediaSequence
+reference, not taken from vidlabel's key table. Truth comes from the generated clips (frame numbers in
+the pixels, boxes from the generator, timestamps from PyAV's own demuxing).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import warnings
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tfrecord import example_pb2  # the tfrecord package's own protos and reader: not vidlabel's
+from tfrecord.reader import tfrecord_iterator
+from tfrecord.writer import TFRecordWriter
+
+from tests.conftest import VFR_PTS_MS
+from tests.formats_util import canonical, random_tracks
+from tests.media import ClipTruth, encode_clip, read_frame_number
+from vidlabel import Dataset, export, probe
+from vidlabel.cli import main
+from vidlabel.errors import FormatError, OptionError, StoreError, VidlabelWarning
+from vidlabel.formats import export_labels, import_labels
+
+LABELS = ["person", "car", "goal"]
+W, H = 64, 48
+
+# MediaSequence's keys and types (media_sequence.py), written out independently of vidlabel's table.
+CONTEXT_TYPES = {
+    "example/id": "bytes_list", "example/dataset_name": "bytes_list", "clip/data_path": "bytes_list",
+    "clip/media_id": "bytes_list", "clip/start/timestamp": "int64_list", "clip/end/timestamp": "int64_list",
+    "clip/label/index": "int64_list", "clip/label/string": "bytes_list", "clip/label/confidence": "float_list",
+    "segment/start/timestamp": "int64_list", "segment/end/timestamp": "int64_list",
+    "segment/start/index": "int64_list", "segment/end/index": "int64_list", "segment/label/index": "int64_list",
+    "segment/label/string": "bytes_list", "segment/label/confidence": "float_list", "image/format": "bytes_list",
+    "image/channels": "int64_list", "image/height": "int64_list", "image/width": "int64_list",
+    "image/frame_rate": "float_list", "INSTANCE_SEGMENTATION/image/format": "bytes_list",
+    "INSTANCE_SEGMENTATION/image/height": "int64_list", "INSTANCE_SEGMENTATION/image/width": "int64_list",
+    "vidlabel/release_id": "bytes_list", "vidlabel/clip/label/start/timestamp": "int64_list",
+    "vidlabel/clip/label/end/timestamp": "int64_list", "vidlabel/clip/label/origin": "bytes_list",
+    "vidlabel/segment/origin": "bytes_list",
+}  # fmt: skip
+FEATURE_TYPES = {
+    "image/encoded": "bytes_list", "image/timestamp": "int64_list", "region/bbox/ymin": "float_list",
+    "region/bbox/xmin": "float_list", "region/bbox/ymax": "float_list", "region/bbox/xmax": "float_list",
+    "region/label/index": "int64_list", "region/label/string": "bytes_list", "region/label/confidence": "float_list",
+    "region/track/string": "bytes_list", "region/is_annotated": "int64_list", "region/timestamp": "int64_list",
+    "INSTANCE_SEGMENTATION/image/multi_encoded": "bytes_list", "INSTANCE_SEGMENTATION/image/timestamp": "int64_list",
+    "vidlabel/region/kind": "bytes_list", "vidlabel/region/origin": "bytes_list",
+}  # fmt: skip
+ONE_VALUE = {"image/encoded", "image/timestamp", "region/is_annotated", "region/timestamp",
+             "INSTANCE_SEGMENTATION/image/timestamp"}  # fmt: skip
+PER_REGION = [k for k in FEATURE_TYPES if k.startswith(("region/bbox", "region/label", "region/track", "vidlabel/"))]
+
+
+def read_all(out: Path) -> list[Any]:
+    """Every SequenceExample under ``out`` (shards in name order), with the tfrecord package's reader."""
+    records = []
+    for f in sorted(out.glob("part-*.tfrecord")):
+        for raw in tfrecord_iterator(str(f)):
+            records.append(example_pb2.SequenceExample.FromString(bytes(raw)))
+    return records
+
+
+def ctx(se: Any, key: str) -> list[Any]:
+    f = se.context.feature[key]
+    return list(getattr(f, f.WhichOneof("kind")).value)
+
+
+def fl(se: Any, key: str) -> list[list[Any]]:
+    return [list(getattr(f, f.WhichOneof("kind")).value) for f in se.feature_lists.feature_list[key].feature]
+
+
+def pts_us(path: Path) -> list[int]:
+    """Presentation times of every displayed frame in microseconds, by PyAV's own demuxing."""
+    with av.open(str(path)) as c:
+        s = c.streams.video[0]
+        pts = sorted(p.pts for p in c.demux(s) if p.pts is not None and p.size)
+        return [int(Fraction(p) * s.time_base * 1_000_000) for p in pts]
+
+
+def decode_png(data: bytes, fmt: str) -> np.ndarray:
+    ctx_ = av.CodecContext.create("png", "r")
+    return ctx_.decode(av.Packet(data))[0].to_ndarray(format=fmt)
+
+
+def decode_image(data: bytes) -> np.ndarray:
+    import simplejpeg
+
+    return simplejpeg.decode_jpeg(data) if data[:2] == b"\xff\xd8" else decode_png(data, "rgb24")
+
+
+def make_dataset(path: Path, truth: ClipTruth, rows: list[dict[str, Any]], vid: str = "v") -> Dataset:
+    ds = Dataset.create(path)
+    ds.add_labels(LABELS)
+    ds.add_video(probe(truth.path, video_id=vid))
+    ds.add_annotations(rows, vid)
+    ds.build()
+    return ds
+
+
+def fresh_like(path: Path, ds: Dataset) -> Dataset:
+    new = Dataset.create(path)
+    new.add_labels(LABELS)
+    for m in ds.videos():
+        new.add_video(m)
+    return new
+
+
+def mask_at(x0: int, y0: int, w: int, h: int) -> np.ndarray:
+    m = np.zeros((H, W), np.uint8)
+    m[y0 : y0 + h, x0 : x0 + w] = 1
+    return m
+
+
+def sample_rows(truth: ClipTruth) -> list[dict[str, Any]]:
+    """Tracked boxes on the generator's moving box, an untracked box, model boxes, masks, markers."""
+    rows: list[dict[str, Any]] = [
+        {"kind": "box", "label": "person", "start_frame": n, "box": truth.box(n), "track_id": 4}
+        for n in range(1, truth.frame_count, 3)
+    ]
+    rows.append({"kind": "box", "label": "car", "start_frame": 7, "box": (1.5, 2.25, 30.0, 40.5)})
+    rows.append({"kind": "box", "label": "car", "start_frame": 7, "box": (3, 4, 20, 21), "origin": "model",
+                 "confidence": 0.625, "track_id": 9})  # fmt: skip
+    rows.append({"kind": "box", "label": "car", "start_frame": 10, "box": (3, 5, 20, 22), "origin": "model",
+                 "track_id": 9})  # fmt: skip
+    rows.append({"kind": "mask", "label": "car", "start_frame": 10, "mask": mask_at(5, 20, 9, 7), "track_id": 2})
+    rows.append({"kind": "mask", "label": "car", "start_frame": 13, "mask": mask_at(6, 21, 9, 6), "track_id": 2})
+    rows.append({"kind": "marker", "label": "goal", "start_frame": 0, "end_frame": truth.frame_count - 1})
+    rows.append({"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 11, "origin": "model",
+                 "confidence": 0.5})  # fmt: skip
+    rows.append({"kind": "marker", "label": "person", "start_frame": 2, "end_frame": 2})  # between stored frames
+    return rows
+
+
+def assert_rows_equal(got: list[dict[str, Any]], want: list[dict[str, Any]], atol: float = 0.5) -> None:
+    """Same rows (boxes within ``atol`` px, masks equal), same track partition."""
+    g, w = canonical(got), canonical(want)
+    assert g[0] == w[0]
+    assert g[1] == w[1]
+    assert g[2].shape == w[2].shape
+    assert np.allclose(g[2], w[2], atol=atol, rtol=0, equal_nan=True), np.nanmax(np.abs(g[2] - w[2]))
+
+
+@pytest.fixture(scope="module")
+def ms_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mediasequence")
+
+
+@pytest.fixture(scope="module")
+def exported(ms_dir: Path, clip: ClipTruth) -> tuple[Dataset, Path]:
+    ds = make_dataset(ms_dir / "ds", clip, sample_rows(clip))
+    out = ms_dir / "out"
+    report = export(ds, out, format="mediasequence", codec="png", clip_frames=5, shard_frames=7, progress=False)
+    assert report.records == len(read_all(out)) and report.shards == len(list(out.glob("part-*.tfrecord")))
+    return ds, out
+
+
+# -- round trip ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clip_frames", [None, 5])
+@pytest.mark.parametrize("codec", ["png", "jpeg:80"])
+def test_round_trip_into_a_fresh_dataset_gives_the_same_rows(
+    tmp_path: Path, clip: ClipTruth, clip_frames: int | None, codec: str
+) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    export(ds, tmp_path / "out", format="mediasequence", codec=codec, clip_frames=clip_frames, progress=False)
+    new = fresh_like(tmp_path / "new", ds)
+    report = import_labels(new, "mediasequence", tmp_path / "out")
+    assert report.videos["v"].counts == {"box": 19, "mask": 2, "marker": 3}
+    assert_rows_equal(new.annotations(), ds.annotations())
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=random_tracks(masks=True, markers=True, untracked=True),
+    clip_frames=st.sampled_from([None, 1, 3]),
+    shard_frames=st.sampled_from([1, 4, 1024]),
+    frames=st.sampled_from(["annotated", "all"]),
+)
+def test_round_trip_property(
+    ms_dir: Path, rows: list[dict[str, Any]], clip_frames: int | None, shard_frames: int, frames: str
+) -> None:
+    truth = _clip20(ms_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = make_dataset(Path(tmp) / "ds", truth, rows)
+        export(ds, Path(tmp) / "out", format="mediasequence", codec="png", clip_frames=clip_frames,
+               shard_frames=shard_frames, frames=frames, progress=False)  # fmt: skip
+        new = fresh_like(Path(tmp) / "new", ds)
+        import_labels(new, "mediasequence", Path(tmp) / "out")
+        assert_rows_equal(new.annotations(), ds.annotations())
+
+
+_CLIP20: dict[str, ClipTruth] = {}
+
+
+def _clip20(folder: Path) -> ClipTruth:
+    if "c" not in _CLIP20:
+        _CLIP20["c"] = encode_clip(folder / "clip20.mp4", n_frames=20, gop=5)
+    return _CLIP20["c"]
+
+
+def test_labels_only_export_labels_round_trip(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    report = export_labels(ds, "mediasequence", tmp_path / "labels")
+    records = read_all(tmp_path / "labels")
+    assert report.counts["records"] == len(records) == 1 and report.paths
+    assert "image/encoded" not in records[0].feature_lists.feature_list
+    assert "image/format" not in records[0].context.feature
+    new = fresh_like(tmp_path / "new", ds)
+    import_labels(new, "mediasequence", tmp_path / "labels")
+    assert_rows_equal(new.annotations(), ds.annotations())
+
+
+# -- the records, read by an independent reader -----------------------------------------------------------------
+
+
+def test_every_key_name_type_and_length_per_frame(exported: tuple[Dataset, Path], clip: ClipTruth) -> None:
+    ds, out = exported
+    records = read_all(out)
+    rel = ds.release()
+    times = pts_us(clip.path)
+    rows = ds.annotations()
+    stored = sorted({r["start_frame"] for r in rows if r["kind"] != "marker"})
+    assert [len(fl(se, "image/timestamp")) for se in records] == [5, 5, 5, 1]
+    assert sorted(p.name for p in out.glob("part-*")) == [
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
+    position = 0
+    for se in records:
+        for key, f in se.context.feature.items():
+            assert key in CONTEXT_TYPES, key
+            assert f.WhichOneof("kind") == CONTEXT_TYPES[key], key
+        n = len(se.feature_lists.feature_list["image/encoded"].feature)
+        for key, flist in se.feature_lists.feature_list.items():
+            assert key in FEATURE_TYPES, key
+            assert len(flist.feature) == n, key
+            for f in flist.feature:
+                assert f.WhichOneof("kind") == FEATURE_TYPES[key], key
+                if key in ONE_VALUE:
+                    assert len(getattr(f, FEATURE_TYPES[key]).value) == 1, key
+        frames = stored[position : position + n]
+        position += n
+        assert ctx(se, "clip/media_id") == [b"v"] and ctx(se, "clip/data_path") == [str(clip.path).encode()]
+        assert ctx(se, "example/id") == [f"v/{frames[0]}-{frames[-1]}".encode()]
+        assert ctx(se, "vidlabel/release_id") == [rel.release_id.encode()]
+        assert ctx(se, "image/format") == [b"PNG"] and ctx(se, "image/channels") == [3]
+        assert ctx(se, "image/height") == [H] and ctx(se, "image/width") == [W]
+        assert [t for (t,) in fl(se, "image/timestamp")] == [times[f] for f in frames]
+        assert fl(se, "region/timestamp") == fl(se, "image/timestamp")
+        assert ctx(se, "clip/start/timestamp") == [times[frames[0]]] and ctx(se, "clip/end/timestamp") == [
+            times[frames[-1]]
+        ]
+        assert [read_frame_number(decode_image(b)) for (b,) in fl(se, "image/encoded")] == frames
+        assert fl(se, "region/is_annotated") == [[1]] * n
+        for j, f in enumerate(frames):
+            here = sorted((r for r in rows if r["start_frame"] == f and r["kind"] != "marker"),
+                          key=lambda r: r["annotation_id"])  # fmt: skip
+            for key in PER_REGION:
+                if key in se.feature_lists.feature_list:
+                    assert len(fl(se, key)[j]) == len(here), (key, f)
+            want = np.array([r["box"] for r in here], np.float64).reshape(-1, 4)
+            got = np.array([fl(se, f"region/bbox/{c}")[j] for c in ("xmin", "ymin", "xmax", "ymax")]).T
+            assert np.allclose(got * [W, H, W, H], want, atol=1e-4), f  # normalized, y first in the keys
+            assert fl(se, "region/label/string")[j] == [r["label"].encode() for r in here]
+            assert fl(se, "region/label/index")[j] == [rel.labels.index(r["label"]) for r in here]
+            assert fl(se, "vidlabel/region/kind")[j] == [r["kind"].encode() for r in here]
+            tracks = fl(se, "region/track/string")[j]
+            assert [t != b"" for t in tracks] == [r["track_id"] is not None for r in here]
+            if "region/label/confidence" in se.feature_lists.feature_list:
+                conf = fl(se, "region/label/confidence")[j]
+                for c, r in zip(conf, here):
+                    assert (math.isnan(c) and r["confidence"] is None) or c == pytest.approx(r["confidence"])
+            if "INSTANCE_SEGMENTATION/image/multi_encoded" in se.feature_lists.feature_list:
+                pngs = fl(se, "INSTANCE_SEGMENTATION/image/multi_encoded")[j]
+                masks = [r for r in here if r["kind"] == "mask"]
+                assert len(pngs) == len(masks)
+                for png, r in zip(pngs, masks):
+                    from vidlabel.geometry import decode_rle
+
+                    np.testing.assert_array_equal(decode_png(png, "gray")[:, :], decode_rle(r["mask"]))
+    assert position == len(stored)
+    # frames 10 and 13 hold the masks: only the first record (frames 1..13) has masks
+    assert ["INSTANCE_SEGMENTATION/image/multi_encoded" in se.feature_lists.feature_list for se in records] == [
+        True, False, False, False,
+    ]  # fmt: skip
+
+
+def test_markers_are_clip_labels_when_they_cover_the_record_else_segments(
+    exported: tuple[Dataset, Path], clip: ClipTruth
+) -> None:
+    _, out = exported
+    records = read_all(out)
+    times = pts_us(clip.path)
+    first = records[0]  # frames 1, 4, 7, 10, 13
+    assert ctx(first, "clip/label/string") == [b"goal"]  # the marker over the whole video
+    assert ctx(first, "vidlabel/clip/label/start/timestamp") == [times[0]]
+    assert ctx(first, "vidlabel/clip/label/end/timestamp") == [times[clip.frame_count - 1]]
+    assert ctx(first, "segment/label/string") == [b"goal", b"person"]
+    assert ctx(first, "segment/start/timestamp") == [times[5], times[2]]
+    assert ctx(first, "segment/end/timestamp") == [times[11], times[2]]
+    # first frame at or after the start, last at or before the end (inclusive): 5..11 -> frames 7, 10
+    assert ctx(first, "segment/start/index") == [2, 1] and ctx(first, "segment/end/index") == [3, 0]
+    assert ctx(first, "segment/label/confidence") == [0.5, pytest.approx(float("nan"), nan_ok=True)]
+    assert ctx(first, "vidlabel/segment/origin") == [b"model", b"human"]
+    assert "segment/label/string" not in records[2].context.feature  # frames 31..46 overlap no short marker
+    assert ctx(records[2], "clip/label/string") == [b"goal"]
+
+
+def test_vfr_clip_keeps_exact_per_frame_timestamps(tmp_path: Path, clip_vfr: ClipTruth) -> None:
+    rows = [{"kind": "box", "label": "person", "start_frame": n, "box": clip_vfr.box(n)} for n in (0, 4, 12, 29)]
+    ds = make_dataset(tmp_path / "ds", clip_vfr, rows)
+    export(ds, tmp_path / "out", format="mediasequence", frames="all", progress=False)
+    (se,) = read_all(tmp_path / "out")
+    assert [t for (t,) in fl(se, "image/timestamp")] == [ms * 1000 for ms in VFR_PTS_MS]
+    assert [read_frame_number(decode_image(b)) for (b,) in fl(se, "image/encoded")] == list(range(30))
+    assert fl(se, "region/is_annotated") == [[int(n in (0, 4, 12, 29))] for n in range(30)]
+    new = fresh_like(tmp_path / "new", ds)
+    import_labels(new, "mediasequence", tmp_path / "out")
+    assert_rows_equal(new.annotations(), ds.annotations())
+
+
+def test_start_offset_clip_keeps_absolute_timestamps(tmp_path: Path, clip_start_offset: ClipTruth) -> None:
+    truth = clip_start_offset
+    rows = [{"kind": "box", "label": "person", "start_frame": n, "box": truth.box(n)} for n in (0, 9, 35)]
+    ds = make_dataset(tmp_path / "ds", truth, rows)
+    export(ds, tmp_path / "out", format="mediasequence", progress=False)
+    (se,) = read_all(tmp_path / "out")
+    times = pts_us(truth.path)
+    assert times[0] >= 200_000  # the stream starts 7 frames in: absolute, not shifted to 0
+    assert [t for (t,) in fl(se, "image/timestamp")] == [times[0], times[9], times[35]]
+    assert ctx(se, "clip/start/timestamp") == [times[0]] and ctx(se, "clip/end/timestamp") == [times[35]]
+    assert [read_frame_number(decode_image(b)) for (b,) in fl(se, "image/encoded")] == [0, 9, 35]
+
+
+def test_frame_selection_stride_output_size_and_view_are_the_stores(tmp_path: Path, clip: ClipTruth) -> None:
+    rows = [{"kind": "box", "label": "person", "start_frame": n, "box": clip.box(n)} for n in range(0, 20, 2)]
+    ds = make_dataset(tmp_path / "ds", clip, rows)
+    with pytest.warns(VidlabelWarning, match="do(es)? not store"):
+        export(ds, tmp_path / "out", format="mediasequence", stride=2, output_size=(32, 24), progress=False)
+    (se,) = read_all(tmp_path / "out")
+    assert [read_frame_number(np.kron(decode_image(b), np.ones((2, 2, 1), np.uint8)))
+            for (b,) in fl(se, "image/encoded")] == [0, 4, 8, 12, 16]  # fmt: skip
+    assert ctx(se, "image/width") == [32] and ctx(se, "image/height") == [24]
+    got = np.array([fl(se, f"region/bbox/{c}") for c in ("xmin", "ymin", "xmax", "ymax")])[..., 0].T
+    want = np.array([clip.box(n) for n in (0, 4, 8, 12, 16)]) / [W, H, W, H]
+    assert np.allclose(got, want, atol=1e-6)
+    ds.add_view("left", crop=(0, 0, 32, 48))
+    ds.build()
+    export(ds, tmp_path / "view", format="mediasequence", view_id="left", frames="all", progress=False)
+    (se,) = read_all(tmp_path / "view")
+    assert ctx(se, "image/width") == [32] and ctx(se, "vidlabel/view_id") == [b"left"]
+    new = fresh_like(tmp_path / "new", ds)
+    with pytest.raises(FormatError, match="exported with view 'left'"):
+        import_labels(new, "mediasequence", tmp_path / "view")
+
+
+# -- resume ----------------------------------------------------------------------------------------------------
+
+
+def records_content(out: Path) -> list[tuple[Any, ...]]:
+    """Every record with its images decoded (PNG bytes need not be identical between runs; pixels are)."""
+    result = []
+    for se in read_all(out):
+        images = [decode_image(b) for (b,) in fl(se, "image/encoded")]
+        se.feature_lists.feature_list["image/encoded"].Clear()
+        result.append((se.SerializeToString(deterministic=True), [im.tobytes() for im in images]))
+    return result
+
+
+def test_resumed_export_equals_a_clean_one(tmp_path: Path, clip: ClipTruth, monkeypatch: pytest.MonkeyPatch) -> None:
+    ms = importlib.import_module("vidlabel.export._mediasequence")  # vidlabel.export is also the function
+
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    options = {"format": "mediasequence", "codec": "png", "clip_frames": 5, "shard_frames": 7, "progress": False}
+    export(ds, tmp_path / "clean", **options)
+    real, calls = ms.encode_image, []
+
+    def dies_at_frame_16(image: np.ndarray, opts: Any) -> bytes:  # records 0, 1 in shard 0; 2 written, 3 not
+        calls.append(1)
+        if len(calls) == 16:
+            raise KeyboardInterrupt("killed")
+        return real(image, opts)
+
+    monkeypatch.setattr(ms, "encode_image", dies_at_frame_16)
+    with pytest.raises(KeyboardInterrupt):
+        export(ds, tmp_path / "out", **options)
+    monkeypatch.setattr(ms, "encode_image", real)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert "part-00000-of-00002.tfrecord" in names and "part-00001-of-00002.tfrecord" not in names
+    assert "_SUCCESS" not in names and "part-00001-of-00002.tfrecord.partial" in names
+    first = (tmp_path / "out" / "part-00000-of-00002.tfrecord").stat()
+    report = export(ds, tmp_path / "out", **options)
+    again = (tmp_path / "out" / "part-00000-of-00002.tfrecord").stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)  # kept, not rewritten
+    assert report.frames_reused == 10 and report.frames_decoded == 6
+    assert records_content(tmp_path / "out") == records_content(tmp_path / "clean")
+    assert not list((tmp_path / "out").glob("*.partial")) and (tmp_path / "out" / "_SUCCESS").is_file()
+    assert export(ds, tmp_path / "out", **options).frames_decoded == 0  # a finished export has nothing to do
+    with pytest.raises(StoreError, match="another release or other options"):
+        export(ds, tmp_path / "out", **{**options, "clip_frames": 4})
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match=r"not this MediaSequence export's \(notes.txt\)"):
+        export(ds, tmp_path / "other", **options)
+
+
+# -- errors ----------------------------------------------------------------------------------------------------
+
+
+def test_bad_options_are_refused(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    out = tmp_path / "out"
+    with pytest.raises(OptionError, match="codec must be 'jpeg\\[:quality\\]' or 'png', got 'zstd:1'"):
+        export(ds, out, format="mediasequence", codec="zstd", progress=False)
+    with pytest.raises(OptionError, match="clip_frames must be an integer >= 1, got 0"):
+        export(ds, out, format="mediasequence", clip_frames=0, progress=False)
+    with pytest.raises(OptionError, match="workers must be 1, got 2"):
+        export(ds, out, format="mediasequence", workers=2, progress=False)
+    with pytest.raises(OptionError, match="clip_frames applies to format='mediasequence' only, not 'hdf5'"):
+        export(ds, out, format="hdf5", clip_frames=4, progress=False)
+    with pytest.raises(OptionError, match="unknown store format 'tfrecord'; allowed: hdf5, zarr, mediasequence"):
+        export(ds, out, format="tfrecord", progress=False)
+
+
+def write_record(path: Path, context: dict[str, Any], features: dict[str, Any]) -> Path:
+    w = TFRecordWriter(str(path))
+    w.write(context, features)
+    w.close()
+    return path
+
+
+def good_record() -> tuple[dict[str, Any], dict[str, Any]]:
+    context = {"clip/media_id": (b"v", "byte"), "clip/data_path": (b"elsewhere.mp4", "byte")}
+    features = {
+        "region/timestamp": ([0, 33333], "int"), "region/bbox/ymin": ([[0.1], []], "float"),
+        "region/bbox/xmin": ([[0.2], []], "float"), "region/bbox/ymax": ([[0.5], []], "float"),
+        "region/bbox/xmax": ([[0.6], []], "float"), "region/label/string": ([[b"car"], []], "byte"),
+    }  # fmt: skip
+    return context, features
+
+
+def test_a_foreign_record_imports_by_media_id_or_data_path(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    import_labels(ds, "mediasequence", write_record(tmp_path / "a.tfrecord", context, features))
+    (row,) = ds.annotations()
+    assert row["start_frame"] == 0 and row["origin"] == "human" and row["track_id"] is None
+    assert np.allclose(row["box"], (0.2 * W, 0.1 * H, 0.6 * W, 0.5 * H))
+    by_path = {"clip/media_id": (b"cam-7", "byte"), "clip/data_path": (str(clip.path).encode(), "byte")}
+    features["region/timestamp"] = ([66666, 100000], "int")
+    import_labels(ds, "mediasequence", write_record(tmp_path / "b.tfrecord", by_path, features))
+    assert sorted(r["start_frame"] for r in ds.annotations()) == [0, 2]
+
+
+def corrupt(path: Path, offset: int) -> Path:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_bad_records_are_format_errors(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    good = write_record(tmp_path / "good.tfrecord", context, features)
+    size = good.stat().st_size
+
+    def refused(path: Path, match: str) -> None:
+        with pytest.raises(FormatError, match=match):
+            import_labels(ds, "mediasequence", path)
+        assert ds.annotations() == []
+
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(good.read_bytes()[: size - 10])
+    refused(cut, r"cut\.tfrecord record 0: cut short")
+    shutil.copy(good, tmp_path / "flip.tfrecord")
+    refused(corrupt(tmp_path / "flip.tfrecord", 20), "record 0: data CRC does not match")
+    (tmp_path / "text.tfrecord").write_text("frame,id,x,y\n1,2,3,4\n")
+    refused(tmp_path / "text.tfrecord", "length CRC does not match: not a TFRecord file")
+    junk = tmp_path / "junk.tfrecord"
+    with open(junk, "wb") as fh:
+        payload = b"\xff\xff\xff\xff"
+        head = struct.pack("<Q", len(payload))
+        fh.write(head + TFRecordWriter.masked_crc(head) + payload + TFRecordWriter.masked_crc(payload))
+    refused(junk, "record 0: not a tf.train.SequenceExample")
+    wrong = {**features, "region/bbox/ymin": ([[1], []], "int")}
+    refused(write_record(tmp_path / "t.tfrecord", context, wrong), "region/bbox/ymin holds a int64_list; .* float_list")
+    unknown = {"clip/media_id": (b"cam-7", "byte"), "clip/data_path": (b"/nowhere.mp4", "byte")}
+    refused(write_record(tmp_path / "u.tfrecord", unknown, features), "names no registered video; known ids: v")
+    late = {**features, "region/timestamp": ([0, 50_000_000], "int")}
+    refused(write_record(tmp_path / "l.tfrecord", context, late), "timestamp 50000000 us .* is no frame of video 'v'")
+    short = {**features, "region/label/string": ([[], []], "byte")}
+    refused(write_record(tmp_path / "s.tfrecord", context, short), "frame 0: region/label/string holds 0 values")
+    unlabeled = {k: v for k, v in features.items() if k != "region/label/string"}
+    refused(write_record(tmp_path / "n.tfrecord", context, unlabeled), "labels are imported by name")
+    seg = {**context, "segment/start/timestamp": ([10], "int"), "segment/end/timestamp": ([20], "int"),
+           "segment/label/string": ([b"goal"], "byte")}  # fmt: skip
+    refused(write_record(tmp_path / "g.tfrecord", seg, features), r"segment 0 \(10\.\.20 us\) holds no frame")
+    (tmp_path / "empty").mkdir()
+    refused(tmp_path / "empty", r"holds no \*\.tfrecord file")
+    refused(tmp_path / "absent.tfrecord", "file not found")
+
+
+# -- command line ----------------------------------------------------------------------------------------------
+
+
+def test_cli_export_and_import(tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    out = tmp_path / "out"
+    args = ["export", str(tmp_path / "ds"), str(out), "--format", "mediasequence", "--clip-frames", "4"]
+    assert main([*args, "--codec", "jpeg:70", "--no-progress"]) == 0
+    assert "4 SequenceExamples in 1 TFRecord shards" in capsys.readouterr().out
+    records = read_all(out)
+    assert [len(fl(se, "image/timestamp")) for se in records] == [4, 4, 4, 4]  # 16 stored frames
+    assert all(ctx(se, "image/format") == [b"JPEG"] for se in records)
+    new = fresh_like(tmp_path / "new", ds)
+    assert main(["import", str(tmp_path / "new"), "mediasequence", str(out)]) == 0
+    assert "video 'v': 19 box, 2 mask, 3 marker" in capsys.readouterr().out
+    assert_rows_equal(new.annotations(), ds.annotations())
+
+
+# -- TensorFlow ------------------------------------------------------------------------------------------------
+
+
+_TF_SCRIPT = r"""
+import json, sys
+import tensorflow as tf
+files = sys.argv[1:]
+context_spec = {
+    "clip/media_id": tf.io.FixedLenFeature([], tf.string),
+    "clip/start/timestamp": tf.io.FixedLenFeature([], tf.int64),
+    "image/height": tf.io.FixedLenFeature([], tf.int64),
+    "segment/start/index": tf.io.VarLenFeature(tf.int64),
+}
+sequence_spec = {
+    "image/encoded": tf.io.FixedLenSequenceFeature([], tf.string),
+    "image/timestamp": tf.io.FixedLenSequenceFeature([], tf.int64),
+    "region/is_annotated": tf.io.FixedLenSequenceFeature([], tf.int64),
+    "region/bbox/ymin": tf.io.VarLenFeature(tf.float32),
+    "region/label/string": tf.io.VarLenFeature(tf.string),
+}
+parsed = [tf.io.parse_single_sequence_example(raw, context_features=context_spec, sequence_features=sequence_spec)
+          for raw in tf.data.TFRecordDataset(files)]
+context, seq = parsed[0]
+print(json.dumps({
+    "records": len(parsed),
+    "media_id": context["clip/media_id"].numpy().decode(),
+    "height": int(context["image/height"].numpy()),
+    "timestamps": seq["image/timestamp"].numpy().tolist(),
+    "image1": tf.io.decode_png(seq["image/encoded"][1]).numpy().tolist(),
+    "ymin_rows": int(tf.sparse.to_dense(seq["region/bbox/ymin"]).shape[0]),
+}))
+"""
+
+
+def test_tensorflow_parses_the_records(exported: tuple[Dataset, Path], clip: ClipTruth, tmp_path: Path) -> None:
+    # In a fresh interpreter: this module imports the tfrecord package's own protos (the independent reader),
+    # which cannot share a process with TensorFlow's (both define tensorflow.BytesList in protobuf's pool).
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not a vidlabel dependency; this check runs where it is installed")
+    _, out = exported
+    files = sorted(str(p) for p in out.glob("part-*.tfrecord"))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", _TF_SCRIPT, *files], capture_output=True, text=True, env=env,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    times = pts_us(clip.path)
+    assert got["records"] == 4
+    assert got["media_id"] == "v" and got["height"] == H
+    assert got["timestamps"] == [times[f] for f in (1, 4, 7, 10, 13)]
+    assert read_frame_number(np.array(got["image1"], np.uint8)) == 4
+    assert got["ymin_rows"] == 5
+
+
+_TF_LIKE_POOL = r"""
+import sys
+from google.protobuf import descriptor_pb2, descriptor_pool
+# What importing TensorFlow does: tensorflow.BytesList ... in the default pool, under TensorFlow's file name.
+fdp = descriptor_pb2.FileDescriptorProto(name="tensorflow/core/example/feature.proto", package="tensorflow",
+                                         syntax="proto3")
+msg = fdp.message_type.add(name="BytesList")
+msg.field.add(name="value", number=1, label=3, type=12)
+descriptor_pool.Default().Add(fdp)
+from vidlabel import Dataset
+from vidlabel.formats import import_labels
+report = import_labels(Dataset.open(sys.argv[1]), "mediasequence", sys.argv[2])
+print(report)
+"""
+
+
+def test_records_are_read_in_a_process_that_has_tensorflow_protos(
+    exported: tuple[Dataset, Path], tmp_path: Path
+) -> None:
+    """A TensorFlow user's process already holds tensorflow.BytesList: reading (and writing) records must not
+    register those names again (the tfrecord package's example_pb2 does, and fails with 'duplicate symbol')."""
+    ds, out = exported
+    fresh = fresh_like(tmp_path / "new", ds)
+    proc = subprocess.run([sys.executable, "-c", _TF_LIKE_POOL, str(fresh.path), str(out)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(fresh.annotations()) == len(ds.annotations())
+
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+warnings.filterwarnings("ignore", "Protobuf gencode version", UserWarning)
+
+
+def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vidlabel.export import _tfrecord
+
+    _tfrecord.messages.cache_clear()
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    for name in [m for m in sys.modules if m == "google.protobuf" or m.startswith("google.protobuf.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)  # what an environment without it gives
+    try:
+        with pytest.raises(OptionError, match=r"need the protobuf package: pip install 'vidlabel\[tf\]'"):
+            _tfrecord.messages()
+    finally:
+        _tfrecord.messages.cache_clear()

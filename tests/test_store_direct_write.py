@@ -1,0 +1,150 @@
+"""HDF5 uncompressed frames units written with O_DIRECT into early-allocated chunks (issue 15): the stored
+bytes equal those of the page-cache path bit for bit, and every fallback writes the same."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import google_crc32c
+import h5py
+import numpy as np
+import pytest
+
+from tests.media import decode_all, encode_clip, read_frame_number
+from vidlabel import Dataset, export, open_store, probe
+from vidlabel.store import _hdf5, backend_for, get_codec
+from vidlabel.store._writer import write_frames
+
+W, H = 40, 24  # 2,880 bytes a frame: chunks never fall on page boundaries
+
+
+def frames(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(n)
+    return [rng.integers(0, 256, (H, W, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def write(folder: Path, images: list[np.ndarray], chunk_frames: int) -> Path:
+    backend = backend_for(folder, "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    write_frames(
+        backend, "u", images, frame_number=np.arange(len(images)), frame_size=(W, H), chunk_frames=chunk_frames,
+        codec=get_codec("none"), attrs={"pixel_key": "px"},
+    )  # fmt: skip
+    return folder / "frames" / "u.h5"
+
+
+def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(frames, frames_crc32c, chunks allocated early) read with plain h5py."""
+    with h5py.File(path, "r") as f:
+        early = f["frames"].id.get_create_plist().get_alloc_time() == h5py.h5d.ALLOC_TIME_EARLY
+        return f["frames"][()], f["frames_crc32c"][()], early
+
+
+@pytest.fixture
+def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5._PAGE)  # many direct writes and a tail
+
+
+@pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3)])
+def test_direct_write_stores_the_same_bytes_as_the_page_cache_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int
+) -> None:
+    images = frames(n)
+    opened: list[int] = []
+    real_open = os.open
+
+    def spy_open(path: Any, flags: int, *args: Any) -> int:
+        opened.append(flags)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(_hdf5.os, "open", spy_open)
+    direct = stored(write(tmp_path / "direct", images, chunk_frames))
+    assert any(flags & os.O_DIRECT for flags in opened)  # the direct path ran
+    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
+    plain = stored(write(tmp_path / "plain", images, chunk_frames))
+    assert direct[2] and not plain[2]
+    np.testing.assert_array_equal(direct[0], np.stack(images))
+    np.testing.assert_array_equal(direct[0], plain[0])
+    np.testing.assert_array_equal(direct[1], plain[1])
+    padded = np.zeros((-(-n // chunk_frames) * chunk_frames, H, W, 3), np.uint8)
+    padded[:n] = images
+    want = [
+        google_crc32c.value(padded[c : c + chunk_frames].tobytes()) for c in range(0, padded.shape[0], chunk_frames)
+    ]
+    assert direct[1].tolist() == want
+    reader = backend_for(tmp_path / "direct", "hdf5").open_frames_unit("u")
+    try:
+        got = np.concatenate([reader.read_chunk(c)[: reader.chunk_rows(c)] for c in range(reader.n_chunks)])
+    finally:
+        reader.close()
+    np.testing.assert_array_equal(got, np.stack(images))
+
+
+def test_a_file_system_without_o_direct_writes_through_the_page_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def no_direct(path: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_DIRECT:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(_hdf5.os, "open", no_direct)
+    images = frames(5)
+    got, crc, _ = stored(write(tmp_path / "s", images, 2))
+    np.testing.assert_array_equal(got, np.stack(images))
+    assert crc.size == 3
+
+
+def test_chunks_out_of_order_leave_the_direct_path_without_losing_bytes(tmp_path: Path, small_stage: None) -> None:
+    images = frames(6)
+    backend = backend_for(tmp_path / "o", "hdf5")
+    writer = backend.frames_writer("u", shape=(6, H, W, 3), chunk_frames=2, codec=get_codec("none"), attrs={})
+    for c in (0, 2, 1):
+        writer.write_chunk(c, np.ascontiguousarray(np.stack(images[2 * c : 2 * c + 2])))
+    writer.commit(frame_number=np.arange(6), crc32c=np.zeros(3, np.uint32))
+    got, _, _ = stored(tmp_path / "o" / "frames" / "u.h5")
+    np.testing.assert_array_equal(got, np.stack(images))
+
+
+def test_a_chunk_past_the_allocated_block_is_refused(tmp_path: Path) -> None:
+    backend = backend_for(tmp_path / "p", "hdf5")
+    writer = backend.frames_writer("u", shape=(2, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
+    try:
+        assert writer._direct is not None
+        writer.write_chunk(0, np.zeros((1, H, W, 3), np.uint8))
+        writer.write_chunk(1, np.zeros((1, H, W, 3), np.uint8))
+        with pytest.raises(_hdf5.StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
+            writer._direct.write(memoryview(np.zeros(3 * H * W * 3, np.uint8)))
+    finally:
+        writer.abort()
+    assert not (tmp_path / "p" / "frames" / "u.h5.partial").exists()
+
+
+def test_an_exported_store_is_the_same_with_and_without_direct_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = encode_clip(tmp_path / "c.mp4", n_frames=12, width=64, height=48, gop=5).path
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["a"])
+    ds.add_video(probe(path, video_id="v"))
+    ds.add_annotations([{"kind": "box", "label": "a", "start_frame": 0, "box": (1, 1, 9, 9)}], "v")
+    ds.build()
+    export(ds, tmp_path / "direct", frames="all", progress=False)
+    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "0")
+    export(ds, tmp_path / "plain", frames="all", progress=False)
+    reference = decode_all(path)
+    images = {}
+    for name in ("direct", "plain"):
+        store = open_store(tmp_path / name)
+        sel = store.select()
+        images[name] = np.stack([sel.sample(j)["image"] for j in range(len(sel))])
+        (unit,) = (tmp_path / name / "frames").glob("*.h5")
+        assert stored(unit)[2] == (name == "direct")
+    np.testing.assert_array_equal(images["direct"], images["plain"])
+    np.testing.assert_array_equal(images["direct"], np.stack(reference))
+    assert [read_frame_number(im) for im in images["direct"]] == list(range(12))

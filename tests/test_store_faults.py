@@ -1,0 +1,312 @@
+"""A frame store under faults (issue 12): a flipped byte is refused, never returned as pixels; links and names
+that leave the store folder are refused, never followed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import h5py
+import numpy as np
+import pytest
+
+from tests.media import read_frame_number
+from tests.test_store_support import make_dataset, reference_frames
+from vidlabel import Dataset, export, open_store
+from vidlabel.errors import OptionError, StoreCorruptError, StoreError, VidlabelError
+from vidlabel.store import FrameStore, backend_for, upload, verify_store
+from vidlabel.store._remote import ObjectStore
+from vidlabel.torch_data import StoreFrames, StoreStream
+
+EVERY = ("box", "mask", "marker")
+STORES = ["hdf5-none", "hdf5-zstd4", "zarr-none", "zarr-zstd4"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
+    root = tmp_path_factory.mktemp("store_faults")
+    ds = make_dataset(root, videos=("a", "b"), n_frames=16)
+    for fmt in ("hdf5", "zarr"):  # frames="all": stored row r is frame r
+        export(ds, root / f"{fmt}-none", format=fmt, frames="all", kinds=EVERY, progress=False)
+        export(ds, root / f"{fmt}-zstd4", format=fmt, frames="all", codec="zstd", chunk_frames=4, kinds=EVERY,
+               progress=False)  # fmt: skip
+    return root, ds
+
+
+@pytest.fixture
+def mem() -> Iterator[str]:
+    prefix = f"memory://vidlabel-faults-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    fs = fsspec.filesystem("memory")
+    if fs.exists(prefix):
+        fs.rm(prefix, recursive=True)
+
+
+def copy_store(world: tuple[Path, Dataset], name: str, tmp_path: Path) -> Path:
+    """A private copy (real copies, no hard links) of a fixture store, to damage."""
+    dst = tmp_path / name
+    shutil.copytree(world[0] / name, dst)
+    return dst
+
+
+def chunk_location(store: Path, video_id: str, chunk: int) -> tuple[Path, int, int]:
+    """(file, byte offset, size) of a stored frame chunk, found through the format's own tools."""
+    if (store / "store.h5").exists():
+        with h5py.File(store / "videos" / f"{video_id}.h5", "r") as f:
+            link = f.get("frames", getlink=True)
+            frames_file = (store / "videos" / link.filename).resolve()
+        with h5py.File(frames_file, "r") as f:
+            ds = f["frames"]
+            info = ds.id.get_chunk_info_by_coord((chunk * ds.chunks[0], 0, 0, 0))
+            return frames_file, int(info.byte_offset), int(info.size)
+    path = store / "videos" / video_id / "frames" / f"c.{chunk}.0.0.0"
+    return path, 0, path.stat().st_size
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([byte[0] ^ 0x10]))
+
+
+def damage(store: Path, video_id: str, chunk: int) -> None:
+    path, offset, size = chunk_location(store, video_id, chunk)
+    flip_byte(path, offset + size // 2)
+
+
+def corrupt_message(store: str, video_id: str, chunk: int, rows: tuple[int, int]) -> str:
+    return (
+        rf"video '{video_id}', chunk {chunk} \(rows {rows[0]}\.\.{rows[1]}\) of store '{re.escape(store)}': "
+        r"the stored bytes of frames .* fail their CRC-32C checksum \(stored [0-9a-f]{8}, read [0-9a-f]{8}\): "
+        r"the file is damaged \(`vidlabel verify` lists every damaged chunk"
+    )
+
+
+# -- item 3: a flipped byte is refused -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", STORES)
+def test_a_flipped_byte_is_refused_not_returned_as_pixels(
+    world: tuple[Path, Dataset], tmp_path: Path, name: str
+) -> None:
+    root, _ = world
+    store_dir = copy_store(world, name, tmp_path)
+    cf = 4 if "zstd4" in name else 1
+    chunk = 2
+    damage(store_dir, "b", chunk)
+    bad_rows = list(range(chunk * cf, chunk * cf + cf))
+    message = corrupt_message(str(store_dir), "b", chunk, (bad_rows[0], bad_rows[-1]))
+    truth = reference_frames(root, "b")
+    store = open_store(store_dir)
+    for r in bad_rows:
+        with pytest.raises(StoreCorruptError, match=message) as err:
+            store.read_rows("b", [r])
+        assert isinstance(err.value, StoreError) and isinstance(err.value, OSError) and err.value.video_id == "b"
+        with pytest.raises(StoreCorruptError, match=message):
+            store.read_row("b", r)
+        with pytest.raises(StoreCorruptError, match=message):
+            store.read_rows("b", [0, r, len(truth) - 1])  # a batch of several chunks
+    for r in [r for r in range(len(truth)) if r not in bad_rows]:  # every other chunk still reads, exactly
+        np.testing.assert_array_equal(store.read_row("b", r), truth[r])
+    # the torch datasets check by default
+    frames = StoreFrames(store_dir)
+    position = frames.index.index(("b", bad_rows[0]))
+    with pytest.raises(StoreCorruptError, match=message):
+        frames[position]
+    with pytest.raises(StoreCorruptError, match=message):
+        frames.__getitems__([0, position])
+    with pytest.raises(StoreCorruptError, match=message):
+        list(StoreStream(store_dir, shuffle=False))
+    # and verify_store still lists the chunk
+    report = verify_store(store_dir)
+    assert not report["ok"] and any(f"chunk {chunk} " in p and "CRC-32C" in p for p in report["problems"])
+
+
+@pytest.mark.parametrize("name", ["hdf5-none", "zarr-none"])
+def test_verify_checksums_false_returns_what_is_stored(world: tuple[Path, Dataset], tmp_path: Path, name: str) -> None:
+    # What verification prevents: without it, the damaged chunk comes back as pixels.
+    root, _ = world
+    store_dir = copy_store(world, name, tmp_path)
+    damage(store_dir, "a", 3)
+    truth = reference_frames(root, "a")
+    for off in (open_store(store_dir, verify_checksums=False), FrameStore(store_dir, verify_checksums=False)):
+        image = off.read_row("a", 3)
+        assert not np.array_equal(image, truth[3]) and int(np.count_nonzero(image != truth[3])) == 1
+    frames = StoreFrames(store_dir, verify_checksums=False)
+    assert frames.store.verify_checksums is False
+    assert StoreFrames(frames.store).store.verify_checksums is False  # a given store keeps its setting
+    assert StoreFrames(frames.store, verify_checksums=True).store.verify_checksums is True
+    assert StoreStream(store_dir, verify_checksums=False).store.verify_checksums is False
+    with pytest.raises(OptionError, match=r"verify_checksums must be True or False, got 'yes'"):
+        open_store(store_dir, verify_checksums="yes")  # type: ignore[arg-type]
+
+
+def test_an_intact_store_reads_the_same_with_and_without_verification(world: tuple[Path, Dataset]) -> None:
+    root, _ = world
+    for name in STORES:
+        on, off = open_store(root / name), open_store(root / name, verify_checksums=False)
+        assert on.verify_checksums is True
+        for video_id in on.video_ids:
+            rows = list(range(on.video_data(video_id).frame_number.size))
+            for a, b in zip(on.read_rows(video_id, rows), off.read_rows(video_id, rows)):
+                np.testing.assert_array_equal(a, b)
+            assert [read_frame_number(image) for image in on.read_rows(video_id, rows)] == rows
+
+
+def test_a_flipped_byte_in_a_store_at_a_url_is_refused(world: tuple[Path, Dataset], tmp_path: Path, mem: str) -> None:
+    root, _ = world
+    url = f"{mem}/s"
+    upload(root / "zarr-zstd4", url)
+    fs = fsspec.filesystem("memory")
+    key = fs._strip_protocol(f"{url}/videos/a/frames/c.1.0.0.0")
+    data = bytearray(fs.cat_file(key))
+    data[len(data) // 2] ^= 0x10
+    fs.pipe_file(key, bytes(data))
+    store = open_store(url)
+    with pytest.raises(StoreCorruptError, match=corrupt_message(url, "a", 1, (4, 7))):
+        store.read_rows("a", [5])
+    with pytest.raises(StoreCorruptError, match=corrupt_message(url, "a", 1, (4, 7))):
+        store.read_rows("a", [0, 5, 9])  # chunks fetched together
+    truth = reference_frames(root, "a")
+    np.testing.assert_array_equal(store.read_row("a", 8), truth[8])
+    with pytest.raises(StoreCorruptError) as err:
+        list(StoreFrames(url, frames="stored").__getitems__(list(range(8))))
+    assert isinstance(err.value, VidlabelError)
+
+
+# -- item 9: nothing followed outside the store folder --------------------------------------------------------
+
+
+def outside_frames_file(world: tuple[Path, Dataset], tmp_path: Path) -> Path:
+    """A valid frames file (video 'b's pixels and checksums) in a folder beside the store."""
+    src, _, _ = chunk_location(world[0] / "hdf5-none", "b", 0)
+    beside = tmp_path / "beside"
+    beside.mkdir(exist_ok=True)
+    return Path(shutil.copy(src, beside / "frames.h5"))
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_an_hdf5_external_link_out_of_the_store_is_refused(
+    world: tuple[Path, Dataset], tmp_path: Path, absolute: bool
+) -> None:
+    # Issue 12 item 9: videos/a.h5 'frames' -> a file beside the store returned that file's pixels as video a's.
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    outside = outside_frames_file(world, tmp_path)
+    target = str(outside) if absolute else "../../beside/frames.h5"
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        for name in ("frames", "frames_crc32c"):
+            del f[name]
+            f[name] = h5py.ExternalLink(target, f"/{name}")
+    store = open_store(store_dir)
+    message = (
+        rf"frame store '{re.escape(str(store_dir))}': external link '(frames|frames_crc32c)' of "
+        rf"'{re.escape(str(store_dir / 'videos' / 'a.h5'))}' \(to '{re.escape(target)}'\) leads to "
+        rf"'{re.escape(str(outside))}', outside the store folder: refused"
+    )
+    with pytest.raises(StoreError, match=message):
+        store.read_row("a", 0)
+    frames = StoreFrames(store_dir)
+    with pytest.raises(StoreError, match=message):
+        frames[frames.index.index(("a", 0))]
+    np.testing.assert_array_equal(store.read_row("b", 1), reference_frames(world[0], "b")[1])  # b is untouched
+    report = verify_store(store_dir)
+    assert not report["ok"] and any("video 'a'" in p and "outside the store folder" in p for p in report["problems"])
+
+
+def test_hdf5_links_files_and_external_storage_out_of_the_store_are_refused(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    outside = outside_frames_file(world, tmp_path)
+    # a small array linked out of the store
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        del f["frame_number"]
+        f["frame_number"] = h5py.ExternalLink("../../beside/frames.h5", "/frame_number")
+    with pytest.raises(StoreError, match=r"external link 'frame_number' of .*a\.h5.* outside the store folder"):
+        open_store(store_dir).video_data("a")
+    # the root's link to a video group
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "2")
+    with h5py.File(store_dir / "store.h5", "r+") as f:
+        del f["videos/b"]
+        f["videos/b"] = h5py.ExternalLink("../beside/frames.h5", "/")
+    with pytest.raises(StoreError, match=r"external link 'videos/b' of .*store\.h5.* outside the store folder"):
+        open_store(store_dir)
+    # a video file that is a symbolic link to a file beside the store
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "3")
+    (store_dir / "videos" / "a.h5").unlink()
+    (store_dir / "videos" / "a.h5").symlink_to(outside)
+    with pytest.raises(StoreError, match=rf"external link 'videos/a' .* leads to '{re.escape(str(outside))}', outside"):
+        open_store(store_dir)  # the root's link to it leads out of the store
+    with pytest.raises(StoreError, match=rf"video file leads to '{re.escape(str(outside))}', outside the store"):
+        backend_for(store_dir).open_video("a")
+    # an array whose data HDF5 keeps in an external raw file
+    store_dir = copy_store(world, "hdf5-none", tmp_path / "4")
+    raw = tmp_path / "beside" / "numbers.bin"
+    raw.write_bytes(np.arange(16, dtype=np.int64).tobytes())
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        del f["frame_number"]
+        f.create_dataset("frame_number", shape=(16,), dtype=np.int64, external=[(str(raw), 0, 16 * 8)])
+    with pytest.raises(StoreError, match=r"dataset 'frame_number' keeps its data in external files .*numbers\.bin"):
+        open_store(store_dir).video_data("a")
+
+
+def test_zarr_groups_and_chunk_files_leading_out_of_the_store_are_refused(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    root, _ = world
+    beside = tmp_path / "beside"
+    shutil.copytree(root / "zarr-none" / "videos" / "b", beside / "b")
+    # a video group that is a symbolic link to a group beside the store
+    store_dir = copy_store(world, "zarr-none", tmp_path)
+    shutil.rmtree(store_dir / "videos" / "a")
+    (store_dir / "videos" / "a").symlink_to(beside / "b", target_is_directory=True)
+    with pytest.raises(StoreError, match=rf"video group leads to '{re.escape(str(beside / 'b'))}', outside the store"):
+        open_store(store_dir).read_row("a", 0)
+    # a chunk file that is a symbolic link to a file beside the store
+    store_dir = copy_store(world, "zarr-none", tmp_path / "2")
+    chunk = store_dir / "videos" / "a" / "frames" / "c.0.0.0.0"
+    chunk.unlink()
+    chunk.symlink_to(beside / "b" / "frames" / "c.0.0.0.0")
+    store = open_store(store_dir, verify_checksums=False)  # refused before any checksum is looked at
+    with pytest.raises(StoreError, match=r"chunk file '.*videos/a/frames/c\.0\.0\.0\.0' is a symbolic link: refused"):
+        store.read_row("a", 0)
+    # an array folder that is a symbolic link out of the store
+    store_dir = copy_store(world, "zarr-none", tmp_path / "3")
+    shutil.rmtree(store_dir / "videos" / "a" / "frame_number")
+    (store_dir / "videos" / "a" / "frame_number").symlink_to(beside / "b" / "frame_number")
+    with pytest.raises(StoreError, match=r"Zarr array leads to '.*beside/b/frame_number', outside the store"):
+        open_store(store_dir).video_data("a")
+    # a frames unit key read from zarr.json that is not a plain name
+    store_dir = copy_store(world, "zarr-none", tmp_path / "4")
+    meta_path = store_dir / "videos" / "a" / "frames" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["attributes"]["key"] = "../../beside"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=r"frames unit key '\.\./\.\./beside' is not a plain name .*: refused"):
+        backend_for(store_dir).frames_units()
+
+
+def test_a_store_reached_through_a_symbolic_link_still_reads(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    root, _ = world
+    for name in ("hdf5-none", "zarr-none"):
+        link = tmp_path / f"link-{name}"
+        link.symlink_to(root / name, target_is_directory=True)
+        store = open_store(link)
+        np.testing.assert_array_equal(store.read_row("a", 4), reference_frames(root, "a")[4])
+
+
+def test_object_store_keys_never_leave_the_url(mem: str) -> None:
+    store = ObjectStore(f"{mem}/s")
+    for key in ("videos/../../other/zarr.json", "/etc/passwd", "videos//a", "./zarr.json"):
+        with pytest.raises(StoreError, match=rf"key {re.escape(repr(key))} under '{mem}/s' leaves the store"):
+            store.get(key)
+        with pytest.raises(StoreError, match=r"leaves the store"):
+            store.get_many([key, "zarr.json"])
+    assert store.get("zarr.json") is None  # plain keys work

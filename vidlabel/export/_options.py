@@ -1,0 +1,193 @@
+"""An export's options, checked once into a frozen, picklable :class:`ExportOptions`.
+
+:func:`check_options` is the only place an export option is validated (the
+frame selection's own options, ``frames``, ``kinds``, ``stride`` and
+``view_id``, are checked by :class:`~vidlabel.FrameSamples` when the export
+plans, with its messages). Every later step reads the record, and a worker
+process receives it with each unit job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset._release import Release
+from vidlabel.errors import OptionError
+from vidlabel.spec import MAX_SIDE
+from vidlabel.store._codecs import Codec, get_codec
+from vidlabel.store._framestore import BACKENDS
+from vidlabel.store._remote import refuse_url_output
+
+__all__ = ["MEDIASEQUENCE", "ExportOptions", "check_options"]
+
+#: The format name of a MediaSequence (TFRecord of SequenceExamples) export, and its default image codec.
+MEDIASEQUENCE = "mediasequence"
+MEDIASEQUENCE_CODEC = "jpeg:95"
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """The checked options of one export (see :func:`vidlabel.export` for each).
+
+    Attributes
+    ----------
+    out : str
+        The store folder.
+    release : str or None
+        The release option as given (a :class:`Release` object is recorded by its id).
+    format : {"hdf5", "zarr", "mediasequence"}
+    codec : Codec
+    view_id : str or None
+    frames : {"annotated", "all"}
+    kinds : tuple of str
+    stride : int
+    output_size : (width, height) or None
+    chunk_frames : int
+        Frames per chunk as asked (a unit holding fewer frames uses fewer, see
+        :func:`unit_chunk_frames`).
+    workers : int
+    progress : bool
+    roots : tuple of str
+    frames_only : bool
+    overwrite : bool
+        Replace a store written from another dataset.
+    clip_frames : int or None
+        MediaSequence: stored frames per SequenceExample (None: one per video).
+    shard_frames : int
+        MediaSequence: a TFRecord shard is closed once it holds this many frames.
+    """
+
+    out: str
+    release: str | None
+    format: str
+    codec: Codec
+    view_id: str | None
+    frames: str
+    kinds: tuple[str, ...]
+    stride: int
+    output_size: tuple[int, int] | None
+    chunk_frames: int
+    workers: int
+    progress: bool
+    roots: tuple[str, ...]
+    frames_only: bool
+    overwrite: bool = False
+    clip_frames: int | None = None
+    shard_frames: int = 1024
+
+    def selection(self) -> dict[str, Any]:
+        """The keyword arguments of :meth:`FrameSamples.from_release` that choose the stored frames."""
+        return {"view_id": self.view_id, "kinds": self.kinds, "frames": self.frames, "stride": self.stride}
+
+    def unit_chunk_frames(self, frame_count: int) -> int:
+        """Frames per chunk of a unit of ``frame_count`` frames: never more than it holds (at least 1)."""
+        return max(1, min(self.chunk_frames, int(frame_count)))
+
+
+def check_options(out: str | os.PathLike[str], release: str | Release | None, **options: Any) -> ExportOptions:
+    """Check :func:`vidlabel.export`'s options in its documented order and return them as one record.
+
+    Raises
+    ------
+    OptionError
+        On an unknown format or codec, a bad ``chunk_frames``, ``workers`` or
+        ``output_size``, or a URL for ``out``; the message names the option, the
+        value given and what is allowed.
+    """
+    fmt = options["format"]
+    if fmt not in (*BACKENDS, MEDIASEQUENCE):
+        raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join((*BACKENDS, MEDIASEQUENCE))}")
+    refuse_url_output(out, format=fmt)  # object stores: export locally, then vidlabel.store.upload
+    if fmt == MEDIASEQUENCE:
+        _check_mediasequence(options)
+    else:
+        for name in ("clip_frames", "shard_frames"):
+            if options.get(name) is not None:
+                raise OptionError(f"{name} applies to format='mediasequence' only, not {fmt!r}")
+    codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
+    if fmt == MEDIASEQUENCE and codec.name not in ("jpeg", "png"):
+        raise OptionError(
+            f"a MediaSequence export encodes each image as JPEG or PNG: codec must be 'jpeg[:quality]' or 'png', "
+            f"got {codec.spec!r}"
+        )
+    chunk_frames = 1 if options["chunk_frames"] is None else options["chunk_frames"]
+    if not _is_count(chunk_frames):
+        raise OptionError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
+    if codec.per_frame and chunk_frames != 1:
+        raise OptionError(
+            f"codec {codec.name!r} stores one picture per chunk: chunk_frames must be 1, got {chunk_frames}"
+        )
+    workers = options["workers"]
+    if not _is_count(workers):
+        raise OptionError(f"workers must be an integer >= 1, got {workers!r}")
+    output_size = _check_size(options["output_size"], "output_size")
+    return ExportOptions(
+        out=str(out),
+        release=release if isinstance(release, str) or release is None else release.release_id,
+        format=fmt,
+        codec=codec,
+        view_id=options["view_id"],
+        frames=options["frames"],
+        kinds=tuple(options["kinds"]),
+        stride=options["stride"],
+        output_size=output_size,
+        chunk_frames=int(chunk_frames),
+        workers=int(workers),
+        progress=bool(options["progress"]),
+        roots=roots_of(options["roots"]),
+        frames_only=bool(options["frames_only"]),
+        overwrite=bool(options.get("overwrite", False)),
+        clip_frames=None if options.get("clip_frames") is None else int(options["clip_frames"]),
+        shard_frames=int(options.get("shard_frames") or 1024),
+    )
+
+
+def _check_mediasequence(options: dict[str, Any]) -> None:
+    """The options only a MediaSequence export takes, and those it refuses."""
+    for name in ("clip_frames", "shard_frames"):
+        value = options.get(name)
+        if value is not None and not _is_count(value):
+            raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+    if options["chunk_frames"] not in (None, 1):
+        raise OptionError(
+            f"chunk_frames does not apply to a MediaSequence export (one encoded image per frame), "
+            f"got {options['chunk_frames']!r}"
+        )
+    if options["workers"] != 1:
+        raise OptionError(
+            f"a MediaSequence export writes its shards in one process: workers must be 1, got {options['workers']!r}"
+        )
+    if options["frames_only"]:
+        raise OptionError("frames_only does not apply to a MediaSequence export (its records carry the labels)")
+
+
+def _is_count(value: Any) -> bool:
+    """True for an integer >= 1 (not a bool)."""
+    return bool(not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1)
+
+
+def _check_size(value: Any, name: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        w, h = (int(v) for v in value)
+    except (TypeError, ValueError) as err:
+        raise OptionError(f"{name} must be (width, height), got {value!r}") from err
+    if w <= 0 or h <= 0:
+        raise OptionError(f"{name} must be positive, got {value!r}")
+    if w > MAX_SIDE or h > MAX_SIDE:
+        raise OptionError(
+            f"{name} {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB frame would take "
+            f"{w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}"
+        )
+    return (w, h)
+
+
+def roots_of(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """Video search folders as strings (one folder may be given alone)."""
+    return tuple(str(r) for r in ([roots] if isinstance(roots, (str, os.PathLike)) else roots))

@@ -1,0 +1,178 @@
+"""Publishing an export: the store folder prepared (root marked incomplete), video groups as their units land,
+videos the release no longer has removed, and the root written ``complete`` last."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel._version import __version__
+from vidlabel.errors import StoreError
+from vidlabel.export._options import ExportOptions
+from vidlabel.export._plan import ExportPlan, VideoPlan
+from vidlabel.export._units import DiskFull, is_disk_full
+from vidlabel.store._backend import Backend
+from vidlabel.store._framestore import BACKENDS, backend_for
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION
+
+__all__ = ["Publisher", "StoreSource", "prepare_folder", "refuse_file_target", "resumable_when_disk_full", "write_root"]
+
+
+def refuse_file_target(folder: Path) -> None:
+    """Raise :class:`StoreError` if the export target is a file."""
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"export target {str(folder)!r} is a file; give a folder for the store", path=str(folder))
+
+
+@dataclass(frozen=True)
+class StoreSource:
+    """What an export writes from: the dataset folder, the release, and every release id that dataset holds
+    (so that a store exported from the same dataset before it moved is still recognised as its own)."""
+
+    dataset: str | None
+    release_id: str | None
+    dataset_releases: frozenset[str] = frozenset()
+
+    def wrote(self, attrs: dict[str, Any]) -> bool:
+        """True if a store root with ``attrs`` was written from this dataset (or this release), or records none."""
+        old_dataset, old_release = attrs.get("dataset"), attrs.get("release_id")
+        if not old_dataset and not old_release:
+            return True
+        if old_dataset and self.dataset and _same_path(str(old_dataset), self.dataset):
+            return True
+        return bool(old_release) and (old_release == self.release_id or old_release in self.dataset_releases)
+
+    def root_attrs(self) -> dict[str, Any]:
+        """What an incomplete root records of its writer (so a killed export is still known as this one's)."""
+        return {"dataset": self.dataset, "release_id": self.release_id}
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def prepare_folder(folder: Path, format: str, source: StoreSource, *, overwrite: bool = False) -> Backend:
+    """The backend for ``folder``: refuses a folder holding anything but a store of this format, or a store
+    written from another dataset (unless ``overwrite``); marks it incomplete.
+
+    Raises
+    ------
+    StoreError
+        If ``folder`` holds a store of another format, files that are not a store, or a store exported from
+        another dataset or release and ``overwrite`` is false.
+    """
+    from vidlabel.store._fs import LOCK_NAME
+
+    for name in BACKENDS:
+        if name != format and backend_for(folder, name).detect(folder):
+            raise StoreError(
+                f"{str(folder)!r} holds a {name} frame store; export with format={name!r} or to another folder",
+                path=str(folder),
+            )
+    backend = backend_for(folder, format)
+    others = [p.name for p in folder.iterdir() if p.name != LOCK_NAME]
+    if others and not type(backend).detect(folder):
+        raise StoreError(
+            f"{str(folder)!r} is not empty and holds no vidlabel frame store (found {', '.join(sorted(others)[:5])}); "
+            "export to a new or empty folder",
+            path=str(folder),
+        )
+    attrs, _ = backend.read_root()
+    if not overwrite and not source.wrote(attrs):
+        raise StoreError(
+            f"{str(folder)!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
+            f"(release {attrs.get('release_id')}), not from this export's dataset {source.dataset!r} "
+            f"(release {source.release_id}): not replacing it. Export to another folder, or pass overwrite=True "
+            "(`vidlabel export ... --overwrite`) to replace that store",
+            path=str(folder),
+        )
+    kept = {k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT}
+    backend.mark_incomplete({**kept, **source.root_attrs()})
+    return backend
+
+
+class Publisher:
+    """Publishes each video group once its frames unit is in place (units already stored: at once)."""
+
+    def __init__(self, backend: Backend, to_publish: list[VideoPlan], units_to_write: set[str]) -> None:
+        self.backend = backend
+        self.waiting: dict[str, list[VideoPlan]] = {}
+        for video in to_publish:
+            self.waiting.setdefault(video.frames_key, []).append(video)
+        for key in list(self.waiting):
+            if key not in units_to_write:
+                self.unit_done(key)
+
+    def unit_done(self, key: str) -> None:
+        """Frames unit ``key`` is complete: publish the video groups that use it."""
+        for video in self.waiting.pop(key, []):
+            self.backend.write_video(video.video_id, attrs=video.attrs, arrays=video.arrays, frames_key=key)
+
+
+def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
+    """Remove the videos the release no longer has, write the root (``complete`` last), drop unused units.
+
+    Returns the number of samples (rows of ``/index``).
+    """
+    keep = {v.video_id for v in plan.videos}
+    for old in backend.video_ids():
+        if old not in keep:
+            backend.remove_video(old)
+    video_ids = [v.video_id for v in plan.videos]
+    index = np.concatenate(
+        [np.column_stack([np.full(v.frame_number.size, i, np.int64), np.arange(v.frame_number.size)])
+         for i, v in enumerate(plan.videos)] or [np.zeros((0, 2), np.int64)]
+    )  # fmt: skip
+    backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids)
+    backend.collect_garbage({v.frames_key for v in plan.videos})
+    return int(index.shape[0])
+
+
+def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
+    rel = plan.release
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "release_id": rel.release_id,
+        "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "vidlabel_version": __version__, "frames_only": opts.frames_only,
+        "export": {"release": opts.release, "format": opts.format, "codec": opts.codec.spec,
+                   "view_id": opts.view_id, "frames": opts.frames, "kinds": list(opts.kinds),
+                   "stride": int(opts.stride), "output_size": None if opts.output_size is None else list(opts.output_size),
+                   "chunk_frames": opts.chunk_frames},
+        "video_ids": video_ids, "samples": samples,
+        "videos": {v.video_id: {"frames": int(v.frame_number.size), "width": v.size[0], "height": v.size[1],
+                                "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
+                                "source_uri": v.meta.uri} for v in plan.videos},
+    }  # fmt: skip
+
+
+@contextmanager
+def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
+    """Turn a full disk during the export into one error saying what failed, what is kept and how to resume.
+
+    Raises
+    ------
+    StoreError
+        When the disk (or quota) is full: the videos published so far are kept, the store is left incomplete,
+        and the same command resumes once there is space.
+    """
+    try:
+        yield
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        doing = str(err) if isinstance(err, DiskFull) else "writing the store's files"
+        published = [v for v in backend.video_ids() if (backend.video_attrs(v) or {}).get("complete") is True]
+        raise StoreError(
+            f"export to {str(backend.folder)!r} stopped: no space left on the device while {doing}. Nothing "
+            f"already published was lost: the {len(published)} videos published so far are kept and the store is "
+            "left incomplete. Free some space (or export to a disk with room) and rerun the same command to resume",
+            path=str(backend.folder),
+        ) from err

@@ -1,0 +1,241 @@
+"""``import_labels`` and ``export_labels``: a format's file in through ``Dataset.add_annotations``, a release out."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Dataset, Release
+from vidlabel.errors import AnnotationError, FormatError
+
+from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
+from ._report import ExportLabelsReport, ImportReport, VideoImport
+
+__all__ = ["export_labels", "import_labels"]
+
+
+def _format(name: str) -> tuple[Any, Any]:
+    if name not in FORMATS:
+        raise FormatError(f"unknown format {name!r}; known: {', '.join(sorted(FORMATS))}")
+    return FORMATS[name]
+
+
+def import_labels(
+    ds: Dataset,
+    format: str,
+    path: str | os.PathLike[str],
+    *,
+    video_id: str | None = None,
+    videos: Mapping[Any, str] | None = None,
+    label_map: Mapping[int, str] | None = None,
+    label: str | None = None,
+    add_labels: bool = False,
+    dry_run: bool = False,
+    **format_options: Any,
+) -> ImportReport:
+    """Import one label file into a dataset: every row through ``Dataset.add_annotations``, the file all or nothing.
+
+    Parameters
+    ----------
+    ds : Dataset
+    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
+        A key of ``FORMATS``; each format's conventions (frame bases, box forms, interpolation)
+        are in the README's "Labels in and out" section and in its module.
+    path : str or os.PathLike
+        The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
+        file or a folder of ``*.tfrecord`` shards).
+    video_id : str, optional
+        The dataset video of a file that holds one video.
+    videos : mapping, optional
+        For a file of several videos: the file's video key (JSON id, name, first file-name folder,
+        Label Studio task id or video file stem) -> dataset video id. Without it, a key that is a
+        registered video id is used.
+    label_map : mapping int -> str, optional
+        MOT class id -> label (default: ``labels.txt`` beside the file, line k = class k).
+    label : str, optional
+        One label for every row of a file without classes (MOT ``det.txt``).
+    add_labels : bool
+        Add labels named in the file that the dataset lacks (default: refuse the file, listing them).
+    dry_run : bool
+        Read and check the file against the dataset (videos, frames, labels), write nothing.
+    **format_options
+        Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
+        ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
+        every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes).
+
+    Returns
+    -------
+    ImportReport
+
+    Raises
+    ------
+    FormatError
+        On a malformed file, an XML entity declaration, a frame outside the video, a label the
+        dataset lacks (without ``add_labels``), a file that disagrees with the registered video, or
+        a row ``add_annotations`` refuses; the message names file, line or element and value.
+        Nothing is written.
+    UnknownVideoError
+        If ``video_id`` is not registered.
+    """
+    importer, _ = _format(format)
+    p = Path(path)
+    if video_id is not None:
+        ds.video(video_id)  # UnknownVideoError with the known ids
+    options = dict(format_options)
+    clip = bool(options.pop("clip", True))
+    metas = {m.video_id: m for m in ds.videos()}
+    ctx = ImportContext(
+        path=p,
+        videos=metas,
+        video_id=video_id,
+        video_map=mapping_arg(videos),
+        label_map={int(k): str(v) for k, v in label_map.items()} if label_map else None,
+        label=label,
+        options=options,
+    )
+    with _gc_paused():
+        parsed: Parsed = importer(ctx)
+    if ctx.options:
+        raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
+    report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
+    _check_frames(p, parsed)
+    have = ds.labels()
+    used: list[str] = []
+    for vr in parsed.videos.values():
+        for lab in dict.fromkeys(r["label"] for r in vr.rows):
+            if lab not in used:
+                used.append(lab)
+    missing = [lab for lab in used if lab not in have]
+    if missing and not add_labels:
+        raise fail(
+            p,
+            None,
+            f"label(s) {', '.join(map(repr, missing))} are not in the dataset (known: {', '.join(have) or '(none)'}); "
+            "add them first (vidlabel add-labels) or pass add_labels=True (--add-labels)",
+        )
+    report.labels_added = missing
+    if clip:
+        _count_clipped(parsed)
+    for vid, vr in parsed.videos.items():
+        report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
+    if dry_run:
+        return report
+    if missing:
+        ds.add_labels(missing)
+    done: list[int] = []
+    try:
+        for vid, vr in parsed.videos.items():
+            try:
+                ids = ds.add_annotations(vr.rows, vid, clip=clip)
+            except AnnotationError as err:
+                row, detail = getattr(err, "row", None), getattr(err, "detail", None)
+                if row is None or detail is None or row >= len(vr.where):
+                    raise fail(p, None, f"video {vid!r}: {err}") from err
+                raise fail(p, vr.where[row], f"video {vid!r}: {detail}") from err
+            report.videos[vid].annotation_ids = ids
+            done.extend(ids)
+    except BaseException:
+        if done:
+            ds.delete_annotations(done)  # the file is one transaction: undo the videos already written
+        raise
+    return report
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a file is parsed into millions of small dicts and lists.
+
+    They hold no reference cycles, and every full collection walks all of them again: with a
+    million-row COCO-VID file this doubled the import time. The collector's state is restored.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _check_frames(path: Path, parsed: Parsed) -> None:
+    """A row on a frame outside its video is an error naming the file's line or element and the range."""
+    for vid, vr in parsed.videos.items():
+        n = vr.meta.frame_count
+        starts = np.fromiter((r["start_frame"] for r in vr.rows), np.int64, len(vr.rows))
+        ends = np.fromiter((r.get("end_frame", r["start_frame"]) for r in vr.rows), np.int64, len(vr.rows))
+        bad = np.flatnonzero((starts < 0) | (starts >= n) | (ends < 0) | (ends >= n))
+        if bad.size:
+            i = int(bad[0])
+            f = int(starts[i]) if not 0 <= starts[i] < n else int(ends[i])
+            raise fail(
+                path,
+                vr.where[i],
+                f"frame {f} (0-based) is outside video {vid!r}: frames 0..{n - 1} ({n} frames); "
+                f"as in the file: {where_text(vr.where[i])}",
+            )
+
+
+def _count_clipped(parsed: Parsed) -> None:
+    n = 0
+    for vr in parsed.videos.values():
+        boxes = [r["box"] for r in vr.rows if r.get("box") is not None]
+        if boxes:
+            b = np.asarray(boxes, np.float64).reshape(-1, 4)
+            w, h = vr.meta.width, vr.meta.height
+            n += int(((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h)).sum())
+    if n:
+        parsed.notes.append(f"{n} boxes reaching outside the frame were clipped to it (clip=False refuses them)")
+
+
+def export_labels(
+    ds: Dataset,
+    format: str,
+    out: str | os.PathLike[str],
+    *,
+    release: str | Release = "latest",
+    videos: Sequence[str] = (),
+) -> ExportLabelsReport:
+    """Write a release's rows (never live rows) as a label file of another tool.
+
+    Parameters
+    ----------
+    ds : Dataset
+    format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
+    out : str or os.PathLike
+        A file (``.json``; ``.xml`` or ``.txt`` for a release of one video) or a folder: MOT writes
+        ``out/<video_id>/gt/gt.txt`` (+ ``det/det.txt`` for model rows, ``seqinfo.ini``,
+        ``gt/labels.txt``); CVAT one ``out/<video_id>.xml`` per video; MediaSequence labels-only
+        records (no images) in ``out/part-*.tfrecord`` (``vidlabel.export(..., format="mediasequence")``
+        writes the images too).
+    release : str or Release
+        A release id, ``"latest"``, or a :class:`~vidlabel.Release`.
+    videos : sequence of str
+        Only these videos (default: every video of the release).
+
+    Returns
+    -------
+    ExportLabelsReport
+        Files written, rows per kind, and rows the format cannot hold, counted per reason.
+
+    Raises
+    ------
+    ReleaseNotFoundError
+        On an unknown release id.
+    FormatError
+        On an unknown format, ``release=None`` (live rows are never exported) or a video not in the release.
+    """
+    _, exporter = _format(format)
+    if release is None:
+        raise FormatError(
+            "export_labels writes a release, never live rows: pass a release id or 'latest' (vidlabel build)"
+        )
+    rel = release if isinstance(release, Release) else ds.release(release)
+    report: ExportLabelsReport = exporter(rel, Path(out), list(videos))
+    return report

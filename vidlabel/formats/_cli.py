@@ -1,0 +1,107 @@
+"""``vidlabel import`` and ``vidlabel export-labels``: thin argument parsing over ``import_labels`` / ``export_labels``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["FORMAT_NAMES", "add_format_commands"]
+
+#: The names ``vidlabel import --help`` lists (a test checks they are the keys of ``FORMATS``).
+FORMAT_NAMES = ("coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis")
+
+
+def _pairs(text: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} is not KEY=VALUE (e.g. 1=person,3=car)")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _label_map(text: str) -> dict[int, str]:
+    pairs = _pairs(text)
+    try:
+        return {int(k): v for k, v in pairs.items()}
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"class ids must be integers ({err}), e.g. 1=person,3=car") from err
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. frames=digits)")
+    lowered = value.lower()
+    parsed: Any = {"true": True, "false": False}.get(lowered, value)
+    return key, parsed
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from vidlabel.dataset import Dataset
+    from vidlabel.formats import import_labels
+
+    report = import_labels(
+        Dataset.open(args.dataset),
+        args.format,
+        args.file,
+        video_id=args.video,
+        videos=args.video_map,
+        label_map=args.label_map,
+        label=args.label,
+        add_labels=args.add_labels,
+        dry_run=args.dry_run,
+        clip=not args.no_clip,
+        **dict(args.option),
+    )
+    print(json.dumps(report.to_dict()) if args.json else str(report))
+    return 0
+
+
+def _cmd_export_labels(args: argparse.Namespace) -> int:
+    from vidlabel.dataset import Dataset
+    from vidlabel.formats import export_labels
+
+    report = export_labels(Dataset.open(args.dataset), args.format, args.out, release=args.release, videos=args.videos)
+    print(json.dumps(report.to_dict()) if args.json else str(report))
+    return 0
+
+
+def add_format_commands(
+    add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
+) -> None:
+    """Register ``import`` and ``export-labels`` through ``vidlabel.cli``'s ``add(name, func, help)``."""
+    names = ", ".join(FORMAT_NAMES)
+    p = add("import", _cmd_import, f"Import a label file of another tool through add_annotations (formats: {names}).")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("format", metavar="FORMAT", choices=FORMAT_NAMES, help=f"one of: {names}")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--video", help="the dataset video of a file that holds one video")
+    p.add_argument(
+        "--video-map",
+        type=_pairs,
+        default=None,
+        metavar="K=ID,...",
+        help="file video key (id, name, folder) -> video id",
+    )
+    p.add_argument("--label-map", type=_label_map, default=None, metavar="1=person,3=car", help="MOT class id -> label")
+    p.add_argument("--label", help="one label for every row of a file without classes (MOT det.txt)")
+    p.add_argument("--add-labels", action="store_true", help="add labels the file names that the dataset lacks")
+    p.add_argument("--dry-run", action="store_true", help="read and check the file, write nothing")
+    p.add_argument("--no-clip", action="store_true", help="refuse boxes that leave the frame instead of clipping them")
+    p.add_argument(
+        "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+        help="a format option, e.g. frames=digits (ytvis), one_based_pixels=true (mot), frames_count_mismatch=warn",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = add("export-labels", _cmd_export_labels, f"Write a release as a label file of another tool (formats: {names}).")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("format", metavar="FORMAT", choices=FORMAT_NAMES, help=f"one of: {names}")
+    p.add_argument("out", metavar="OUT", help="a file (.json, .xml) or a folder (MOT; CVAT for several videos)")
+    p.add_argument("--release", default="latest", help="release id, or 'latest' (default)")
+    p.add_argument("--videos", nargs="*", default=[], help="only these videos (default: all)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -1,0 +1,212 @@
+"""COCO-VID (mmtracking ``CocoVID``, ImageNet-VID style) JSON.
+
+``videos[]`` (id, name), ``images[]`` (id, video_id, frame_id, width, height), ``annotations[]``
+(image_id, category_id, instance_id, bbox xywh, optional segmentation, optional score),
+``categories[]`` (id, name). frame = ``images[].frame_id``, 0-based and dense per video (a gap
+or a 1-based file is refused with the evidence); track = ``instance_id`` (per video; -1 or
+absent: untracked); categories are mapped by **name**; an annotation with a ``segmentation``
+(polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
+box row; a ``score`` makes it a model row with that confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+
+from ._common import (
+    BOX,
+    MARKER,
+    MASK,
+    MODEL,
+    ImportContext,
+    Parsed,
+    VideoRows,
+    Where,
+    coco_segmentation,
+    fail,
+    integer,
+    mask_of,
+    number,
+    read_json,
+    video_tables,
+    write_json,
+    xywh_boxes,
+)
+from ._report import ExportLabelsReport
+
+__all__ = ["export_cocovid", "import_cocovid"]
+
+
+def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
+    cats = doc.get("categories", [])
+    out: dict[int, str] = {}
+    for i, c in enumerate(cats if isinstance(cats, list) else []):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            raise fail(path, f"categories[{i}]", f"{str(c)[:60]!r} needs an id and a name")
+        out[integer(path, f"categories[{i}]", c.get("id"), "category id")] = c["name"]
+    return out
+
+
+def import_cocovid(ctx: ImportContext) -> Parsed:
+    """Read a COCO-VID file (see the module docstring)."""
+    path = ctx.path
+    doc = read_json(path, dict)
+    for key in ("videos", "images", "annotations"):
+        if not isinstance(doc.get(key), list):
+            raise fail(path, key, f"a COCO-VID file needs a list {key!r}, got {type(doc.get(key)).__name__}")
+    cats = _categories(path, doc)
+    parsed = Parsed()
+    vids: dict[Any, VideoRows] = {}
+    for i, v in enumerate(doc["videos"]):
+        if not isinstance(v, dict) or "id" not in v:
+            raise fail(path, f"videos[{i}]", f"{str(v)[:60]!r} needs an id")
+        m = ctx.resolve([v["id"], v.get("name")], len(doc["videos"]), f"videos[{i}]")
+        vids[v["id"]] = parsed.videos.setdefault(m.video_id, VideoRows(m))
+    images: dict[Any, tuple[VideoRows, int]] = {}
+    frames: dict[Any, list[tuple[int, int]]] = {}
+    for i, im in enumerate(doc["images"]):
+        at = f"images[{i}]"
+        if not isinstance(im, dict):
+            raise fail(path, at, "an image must be an object")
+        if im.get("video_id") not in vids:
+            raise fail(path, at, f"video_id {im.get('video_id')!r} is not in videos[] (ids {list(vids)[:10]})")
+        vr = vids[im["video_id"]]
+        f = integer(path, at, im.get("frame_id"), "frame_id")
+        for key, have in (("width", vr.meta.width), ("height", vr.meta.height)):
+            if key in im and im[key] != have:
+                raise fail(path, at, f"{key} {im[key]} disagrees with video {vr.meta.video_id!r}'s {key} {have}")
+        images[im.get("id")] = (vr, f)
+        frames.setdefault(im["video_id"], []).append((f, i))
+    for v, fl in frames.items():
+        got = sorted(fl)
+        ids = [f for f, _ in got]
+        if ids[0] != 0:
+            raise fail(
+                path,
+                f"images[{got[0][1]}]",
+                f"video {v!r}: the lowest frame_id is {ids[0]}; COCO-VID frame_id is 0-based (a 1-based file?)",
+            )
+        gaps = np.flatnonzero(np.diff(ids) != 1)
+        if gaps.size:
+            j = int(gaps[0])
+            raise fail(
+                path,
+                f"images[{got[j + 1][1]}]",
+                f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
+            )
+    box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
+    box_values: list[Any] = []
+    box_where: list[Where] = []
+    for i, a in enumerate(doc["annotations"]):
+        where: Where = ("annotations", i)
+        if type(a) is not dict:
+            raise fail(path, where, "an annotation must be an object")
+        found = images.get(a.get("image_id"))
+        if found is None:
+            raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
+        vr, frame = found
+        cat = a.get("category_id")
+        if cat not in cats:
+            raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+        if a.get("iscrowd"):
+            parsed.skipped["iscrowd annotation"] += 1
+            continue
+        row: dict[str, Any] = {"kind": "box", "label": cats[cat], "start_frame": frame}
+        seg = a.get("segmentation")
+        if seg:
+            rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
+            if rle is None:
+                continue
+            row["kind"], row["mask"] = "mask", rle
+        else:
+            box_rows.append(row)
+            box_values.append(a.get("bbox"))
+            box_where.append(where)
+        inst = a.get("instance_id", -1)
+        if type(inst) is not int:
+            integer(path, where, inst, "instance_id")
+        if inst >= 0:
+            row["track_id"] = inst
+        if a.get("score") is not None:
+            row["origin"], row["confidence"] = "model", number(path, where, a["score"], "score")
+        vr.add(row, where)
+    for row, box in zip(box_rows, xywh_boxes(path, box_values, box_where)):
+        row["box"] = box
+    return parsed
+
+
+def _cat_doc(release: Release) -> list[dict[str, Any]]:
+    return [{"id": i + 1, "name": name} for i, name in enumerate(release.labels)]
+
+
+def export_cocovid(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """One COCO-VID JSON file: an image per frame of each video, an annotation per box or mask row."""
+    t = release.table
+    report = ExportLabelsReport("coco-vid", release.release_id)
+    doc: dict[str, Any] = {"categories": _cat_doc(release), "videos": [], "images": [], "annotations": []}
+    image_id = 0
+    ann_id = 1
+    anns = doc["annotations"]
+    for vi, vt in enumerate(video_tables(release, videos), 1):
+        meta = vt.meta
+        doc["videos"].append({"id": vi, "name": meta.video_id, "width": meta.width, "height": meta.height})
+        first = image_id + 1
+        doc["images"].extend(
+            {
+                "id": first + f,
+                "video_id": vi,
+                "frame_id": f,
+                "file_name": f"{meta.video_id}/{f:06d}.jpg",
+                "width": meta.width,
+                "height": meta.height,
+            }
+            for f in range(meta.frame_count)
+        )
+        image_id += meta.frame_count
+        rows = vt.rows
+        kind = t.kind[rows]
+        n_markers = int((kind == MARKER).sum())
+        if n_markers:
+            report.not_written["marker (COCO-VID holds no markers)"] += n_markers
+        sel = rows[kind != MARKER]
+        b = t.box[sel]
+        xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]]).tolist()
+        frames = t.start_frame[sel].tolist()
+        cats = (t.label[sel] + 1).tolist()
+        tracks = t.track_id[sel].tolist()
+        is_mask = (t.kind[sel] == MASK).tolist()
+        model = (t.origin[sel] == MODEL).tolist()
+        conf = t.confidence[sel].tolist()
+        for j, r in enumerate(sel.tolist()):
+            w, h = xywh[j][2], xywh[j][3]
+            a: dict[str, Any] = {
+                "id": ann_id,
+                "image_id": first + frames[j],
+                "video_id": vi,
+                "category_id": cats[j],
+                "instance_id": tracks[j],
+                "bbox": xywh[j],
+                "area": w * h,
+                "iscrowd": 0,
+            }
+            if is_mask[j]:
+                a["segmentation"] = mask_of(t, r)
+            if model[j]:
+                a["score"] = None if conf[j] != conf[j] else conf[j]
+                if a["score"] is None:
+                    report.notes.append("model rows without a confidence written without a score (import as human)")
+                    del a["score"]
+            anns.append(a)
+            ann_id += 1
+        report.counts["box"] += int((t.kind[sel] == BOX).sum())
+        report.counts["mask"] += int((t.kind[sel] == MASK).sum())
+    report.notes = sorted(set(report.notes))
+    write_json(out, doc)
+    report.paths.append(str(out))
+    return report

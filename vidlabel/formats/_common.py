@@ -1,0 +1,388 @@
+"""Helpers shared by the format modules: the registry, the parsed-file type, errors, masks, tracks, releases."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+from vidlabel.errors import FormatError
+from vidlabel.geometry import encode_rle
+from vidlabel.spec import KINDS, ORIGINS, VideoMetadata
+
+__all__ = [
+    "FORMATS",
+    "Exporter",
+    "ImportContext",
+    "Importer",
+    "Parsed",
+    "VideoRows",
+    "fail",
+    "interpolate_keyframes",
+    "read_json",
+]
+
+Where = int | str | tuple[str, int]  # a line number, an element / JSON path, or (JSON list name, index)
+
+
+def where_text(where: Where) -> str:
+    if isinstance(where, tuple):
+        return f"{where[0]}[{where[1]}]"
+    return f"line {where}" if isinstance(where, int) else where
+
+
+def fail(path: Path | str, where: Where | None, message: str) -> FormatError:
+    """A FormatError whose message starts with the file and the line or element."""
+    at = f" {where_text(where)}" if where is not None else ""
+    return FormatError(f"{path}{at}: {message}", path=str(path))
+
+
+@dataclass
+class VideoRows:
+    """Rows destined for one dataset video, with where in the file each came from."""
+
+    meta: VideoMetadata
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    where: list[Where] = field(default_factory=list)
+
+    def add(self, row: dict[str, Any], where: Where) -> None:
+        self.rows.append(row)
+        self.where.append(where)
+
+
+@dataclass
+class Parsed:
+    """What an importer read from one file, before anything is written."""
+
+    videos: dict[str, VideoRows] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportContext:
+    """What an importer may know of the dataset and of the call.
+
+    Attributes
+    ----------
+    path : Path
+        The file to read.
+    videos : dict video_id -> VideoMetadata
+        Every registered video.
+    video_id : str or None
+        ``--video``: the dataset video a one-video file belongs to.
+    video_map : dict str -> str
+        ``videos=``: a file's video key (its JSON id, name or first file-name folder) -> dataset video id.
+    label_map : dict int -> str or None
+        Class id -> label name (MOT).
+    label : str or None
+        One label for every row of a file without classes (MOT det.txt).
+    options : dict
+        Format options (``**format_options``); each importer pops the ones it knows.
+    """
+
+    path: Path
+    videos: dict[str, VideoMetadata]
+    video_id: str | None
+    video_map: dict[str, str]
+    label_map: dict[int, str] | None
+    label: str | None
+    options: dict[str, Any]
+
+    def resolve(self, keys: Sequence[Any], n_in_file: int, where: Where | None) -> VideoMetadata:
+        """The dataset video for a video of the file known by ``keys`` (its id, name, folder...).
+
+        ``--video`` when the file holds one video; else the first key found in ``videos=``;
+        else a key that is a registered video id.
+        """
+        if self.video_id is not None and n_in_file == 1 and not self.video_map:
+            vid = self.video_id
+        else:
+            found = [self.video_map[str(k)] for k in keys if k is not None and str(k) in self.video_map]
+            if found:
+                vid = found[0]
+            else:
+                direct = [str(k) for k in keys if k is not None and str(k) in self.videos]
+                if not direct:
+                    shown = ", ".join(repr(str(k)) for k in keys if k is not None) or "(no id)"
+                    hint = (
+                        "pass video_id= (--video) for a file of one video"
+                        if n_in_file == 1
+                        else f"the file holds {n_in_file} videos: pass videos={{file key: video id}} (--videos K=ID,...)"
+                    )
+                    raise fail(
+                        self.path,
+                        where,
+                        f"video {shown} of the file is not a registered video; {hint}; registered: "
+                        f"{', '.join(sorted(self.videos)) or '(none)'}",
+                    )
+                vid = direct[0]
+        if vid not in self.videos:
+            raise fail(
+                self.path,
+                where,
+                f"video {vid!r} is not registered; known: {', '.join(sorted(self.videos)) or '(none)'}",
+            )
+        return self.videos[vid]
+
+    def option(self, name: str, default: Any, allowed: Sequence[Any] | None = None) -> Any:
+        value = self.options.pop(name, default)
+        if allowed is not None and value not in allowed:
+            raise FormatError(f"option {name}={value!r}; allowed: {', '.join(map(repr, allowed))}")
+        return value
+
+
+Importer = Callable[[ImportContext], Parsed]
+Exporter = Callable[[Release, Path, Sequence[str]], Any]
+
+#: Format name -> (importer, exporter). A format module adds itself here (``vidlabel.formats`` fills it).
+FORMATS: dict[str, tuple[Importer, Exporter]] = {}
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading files
+# --------------------------------------------------------------------------------------------------
+
+
+def read_text(path: Path) -> str:
+    if not path.is_file():
+        raise fail(path, None, "is a folder, not a file" if path.is_dir() else "file not found")
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise fail(path, line, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+
+
+def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
+    """The JSON document of a file; a FormatError names line and column of a syntax error."""
+    text = read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise fail(path, err.lineno, f"not valid JSON ({err.msg} at column {err.colno})") from err
+    if not isinstance(doc, expect):
+        names = expect.__name__ if isinstance(expect, type) else " or ".join(t.__name__ for t in expect)
+        raise fail(path, None, f"expected a JSON {names} at the top, got {type(doc).__name__}")
+    return doc
+
+
+def number(path: Path, where: Where, value: Any, what: str) -> float:
+    if type(value) is float and math.isfinite(value):  # the common case first: it runs once per coordinate
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise fail(path, where, f"{what} is {value!r}; expected a finite number")
+    return float(value)
+
+
+def integer(path: Path, where: Where, value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(path, where, f"{what} is {value!r}; expected an integer")
+    return value
+
+
+def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "bbox") -> list[list[float]]:
+    """Corners of many xywh boxes at once (NumPy); a bad one is found and named by :func:`xywh_box`."""
+    try:
+        arr = np.array(values, dtype=np.float64)
+        ok = arr.ndim == 2 and arr.shape[1] == 4 and bool(np.isfinite(arr).all())
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        for v, w in zip(values, wheres):
+            xywh_box(path, w, v, what)
+        arr = np.array(values, dtype=np.float64).reshape(-1, 4)
+    arr[:, 2:] += arr[:, :2]
+    return arr.tolist()  # type: ignore[no-any-return]
+
+
+def xywh_box(path: Path, where: Where, value: Any, what: str = "bbox") -> tuple[float, float, float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        raise fail(path, where, f"{what} is {value!r}; expected [x, y, width, height]")
+    x, y, w, h = (number(path, where, v, what) for v in value)
+    return (x, y, x + w, y + h)
+
+
+# --------------------------------------------------------------------------------------------------
+# Masks
+# --------------------------------------------------------------------------------------------------
+
+
+def coco_segmentation(
+    path: Path, where: Where, seg: Any, height: int, width: int, skipped: Counter[str]
+) -> dict[str, Any] | None:
+    """A COCO ``segmentation`` (polygons, uncompressed RLE with list counts, compressed RLE) as compressed RLE.
+
+    Polygons are rasterised by pycocotools at the frame's size; polygons with fewer than 3 points are
+    dropped (an annotation with none left is counted and None returned).
+    """
+    from pycocotools import mask as mask_utils
+
+    if isinstance(seg, list):
+        polys = [p for p in seg if isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0]
+        bad = [p for p in seg if not isinstance(p, list) or any(not isinstance(v, int | float) for v in p)]
+        if bad:
+            raise fail(path, where, f"segmentation polygon {bad[0]!r} is not a list of x, y numbers")
+        if not polys:
+            skipped["polygon with < 3 points"] += 1
+            return None
+        rle = mask_utils.merge(mask_utils.frPyObjects(polys, height, width))
+        if not mask_utils.area(rle):
+            skipped["polygon of zero area"] += 1
+            return None
+        return {"size": [height, width], "counts": bytes(rle["counts"])}
+    if isinstance(seg, dict) and "counts" in seg and "size" in seg:
+        size = seg["size"]
+        if list(size) != [height, width]:
+            raise fail(
+                path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]"
+            )
+        counts = seg["counts"]
+        if isinstance(counts, list):
+            if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+                raise fail(path, where, "uncompressed RLE counts must be non-negative integers")
+            if sum(counts) != height * width:
+                raise fail(path, where, f"RLE counts cover {sum(counts)} pixels; the frame has {height * width}")
+            rle = mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
+            return {"size": [height, width], "counts": bytes(rle["counts"])}
+        if isinstance(counts, str):
+            return {"size": [height, width], "counts": counts.encode("ascii")}
+    raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
+
+
+def mask_of(table: Any, i: int) -> dict[str, Any]:
+    """Row ``i``'s mask as a COCO RLE dict with str counts."""
+    a, b = int(table.mask_offsets[i]), int(table.mask_offsets[i + 1])
+    h, w = (int(v) for v in table.mask_size[i])
+    return {"size": [h, w], "counts": table.mask_counts[a:b].tobytes().decode("ascii")}
+
+
+def encode_mask(mask: np.ndarray) -> dict[str, Any]:
+    return encode_rle(mask)
+
+
+# --------------------------------------------------------------------------------------------------
+# Keyframed tracks (CVAT, Label Studio)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Keyframe:
+    frame: int  # 0-based video frame
+    box: tuple[float, float, float, float] | None  # xyxy; None for a keyframe that carries a mask
+    visible: bool  # False: CVAT outside
+    ends_after: bool = False  # Label Studio enabled=false: on this frame, the span ends after it
+    payload: Any = None  # a mask, carried (not interpolated) to the following frames
+    where: Where = ""
+
+
+def interpolate_keyframes(
+    keys: Sequence[Keyframe], frames: np.ndarray
+) -> Iterator[tuple[int, tuple[float, float, float, float] | None, Keyframe]]:
+    """(frame, box, keyframe it comes from) of every frame in ``frames`` where the object is visible.
+
+    Boxes are linear per coordinate between a visible keyframe and the next keyframe (also when
+    that one is ``outside``, CVAT); a keyframe with ``visible=False`` hides the object until the
+    next keyframe; ``ends_after`` shows it on its frame only (Label Studio ``enabled: false``);
+    after the last visible keyframe the object persists to the last of ``frames``.
+    ``frames`` is sorted (the task frames / every frame of the video).
+    """
+    keys = sorted(keys, key=lambda k: k.frame)
+    for j, k in enumerate(keys):
+        if not k.visible:
+            continue
+        nxt = keys[j + 1] if j + 1 < len(keys) else None
+        if k.ends_after:
+            stop = k.frame + 1
+        elif nxt is None:
+            stop = int(frames[-1]) + 1 if len(frames) else k.frame + 1
+        else:
+            stop = nxt.frame
+        lo, hi = np.searchsorted(frames, [k.frame, stop])
+        for f in frames[lo:hi].tolist():
+            box = k.box
+            if box is not None and nxt is not None and not k.ends_after and nxt.box is not None and f != k.frame:
+                t = (f - k.frame) / (nxt.frame - k.frame)
+                box = tuple(a + (b - a) * t for a, b in zip(k.box, nxt.box))  # type: ignore[assignment,arg-type]
+            yield f, box, k
+
+
+# --------------------------------------------------------------------------------------------------
+# Releases
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VideoTable:
+    """One video's rows of a release, in columnar form (indices into the release table)."""
+
+    meta: VideoMetadata
+    rows: np.ndarray  # (R,) int64 row indices, sorted by (track, frame, annotation id)
+
+
+def video_tables(release: Release, videos: Sequence[str]) -> list[VideoTable]:
+    """The selected videos (all when empty) with their rows, in video id order."""
+    t = release.table
+    chosen = sorted(videos) if videos else sorted(release.videos)
+    unknown = [v for v in chosen if v not in release.videos]
+    if unknown:
+        raise FormatError(
+            f"video(s) {', '.join(unknown)} not in release {release.release_id}; "
+            f"known: {', '.join(sorted(release.videos))}"
+        )
+    out = []
+    codes = {v: i for i, v in enumerate(t.video_ids)}
+    for vid in chosen:
+        code = codes.get(vid, -1)
+        rows = np.flatnonzero(t.video == code)
+        order = np.lexsort((t.annotation_id[rows], t.start_frame[rows], t.track_id[rows]))
+        out.append(VideoTable(release.videos[vid], rows[order]))
+    return out
+
+
+BOX, MASK, MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
+MODEL = ORIGINS.index("model")
+
+
+def tracks_of(table: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
+    """Rows grouped by track id (untracked rows each their own group, keyed -1 - position)."""
+    out: dict[int, np.ndarray] = {}
+    tid = table.track_id[rows]
+    for t in np.unique(tid[tid >= 0]).tolist():
+        out[int(t)] = rows[tid == t]
+    for j, r in enumerate(rows[tid < 0].tolist()):
+        out[-1 - j] = np.array([r])
+    return out
+
+
+def output_files(out: Path, vids: Sequence[str], suffix: str) -> dict[str, Path]:
+    """One file per video: ``out`` itself for one video when it ends in ``suffix``, else ``out/<video_id><suffix>``."""
+    if len(vids) == 1 and out.suffix == suffix:
+        return {vids[0]: out}
+    return {v: out / f"{v}{suffix}" for v in vids}
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write to a temporary name, then rename into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_json(path: Path, doc: Any) -> None:
+    write_text(path, json.dumps(doc, separators=(",", ":")))
+
+
+def mapping_arg(value: Mapping[Any, Any] | None) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (value or {}).items()}

@@ -1,0 +1,400 @@
+"""CVAT for video 1.1 XML, parsed with defusedxml (no entity expansion, no DTD fetching, no network).
+
+Task frames come from ``<meta><task>`` (or ``<job>``): the element frame ``k`` is video frame
+``start_frame + k * step`` (``<frame_filter>step=N</frame_filter>``), ``stop_frame`` inclusive.
+Tracks count their keyframes only (non-keyframe shapes of full exports are re-derived): a box
+is linear per coordinate between keyframes, also towards an ``outside`` keyframe; an
+``outside`` keyframe hides the object until the next keyframe; after the last keyframe a
+visible box persists to ``stop_frame``; only task frames get rows. ``<mask rle left top width
+height>`` (CVAT RLE over the tight box, row-major, zero run first) become full-frame mask rows,
+carried unchanged between keyframes; a mask track takes the track id of the box track with the
+same ``group_id``, mask tracks of a group without a box track share a new track, ungrouped
+ones are untracked. ``<image id=k><tag label=.../></image>`` blocks give per-frame tags whose
+runs of consecutive task frames become markers. ``<track id>`` is an export counter: our track
+ids are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT
+stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+
+from ._common import (
+    BOX,
+    MARKER,
+    MASK,
+    MODEL,
+    ImportContext,
+    Keyframe,
+    Parsed,
+    VideoRows,
+    fail,
+    interpolate_keyframes,
+    output_files,
+    read_text,
+    tracks_of,
+    video_tables,
+    write_text,
+)
+from ._report import ExportLabelsReport
+
+__all__ = ["export_cvat", "import_cvat"]
+
+_SHAPES = ("box", "mask", "polygon", "polyline", "points", "ellipse", "cuboid", "skeleton", "tag")
+
+
+def parse_xml(path: Path) -> ET.Element:
+    """The root element; entity declarations and malformed XML are FormatErrors naming the line."""
+    import defusedxml
+    import defusedxml.ElementTree as DET
+
+    text = read_text(path)
+    try:
+        return DET.fromstring(text)
+    except defusedxml.DefusedXmlException as err:
+        raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
+    except ET.ParseError as err:
+        line, col = err.position
+        raise fail(
+            path, line, f"not well-formed XML ({err.msg if hasattr(err, 'msg') else err}, column {col})"
+        ) from err
+
+
+def _el(elem: ET.Element, parent: str = "") -> str:
+    keys = [k for k in ("id", "label", "frame") if k in elem.attrib]
+    inner = " ".join(f'{k}="{elem.attrib[k]}"' for k in keys)
+    return f"{parent}<{elem.tag}{' ' + inner if inner else ''}>"
+
+
+def _float(path: Path, elem: ET.Element, where: str, key: str) -> float:
+    try:
+        v = float(elem.attrib[key])
+    except (KeyError, ValueError) as err:
+        raise fail(path, where, f"attribute {key}={elem.attrib.get(key)!r}; expected a number") from err
+    if not np.isfinite(v):
+        raise fail(path, where, f"attribute {key}={v}; expected a finite number")
+    return v
+
+
+def _int(path: Path, elem: ET.Element, where: str, key: str, default: int | None = None) -> int:
+    raw = elem.attrib.get(key) if elem.attrib.get(key) is not None else (elem.findtext(key))
+    if raw is None or not str(raw).strip():
+        if default is None:
+            raise fail(path, where, f"{key} is missing; expected an integer")
+        return default
+    try:
+        return int(str(raw).strip())
+    except ValueError as err:
+        raise fail(path, where, f"{key}={raw!r}; expected an integer") from err
+
+
+def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width: int) -> np.ndarray:
+    """Full-frame (H, W) uint8 mask of a CVAT ``<mask>``: runs over the tight box, row-major, zeros first."""
+    left, top = _int(path, elem, where, "left"), _int(path, elem, where, "top")
+    w, h = _int(path, elem, where, "width"), _int(path, elem, where, "height")
+    try:
+        runs = np.array([int(v) for v in elem.attrib.get("rle", "").split(",") if v.strip()], np.int64)
+    except ValueError as err:
+        raise fail(path, where, f"rle is not comma-separated integers ({err})") from err
+    if (runs < 0).any() or int(runs.sum()) != w * h or w <= 0 or h <= 0:
+        raise fail(path, where, f"rle covers {int(runs.sum())} pixels; the mask's box {w}x{h} has {w * h}")
+    if left < 0 or top < 0 or left + w > width or top + h > height:
+        raise fail(path, where, f"mask box left={left} top={top} {w}x{h} leaves the {width}x{height} frame")
+    tight = np.repeat((np.arange(runs.size) % 2).astype(np.uint8), runs).reshape(h, w)
+    full = np.zeros((height, width), np.uint8)
+    full[top : top + h, left : left + w] = tight
+    return full
+
+
+def cvat_rle_encode(mask: np.ndarray) -> tuple[str, int, int, int, int]:
+    """(rle, left, top, width, height) of a non-empty mask, as CVAT writes ``<mask>``."""
+    ys, xs = np.nonzero(mask)
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
+    flat = (np.asarray(mask)[y0:y1, x0:x1] != 0).reshape(-1).astype(np.int8)
+    change = np.flatnonzero(np.diff(flat)) + 1
+    bounds = np.r_[0, change, flat.size]
+    runs = np.diff(bounds).tolist()
+    if flat[0] == 1:
+        runs = [0, *runs]
+    return ", ".join(map(str, runs)), x0, y0, x1 - x0, y1 - y0
+
+
+def import_cvat(ctx: ImportContext) -> Parsed:
+    """Read a CVAT for video 1.1 file (see the module docstring)."""
+    path = ctx.path
+    root = parse_xml(path)
+    if root.tag != "annotations":
+        raise fail(path, f"<{root.tag}>", "the root element of a CVAT file is <annotations>")
+    task = root.find("meta/task")
+    if task is None:
+        task = root.find("meta/job")
+    keys: list[Any] = []
+    if task is not None:
+        keys = [task.findtext("name"), Path(task.findtext("source") or "").stem or None]
+    meta = ctx.resolve(keys, 1, "<meta>")
+    parsed = Parsed()
+    vr = VideoRows(meta)
+    parsed.videos[meta.video_id] = vr
+    start, stop, step = 0, meta.frame_count - 1, 1
+    if task is not None:
+        mw = "<meta><task>"
+        start = _int(path, task, mw, "start_frame", 0)
+        stop = _int(path, task, mw, "stop_frame", meta.frame_count - 1)
+        ff = (task.findtext("frame_filter") or "").strip()
+        if ff:
+            if not ff.startswith("step="):
+                raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'")
+            try:
+                step = int(ff[5:])
+            except ValueError as err:
+                raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'") from err
+            if step < 1:
+                raise fail(path, f"{mw}<frame_filter>", f"step {step}; expected >= 1")
+        size = task.find("original_size")
+        if size is not None:
+            for key, have in (("width", meta.width), ("height", meta.height)):
+                got = size.findtext(key)
+                if got is not None and int(got) != have:
+                    raise fail(
+                        path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}"
+                    )
+        if not 0 <= start <= stop < meta.frame_count:
+            raise fail(
+                path,
+                mw,
+                f"task frames start_frame={start} .. stop_frame={stop} do not lie in video {meta.video_id!r}: "
+                f"frames 0..{meta.frame_count - 1}",
+            )
+    task_frames = np.arange(start, stop + 1, step, dtype=np.int64)
+
+    def absolute(elem: ET.Element, where: str) -> int:
+        k = _int(path, elem, where, "frame") if elem.tag != "image" else _int(path, elem, where, "id")
+        f = start + k * step
+        if k < 0 or f > stop:
+            raise fail(
+                path,
+                where,
+                f"frame {k} is not a task frame: the task has {len(task_frames)} (0..{len(task_frames) - 1})",
+            )
+        return f
+
+    occluded = 0
+    attributes: Counter[str] = Counter()
+    next_track = 0
+    box_groups: dict[str, int] = {}
+    mask_groups: dict[str, int] = {}
+    mask_tracks: list[tuple[ET.Element, str, dict[str, Any]]] = []
+    tags: dict[str, list[tuple[int, str]]] = {}
+    for elem in root:
+        if elem.tag == "track":
+            tw = _el(elem)
+            label = elem.attrib.get("label")
+            if not label:
+                raise fail(path, tw, "a track needs a label")
+            shapes = [c for c in elem if c.tag in _SHAPES]
+            kinds = {c.tag for c in shapes}
+            base: dict[str, Any] = {"label": label}
+            if elem.attrib.get("source") == "auto":
+                base["origin"] = "model"
+            if kinds - {"box", "mask"} or len(kinds) > 1:
+                for kname in sorted(kinds - {"box", "mask"}):
+                    parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
+                if kinds == {"box", "mask"}:
+                    parsed.skipped["track mixing box and mask shapes"] += 1
+                continue
+            keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
+            for c in keyed:
+                occluded += c.attrib.get("occluded") == "1"
+                for a in c.findall("attribute"):
+                    attributes[a.attrib.get("name", "?")] += 1
+            if "mask" in kinds:
+                mask_tracks.append((elem, tw, base))
+                continue
+            if any(float(c.attrib.get("rotation", 0) or 0) != 0 for c in keyed):
+                parsed.skipped["rotated box (track)"] += 1
+                continue
+            track = next_track
+            next_track += 1
+            gid = elem.attrib.get("group_id", "0")
+            if gid not in ("", "0"):
+                box_groups.setdefault(gid, track)
+            keys_ = []
+            for c in keyed:
+                cw = _el(c, tw)
+                box = tuple(_float(path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
+                keys_.append(Keyframe(absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
+            for f, at_box, k in interpolate_keyframes(keys_, task_frames):
+                vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
+        elif elem.tag == "image":
+            iw = _el(elem)
+            f = absolute(elem, iw)
+            for c in elem:
+                if c.tag == "tag":
+                    if not c.attrib.get("label"):
+                        raise fail(path, _el(c, iw), "a tag needs a label")
+                    tags.setdefault(c.attrib["label"], []).append((f, _el(c, iw)))
+                elif c.tag in _SHAPES:
+                    parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
+        elif elem.tag in _SHAPES:
+            parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
+    for elem, tw, base in mask_tracks:
+        gid = elem.attrib.get("group_id", "0")
+        mask_track: int | None = None
+        if gid not in ("", "0"):
+            if gid in box_groups:
+                mask_track = box_groups[gid]
+            else:
+                if gid not in mask_groups:
+                    mask_groups[gid] = next_track
+                    next_track += 1
+                mask_track = mask_groups[gid]
+        keys_ = []
+        for c in elem:
+            if c.tag != "mask" or c.attrib.get("keyframe", "1") != "1":
+                continue
+            cw = _el(c, tw)
+            visible = c.attrib.get("outside") != "1"
+            payload = cvat_rle_decode(path, cw, c, meta.height, meta.width) if visible else None
+            keys_.append(Keyframe(absolute(c, cw), None, visible, payload=payload, where=cw))
+        for f, _, k in interpolate_keyframes(keys_, task_frames):
+            row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
+            if mask_track is not None:
+                row["track_id"] = mask_track
+            vr.add(row, k.where)
+    for label, items in tags.items():
+        items.sort()
+        ks = np.array([(f - start) // step for f, _ in items])
+        breaks = np.flatnonzero(np.diff(ks) > 1)
+        firsts = np.r_[0, breaks + 1]
+        lasts = np.r_[breaks, len(items) - 1]
+        for a, b in zip(firsts.tolist(), lasts.tolist()):
+            row = {"kind": "marker", "label": label, "start_frame": items[a][0], "end_frame": items[b][0]}
+            vr.add(row, items[a][1])
+    if occluded:
+        parsed.notes.append(f"occluded flag set on {occluded} keyframes: not stored")
+    if attributes:
+        listed = ", ".join(f"{k} ({n})" for k, n in sorted(attributes.items()))
+        parsed.notes.append(f"attributes not stored: {listed}")
+    if step > 1:
+        parsed.notes.append(f"task frames {start}..{stop} step {step}: only those frames got rows")
+    return parsed
+
+
+def _box_el(parent: ET.Element, frame: int, box: Sequence[float], outside: bool) -> None:
+    ET.SubElement(
+        parent,
+        "box",
+        {
+            "frame": str(frame), "keyframe": "1", "outside": "1" if outside else "0", "occluded": "0",
+            "xtl": repr(box[0]), "ytl": repr(box[1]), "xbr": repr(box[2]), "ybr": repr(box[3]), "z_order": "0",
+        },
+    )  # fmt: skip
+
+
+def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """One CVAT for video 1.1 file per video: every box a keyframe, ``outside`` keyframes closing gaps,
+    masks as CVAT RLE one-frame tracks sharing their box track's ``group_id``, markers as ``<image><tag>``."""
+    from vidlabel.geometry import decode_rle
+
+    from ._common import mask_of
+
+    t = release.table
+    report = ExportLabelsReport("cvat-video", release.release_id)
+    tables = video_tables(release, videos)
+    files = output_files(out, [vt.meta.video_id for vt in tables], ".xml")
+    for vt in tables:
+        meta, n = vt.meta, vt.meta.frame_count
+        root = ET.Element("annotations")
+        ET.SubElement(root, "version").text = "1.1"
+        task = ET.SubElement(ET.SubElement(root, "meta"), "task")
+        for key, value in (
+            ("id", "1"),
+            ("name", meta.video_id),
+            ("size", str(n)),
+            ("mode", "interpolation"),
+            ("overlap", "0"),
+            ("start_frame", "0"),
+            ("stop_frame", str(n - 1)),
+            ("frame_filter", ""),
+        ):
+            ET.SubElement(task, key).text = value
+        labels = ET.SubElement(task, "labels")
+        for name in release.labels:
+            ET.SubElement(ET.SubElement(labels, "label"), "name").text = name
+        size = ET.SubElement(task, "original_size")
+        ET.SubElement(size, "width").text = str(meta.width)
+        ET.SubElement(size, "height").text = str(meta.height)
+        if meta.uri:
+            ET.SubElement(task, "source").text = Path(meta.uri).name
+        rows = vt.rows
+        kind = t.kind[rows]
+        counter = 0
+        untracked = 0
+        conf_dropped = 0
+        for track, trows in tracks_of(t, rows[kind != MARKER]).items():
+            label = release.labels[int(t.label[trows[0]])]
+            group = str(track + 1) if track >= 0 else "0"
+            untracked += track < 0
+            boxes = trows[t.kind[trows] == BOX]
+            source = "auto" if (t.origin[trows] == MODEL).any() else "manual"
+            conf_dropped += int(np.isfinite(t.confidence[trows]).sum())
+            if boxes.size:
+                el = ET.SubElement(
+                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
+                )
+                counter += 1
+                frames = t.start_frame[boxes].tolist()
+                seen: set[int] = set()
+                for j, r in enumerate(boxes.tolist()):
+                    f = frames[j]
+                    if f in seen:
+                        report.not_written["box on a frame its track already holds (CVAT holds one per frame)"] += 1
+                        continue
+                    seen.add(f)
+                    _box_el(el, f, t.box[r].tolist(), False)
+                    report.counts["box"] += 1
+                    nxt = frames[j + 1] if j + 1 < len(frames) else None
+                    if f + 1 < n and (nxt is None or nxt > f + 1):
+                        _box_el(el, f + 1, t.box[r].tolist(), True)
+            for r in trows[t.kind[trows] == MASK].tolist():
+                f = int(t.start_frame[r])
+                el = ET.SubElement(
+                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
+                )
+                counter += 1
+                rle, left, top, w, h = cvat_rle_encode(decode_rle(mask_of(t, r)))
+                for ff, outside in ((f, "0"), (f + 1, "1")):
+                    if ff < n:
+                        ET.SubElement(el, "mask", {
+                            "frame": str(ff), "keyframe": "1", "outside": outside, "occluded": "0", "rle": rle,
+                            "left": str(left), "top": str(top), "width": str(w), "height": str(h), "z_order": "0",
+                        })  # fmt: skip
+                report.counts["mask"] += 1
+        per_frame: dict[int, list[str]] = {}
+        for r in rows[kind == MARKER].tolist():
+            for f in range(int(t.start_frame[r]), int(t.end_frame[r]) + 1):
+                per_frame.setdefault(f, []).append(release.labels[int(t.label[r])])
+            report.counts["marker"] += 1
+        for f in sorted(per_frame):
+            img = ET.SubElement(root, "image", {"id": str(f), "name": f"frame_{f:06d}", "width": str(meta.width),
+                                                "height": str(meta.height)})  # fmt: skip
+            for label in dict.fromkeys(per_frame[f]):
+                ET.SubElement(img, "tag", {"label": label, "source": "manual"})
+        if untracked:
+            report.notes.append(f"video {meta.video_id!r}: {untracked} untracked rows written as one-frame tracks")
+        if conf_dropped:
+            report.not_written["confidence of model rows (CVAT holds none; the rows are written)"] += conf_dropped
+        ET.indent(root)
+        write_text(
+            files[meta.video_id], '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+        )
+        report.paths.append(str(files[meta.video_id]))
+    return report

@@ -1,0 +1,238 @@
+"""Label Studio video JSON export (``videorectangle``, ``timelinelabels``).
+
+A list of tasks, each one video; its ``annotations[].result`` (human) and ``predictions[].result``
+(origin ``model``, ``score`` of the result, else of the prediction, as confidence). A
+``videorectangle`` region's ``value.sequence`` holds keyframes: ``frame`` is 1-based; ``x, y,
+width, height`` are percent of the displayed frame (pixels from the registered video's size);
+boxes are linear between keyframes; after the last keyframe the box holds to the end of the
+video; a keyframe with ``enabled: false`` ends the span **after** that frame (the object is on
+that frame). Region string ids become integer tracks in order of first appearance (per video).
+``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
+``frameCount``) that disagrees with the registered frame count is an error naming both
+(``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
+imported (counted). Which task is which video: ``video_id=`` for a file of one task, else
+``videos=`` keyed by task id or the stem of ``data.video`` (never opened).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+from vidlabel.errors import VidlabelWarning
+
+from ._common import (
+    BOX,
+    MARKER,
+    MASK,
+    MODEL,
+    ImportContext,
+    Keyframe,
+    Parsed,
+    VideoRows,
+    fail,
+    interpolate_keyframes,
+    number,
+    read_json,
+    tracks_of,
+    video_tables,
+    write_json,
+)
+from ._report import ExportLabelsReport
+
+__all__ = ["export_labelstudio", "import_labelstudio"]
+
+
+def _video_key(task: dict[str, Any]) -> str | None:
+    data = task.get("data")
+    for value in data.values() if isinstance(data, dict) else ():
+        if isinstance(value, str) and value:
+            return PurePosixPath(value.split("?")[0]).stem or None
+    return None
+
+
+def import_labelstudio(ctx: ImportContext) -> Parsed:
+    """Read a Label Studio video export (see the module docstring)."""
+    path = ctx.path
+    mismatch = ctx.option("frames_count_mismatch", "error", ("error", "warn"))
+    doc = read_json(path, (list, dict))
+    tasks = doc if isinstance(doc, list) else [doc]
+    parsed = Parsed()
+    for ti, task in enumerate(tasks):
+        at = f"[{ti}]"
+        if not isinstance(task, dict):
+            raise fail(path, at, "a task must be an object")
+        meta = ctx.resolve([task.get("id"), _video_key(task)], len(tasks), at)
+        vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
+        tracks: dict[str, int] = {}
+        all_frames = np.arange(meta.frame_count, dtype=np.int64)
+        groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in task.get("annotations") or []]
+        groups += [("predictions", p, {"origin": "model"}) for p in task.get("predictions") or []]
+        if len(task.get("annotations") or []) > 1:
+            parsed.notes.append(f"task {task.get('id')!r}: {len(task['annotations'])} annotations, all imported")
+        for gi, (name, group, base) in enumerate(groups):
+            if not isinstance(group, dict) or not isinstance(group.get("result", []), list):
+                raise fail(path, f"{at}.{name}", "expected an object with a result list")
+            gat = f"{at}.{name}[{[g for g in groups if g[0] == name].index(groups[gi])}]"
+            for ri, res in enumerate(group.get("result") or []):
+                rat = f"{gat}.result[{ri}]"
+                if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
+                    raise fail(path, rat, "a result needs a value object")
+                value = res["value"]
+                kind = res.get("type")
+                origin = dict(base)
+                if base:
+                    score = res.get("score", group.get("score"))
+                    if score is not None:
+                        origin["confidence"] = number(path, rat, score, "score")
+                count = value.get("framesCount", value.get("frameCount"))
+                if count is not None and count != meta.frame_count:
+                    msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
+                    if mismatch == "error":
+                        raise fail(path, rat, msg + " (frames_count_mismatch='warn' imports it anyway)")
+                    warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)
+                    parsed.notes.append(f"{rat}: {msg}")
+                if kind == "timelinelabels":
+                    labels = value.get("timelinelabels") or []
+                    if not labels:
+                        parsed.skipped["timelinelabels region without a label"] += 1
+                        continue
+                    for k, rng in enumerate(value.get("ranges") or []):
+                        a = int(number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start"))
+                        b = int(number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end"))
+                        for lab in labels:
+                            row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
+                            vr.add(row, f"{rat}.ranges[{k}]")
+                    continue
+                if kind != "videorectangle":
+                    parsed.skipped[f"unsupported result type: {kind}"] += 1
+                    continue
+                labels = value.get("labels") or []
+                if not labels:
+                    parsed.skipped["videorectangle without a label"] += 1
+                    continue
+                if len(labels) > 1:
+                    parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
+                seq = value.get("sequence") or []
+                if any(float(k.get("rotation", 0) or 0) != 0 for k in seq if isinstance(k, dict)):
+                    parsed.skipped["rotated rectangle"] += 1
+                    continue
+                keys = []
+                for k, item in enumerate(seq):
+                    kat = f"{rat}.sequence[{k}]"
+                    if not isinstance(item, dict):
+                        raise fail(path, kat, "a keyframe must be an object")
+                    f = int(number(path, kat, item.get("frame"), "frame")) - 1
+                    x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
+                    px = (x / 100 * meta.width, y / 100 * meta.height)
+                    box = (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height)
+                    enabled = item.get("enabled", True) is not False
+                    keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
+                    if not 0 <= f < meta.frame_count:
+                        raise fail(
+                            path,
+                            kat,
+                            f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}",
+                        )
+                rid = str(res.get("id", f"{gat}.{ri}"))
+                track = tracks.setdefault(rid, len(tracks))
+                for f, at_box, key in interpolate_keyframes(keys, all_frames):
+                    row = {
+                        "kind": "box",
+                        "label": labels[0],
+                        "start_frame": f,
+                        "box": at_box,
+                        "track_id": track,
+                        **origin,
+                    }
+                    vr.add(row, key.where)
+    return parsed
+
+
+def _pct(v: float, size: int) -> float:
+    return v / size * 100.0
+
+
+def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """One Label Studio JSON file: a task per video, a ``videorectangle`` per track (a keyframe per box,
+    ``enabled: false`` closing each run), markers as ``timelinelabels``, model rows as predictions."""
+    t = release.table
+    report = ExportLabelsReport("label-studio", release.release_id)
+    tasks = []
+    for ti, vt in enumerate(video_tables(release, videos), 1):
+        meta, n = vt.meta, vt.meta.frame_count
+        fps = meta.fps["num"] / meta.fps["den"]
+        human: list[dict[str, Any]] = []
+        model: list[dict[str, Any]] = []
+        rows = vt.rows
+        kind = t.kind[rows]
+        if (kind == MASK).any():
+            report.not_written["mask (Label Studio video holds no masks)"] += int((kind == MASK).sum())
+        untracked = 0
+        for track, trows in tracks_of(t, rows[kind == BOX]).items():
+            untracked += track < 0
+            frames = t.start_frame[trows].tolist()
+            seq = []
+            seen: set[int] = set()
+            for j, r in enumerate(trows.tolist()):
+                f = frames[j]
+                if f in seen:
+                    report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
+                    continue
+                seen.add(f)
+                x0, y0, x1, y1 = t.box[r].tolist()
+                nxt = frames[j + 1] if j + 1 < len(frames) else None
+                ends = f < n - 1 and (nxt is None or nxt > f + 1)
+                seq.append({
+                    "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
+                    "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
+                    "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
+                })  # fmt: skip
+                report.counts["box"] += 1
+            first = int(trows[0])
+            res: dict[str, Any] = {
+                "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
+                "to_name": "video", "origin": "manual",
+                "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
+            }  # fmt: skip
+            if (t.origin[trows] == MODEL).any():
+                conf = t.confidence[trows].astype(np.float64)
+                if np.isfinite(conf).any():
+                    res["score"] = float(np.nanmean(conf))
+                if len(set(conf.tolist())) > 1:
+                    report.notes.append("a model track's confidences differ per frame: its score is their mean")
+                model.append(res)
+            else:
+                human.append(res)
+        for r in rows[kind == MARKER].tolist():
+            res = {
+                "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",
+                "value": {"ranges": [{"start": int(t.start_frame[r]) + 1, "end": int(t.end_frame[r]) + 1}],
+                          "timelinelabels": [release.labels[int(t.label[r])]], "framesCount": n},
+            }  # fmt: skip
+            if t.origin[r] == MODEL:
+                if np.isfinite(t.confidence[r]):
+                    res["score"] = float(t.confidence[r])
+                model.append(res)
+            else:
+                human.append(res)
+            report.counts["marker"] += 1
+        if untracked:
+            report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
+        task: dict[str, Any] = {
+            "id": ti,
+            "data": {"video": meta.uri or f"{meta.video_id}.mp4"},
+            "annotations": [{"id": ti, "result": human}],
+        }
+        if model:
+            task["predictions"] = [{"id": ti, "model_version": "vidlabel", "result": model}]
+        tasks.append(task)
+    report.notes = sorted(set(report.notes))
+    write_json(out, tasks)
+    report.paths.append(str(out))
+    return report

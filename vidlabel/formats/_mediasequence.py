@@ -1,0 +1,409 @@
+"""MediaSequence (TensorFlow / MediaPipe) ``tf.train.SequenceExample`` records in TFRecord files.
+
+Import (``import_labels(ds, "mediasequence", PATH)``; PATH a ``.tfrecord`` file or a folder of
+``*.tfrecord`` shards): each record's video is its ``clip/media_id`` when that is a registered
+video id, else the registered video whose uri is its ``clip/data_path`` (``videos=`` maps either to a
+video id; ``video_id=`` takes every record for one video); a record naming no registered video is
+refused with the known ids. Frames are found by time, never by position: each feature-list entry's
+``region/timestamp`` (else ``image/timestamp``) is looked up in the registered video's frame index
+(the nearest frame, within half the gap to its neighbours). Boxes ``region/bbox/{ymin,xmin,ymax,xmax}``
+are normalized: they are scaled by the registered video's width and height. Labels are read by name
+(``region/label/string``); each distinct ``region/track/string`` of a video becomes one track (an
+empty string: no track); a finite ``region/label/confidence`` makes a ``model`` row with that
+confidence (``vidlabel/region/origin``, when present, says the origin). Masks are the PNGs of
+``INSTANCE_SEGMENTATION/image/multi_encoded``, one per mask region of the frame in region order
+(``vidlabel/region/kind`` says which regions are masks; without it, a frame with as many PNGs as
+regions is all masks). Segments become markers from the first frame at or after
+``segment/start/timestamp`` to the last at or before ``segment/end/timestamp``; clip labels become
+markers over the clip (``vidlabel/clip/label/{start,end}/timestamp`` when present, else
+``clip/{start,end}/timestamp``). A marker repeated in several records of one video (a marker
+spanning clips) is imported once. Records exported with a view (``vidlabel/view_id``) are refused:
+their boxes are relative to the view's crop.
+
+Export through ``export_labels(ds, "mediasequence", OUT)`` writes labels-only records (no images:
+MediaPipe's metadata stage); ``vidlabel.export(ds, OUT, format="mediasequence")`` writes the images too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+from vidlabel.geometry import resize_mask
+from vidlabel.spec import VideoMetadata
+
+from ._common import ImportContext, Parsed, VideoRows, fail
+from ._mediasequence_keys import CONTEXT, FEATURE_LISTS, PROTO_FIELD
+from ._report import ExportLabelsReport
+
+__all__ = ["export_mediasequence_labels", "import_mediasequence", "read_records"]
+
+_REGION_LISTS = (
+    "region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax", "region/label/index",
+    "region/label/string", "region/label/confidence", "region/track/string", "vidlabel/region/kind",
+    "vidlabel/region/origin",
+)  # fmt: skip
+
+
+# -- reading TFRecord files ------------------------------------------------------------------------------------
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(".tfrecord"))
+        if not files:
+            raise fail(path, None, "folder holds no *.tfrecord file")
+        return files
+    if not path.is_file():
+        raise fail(path, None, "file not found")
+    return [path]
+
+
+def read_records(path: Path) -> Iterator[tuple[Path, int, Any]]:
+    """``(file, record number, SequenceExample)`` of every record of a TFRecord file or folder of shards.
+
+    The framing is TFRecord's (length, masked CRC-32C of the length, data, masked CRC-32C of the
+    data); both CRCs are checked.
+
+    Raises
+    ------
+    FormatError
+        On a file cut short, a CRC that does not match, or a record that is not a SequenceExample.
+    """
+    from google.protobuf.message import DecodeError
+
+    from vidlabel.export._tfrecord import iter_records, messages
+
+    sequence_example = messages().SequenceExample
+    for file in _files(path):
+        with open(file, "rb") as fh:
+            for number, data, problem in iter_records(fh):
+                where = f"record {number}"
+                if data is None:
+                    raise fail(file, where, str(problem))
+                try:
+                    example = sequence_example.FromString(data)
+                except DecodeError as err:
+                    raise fail(file, where, f"not a tf.train.SequenceExample ({err})") from err
+                _check_types(file, where, example)
+                yield file, number, example
+
+
+def _check_types(file: Path, where: str, example: Any) -> None:
+    """Every known key holds the type MediaSequence gives it (an unknown key is left alone)."""
+    for key, feature in example.context.feature.items():
+        if key in CONTEXT:
+            _check_kind(file, where, key, feature, CONTEXT[key])
+    for key, flist in example.feature_lists.feature_list.items():
+        if key in FEATURE_LISTS:
+            for j, feature in enumerate(flist.feature):
+                _check_kind(file, f"{where} frame {j}", key, feature, FEATURE_LISTS[key])
+
+
+def _check_kind(file: Path, where: str, key: str, feature: Any, spec: tuple[str, bool]) -> None:
+    kind, is_list = spec
+    got = feature.WhichOneof("kind")
+    if got is not None and got != PROTO_FIELD[kind]:
+        raise fail(file, where, f"{key} holds a {got}; MediaSequence's {key} is a {PROTO_FIELD[kind]}")
+    if not is_list and len(getattr(feature, PROTO_FIELD[kind]).value) != 1:
+        n = len(getattr(feature, PROTO_FIELD[kind]).value)
+        raise fail(file, where, f"{key} holds {n} values; it holds one")
+
+
+def _context(example: Any, key: str) -> list[Any] | None:
+    if key not in example.context.feature:
+        return None
+    kind = CONTEXT[key][0]
+    return list(getattr(example.context.feature[key], PROTO_FIELD[kind]).value)
+
+
+def _one(example: Any, key: str) -> Any:
+    values = _context(example, key)
+    return None if not values else values[0]
+
+
+def _lists(example: Any, key: str) -> list[list[Any]] | None:
+    if key not in example.feature_lists.feature_list:
+        return None
+    kind = FEATURE_LISTS[key][0]
+    return [list(getattr(f, PROTO_FIELD[kind]).value) for f in example.feature_lists.feature_list[key].feature]
+
+
+# -- import ----------------------------------------------------------------------------------------------------
+
+
+class _Video:
+    """One registered video: its frame times, its track strings, its markers per record."""
+
+    def __init__(self, meta: VideoMetadata) -> None:
+        from vidlabel.export._plan import timestamps_us
+
+        self.meta = meta
+        self.ts = timestamps_us(meta, np.arange(meta.frame_count, dtype=np.int64))
+        self.tracks: dict[bytes, int] = {}
+        self.markers: Counter[tuple[Any, ...]] = Counter()
+        self.marker_where: dict[tuple[Any, ...], str] = {}
+
+    def frames(self, file: Path, where: str, ts: Sequence[int]) -> np.ndarray:
+        """The frame of each timestamp: the nearest, within half the gap to its neighbours."""
+        t = self.ts
+        want = np.asarray(ts, dtype=np.int64)
+        if t.size == 0:
+            raise fail(file, where, f"video {self.meta.video_id!r} has no frames")
+        pos = np.clip(np.searchsorted(t, want), 1, max(1, t.size - 1)) if t.size > 1 else np.zeros(want.size, int)
+        if t.size > 1:
+            pos = np.where(np.abs(t[pos - 1] - want) <= np.abs(t[pos] - want), pos - 1, pos)
+        gaps = np.diff(t)
+        left = np.concatenate([[np.iinfo(np.int64).max], gaps])[pos] if t.size > 1 else np.full(want.size, 10**12)
+        right = np.concatenate([gaps, [np.iinfo(np.int64).max]])[pos] if t.size > 1 else np.full(want.size, 10**12)
+        off = np.abs(t[pos] - want)
+        bad = np.flatnonzero(2 * off > np.minimum(left, right))
+        if bad.size:
+            j = int(bad[0])
+            raise fail(
+                file,
+                where,
+                f"timestamp {int(want[j])} us (entry {j}) is no frame of video {self.meta.video_id!r} "
+                f"(frames 0..{t.size - 1} at {int(t[0])}..{int(t[-1])} us; nearest frame {int(pos[j])} at "
+                f"{int(t[pos[j]])} us)",
+            )
+        return pos.astype(np.int64)
+
+    def track(self, name: bytes) -> int | None:
+        if not name:
+            return None
+        return self.tracks.setdefault(name, len(self.tracks))
+
+
+def _resolve(ctx: ImportContext, uris: dict[str, str], file: Path, where: str, example: Any) -> VideoMetadata:
+    """The registered video of a record: ``video_id=``, ``videos=``, ``clip/media_id`` or ``clip/data_path``."""
+    media_id = (_one(example, "clip/media_id") or b"").decode("utf-8", "replace")
+    data_path = (_one(example, "clip/data_path") or b"").decode("utf-8", "replace")
+    if ctx.video_id is not None and not ctx.video_map:
+        return ctx.videos[ctx.video_id]
+    for key in (media_id, data_path):
+        if key and key in ctx.video_map:
+            vid = ctx.video_map[key]
+            if vid not in ctx.videos:
+                raise fail(file, where, f"videos= maps {key!r} to {vid!r}, which is not registered")
+            return ctx.videos[vid]
+    if media_id in ctx.videos:
+        return ctx.videos[media_id]
+    if data_path in uris:
+        return ctx.videos[uris[data_path]]
+    raise fail(
+        file,
+        where,
+        f"clip/media_id {media_id!r} / clip/data_path {data_path!r} names no registered video; known ids: "
+        f"{', '.join(sorted(ctx.videos)) or '(none)'} (pass videos={{media_id: video id}}, --video-map)",
+    )
+
+
+def _origin_conf(origins: list[bytes] | None, conf: list[float] | None, k: int) -> dict[str, Any]:
+    c = conf[k] if conf is not None and k < len(conf) else math.nan
+    if origins is not None:
+        origin = origins[k].decode("ascii", "replace")
+    else:
+        origin = "model" if math.isfinite(c) else "human"
+    out: dict[str, Any] = {"origin": origin} if origin != "human" else {}
+    if math.isfinite(c):
+        out["confidence"] = float(c)
+    return out
+
+
+def import_mediasequence(ctx: ImportContext) -> Parsed:
+    """Read MediaSequence records into rows (see the module docstring)."""
+    parsed = Parsed()
+    uris = {str(s.get("uri")): vid for vid, m in ctx.videos.items() for s in m.sources}
+    videos: dict[str, _Video] = {}
+    for file, number, example in read_records(ctx.path):
+        where = f"record {number}"
+        meta = _resolve(ctx, uris, file, where, example)
+        view = _one(example, "vidlabel/view_id")
+        if view:
+            raise fail(
+                file, where, f"was exported with view {view.decode()!r}: its boxes are relative to the view's crop; "
+                "import a full-frame export",
+            )  # fmt: skip
+        video = videos.setdefault(meta.video_id, _Video(meta))
+        vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
+        _import_regions(file, where, example, video, vr)
+        _import_markers(file, where, example, video)
+    for vid, video in videos.items():
+        vr = parsed.videos[vid]
+        for key, n in video.markers.items():
+            label, start, end, extra = key
+            for _ in range(n):
+                vr.add({"kind": "marker", "label": label, "start_frame": start, "end_frame": end, **dict(extra)},
+                       video.marker_where[key])  # fmt: skip
+    return parsed
+
+
+def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: VideoRows) -> None:
+    lists = {k: _lists(example, k) for k in _REGION_LISTS}
+    ymin = lists["region/bbox/ymin"]
+    if ymin is None:
+        return
+    times = _lists(example, "region/timestamp") or _lists(example, "image/timestamp")
+    if times is None:
+        raise fail(file, where, "has region/bbox/* but neither region/timestamp nor image/timestamp")
+    n_frames = len(ymin)
+    masks = _lists(example, "INSTANCE_SEGMENTATION/image/multi_encoded")
+    for key, values in [*lists.items(), ("timestamp", times), ("INSTANCE_SEGMENTATION", masks)]:
+        if values is not None and len(values) != n_frames:
+            raise fail(file, where, f"{key} has {len(values)} entries; region/bbox/ymin has {n_frames} (one a frame)")
+    frames = video.frames(file, f"{where} region/timestamp", [t[0] for t in times])
+    width, height = video.meta.width, video.meta.height
+    for j in range(n_frames):
+        at = f"{where} frame {j}"
+        n = len(ymin[j])
+        for key, values in lists.items():
+            if values is not None and len(values[j]) != n:
+                raise fail(file, at, f"{key} holds {len(values[j])} values; the frame has {n} regions")
+        if n == 0:
+            continue
+        strings = lists["region/label/string"]
+        if strings is None:
+            raise fail(file, at, "regions without region/label/string (labels are imported by name)")
+        kinds = lists["vidlabel/region/kind"]
+        frame_masks = masks[j] if masks is not None else []
+        if kinds is not None:
+            is_mask = [k == b"mask" for k in kinds[j]]
+        elif len(frame_masks) in (0, n):
+            is_mask = [bool(frame_masks)] * n
+        else:
+            raise fail(file, at, f"{len(frame_masks)} instance masks for {n} regions and no vidlabel/region/kind")
+        if sum(is_mask) != len(frame_masks):
+            raise fail(file, at, f"{sum(is_mask)} mask regions but {len(frame_masks)} instance-segmentation PNGs")
+        xmin, ymax, xmax = (lists[f"region/bbox/{c}"] for c in ("xmin", "ymax", "xmax"))
+        assert xmin is not None and ymax is not None and xmax is not None
+        tracks = lists["region/track/string"]
+        m = 0
+        for k in range(n):
+            row: dict[str, Any] = {"label": strings[j][k].decode("utf-8", "replace"), "start_frame": int(frames[j])}
+            if is_mask[k]:
+                row["kind"], row["mask"] = "mask", _decode_mask(file, at, frame_masks[m], width, height)
+                m += 1
+            else:
+                box = (xmin[j][k] * width, ymin[j][k] * height, xmax[j][k] * width, ymax[j][k] * height)
+                if not all(math.isfinite(v) for v in box):
+                    raise fail(file, at, f"region {k} has a box that is not finite: {box}")
+                row["kind"], row["box"] = "box", box
+            track = video.track(tracks[j][k]) if tracks is not None else None
+            if track is not None:
+                row["track_id"] = track
+            row.update(
+                _origin_conf(_at(lists["vidlabel/region/origin"], j), _at(lists["region/label/confidence"], j), k)
+            )
+            vr.add(row, f"{file.name} {at} region {k}")
+
+
+def _at(values: list[list[Any]] | None, j: int) -> list[Any] | None:
+    return None if values is None else values[j]
+
+
+def _decode_mask(file: Path, where: str, png: bytes, width: int, height: int) -> np.ndarray:
+    """A PNG instance mask as a 0/1 mask of the registered video's size (nearest-neighbour when it differs)."""
+    import av
+
+    try:
+        ctx = av.CodecContext.create("png", "r")
+        frames = ctx.decode(av.Packet(bytes(png)))  # type: ignore[attr-defined]
+        image = frames[0].to_ndarray(format="gray")  # type: ignore[union-attr]
+    except (av.error.FFmpegError, IndexError, ValueError) as err:
+        raise fail(file, where, f"an INSTANCE_SEGMENTATION PNG does not decode ({err})") from err
+    return resize_mask((image > 0).astype(np.uint8), (width, height))
+
+
+def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None:
+    """Segments and clip labels of one record into the video's markers (a repeat in another record counts once)."""
+    found: Counter[tuple[Any, ...]] = Counter()
+    seg_start, seg_end = _context(example, "segment/start/timestamp"), _context(example, "segment/end/timestamp")
+    seg_labels = _context(example, "segment/label/string")
+    if seg_start is not None or seg_labels is not None:
+        if (
+            seg_start is None
+            or seg_end is None
+            or seg_labels is None
+            or not len(seg_start) == len(seg_end) == len(seg_labels)
+        ):
+            raise fail(
+                file, where, "segment/start/timestamp, segment/end/timestamp and segment/label/string must be "
+                "present together with one value per segment",
+            )  # fmt: skip
+        origins, conf = _context(example, "vidlabel/segment/origin"), _context(example, "segment/label/confidence")
+        for k, (a, b) in enumerate(zip(seg_start, seg_end)):
+            first = int(np.searchsorted(video.ts, a, "left"))
+            last = int(np.searchsorted(video.ts, b, "right")) - 1
+            if first > last or first >= video.ts.size or last < 0:
+                raise fail(
+                    file, where, f"segment {k} ({a}..{b} us) holds no frame of video {video.meta.video_id!r} "
+                    f"(frames at {int(video.ts[0])}..{int(video.ts[-1])} us)",
+                )  # fmt: skip
+            extra = tuple(sorted(_origin_conf(origins, conf, k).items()))
+            found[(seg_labels[k].decode("utf-8", "replace"), first, last, extra)] += 1
+    clip_labels = _context(example, "clip/label/string")
+    if clip_labels:
+        starts = _context(example, "vidlabel/clip/label/start/timestamp")
+        ends = _context(example, "vidlabel/clip/label/end/timestamp")
+        if starts is None or ends is None:
+            image_ts = _lists(example, "image/timestamp") or _lists(example, "region/timestamp") or []
+            a = _one(example, "clip/start/timestamp")
+            b = _one(example, "clip/end/timestamp")
+            a = a if a is not None else (image_ts[0][0] if image_ts else None)
+            b = b if b is not None else (image_ts[-1][0] if image_ts else None)
+            if a is None or b is None:
+                raise fail(file, where, "clip/label/string without clip/start/timestamp, clip/end/timestamp or images")
+            starts, ends = [a] * len(clip_labels), [b] * len(clip_labels)
+        if not len(starts) == len(ends) == len(clip_labels):
+            raise fail(file, where, "vidlabel/clip/label/{start,end}/timestamp must hold one value per clip label")
+        origins, conf = _context(example, "vidlabel/clip/label/origin"), _context(example, "clip/label/confidence")
+        span = video.frames(file, f"{where} clip label", [*starts, *ends])
+        n = len(clip_labels)
+        for k in range(n):
+            extra = tuple(sorted(_origin_conf(origins, conf, k).items()))
+            found[(clip_labels[k].decode("utf-8", "replace"), int(span[k]), int(span[n + k]), extra)] += 1
+    for key, count in found.items():
+        if count > video.markers[key]:
+            video.markers[key] = count
+            video.marker_where.setdefault(key, f"{file.name} {where}")
+
+
+# -- labels-only export ----------------------------------------------------------------------------------------
+
+
+def export_mediasequence_labels(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """Labels-only MediaSequence records of a release (no images) in ``out/part-*.tfrecord``, as the export's."""
+    from vidlabel.errors import FormatError
+    from vidlabel.export._mediasequence import export_mediasequence
+    from vidlabel.export._options import check_options
+    from vidlabel.export._plan import plan_export, select_frames
+    from vidlabel.export._report import ExportReport
+    from vidlabel.store._fs import StoreLock
+
+    unknown = [v for v in videos if v not in release.videos]
+    if unknown:
+        raise FormatError(
+            f"video(s) {', '.join(unknown)} not in release {release.release_id}; known: {', '.join(sorted(release.videos))}"
+        )
+    opts = check_options(
+        out, release, format="mediasequence", codec=None, view_id=None, frames="annotated", kinds=("box", "mask"),
+        stride=1, output_size=None, chunk_frames=None, workers=1, progress=False, roots=(), frames_only=False,
+    )  # fmt: skip
+    plan = plan_export(select_frames(release, opts, release.info.get("dataset")), opts)
+    if videos:
+        plan.videos = [v for v in plan.videos if v.video_id in set(videos)]
+    report = ExportReport(out=str(out), format="mediasequence", codec="", release_id=release.release_id)
+    with StoreLock(out):
+        export_mediasequence(plan, opts, report, images=False)
+    result = ExportLabelsReport(format="mediasequence", release_id=release.release_id)
+    result.paths = sorted(str(p) for p in Path(out).glob("part-*.tfrecord"))
+    result.counts["records"] = report.records
+    result.counts["frames"] = report.samples
+    return result

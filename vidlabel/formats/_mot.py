@@ -1,0 +1,232 @@
+"""MOT Challenge ``gt.txt`` / ``det.txt`` / results files (+ ``seqinfo.ini``, ``labels.txt``).
+
+Columns (comma separated, spaces after commas allowed, any sort order)::
+
+    6:  frame, id, x, y, w, h
+    7:  frame, id, x, y, w, h, score
+    9:  frame, id, x, y, w, h, consider, class, visibility        (gt)
+    10: frame, id, x, y, w, h, score, X, Y, Z                      (det / results; X Y Z are -1)
+
+frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0 are untracked); x, y, w, h are taken as
+they are (pass ``one_based_pixels=True`` for files whose pixels are 1-based). A score makes the
+row a model row with that confidence (scores outside [0, 1] are not kept as confidence, and
+counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps them).
+"""
+
+from __future__ import annotations
+
+import configparser
+import math
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vidlabel.dataset import Release
+
+from ._common import (
+    BOX,
+    MODEL,
+    ImportContext,
+    Parsed,
+    VideoRows,
+    fail,
+    read_text,
+    video_tables,
+    write_text,
+)
+from ._report import ExportLabelsReport
+
+__all__ = ["export_mot", "import_mot"]
+
+
+def _seqinfo(path: Path) -> tuple[Path, configparser.SectionProxy] | None:
+    for folder in (path.parent, path.parent.parent):
+        ini = folder / "seqinfo.ini"
+        if ini.is_file():
+            cp = configparser.ConfigParser()
+            try:
+                cp.read_string(read_text(ini))
+            except configparser.Error as err:
+                raise fail(ini, None, f"not a valid seqinfo.ini ({err})") from err
+            if "Sequence" not in cp:
+                raise fail(ini, None, "has no [Sequence] section")
+            return ini, cp["Sequence"]
+    return None
+
+
+def _labels_txt(path: Path) -> dict[int, str] | None:
+    txt = path.parent / "labels.txt"
+    if not txt.is_file():
+        return None
+    names = [line.strip() for line in read_text(txt).splitlines()]
+    return {i + 1: name for i, name in enumerate(names) if name}
+
+
+def import_mot(ctx: ImportContext) -> Parsed:
+    """Read a MOT Challenge file into rows of one video (see the module docstring for the columns)."""
+    path = ctx.path
+    one_based = bool(ctx.option("one_based_pixels", False))
+    include_ignored = bool(ctx.option("include_ignored", False))
+    text = read_text(path)
+    info = _seqinfo(path)
+    meta = None
+    if ctx.video_id is None and info is not None and info[1].get("name"):
+        meta = ctx.resolve([info[1].get("name")], 1, None)
+    else:
+        meta = ctx.resolve([], 1, None)
+    parsed = Parsed()
+    if info is not None:
+        ini, seq = info
+        checks = [("imWidth", meta.width, "width"), ("imHeight", meta.height, "height")]
+        checks.append(("seqLength", meta.frame_count, "frame count"))
+        for key, have, what in checks:
+            if key in seq and int(seq[key]) != have:
+                raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}'s {what} {have}")
+        if "frameRate" in seq:
+            fps = meta.fps["num"] / meta.fps["den"]
+            if abs(float(seq["frameRate"]) - fps) > 0.5:
+                raise fail(
+                    ini,
+                    "frameRate",
+                    f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}'s {fps:.3f} fps",
+                )
+    label_map = ctx.label_map
+    if label_map is None and ctx.label is None:
+        label_map = _labels_txt(path)
+    vr = VideoRows(meta)
+    parsed.videos[meta.video_id] = vr
+    shift = 1.0 if one_based else 0.0
+    ignored = unknown_score = 0
+    widths: set[int] = set()
+    classes: Counter[int] = Counter()
+    rows, where = vr.rows, vr.where
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        n = len(cells)
+        widths.add(n)
+        if n not in (6, 7, 9, 10):
+            raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
+        try:
+            frame = int(float(cells[0]))
+            tid = int(float(cells[1]))
+            x, y, w, h = (float(c) for c in cells[2:6])
+            extra = [float(c) for c in cells[6:]]
+        except ValueError as err:
+            raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
+        if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
+            raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
+        row: dict = {
+            "kind": "box",
+            "start_frame": frame - 1,
+            "box": (x - shift, y - shift, x - shift + w, y - shift + h),
+        }
+        if tid > 0:
+            row["track_id"] = tid - 1
+        if n == 9:
+            if extra[0] == 0 and not include_ignored:
+                ignored += 1
+                continue
+            cls = int(extra[1])
+            if ctx.label is not None:
+                row["label"] = ctx.label
+            else:
+                if label_map is None:
+                    raise fail(
+                        path,
+                        number,
+                        f"class {cls} (column 8) has no label: give label_map (--label-map 1=person,...), "
+                        "a labels.txt beside the file, or label= (--label)",
+                    )
+                if cls not in label_map:
+                    raise fail(
+                        path,
+                        number,
+                        f"class {cls} (column 8) is not in the label map (known classes: "
+                        f"{', '.join(f'{k}={v}' for k, v in sorted(label_map.items()))})",
+                    )
+                row["label"] = label_map[cls]
+            classes[cls] += 1
+        else:
+            if ctx.label is None:
+                raise fail(path, number, f"a {n}-column MOT file has no class column: give label= (--label NAME)")
+            row["label"] = ctx.label
+            if n in (7, 10):
+                row["origin"] = "model"
+                if 0.0 <= extra[0] <= 1.0:
+                    row["confidence"] = extra[0]
+                else:
+                    unknown_score += 1
+        rows.append(row)
+        where.append(number)
+    if ignored:
+        parsed.skipped["consider flag 0 (gt column 7; include_ignored=True keeps them)"] += ignored
+    if unknown_score:
+        parsed.notes.append(f"{unknown_score} scores outside [0, 1] not kept as confidence (the rows are kept)")
+    if 9 in widths:
+        parsed.notes.append("visibility (gt column 9) is not stored")
+    if one_based:
+        parsed.notes.append("pixels shifted by -1 (one_based_pixels=True)")
+    return parsed
+
+
+def _fmt(v: float) -> str:
+    return repr(float(v))
+
+
+def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """Write ``out/<video_id>/gt/gt.txt`` (9 columns, human rows), ``det/det.txt`` (10 columns, model rows),
+    ``gt/labels.txt`` and ``seqinfo.ini`` per video; frames + 1, boxes xywh."""
+    t = release.table
+    report = ExportLabelsReport("mot", release.release_id)
+    labels_txt = "".join(f"{name}\n" for name in release.labels)
+    for vt in video_tables(release, videos):
+        meta = vt.meta
+        rows = vt.rows
+        kind = t.kind[rows]
+        for k, why in (
+            (1, "mask (MOT holds no masks; its box is not written either)"),
+            (2, "marker (MOT holds no markers)"),
+        ):
+            if (kind == k).any():
+                report.not_written[why] += int((kind == k).sum())
+        boxes = rows[kind == BOX]
+        model = t.origin[boxes] == MODEL
+        folder = out / meta.video_id
+        fps = meta.fps["num"] / meta.fps["den"]
+        write_text(
+            folder / "seqinfo.ini",
+            f"[Sequence]\nname={meta.video_id}\nframeRate={round(fps, 3):g}\nseqLength={meta.frame_count}\n"
+            f"imWidth={meta.width}\nimHeight={meta.height}\n",
+        )
+        for sel, sub, model_rows in ((boxes[~model], "gt", False), (boxes[model], "det", True)):
+            if sub == "det" and sel.size == 0:
+                continue
+            b = t.box[sel]
+            frame = t.start_frame[sel] + 1
+            tid = np.where(t.track_id[sel] >= 0, t.track_id[sel] + 1, -1)
+            xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]])
+            order = np.lexsort((tid, frame))
+            lines = []
+            if model_rows:
+                conf = t.confidence[sel].astype(np.float64)
+                conf = np.where(np.isnan(conf), -1.0, conf)
+                if len(np.unique(t.label[sel])) > 1:
+                    report.not_written["label of model rows (MOT results hold no class)"] += int(sel.size)
+                for i in order.tolist():
+                    x, y, w, h = map(_fmt, xywh[i])
+                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(conf[i])},-1,-1,-1\n")
+            else:
+                cls = t.label[sel] + 1
+                for i in order.tolist():
+                    x, y, w, h = map(_fmt, xywh[i])
+                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},1,{cls[i]},1\n")
+            target = folder / sub / f"{sub}.txt"
+            write_text(target, "".join(lines))
+            report.paths.append(str(target))
+            report.counts["box"] += int(sel.size)
+        write_text(folder / "gt" / "labels.txt", labels_txt)
+    return report

@@ -1,0 +1,209 @@
+"""YouTube-VIS 2019 / 2021 JSON (and its results files).
+
+``videos[]`` (id, width, height, length, file_names), ``annotations[]`` (video_id, category_id,
+bboxes, segmentations, one entry per frame of the video, ``null`` where the object is absent;
+optional ``score``), ``categories[]`` (id, name; mapped **by name**: the ids differ between 2019
+and 2021). An annotation is one instance over the video: one track (our track ids in
+annotation order per video). frame = position in ``file_names``, unless ``frames="digits"``,
+or ``frames="auto"`` (the default) and the file names' digits show a stride (e.g. ``00000.jpg,
+00005.jpg``): then the digits, with a note. ``bboxes`` are xywh; ``segmentations`` are polygons
+(rasterised by pycocotools), list-count or string-count RLE; a frame with a segmentation is a
+mask row (its box the mask's bbox), else a box row. File names are only read as text: nothing
+is opened.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from vidlabel.dataset import Release
+
+from ._cocovid import _cat_doc, _categories
+from ._common import (
+    MARKER,
+    MASK,
+    MODEL,
+    ImportContext,
+    Parsed,
+    VideoRows,
+    coco_segmentation,
+    fail,
+    mask_of,
+    read_json,
+    tracks_of,
+    video_tables,
+    write_json,
+    xywh_box,
+)
+from ._report import ExportLabelsReport
+
+__all__ = ["export_ytvis", "import_ytvis"]
+
+_DIGITS = re.compile(r"(\d+)(?!.*\d)")
+
+
+def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list[str]) -> list[int]:
+    """Video frame of each file name: its position, or the digits of its base name."""
+    position = list(range(len(names)))
+    if mode == "position":
+        return position
+    digits = []
+    for name in names:
+        m = _DIGITS.search(PurePosixPath(str(name)).name)
+        digits.append(int(m.group(1)) if m else None)
+    usable = None not in digits and all(b > a for a, b in itertools.pairwise(digits))  # type: ignore[operator]
+    if mode == "digits":
+        if not usable:
+            raise fail(path, at, "frames='digits' but the file names' digits are missing or not increasing")
+        return digits  # type: ignore[return-value]
+    if not usable or len(names) < 2:
+        return position
+    steps = set(np.diff(digits).tolist())  # type: ignore[arg-type]
+    if steps == {1} and digits[0] == 0:
+        return position
+    notes.append(
+        f"{at}: frames taken from the file names' digits ({digits[0]}, {digits[1]}, ...; steps {sorted(steps)}), "
+        "not their positions; frames='position' picks the positions"
+    )
+    return digits  # type: ignore[return-value]
+
+
+def import_ytvis(ctx: ImportContext) -> Parsed:
+    """Read a YouTube-VIS file (see the module docstring)."""
+    path = ctx.path
+    mode = ctx.option("frames", "auto", ("auto", "position", "digits"))
+    doc = read_json(path, dict)
+    for key in ("videos", "annotations"):
+        if not isinstance(doc.get(key), list):
+            raise fail(path, key, f"a YouTube-VIS file needs a list {key!r}, got {type(doc.get(key)).__name__}")
+    cats = _categories(path, doc)
+    parsed = Parsed()
+    vids: dict[Any, tuple[VideoRows, list[int]]] = {}
+    for i, v in enumerate(doc["videos"]):
+        at = f"videos[{i}]"
+        if not isinstance(v, dict) or "id" not in v or not isinstance(v.get("file_names"), list):
+            raise fail(path, at, "a video needs an id and a list file_names")
+        names = v["file_names"]
+        folder = (
+            PurePosixPath(str(names[0])).parts[0] if names and len(PurePosixPath(str(names[0])).parts) > 1 else None
+        )
+        m = ctx.resolve([v["id"], folder], len(doc["videos"]), at)
+        for key, have in (("width", m.width), ("height", m.height)):
+            if key in v and v[key] != have:
+                raise fail(path, at, f"{key} {v[key]} disagrees with video {m.video_id!r}'s {key} {have}")
+        vids[v["id"]] = (
+            parsed.videos.setdefault(m.video_id, VideoRows(m)),
+            _frame_numbers(path, at, names, mode, parsed.notes),
+        )
+    next_track: dict[str, int] = {}
+    for i, a in enumerate(doc["annotations"]):
+        at = f"annotations[{i}]"
+        if not isinstance(a, dict) or a.get("video_id") not in vids:
+            raise fail(path, at, f"video_id {a.get('video_id') if isinstance(a, dict) else a!r} is not in videos[]")
+        vr, frames = vids[a["video_id"]]
+        cat = a.get("category_id")
+        if cat not in cats:
+            raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+        bboxes = a.get("bboxes") or [None] * len(frames)
+        segs = a.get("segmentations") or [None] * len(frames)
+        for key, seq in (("bboxes", bboxes), ("segmentations", segs)):
+            if not isinstance(seq, list) or len(seq) != len(frames):
+                raise fail(
+                    path,
+                    at,
+                    f"{key} has {len(seq) if isinstance(seq, list) else seq!r} entries; "
+                    f"the video has {len(frames)} file_names",
+                )
+        vid = vr.meta.video_id
+        track = next_track.get(vid, 0)
+        next_track[vid] = track + 1
+        origin: dict[str, Any] = {}
+        if a.get("score") is not None:
+            origin = {"origin": "model", "confidence": float(a["score"])}
+        if a.get("iscrowd"):
+            parsed.skipped["iscrowd annotation"] += 1
+            continue
+        for k, (box, seg) in enumerate(zip(bboxes, segs)):
+            if box is None and seg is None:
+                continue
+            where = f"{at} frame index {k}"
+            row: dict[str, Any] = {
+                "kind": "box",
+                "label": cats[cat],
+                "start_frame": frames[k],
+                "track_id": track,
+                **origin,
+            }
+            if seg is not None:
+                rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
+                if rle is None:
+                    continue
+                row["kind"], row["mask"] = "mask", rle
+            else:
+                row["box"] = xywh_box(path, where, box, "bboxes entry")
+            vr.add(row, where)
+    return parsed
+
+
+def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
+    """One YouTube-VIS JSON file: a file name per frame, an instance per track, ``null`` where absent."""
+    t = release.table
+    report = ExportLabelsReport("ytvis", release.release_id)
+    doc: dict[str, Any] = {"categories": _cat_doc(release), "videos": [], "annotations": []}
+    ann_id = 1
+    for vi, vt in enumerate(video_tables(release, videos), 1):
+        meta = vt.meta
+        n = meta.frame_count
+        doc["videos"].append({
+            "id": vi, "width": meta.width, "height": meta.height, "length": n,
+            "file_names": [f"{meta.video_id}/{f:05d}.jpg" for f in range(n)],
+        })  # fmt: skip
+        rows = vt.rows
+        kind = t.kind[rows]
+        if (kind == MARKER).any():
+            report.not_written["marker (YouTube-VIS holds no markers)"] += int((kind == MARKER).sum())
+        untracked = 0
+        for track, trows in tracks_of(t, rows[kind != MARKER]).items():
+            bboxes: list[Any] = [None] * n
+            segs: list[Any] = [None] * n
+            has_mask = False
+            order = sorted(trows.tolist(), key=lambda r: (int(t.start_frame[r]), int(t.kind[r]) != MASK))
+            for r in order:
+                f = int(t.start_frame[r])
+                if bboxes[f] is not None:
+                    report.not_written["row on a frame its track already holds (YouTube-VIS holds one per frame)"] += 1
+                    continue
+                x0, y0, x1, y1 = t.box[r].tolist()
+                bboxes[f] = [x0, y0, x1 - x0, y1 - y0]
+                if t.kind[r] == MASK:
+                    segs[f] = mask_of(t, r)
+                    has_mask = True
+                report.counts["mask" if t.kind[r] == MASK else "box"] += 1
+            first = int(trows[0])
+            a: dict[str, Any] = {
+                "id": ann_id, "video_id": vi, "category_id": int(t.label[first]) + 1, "iscrowd": 0,
+                "bboxes": bboxes, "segmentations": segs if has_mask else None,
+                "areas": [None if b is None else b[2] * b[3] for b in bboxes],
+            }  # fmt: skip
+            model = t.origin[trows] == MODEL
+            if model.any():
+                conf = t.confidence[trows].astype(np.float64)
+                a["score"] = float(np.nanmean(conf)) if np.isfinite(conf).any() else None
+                if len(set(conf.tolist())) > 1:
+                    report.notes.append("a model track's confidences differ per frame: its score is their mean")
+            if track < 0:
+                untracked += 1
+            doc["annotations"].append(a)
+            ann_id += 1
+        if untracked:
+            report.notes.append(f"video {meta.video_id!r}: {untracked} untracked rows written as one-frame instances")
+    report.notes = sorted(set(report.notes))
+    write_json(out, doc)
+    report.paths.append(str(out))
+    return report
