@@ -106,6 +106,10 @@ def test_a_read_only_dataset_refuses_every_change(ro_dataset: Path, capsys: pyte
         ds.build()
     with pytest.raises(DatasetReadOnlyError, match="cannot add-annotations"):
         ds.add_annotations([{"kind": "marker", "label": "event", "start_frame": 0, "end_frame": 1}], "a")
+    with pytest.raises(DatasetReadOnlyError, match="cannot set-status"):
+        ds.set_status([1], "approved")
+    with pytest.raises(DatasetReadOnlyError, match="cannot update-video"):
+        ds.update_video(ds.video("a"))
     assert main(["add-labels", str(ro_dataset), "other"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"vidlabel: error: cannot add-labels in dataset {ro_dataset}: it is read-only")
