@@ -158,6 +158,12 @@ def is_disk_full(err: BaseException) -> bool:
     )
 
 
+def _cannot_open(err: sqlite3.OperationalError) -> bool:
+    """Whether SQLite failed to open or read the file itself (I/O, a full disk, locks), not found another schema."""
+    text = str(err).lower()
+    return is_disk_full(err) or any(w in text for w in ("i/o", "unable to open", "locking", "readonly", "read-only"))
+
+
 def damaged_message(p: Path, err: BaseException) -> str:
     """The explanation of a damaged database file."""
     return (
@@ -206,6 +212,8 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     try:
         meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError as err:
+        if not _cannot_open(err):  # e.g. "no such table: meta": another SQLite database
+            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
         raise DatasetError(
             f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
             f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
