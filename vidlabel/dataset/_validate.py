@@ -156,8 +156,8 @@ def untrusted_summary(meta: VideoMetadata) -> str | None:
     frames = "1 frame has" if n == 1 else f"{n} frames have"
     return (
         f"video {meta.video_id!r}: {frames} no trustworthy picture ({ranges_text(meta.untrusted_frames or ())}: "
-        "they follow a decode error before the next keyframe, or their packet does not decode; the file may be "
-        "truncated or corrupt)"
+        "they follow a decode error before the next keyframe, or their packet does not decode, or the decoder "
+        "marked them or their packet corrupt; the file may be truncated or corrupt)"
     )
 
 
