@@ -92,6 +92,34 @@ def test_add_video_probes_the_file(tmp_path: Path, clip: ClipTruth, capsys: pyte
     assert Dataset.open(path).video(clip.path.stem).frame_index is None
 
 
+def test_add_video_refuses_metadata_that_contradicts_the_file(
+    tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, item 6: a size or rotation the file does not have is refused, nothing registered."""
+    path = tmp_path / "ds"
+    Dataset.create(path)
+    code, out, err = run(
+        capsys, "add-video", path, clip.path, "--no-progress", "--metadata", '{"width": 500, "height": 900}'
+    )
+    assert code == 1 and out == ""
+    assert err == (
+        f"vidlabel: error: --metadata claims width 500 (the file has 64), height 900 (the file has 48) for "
+        f"{str(clip.path)!r}: the size and rotation of a video whose file is given are what the file decodes to "
+        "(64x48, rotation 0); drop those fields\n"
+    )
+    code, _, err = run(capsys, "add-video", path, clip.path, "--metadata", '{"rotation": 90}')
+    assert code == 1 and "--metadata claims rotation 90 (the file has 0)" in err
+    code, _, err = run(capsys, "add-video", path, tmp_path / "nofile.mp4", "--metadata",
+                       json.dumps({**json.loads(META), "rotation": 45}))  # fmt: skip
+    assert err == (
+        "vidlabel: error: --metadata: rotation of video 'nofile' must be one of 0, 90, 180, 270, -90 "
+        "(degrees counter-clockwise, as in the display matrix), got 45\n"
+    )
+    assert code == 1 and Dataset.open(path).videos() == []
+    code, _, err = run(capsys, "add-video", path, clip.path, "--metadata", '{"width": 64, "rotation": 0}')
+    assert code == 0, err  # what the file has is accepted
+
+
 def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         {"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22], "track_id": 1},

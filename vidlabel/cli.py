@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from vidlabel._version import __version__
@@ -46,8 +48,12 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         video_id, source = overrides["video_id"], "--metadata's video_id"
     else:
         video_id, source = Path(args.file).stem, f"the file name of {args.file!r} (the default id)"
-    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id:
+    from vidlabel.spec import video_id_problem
+
+    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id or video_id_problem(video_id):
         what = "is not a string" if not isinstance(video_id, str) else "contains '/'" if "/" in video_id else "is empty"
+        if isinstance(video_id, str) and video_id.strip() and "/" not in video_id:
+            what = str(video_id_problem(video_id))
         raise OptionError(
             f"video id {video_id!r} from {source} {what}; a video id is a non-empty name without '/', e.g. 'cam1'"
             + ("" if source == "--video-id" else " (give one with --video-id)")
@@ -64,6 +70,16 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.video._probe import probe
 
         meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
+        # The file decides its size and rotation: the reader gives the pictures it decodes, whatever metadata says.
+        claimed = {k: overrides[k] for k in ("width", "height", "rotation") if k in overrides}
+        found = {"width": meta.width, "height": meta.height, "rotation": meta.rotation}
+        wrong = [f"{k} {v!r} (the file has {found[k]})" for k, v in claimed.items() if v != found[k]]
+        if wrong:
+            raise OptionError(
+                f"--metadata claims {', '.join(wrong)} for {args.file!r}: the size and rotation of a video whose "
+                f"file is given are what the file decodes to ({meta.width}x{meta.height}, rotation "
+                f"{meta.rotation}); drop those fields"
+            )
         if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
             count = int(overrides["frame_count"])  # keep the probed untrusted frames that the new count keeps
             overrides["untrusted_frames"] = [(a, min(b, count - 1)) for a, b in meta.untrusted_frames if a < count]
@@ -154,6 +170,11 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
                     f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
                     "expected one annotation object per line"
                 ) from err
+            except RecursionError:
+                raise AnnotationError(
+                    f"{path} line {number}: JSON nested too deeply to read; expected one flat annotation object "
+                    "per line"
+                ) from None
             if not isinstance(row, dict):
                 raise AnnotationError(
                     f"{path} line {number}: expected a JSON object (one annotation row), got {type(row).__name__}"
@@ -226,7 +247,7 @@ _VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of
 def _cmd_validate(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
 
-    problems = Dataset.open(args.dataset).validate()
+    problems = Dataset.open(args.dataset).validate(for_export=args.for_export)
     errors = sum(p.severity == "error" for p in problems)
     if args.json:
         for problem in problems:
@@ -546,6 +567,8 @@ def _json_arg(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from err
+    except RecursionError:
+        raise argparse.ArgumentTypeError("JSON nested too deeply to read") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -611,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("--json", action="store_true", help="print every problem as JSON Lines")
+    p.add_argument(
+        "--for-export",
+        action="store_true",
+        help="rate missing_video_file and video_file_changed as errors (export refuses those videos): "
+        "exit 0 means export will read every video",
+    )
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
     p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")
@@ -756,6 +785,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv : sequence of str, optional
         The arguments after the program name (None: ``sys.argv[1:]``).
     """
+    for stream in (sys.stdout, sys.stderr):  # a file name with bytes that are not UTF-8 prints as \udcXX escapes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
@@ -764,6 +796,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args) or 0)
         except VidlabelError as err:
             print(f"vidlabel: error: {err}", file=sys.stderr)
+            return 1
+        except sqlite3.DatabaseError as err:  # a query on a damaged database (opening it is checked)
+            dataset = getattr(args, "dataset", None) or getattr(args, "path", None) or "the dataset"
+            from vidlabel.dataset._db import damaged_message
+
+            print(f"vidlabel: error: {damaged_message(Path(dataset).absolute(), err)}", file=sys.stderr)
             return 1
         except (OSError, ValueError) as err:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)

@@ -19,10 +19,12 @@ __all__ = [
     "DatasetError",
     "DatasetExistsError",
     "DatasetNotFoundError",
+    "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
+    "ReleaseCorruptError",
     "ReleaseNotFoundError",
     "SampleIndexTypeError",
     "SampleOutOfRangeError",
@@ -85,6 +87,10 @@ class DatasetNotFoundError(VidlabelError, FileNotFoundError):
     """Raised when ``Dataset.open`` is given a folder that does not exist or holds no vidlabel dataset."""
 
 
+class DatasetReadOnlyError(VidlabelError, PermissionError):
+    """Raised when a change is asked of a dataset opened read-only (its folder or database is not writable)."""
+
+
 class DatasetExistsError(VidlabelError, FileExistsError):
     """Raised when ``Dataset.create`` is given a folder that already holds a dataset or other files."""
 
@@ -103,6 +109,10 @@ class VideoNotFoundError(VidlabelError, FileNotFoundError):
 
 class ReleaseNotFoundError(VidlabelError, LookupError):
     """Raised when a release id is unknown (or ``"latest"`` is asked of a dataset with no release); lists the known ids."""
+
+
+class ReleaseCorruptError(VidlabelError, ValueError):
+    """Raised when a release file's content does not give its content-derived id (edited or damaged on disk)."""
 
 
 class FrameOutOfRangeError(VidlabelError, IndexError):

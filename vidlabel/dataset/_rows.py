@@ -345,7 +345,7 @@ def _rle_runs(counts: Any) -> np.ndarray | str:
                 raise ValueError("negative run length")
             return runs
         raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
-    except (ValueError, UnicodeEncodeError) as err:
+    except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
         return f"mask RLE counts are not valid COCO RLE ({err})"
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError
+from vidlabel.spec import MAX_SIDE
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
 from vidlabel.store._remote import is_url, refuse_url_output
@@ -192,6 +193,11 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
         raise OptionError(f"{name} must be (width, height), got {value!r}") from err
     if w <= 0 or h <= 0:
         raise OptionError(f"{name} must be positive, got {value!r}")
+    if w > MAX_SIDE or h > MAX_SIDE:
+        raise OptionError(
+            f"{name} {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB frame would take "
+            f"{w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}"
+        )
     return (w, h)
 
 
