@@ -9,10 +9,15 @@ visible box persists to ``stop_frame``; only task frames get rows. ``<mask rle l
 height>`` (CVAT RLE over the tight box, row-major, zero run first) become full-frame mask rows,
 carried unchanged between keyframes; a mask track takes the track id of the box track with the
 same ``group_id``, mask tracks of a group without a box track share a new track, ungrouped
-ones are untracked. ``<image id=k><tag label=.../></image>`` blocks give per-frame tags whose
-runs of consecutive task frames become markers. ``<track id>`` is an export counter: our track
-ids are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT
-stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+ones are untracked. ``<polygon points="x1,y1;x2,y2;...">`` tracks become mask rows rasterised by
+pycocotools at the frame's size, one per written shape on a task frame (keyframe or not: CVAT
+writes its own point-resampled interpolation for every frame, which is not re-derived; frames after
+the last written shape get nothing; an ``outside`` shape hides the object on its frame); a polygon
+track takes the track id of the box track with the same ``group_id``, else a track of its own; a
+polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
+label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
+markers. ``<track id>`` is an export counter: our track ids are assigned in document order per
+video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from ._common import (
     Keyframe,
     Parsed,
     VideoRows,
+    coco_segmentation,
     fail,
     interpolate_keyframes,
     output_files,
@@ -48,6 +54,7 @@ from ._report import ExportLabelsReport
 
 __all__ = ["export_cvat", "import_cvat"]
 
+_TRACK_SHAPES = {"box", "mask", "polygon"}
 _SHAPES = ("box", "mask", "polygon", "polyline", "points", "ellipse", "cuboid", "skeleton", "tag")
 
 
@@ -94,6 +101,24 @@ def _int(path: Path, elem: ET.Element, where: str, key: str, default: int | None
         return int(str(raw).strip())
     except ValueError as err:
         raise fail(path, where, f"{key}={raw!r}; expected an integer") from err
+
+
+def _points(path: Path, elem: ET.Element, where: str) -> list[float]:
+    """The flat ``[x1, y1, x2, y2, ...]`` of a ``points="x1,y1;x2,y2;..."`` attribute (pixels)."""
+    raw = elem.attrib.get("points")
+    if raw is None:
+        raise fail(path, where, "points is missing; expected 'x1,y1;x2,y2;...'")
+    flat: list[float] = []
+    for pair in (p for p in raw.split(";") if p.strip()):
+        xy = pair.split(",")
+        try:
+            x, y = (float(v) for v in xy)
+        except ValueError as err:
+            raise fail(path, where, f"points entry {pair!r}; expected 'x,y' numbers ('x1,y1;x2,y2;...')") from err
+        if not (np.isfinite(x) and np.isfinite(y)):
+            raise fail(path, where, f"points entry {pair!r}; expected finite numbers")
+        flat += [x, y]
+    return flat
 
 
 def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width: int) -> np.ndarray:
@@ -192,6 +217,7 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     box_groups: dict[str, int] = {}
     mask_groups: dict[str, int] = {}
     mask_tracks: list[tuple[ET.Element, str, dict[str, Any]]] = []
+    polygon_tracks: list[tuple[ET.Element, str, dict[str, Any], int | None]] = []
     tags: dict[str, list[tuple[int, str]]] = {}
     for elem in root:
         if elem.tag == "track":
@@ -204,11 +230,11 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             base: dict[str, Any] = {"label": label}
             if elem.attrib.get("source") == "auto":
                 base["origin"] = "model"
-            if kinds - {"box", "mask"} or len(kinds) > 1:
-                for kname in sorted(kinds - {"box", "mask"}):
+            if kinds - _TRACK_SHAPES or len(kinds) > 1:
+                for kname in sorted(kinds - _TRACK_SHAPES):
                     parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
-                if kinds == {"box", "mask"}:
-                    parsed.skipped["track mixing box and mask shapes"] += 1
+                if kinds <= _TRACK_SHAPES:
+                    parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
                 continue
             keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
             for c in keyed:
@@ -217,6 +243,13 @@ def import_cvat(ctx: ImportContext) -> Parsed:
                     attributes[a.attrib.get("name", "?")] += 1
             if "mask" in kinds:
                 mask_tracks.append((elem, tw, base))
+                continue
+            if "polygon" in kinds:
+                gid = elem.attrib.get("group_id", "0")
+                own = None
+                if gid in ("", "0"):  # grouped ones wait for the box tracks: a group's box track may come later
+                    own, next_track = next_track, next_track + 1
+                polygon_tracks.append((elem, tw, base, own))
                 continue
             if any(float(c.attrib.get("rotation", 0) or 0) != 0 for c in keyed):
                 parsed.skipped["rotated box (track)"] += 1
@@ -269,6 +302,25 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             if mask_track is not None:
                 row["track_id"] = mask_track
             vr.add(row, k.where)
+    for elem, tw, base, own in polygon_tracks:
+        if own is None:  # grouped: the group's box track, else a track of its own
+            own = box_groups.get(elem.attrib["group_id"])
+            if own is None:
+                own, next_track = next_track, next_track + 1
+        seen: dict[int, str] = {}
+        for c in elem:
+            if c.tag != "polygon":
+                continue
+            cw = _el(c, tw)
+            f = absolute(c, cw)
+            if f in seen:
+                raise fail(path, cw, f"a second polygon on frame {c.attrib['frame']} of the track (first: {seen[f]})")
+            seen[f] = cw
+            if c.attrib.get("outside") == "1":
+                continue
+            rle = coco_segmentation(path, cw, [_points(path, c, cw)], meta.height, meta.width, parsed.skipped)
+            if rle is not None:
+                vr.add({**base, "kind": "mask", "start_frame": f, "mask": rle, "track_id": own}, cw)
     for label, items in tags.items():
         items.sort()
         ks = np.array([(f - start) // step for f, _ in items])
