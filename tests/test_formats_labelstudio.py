@@ -123,6 +123,12 @@ def test_labels_and_frames_of_the_wrong_type_are_refused(tmp_path: Path) -> None
     f.write_text(json.dumps([task([region("a", [key(1.5, 0, 0)])])]))
     with pytest.raises(FormatError, match=r"sequence\[0\]: frame is 1.5; expected a whole number"):
         import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0, rotation="abc")])])]))
+    with pytest.raises(FormatError, match=r"ls.json .*sequence\[0\]: rotation is 'abc'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0)], frames_count="30")])]))
+    with pytest.raises(FormatError, match=r"result\[0\]: framesCount is '30'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
     timeline = {"id": "t", "type": "timelinelabels", "value": {"ranges": [{"start": 2, "end": 4.5}]}}
     timeline["value"]["timelinelabels"] = ["goal"]
     f.write_text(json.dumps([task([timeline])]))

@@ -92,6 +92,8 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     if score is not None:
                         origin["confidence"] = number(path, rat, score, "score")
                 count = value.get("framesCount", value.get("frameCount"))
+                if count is not None:
+                    count = whole_number(path, rat, count, "framesCount")
                 if count is not None and count != meta.frame_count:
                     msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
                     if mismatch == "error":
@@ -122,7 +124,12 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if len(labels) > 1:
                     parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
                 seq = value.get("sequence") or []
-                if any(float(k.get("rotation", 0) or 0) != 0 for k in seq if isinstance(k, dict)):
+                rotations = [
+                    number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
+                    for k, item in enumerate(seq)
+                    if isinstance(item, dict)
+                ]
+                if any(r != 0 for r in rotations):
                     parsed.skipped["rotated rectangle"] += 1
                     continue
                 keys = []
