@@ -112,6 +112,48 @@ def test_bad_files(tmp_path: Path) -> None:
     assert ds.annotations() == []
 
 
+def test_labels_and_frames_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "ls.json"
+    bare = region("a", [key(1, 0, 0)])
+    bare["value"]["labels"] = "car"  # a string, not a list: was read letter by letter as label 'c'
+    f.write_text(json.dumps([task([bare])]))
+    with pytest.raises(FormatError, match=r"result\[0\]: labels is 'car'; expected a list of label names"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1.5, 0, 0)])])]))
+    with pytest.raises(FormatError, match=r"sequence\[0\]: frame is 1.5; expected a whole number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0, rotation="abc")])])]))
+    with pytest.raises(FormatError, match=r"ls.json .*sequence\[0\]: rotation is 'abc'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0)], frames_count="30")])]))
+    with pytest.raises(FormatError, match=r"result\[0\]: framesCount is '30'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    timeline = {"id": "t", "type": "timelinelabels", "value": {"ranges": [{"start": 2, "end": 4.5}]}}
+    timeline["value"]["timelinelabels"] = ["goal"]
+    f.write_text(json.dumps([task([timeline])]))
+    with pytest.raises(FormatError, match=r"ranges\[0\]: end is 4.5; expected a whole number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    timeline["value"]["ranges"] = ["2-4"]
+    f.write_text(json.dumps([task([timeline])]))
+    with pytest.raises(FormatError, match=r"ranges\[0\]: a range must be an object with start and end"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_exported_box_on_the_frame_edge_comes_back_without_clipping(tmp_path: Path) -> None:
+    # 200 / 240 * 100 + 40 / 240 * 100 percent is 240.00000000000003 pixels again: that is the edge
+    ds = dataset(tmp_path / "a", videos=[meta(width=320, height=240)])
+    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 0, "box": (300, 200, 320, 240)}], "cam1")
+    ds.build()
+    export_labels(ds, "label-studio", tmp_path / "out.json")
+    ds2 = dataset(tmp_path / "b", videos=[meta(width=320, height=240)])
+    report = import_labels(ds2, "label-studio", tmp_path / "out.json", video_id="cam1", clip=False)
+    assert not any("clipped" in n for n in report.notes)
+    (box,) = [r["box"] for r in ds2.annotations()]
+    assert box == pytest.approx((300, 200, 320, 240)) and box[2:] == (320.0, 240.0)
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=random_tracks(markers=True))
 def test_round_trip(tmp_path_factory, rows) -> None:

@@ -110,6 +110,8 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
             r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
         ),
         ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: video 'cam1': .*box"),
+        ("1.5,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '1.5' and id '1' \(columns 1, 2\) must be whole numbers"),
+        ("2,1.5,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '2' and id '1.5' \(columns 1, 2\) must be whole"),
     ],
 )
 def test_bad_files_name_the_line(tmp_path: Path, text: str, match: str) -> None:
@@ -131,6 +133,22 @@ def test_unknown_label_refused_with_list_unless_add_labels(tmp_path: Path) -> No
     assert ds.annotations() == []
     import_labels(ds, "mot", f, video_id="cam1", label_map={2: "bike"}, add_labels=True)
     assert ds.labels() == ["person", "bike"] and len(ds.annotations()) == 1
+
+
+def test_whole_float_frames_are_accepted(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "3.0,2.000,10,20,5,6,1,1,1\n")
+    import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"})
+    assert [(r["start_frame"], r["track_id"]) for r in ds.annotations()] == [(2, 1)]
+
+
+@pytest.mark.parametrize("name", ["one_based_pixels", "include_ignored"])
+def test_boolean_options_refuse_other_values(tmp_path: Path, name: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
+    with pytest.raises(FormatError, match=rf"option {name}='maybe'; allowed: True, False"):
+        import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"}, **{name: "maybe"})
+    assert ds.annotations() == []
 
 
 def test_unknown_format_and_option(tmp_path: Path) -> None:

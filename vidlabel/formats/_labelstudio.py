@@ -41,6 +41,7 @@ from ._common import (
     read_json,
     tracks_of,
     video_tables,
+    whole_number,
     write_json,
 )
 from ._report import ExportLabelsReport
@@ -91,6 +92,8 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     if score is not None:
                         origin["confidence"] = number(path, rat, score, "score")
                 count = value.get("framesCount", value.get("frameCount"))
+                if count is not None:
+                    count = whole_number(path, rat, count, "framesCount")
                 if count is not None and count != meta.frame_count:
                     msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
                     if mismatch == "error":
@@ -98,13 +101,15 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)
                     parsed.notes.append(f"{rat}: {msg}")
                 if kind == "timelinelabels":
-                    labels = value.get("timelinelabels") or []
+                    labels = _labels(path, rat, value, "timelinelabels")
                     if not labels:
                         parsed.skipped["timelinelabels region without a label"] += 1
                         continue
                     for k, rng in enumerate(value.get("ranges") or []):
-                        a = int(number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start"))
-                        b = int(number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end"))
+                        if not isinstance(rng, dict):
+                            raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
+                        a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
+                        b = whole_number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end")
                         for lab in labels:
                             row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
                             vr.add(row, f"{rat}.ranges[{k}]")
@@ -112,14 +117,19 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if kind != "videorectangle":
                     parsed.skipped[f"unsupported result type: {kind}"] += 1
                     continue
-                labels = value.get("labels") or []
+                labels = _labels(path, rat, value, "labels")
                 if not labels:
                     parsed.skipped["videorectangle without a label"] += 1
                     continue
                 if len(labels) > 1:
                     parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
                 seq = value.get("sequence") or []
-                if any(float(k.get("rotation", 0) or 0) != 0 for k in seq if isinstance(k, dict)):
+                rotations = [
+                    number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
+                    for k, item in enumerate(seq)
+                    if isinstance(item, dict)
+                ]
+                if any(r != 0 for r in rotations):
                     parsed.skipped["rotated rectangle"] += 1
                     continue
                 keys = []
@@ -127,10 +137,14 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     kat = f"{rat}.sequence[{k}]"
                     if not isinstance(item, dict):
                         raise fail(path, kat, "a keyframe must be an object")
-                    f = int(number(path, kat, item.get("frame"), "frame")) - 1
+                    f = whole_number(path, kat, item.get("frame"), "frame") - 1
                     x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
                     px = (x / 100 * meta.width, y / 100 * meta.height)
-                    box = (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height)
+                    box = _snap(
+                        (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
+                        meta.width,
+                        meta.height,
+                    )
                     enabled = item.get("enabled", True) is not False
                     keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
                     if not 0 <= f < meta.frame_count:
@@ -152,6 +166,28 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     }
                     vr.add(row, key.where)
     return parsed
+
+
+def _labels(path: Path, where: str, value: dict[str, Any], key: str) -> list[str]:
+    """The label names of a result: a list of strings (a bare string would be read letter by letter)."""
+    labels = value.get(key) or []
+    if not isinstance(labels, list) or not all(isinstance(lab, str) for lab in labels):
+        raise fail(path, where, f"{key} is {labels!r}; expected a list of label names")
+    return labels
+
+
+#: Percent coordinates turned back into pixels land a rounding error past the frame's edge
+#: (``(83.33... + 16.66...) / 100 * 240 = 240.00000000000003``): such edges are the edge.
+_EDGE_EPS = 1e-6
+
+
+def _snap(box: tuple[float, float, float, float], width: int, height: int) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = box
+    x0 = 0.0 if -_EDGE_EPS < x0 < 0 else x0
+    y0 = 0.0 if -_EDGE_EPS < y0 < 0 else y0
+    x1 = float(width) if width < x1 < width + _EDGE_EPS else x1
+    y1 = float(height) if height < y1 < height + _EDGE_EPS else y1
+    return (x0, y0, x1, y1)
 
 
 def _pct(v: float, size: int) -> float:

@@ -67,8 +67,8 @@ def _labels_txt(path: Path) -> dict[int, str] | None:
 def import_mot(ctx: ImportContext) -> Parsed:
     """Read a MOT Challenge file into rows of one video (see the module docstring for the columns)."""
     path = ctx.path
-    one_based = bool(ctx.option("one_based_pixels", False))
-    include_ignored = bool(ctx.option("include_ignored", False))
+    one_based = bool(ctx.option("one_based_pixels", False, (True, False)))
+    include_ignored = bool(ctx.option("include_ignored", False, (True, False)))
     text = read_text(path)
     info = _seqinfo(path)
     meta = None
@@ -111,12 +111,18 @@ def import_mot(ctx: ImportContext) -> Parsed:
         if n not in (6, 7, 9, 10):
             raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
         try:
-            frame = int(float(cells[0]))
-            tid = int(float(cells[1]))
+            frame_f, tid_f = float(cells[0]), float(cells[1])
             x, y, w, h = (float(c) for c in cells[2:6])
             extra = [float(c) for c in cells[6:]]
         except ValueError as err:
             raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
+        if not (frame_f.is_integer() and tid_f.is_integer()):
+            raise fail(
+                path,
+                number,
+                f"frame {cells[0].strip()!r} and id {cells[1].strip()!r} (columns 1, 2) must be whole numbers",
+            )
+        frame, tid = int(frame_f), int(tid_f)
         if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
             raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
         row: dict = {
