@@ -201,3 +201,22 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "mot", tmp / "out" / "cam1" / "gt" / "gt.txt", video_id="cam1")  # labels.txt beside it
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_a_second_file_gets_new_track_ids_unless_keep(tmp_path: Path) -> None:
+    # Two MOT files of two different cameras' worth of people, both numbering their tracks from 1.
+    first = write(tmp_path / "a.txt", "1,1,0,0,5,5,1,1,1\n2,1,1,0,5,5,1,1,1\n1,2,20,0,5,5,1,1,1\n")
+    second = write(tmp_path / "b.txt", "3,1,40,0,5,5,1,1,1\n4,2,50,0,5,5,1,1,1\n")
+    ds = dataset(tmp_path / "ds")
+    import_labels(ds, "mot", first, video_id="cam1", label_map={1: "person"})
+    rep = import_labels(ds, "mot", second, video_id="cam1", label_map={1: "person"})
+    tracks = {(r["start_frame"], r["box"][0]): r["track_id"] for r in ds.annotations("cam1")}
+    # file a: MOT ids 1, 2 -> tracks 0, 1; file b's ids 1, 2 (tracks 0, 1 in the file) come after them: 2, 3
+    assert tracks == {(0, 0.0): 0, (1, 1.0): 0, (0, 20.0): 1, (2, 40.0): 2, (3, 50.0): 3}
+    assert any("the file's tracks 0..1 are stored as 2..3" in n for n in rep.notes)
+    kept = dataset(tmp_path / "kept")
+    import_labels(kept, "mot", first, video_id="cam1", label_map={1: "person"})
+    import_labels(kept, "mot", second, video_id="cam1", label_map={1: "person"}, track_ids="keep")
+    assert sorted(r["track_id"] for r in kept.annotations("cam1")) == [0, 0, 0, 1, 1]
+    with pytest.raises(FormatError, match=r"option track_ids='renumber'; allowed: 'new' \(the default\), 'keep'"):
+        import_labels(kept, "mot", second, video_id="cam1", label_map={1: "person"}, track_ids="renumber")

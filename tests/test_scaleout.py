@@ -170,6 +170,9 @@ def test_hdf5_to_a_url_and_a_url_without_conditional_writes_are_refused(world: t
         export(ds, "memory://x", format="hdf5", progress=False)
     with pytest.raises(OptionError, match=r"exporting straight into an object store needs conditional writes"):
         export(ds, "http://127.0.0.1:9/store", format="zarr", progress=False)
+    # refused from its scheme, before any connection (an ftp filesystem connects as it is made)
+    with pytest.raises(OptionError, match=r"cannot export to 'ftp://127.0.0.1:1/y'.*conditional writes.*s3://"):
+        export(ds, "ftp://127.0.0.1:1/y", format="zarr", progress=False)
     with pytest.raises(OptionError, match=r"storage_options apply to URLs only"):
         export(ds, "local-folder", format="zarr", progress=False, storage_options={"key": "k"})
     with pytest.raises(OptionError, match=r"memory:// stores live in one process"):

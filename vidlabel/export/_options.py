@@ -109,6 +109,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     if fmt not in (*BACKENDS, MEDIASEQUENCE):
         raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join((*BACKENDS, MEDIASEQUENCE))}")
     refuse_url_output(out, format=fmt)  # only Zarr stores are written straight into object stores
+    _refuse_url_without_conditional_writes(out)
     storage_options = options.get("storage_options")
     if storage_options is not None:
         if not isinstance(storage_options, Mapping):
@@ -204,3 +205,20 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
 def roots_of(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
     """Video search folders as strings (one folder may be given alone)."""
     return tuple(str(r) for r in ([roots] if isinstance(roots, (str, os.PathLike)) else roots))
+
+
+#: URL schemes whose filesystems vidlabel does create-only and If-Match writes on (ObjectStore.conditional_kind).
+CONDITIONAL_SCHEMES = ("s3", "s3a", "file", "memory")
+
+
+def _refuse_url_without_conditional_writes(out: Any) -> None:
+    """Refuse a plain URL whose scheme has no conditional writes before any connection is tried."""
+    if not is_url(out) or "::" in str(out):  # a chained URL ("simplecache::s3://..."): its filesystem decides
+        return
+    scheme = str(out).split("://", 1)[0].lower()
+    if scheme not in CONDITIONAL_SCHEMES:
+        raise OptionError(
+            f"cannot export to {str(out)!r}: exporting straight into an object store needs conditional writes "
+            f"(create-only and If-Match), which vidlabel does on {', '.join(s + '://' for s in CONDITIONAL_SCHEMES)}; "
+            f"export to a local folder with format='zarr' and upload it: `vidlabel upload OUT {out}`"
+        )

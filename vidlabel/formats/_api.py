@@ -68,7 +68,10 @@ def import_labels(
     **format_options
         Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
         ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
-        every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes).
+        every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes)
+        and ``track_ids`` ("new", the default: when the video already holds tracks, the file's tracks
+        are numbered after them, so a second file never merges into the first file's tracks; "keep":
+        the file's track ids as they are).
 
     Returns
     -------
@@ -90,6 +93,9 @@ def import_labels(
         ds.video(video_id)  # UnknownVideoError with the known ids
     options = dict(format_options)
     clip = bool(options.pop("clip", True))
+    track_ids = options.pop("track_ids", "new")
+    if track_ids not in ("new", "keep"):
+        raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
     metas = {m.video_id: m for m in ds.videos()}
     ctx = ImportContext(
         path=p,
@@ -125,6 +131,8 @@ def import_labels(
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
         report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
+    if track_ids == "new":
+        _number_tracks_after_existing(ds, parsed)
     if dry_run:
         return report
     if missing:
@@ -146,6 +154,29 @@ def import_labels(
             ds.delete_annotations(done)  # the file is one transaction: undo the videos already written
         raise
     return report
+
+
+def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
+    """Shift the file's track ids (>= 0) of each video past the largest track id the video already holds.
+
+    A tool numbers its tracks from 0 or 1 in every file, so a second file imported into the same video
+    would otherwise continue the first file's tracks (a box of another object added to track 0). The
+    shift is said in the report's notes.
+    """
+    for vid, vr in parsed.videos.items():
+        stored = [r.get("track_id") for r in ds.annotations(vid)]
+        held = [int(t) for t in stored if t is not None and int(t) >= 0]
+        mine = [int(r["track_id"]) for r in vr.rows if r.get("track_id") is not None and int(r["track_id"]) >= 0]
+        if not held or not mine:
+            continue
+        offset = max(held) + 1 - min(mine)
+        for r in vr.rows:
+            if r.get("track_id") is not None and int(r["track_id"]) >= 0:
+                r["track_id"] = int(r["track_id"]) + offset
+        parsed.notes.append(
+            f"video {vid!r} already holds tracks up to {max(held)}: the file's tracks {min(mine)}..{max(mine)} "
+            f"are stored as {min(mine) + offset}..{max(mine) + offset} (track_ids='keep' keeps them as they are)"
+        )
 
 
 @contextmanager
