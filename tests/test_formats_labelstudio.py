@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
 from vidlabel.errors import FormatError, VidlabelWarning
+from vidlabel.cli import main
 from vidlabel.formats import export_labels, import_labels
 
 
@@ -165,3 +167,31 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "label-studio", tmp / "out.json")
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_round_trip_matches_tasks_by_the_written_video_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the file names ('clip-a.mp4') say nothing of the video ids, and the task ids (1, 2) are not ids either
+    videos = [
+        dataclasses.replace(meta(vid, frame_count=20), sources=[{"uri": f"/videos/clip-{c}.mp4"}])
+        for vid, c in (("my_video", "a"), ("1", "b"))
+    ]
+    ds = dataset(tmp_path / "a", videos=videos)
+    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 3, "box": (1, 2, 11, 12), "track_id": 0}], "my_video")
+    ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 5}], "1")
+    ds.build()
+    out = tmp_path / "out.json"
+    assert main(["export-labels", str(tmp_path / "a"), "label-studio", str(out)]) == 0
+    tasks = json.loads(out.read_text())
+    assert [(t["id"], t["data"]) for t in tasks] == [
+        (1, {"video": "/videos/clip-b.mp4", "video_id": "1"}),
+        (2, {"video": "/videos/clip-a.mp4", "video_id": "my_video"}),
+    ]
+    ds2 = dataset(tmp_path / "b", videos=videos)
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "b"), "label-studio", str(out)]) == 0, capsys.readouterr().err
+    assert_same_rows(ds2.annotations(), ds.annotations())
+    # a video_id that is not registered (nor the task id, nor the file stem) is named in the refusal
+    tasks[1]["data"]["video_id"] = "gone"
+    out.write_text(json.dumps(tasks))
+    with pytest.raises(FormatError, match=r"\[1\]: video 'gone', '2', 'clip-a' of the file is not a registered video"):
+        import_labels(dataset(tmp_path / "c", videos=videos), "label-studio", out)

@@ -11,7 +11,9 @@ that frame). Region string ids become integer tracks in order of first appearanc
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
 imported (counted). Which task is which video: ``video_id=`` for a file of one task, else
-``videos=`` keyed by task id or the stem of ``data.video`` (never opened).
+``data.video_id`` (vidlabel's exporter writes it; Label Studio keeps a task's ``data`` keys as
+they are on import and export), else ``videos=`` keyed by task id or the stem of ``data.video``
+(never opened).
 """
 
 from __future__ import annotations
@@ -49,10 +51,17 @@ from ._report import ExportLabelsReport
 __all__ = ["export_labelstudio", "import_labelstudio"]
 
 
+def _video_id(task: dict[str, Any]) -> str | None:
+    """``data.video_id``: the dataset video id vidlabel's exporter wrote into the task."""
+    data = task.get("data")
+    value = data.get("video_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _video_key(task: dict[str, Any]) -> str | None:
     data = task.get("data")
-    for value in data.values() if isinstance(data, dict) else ():
-        if isinstance(value, str) and value:
+    for key, value in data.items() if isinstance(data, dict) else ():
+        if key != "video_id" and isinstance(value, str) and value:
             return PurePosixPath(value.split("?")[0]).stem or None
     return None
 
@@ -68,7 +77,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
         at = f"[{ti}]"
         if not isinstance(task, dict):
             raise fail(path, at, "a task must be an object")
-        meta = ctx.resolve([task.get("id"), _video_key(task)], len(tasks), at)
+        meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         tracks: dict[str, int] = {}
         all_frames = np.arange(meta.frame_count, dtype=np.int64)
@@ -195,7 +204,8 @@ def _pct(v: float, size: int) -> float:
 
 
 def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
-    """One Label Studio JSON file: a task per video, a ``videorectangle`` per track (a keyframe per box,
+    """One Label Studio JSON file: a task per video (``data.video`` its file, ``data.video_id`` its dataset id,
+    which the importer matches first), a ``videorectangle`` per track (a keyframe per box,
     ``enabled: false`` closing each run), markers as ``timelinelabels``, model rows as predictions."""
     t = release.table
     report = ExportLabelsReport("label-studio", release.release_id)
@@ -262,7 +272,7 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
         task: dict[str, Any] = {
             "id": ti,
-            "data": {"video": meta.uri or f"{meta.video_id}.mp4"},
+            "data": {"video": meta.uri or f"{meta.video_id}.mp4", "video_id": meta.video_id},
             "annotations": [{"id": ti, "result": human}],
         }
         if model:
