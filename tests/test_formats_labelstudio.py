@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
-from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.cli import main
+from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
 
 
@@ -176,7 +176,9 @@ def test_round_trip_matches_tasks_by_the_written_video_id(tmp_path: Path, capsys
         for vid, c in (("my_video", "a"), ("1", "b"))
     ]
     ds = dataset(tmp_path / "a", videos=videos)
-    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 3, "box": (1, 2, 11, 12), "track_id": 0}], "my_video")
+    ds.add_annotations(
+        [{"kind": "box", "label": "car", "start_frame": 3, "box": (1, 2, 11, 12), "track_id": 0}], "my_video"
+    )
     ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 5}], "1")
     ds.build()
     out = tmp_path / "out.json"

@@ -27,7 +27,9 @@ def test_gt_frames_ids_xywh_and_consider(tmp_path: Path) -> None:
     rows = ds.annotations("cam1")
     got = sorted((r["start_frame"], r["track_id"], r["label"], r["box"]) for r in rows)
     assert got == [(0, 3, "person", (10.5, 20.0, 15.5, 26.0)), (2, 1, "car", (10.0, 20.0, 15.0, 26.0))]
-    assert rep.skipped == {"consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)": 1}
+    assert rep.skipped == {
+        "consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)": 1
+    }
     assert rep.videos["cam1"].counts == {"box": 2} and rep.videos["cam1"].annotation_ids == [
         r["annotation_id"] for r in rows
     ]

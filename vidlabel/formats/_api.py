@@ -222,7 +222,9 @@ def _count_clipped(parsed: Parsed) -> None:
             w, h = vr.meta.width, vr.meta.height
             n += int(((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h)).sum())
     if n:
-        parsed.notes.append(f"{n} boxes reaching outside the frame were clipped to it (clip=False or --no-clip refuses them)")
+        parsed.notes.append(
+            f"{n} boxes reaching outside the frame were clipped to it (clip=False or --no-clip refuses them)"
+        )
 
 
 def export_labels(

@@ -169,7 +169,9 @@ def import_mot(ctx: ImportContext) -> Parsed:
         rows.append(row)
         where.append(number)
     if ignored:
-        parsed.skipped["consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)"] += ignored
+        parsed.skipped[
+            "consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)"
+        ] += ignored
     if unknown_score:
         parsed.notes.append(f"{unknown_score} scores outside [0, 1] not kept as confidence (the rows are kept)")
     if 9 in widths:
