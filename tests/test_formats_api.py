@@ -79,3 +79,14 @@ def test_missing_file(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     with pytest.raises(FormatError, match=r"nope.json: file not found"):
         import_labels(ds, "coco-vid", tmp_path / "nope.json")
+
+
+def test_refused_rows_name_the_video_once(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n2,1,100,20,5,6,1,1,1\n")  # line 2: x 100..105 leaves the 64-pixel frame
+    with pytest.raises(FormatError) as info:
+        import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"}, clip=False)
+    msg = str(info.value)
+    assert msg.startswith(f"{gt} line 2: field 'box' (video 'cam1'): (100.0, 20.0, 105.0, 26.0) leaves the frame")
+    assert msg.count("cam1") == 1 and ds.annotations() == []

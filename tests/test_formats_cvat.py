@@ -34,6 +34,23 @@ def box(
     )
 
 
+def mask_el(frame: int, rle: str, width: int, height: int) -> str:
+    return (
+        f'<mask frame="{frame}" keyframe="1" outside="0" occluded="0" rle="{rle}" left="0" top="0" '
+        f'width="{width}" height="{height}"/>'
+    )
+
+
+def test_xml_syntax_error_names_line_and_column_once(tmp_path: Path) -> None:
+    f = tmp_path / "annotations.xml"
+    f.write_text(cvat("<track id='0' label='car'><box frame='0'</track>"))
+    with pytest.raises(FormatError) as info:
+        import_labels(dataset(tmp_path / "ds"), "cvat-video", f)
+    assert (
+        str(info.value) == f"{f} line 6: not well-formed XML (not well-formed (invalid token), column 41)"
+    )  # 1-based, as editors count
+
+
 def load(tmp_path: Path, xml: str, **kw):
     ds = dataset(tmp_path / "ds")
     f = tmp_path / "annotations.xml"
@@ -266,6 +283,40 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
         (
             cvat('<track id="4" label="car">' + polygon(30, rect(0, 0, 4, 4)) + "</track>"),
             r'<polygon frame="30">: frame 30 is not a task frame: the task has 30 \(0..29\)',
+        ),
+        (
+            cvat('<track id="4" label="car">' + mask_el(1, "9", -3, -3) + "</track>"),
+            r'<mask frame="1">: mask box width=-3 height=-3; width and height must be positive \(pixels\)$',
+        ),
+        (
+            cvat('<track id="4" label="car">' + mask_el(1, "0", 3, 0) + "</track>"),
+            r'<mask frame="1">: mask box width=3 height=0; width and height must be positive',
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, 0, 1, 1, outside="yes") + "</track>"),  # type: ignore[arg-type]
+            r"""<box frame="1">: attribute outside='yes'; allowed: '0', '1' \(CVAT writes flags as 0/1\)$""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, 0, 1, 1, keyframe="true") + "</track>"),  # type: ignore[arg-type]
+            r"""<box frame="1">: attribute keyframe='true'; allowed: '0', '1'""",
+        ),
+        (
+            cvat(
+                '<track id="4" label="car">' + box(1, 0, 0, 1, 1).replace('occluded="0"', 'occluded="2"') + "</track>"
+            ),
+            r"""<box frame="1">: attribute occluded='2'; allowed: '0', '1'""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(1, rect(0, 0, 4, 4), outside="no") + "</track>"),  # type: ignore[arg-type]
+            r"""<polygon frame="1">: attribute outside='no'; allowed: '0', '1'""",
+        ),
+        (
+            cvat(
+                '<track id="4" label="car">'
+                + mask_el(1, "0, 6", 3, 2).replace('outside="0"', 'outside="Y"')
+                + "</track>"
+            ),
+            r"""<mask frame="1">: attribute outside='Y'; allowed: '0', '1'""",
         ),
     ],
 )

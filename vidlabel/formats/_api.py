@@ -144,9 +144,11 @@ def import_labels(
                 ids = ds.add_annotations(vr.rows, vid, clip=clip)
             except AnnotationError as err:
                 row, detail = getattr(err, "row", None), getattr(err, "detail", None)
-                if row is None or detail is None or row >= len(vr.where):
-                    raise fail(p, None, f"video {vid!r}: {err}") from err
-                raise fail(p, vr.where[row], f"video {vid!r}: {detail}") from err
+                known_row = row is not None and detail is not None and row < len(vr.where)
+                text = str(detail) if known_row else str(err)
+                if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
+                    text = f"video {vid!r}: {text}"
+                raise fail(p, vr.where[row] if known_row else None, text) from err
             report.videos[vid].annotation_ids = ids
             done.extend(ids)
     except BaseException:

@@ -22,6 +22,7 @@ video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``oc
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -70,9 +71,9 @@ def parse_xml(path: Path) -> ET.Element:
         raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
     except ET.ParseError as err:
         line, col = err.position
-        raise fail(
-            path, line, f"not well-formed XML ({err.msg if hasattr(err, 'msg') else err}, column {col})"
-        ) from err
+        # ParseError's text ends in ": line L, column C"; the line is said once, before the colon
+        reason = re.sub(r":? line \d+, column \d+$", "", str(getattr(err, "msg", err)))
+        raise fail(path, line, f"not well-formed XML ({reason}, column {col + 1})") from err  # expat counts from 0
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
@@ -103,6 +104,17 @@ def _int(path: Path, elem: ET.Element, where: str, key: str, default: int | None
         raise fail(path, where, f"{key}={raw!r}; expected an integer") from err
 
 
+_FLAGS = ("keyframe", "outside", "occluded")
+
+
+def _check_flags(path: Path, elem: ET.Element, where: str) -> None:
+    """Refuse a shape whose ``keyframe``, ``outside`` or ``occluded`` is not CVAT's "0" or "1"."""
+    for key in _FLAGS:
+        value = elem.attrib.get(key)
+        if value is not None and value not in ("0", "1"):
+            raise fail(path, where, f"attribute {key}={value!r}; allowed: '0', '1' (CVAT writes flags as 0/1)")
+
+
 def _points(path: Path, elem: ET.Element, where: str) -> list[float]:
     """The flat ``[x1, y1, x2, y2, ...]`` of a ``points="x1,y1;x2,y2;..."`` attribute (pixels)."""
     raw = elem.attrib.get("points")
@@ -129,7 +141,9 @@ def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width
         runs = np.array([int(v) for v in elem.attrib.get("rle", "").split(",") if v.strip()], np.int64)
     except ValueError as err:
         raise fail(path, where, f"rle is not comma-separated integers ({err})") from err
-    if (runs < 0).any() or int(runs.sum()) != w * h or w <= 0 or h <= 0:
+    if w <= 0 or h <= 0:
+        raise fail(path, where, f"mask box width={w} height={h}; width and height must be positive (pixels)")
+    if (runs < 0).any() or int(runs.sum()) != w * h:
         raise fail(path, where, f"rle covers {int(runs.sum())} pixels; the mask's box {w}x{h} has {w * h}")
     if left < 0 or top < 0 or left + w > width or top + h > height:
         raise fail(path, where, f"mask box left={left} top={top} {w}x{h} leaves the {width}x{height} frame")
@@ -226,6 +240,8 @@ def import_cvat(ctx: ImportContext) -> Parsed:
             if not label:
                 raise fail(path, tw, "a track needs a label")
             shapes = [c for c in elem if c.tag in _SHAPES]
+            for c in shapes:
+                _check_flags(path, c, _el(c, tw))
             kinds = {c.tag for c in shapes}
             base: dict[str, Any] = {"label": label}
             if elem.attrib.get("source") == "auto":
