@@ -11,7 +11,7 @@ import pytest
 from tests.media import ClipTruth
 from vidlabel import Dataset
 from vidlabel.cli import main
-from vidlabel.errors import VidlabelWarning
+from vidlabel.errors import DatasetCreateError, VidlabelWarning
 
 META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
 
@@ -47,6 +47,23 @@ def test_create_and_error_on_existing(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err.startswith("vidlabel: error: ") and "already holds a vidlabel dataset" in err
     assert "open it (Dataset.open, or any other `vidlabel` command) instead of creating it" in err
     assert err.count("\n") == 1
+
+
+def test_create_says_which_folder_it_cannot_create(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("")
+    code, out, err = run(capsys, "create", tmp_path / "f" / "sub" / "ds")
+    assert code == 1 and out == ""
+    assert err == (
+        f"vidlabel: error: cannot create the dataset folder {tmp_path}/f/sub/ds: {tmp_path}/f is a file, "
+        "not a folder; choose a writable location\n"
+    )
+    with pytest.raises(DatasetCreateError, match=r"cannot create the dataset folder .*/f/ds: .*/f is a file") as info:
+        Dataset.create(tmp_path / "f" / "ds")
+    assert isinstance(info.value, OSError) and info.value.path == str(tmp_path / "f" / "ds")
+    if Path("/proc/self").is_dir():  # Linux: /proc takes no new folders, whoever asks
+        code, _, err = run(capsys, "create", "/proc/x")
+        assert code == 1 and err.startswith("vidlabel: error: cannot create the dataset folder /proc/x: /proc does not")
+        assert "FileNotFoundError" not in err
 
 
 def test_labels_view_and_video(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ import shlex
 __all__ = [
     "AnnotationError",
     "BuildError",
+    "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
     "DatasetNotFoundError",
@@ -81,6 +82,11 @@ def _rebuild(cls: type[VidlabelError], message: str, state: dict) -> VidlabelErr
 
 class DatasetError(VidlabelError, RuntimeError):
     """Raised when a dataset folder cannot be used as asked (corrupt database, concurrent misuse)."""
+
+
+class DatasetCreateError(VidlabelError, OSError):
+    """Raised when the folder of a new dataset (or of ``vidlabel demo``) cannot be made: a parent is a file,
+    or the filesystem refuses new folders there (read-only, no permission, ``/proc``); names the folder and why."""
 
 
 class DatasetNotFoundError(VidlabelError, FileNotFoundError):

@@ -74,6 +74,7 @@ from vidlabel.dataset._validate import for_export as export_severity
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
+    DatasetCreateError,
     DatasetError,
     DatasetExistsError,
     DatasetReadOnlyError,
@@ -85,6 +86,30 @@ from vidlabel.errors import (
 from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetadata, View, video_id_problem
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
+
+
+def make_folder(path: Path, what: str) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``; an OSError becomes a DatasetCreateError naming ``what`` and why.
+
+    Raises
+    ------
+    DatasetCreateError
+        If a parent is a file, or the filesystem refuses the new folder (read-only, no permission, ``/proc``).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if parent.exists() and not parent.is_dir():
+            why = f"{parent} is a file, not a folder"
+        else:
+            why = f"{parent} does not allow a new folder in it ({err.strerror or err})"
+        raise DatasetCreateError(
+            f"cannot create {what} {path}: {why}; choose a writable location", path=str(path)
+        ) from err
+
 
 #: Most annotations stored in one chunk (one video each).
 CHUNK_ROWS = 16384
@@ -139,6 +164,8 @@ class Dataset:
         ------
         DatasetExistsError
             If the folder already holds a dataset, is a file, or is not empty.
+        DatasetCreateError
+            If the folder cannot be made (a parent is a file; the filesystem refuses new folders there).
         """
         p = Path(path).absolute()
         if p.exists():
@@ -155,9 +182,9 @@ class Dataset:
                     f"cannot create a dataset in {p}: the folder is not empty; choose a new or empty folder",
                     path=str(p),
                 )
-        p.mkdir(parents=True, exist_ok=True)
+        make_folder(p, "the dataset folder")
         create_database(p)
-        (p / "releases").mkdir(exist_ok=True)
+        make_folder(p / "releases", "the dataset's releases folder")
         return cls(p)
 
     @classmethod
