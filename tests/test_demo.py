@@ -200,7 +200,7 @@ def test_demo_says_which_folder_it_cannot_create(tmp_path, capsys):
         run_demo(tmp_path / "f" / "d", progress=False, log=None)
     assert cli.main(["demo", str(tmp_path / "f" / "d")]) == 1
     out, err = capsys.readouterr()
-    assert err == (
+    assert out == "" and err == (
         f"vidlabel: error: cannot create the demo folder {tmp_path}/f/d: {tmp_path}/f is a file, not a folder; "
         "choose a writable location\n"
     )
