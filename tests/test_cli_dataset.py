@@ -374,3 +374,32 @@ def test_add_video_no_progress_reaches_probe(
     assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "a", "--no-progress")[0] == 0
     assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "b")[0] == 0
     assert calls == [False, True]
+
+
+def test_add_video_refuses_a_registered_id_before_probing(
+    dataset: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    module = sys.modules["vidlabel.video._probe"]
+    calls: list[object] = []
+    real = module.probe
+
+    def spy(*args: object, **kw: object) -> object:
+        calls.append(args[0])
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "probe", spy)
+    before = Dataset.open(dataset).video("cam1")
+    for argv in (["--video-id", "cam1"], ["--metadata", '{"video_id": "cam1"}']):
+        code, out, err = run(capsys, "add-video", dataset, clip.path, *argv)
+        assert code == 1 and out == ""
+        assert err == (
+            f"vidlabel: error: video 'cam1' is already registered in {dataset.absolute()}; register the file under "
+            "another id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
+            "(`vidlabel add-video --replace`)\n"
+        )
+    assert calls == [] and Dataset.open(dataset).video("cam1") == before  # the file was never opened
+    code, out, err = run(capsys, "add-video", dataset, clip.path, "--video-id", "cam1", "--replace")
+    assert code == 0 and out.startswith(f"replaced video 'cam1': {clip.frame_count} frames"), err
+    assert calls == [str(clip.path)]

@@ -34,7 +34,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset, already_registered
     from vidlabel.errors import OptionError
     from vidlabel.spec import FrameIndex, VideoMetadata
 
@@ -59,6 +59,8 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
             + ("" if source == "--video-id" else " (give one with --video-id)")
         )
     overrides["video_id"] = video_id
+    if not args.replace and _registered(ds, video_id):  # say so before probing (which decodes the whole file)
+        raise already_registered(ds.path, video_id)
     names = set(VideoMetadata.__dataclass_fields__)
     unknown = sorted(set(overrides) - names)
     if unknown:

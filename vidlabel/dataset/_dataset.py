@@ -88,6 +88,17 @@ from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetad
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
 
 
+def already_registered(path: Path, video_id: str) -> DatasetError:
+    """The error for a video id the dataset at ``path`` already holds (``add_video``; ``vidlabel add-video``
+    says it before probing the file)."""
+    return DatasetError(
+        f"video {video_id!r} is already registered in {path}; register the file under another "
+        "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
+        "(`vidlabel add-video --replace`)",
+        video_id=video_id,
+    )
+
+
 def make_folder(path: Path, what: str) -> None:
     """``path.mkdir(parents=True, exist_ok=True)``; an OSError becomes a DatasetCreateError naming ``what`` and why.
 
@@ -303,12 +314,7 @@ class Dataset:
                     (meta.video_id, *record),
                 )
             except sqlite3.IntegrityError as err:
-                raise DatasetError(
-                    f"video {meta.video_id!r} is already registered in {self._path}; register the file under another "
-                    "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
-                    "(`vidlabel add-video --replace`)",
-                    video_id=meta.video_id,
-                ) from err
+                raise already_registered(self._path, meta.video_id) from err
         _warn_untrusted(meta)
 
     def update_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
