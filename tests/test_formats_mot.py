@@ -111,7 +111,7 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
             "1,1,10,20,5,6,1,4,1\n",
             r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
         ),
-        ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: video 'cam1': .*box"),
+        ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: field 'box' \(video 'cam1'\): .*outside"),
         ("1.5,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '1.5' and id '1' \(columns 1, 2\) must be whole numbers"),
         ("2,1.5,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '2' and id '1.5' \(columns 1, 2\) must be whole"),
     ],

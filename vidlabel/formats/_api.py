@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -13,12 +14,24 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Dataset, Release
-from vidlabel.errors import AnnotationError, FormatError
+from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning
 
 from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
+
+
+#: What a file of each format holds rows in, for the warning on a file that yields none.
+EXPECTED_ROWS = {
+    "mot": "lines 'frame,id,left,top,width,height,...' (6, 7, 9 or 10 comma-separated columns)",
+    "cvat-video": "<track> elements holding <box>, <mask> or <polygon> shapes, or <tag>s in <image> elements",
+    "ytvis": "'annotations' with per-frame 'bboxes' or 'segmentations'",
+    "coco-vid": "'annotations' with a 'bbox' or 'segmentation' on an image of a 'videos' entry",
+    "label-studio": "tasks whose annotations[].result or predictions[].result hold videorectangle or "
+    "timelinelabels regions",
+    "mediasequence": "tf.train.SequenceExample records with region/bbox, segment or clip label features",
+}
 
 
 def _format(name: str) -> tuple[Any, Any]:
@@ -86,6 +99,12 @@ def import_labels(
         Nothing is written.
     UnknownVideoError
         If ``video_id`` is not registered.
+
+    Warns
+    -----
+    VidlabelWarning
+        If the file yields no rows at all (and none were skipped): an empty file, or a file of another
+        shape (``{"a": 1}`` as Label Studio); the warning names the file and what the format holds rows in.
     """
     importer, _ = _format(format)
     p = Path(path)
@@ -111,6 +130,13 @@ def import_labels(
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
+    if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
+        expected = EXPECTED_ROWS.get(format, "annotation rows")
+        warnings.warn(
+            f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
+            VidlabelWarning,
+            stacklevel=2,
+        )
     _check_frames(p, parsed)
     have = ds.labels()
     used: list[str] = []
