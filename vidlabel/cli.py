@@ -315,6 +315,7 @@ def _info_store(path: Any) -> int:
     from vidlabel.store import backend_for, open_store
 
     store = open_store(path)
+    store.check_files()  # every video's file and frames header open (a truncated file is an error); no pixels
     info = store.describe()
     exp = info["export"]
     videos = info["videos"]

@@ -170,11 +170,11 @@ def import_labels(
                 ids = ds.add_annotations(vr.rows, vid, clip=clip)
             except AnnotationError as err:
                 row, detail = getattr(err, "row", None), getattr(err, "detail", None)
-                known_row = row is not None and detail is not None and row < len(vr.where)
-                text = str(detail) if known_row else str(err)
+                where = vr.where[row] if row is not None and detail is not None and row < len(vr.where) else None
+                text = str(err) if where is None else str(detail)
                 if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
                     text = f"video {vid!r}: {text}"
-                raise fail(p, vr.where[row] if known_row else None, text) from err
+                raise fail(p, where, text) from err
             report.videos[vid].annotation_ids = ids
             done.extend(ids)
     except BaseException:

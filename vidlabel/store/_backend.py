@@ -180,6 +180,17 @@ class VideoReader(ABC):
     def frames(self) -> FramesReader:
         """A new reader of the group's ``frames`` (the caller closes it; it may outlive this reader)."""
 
+    def frames_shape(self) -> tuple[int, ...]:
+        """The ``(T, H, W, 3)`` shape of the group's ``frames``, from the array's header (no chunk is read).
+
+        A backend whose :meth:`frames` reads more than the header overrides this.
+        """
+        reader = self.frames()
+        try:
+            return reader.shape
+        finally:
+            reader.close()
+
     def preload(self, names: Iterable[str]) -> None:  # noqa: B027 - optional hook
         """The arrays ``names`` are about to be read: a reader of an object store fetches them all at once now."""
 

@@ -419,6 +419,35 @@ class FrameStore:
             return info["content_hash"]
         return self.video_data(video_id).attrs.get("content_hash")
 
+    def check_files(self) -> int:
+        """Open every stored video's file and its frames array's header, reading no pixels (``vidlabel info``).
+
+        Cheaper than :func:`~vidlabel.store.verify_store`, which reads and checks every chunk; this
+        finds a truncated or missing file, a video not completely written, a frames link out of the store.
+
+        Returns
+        -------
+        int
+            The number of videos checked.
+
+        Raises
+        ------
+        StoreIncompleteError
+            If a video was not completely written.
+        StoreError
+            If a video's file or its frames file cannot be opened (truncated, missing, not HDF5/Zarr);
+            the message names the file.
+        """
+        state = self._process()
+        with state.lock:
+            for video_id in self._video_ids:
+                reader = self._open_video(state, video_id)
+                try:
+                    reader.frames_shape()
+                finally:
+                    reader.close()
+        return len(self._video_ids)
+
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: release, stores, videos, frames, classes, codec, chunking, export parameters."""
         videos: dict[str, Any] = {}

@@ -499,6 +499,28 @@ class HDF5VideoReader(VideoReader):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
         return HDF5FramesReader(_link_target(self.root, self.path, "frames", link.filename), self.root)
 
+    def frames_shape(self) -> tuple[int, ...]:
+        """The shape of the linked frames array, from the frames file's header (no chunk index, no map).
+
+        Raises
+        ------
+        StoreError
+            If ``frames`` is not a link to a frames file inside the store, or that file cannot be opened
+            (truncated, not HDF5) or holds no ``frames`` array; the message names the file.
+        """
+        link = self._file.get("frames", getlink=True)
+        if not isinstance(link, h5py.ExternalLink):
+            raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
+        target = _link_target(self.root, self.path, "frames", link.filename)
+        f, real = _open_inside(self.root, target, "frames file")
+        try:
+            ds = f.get("frames")
+            if not isinstance(ds, h5py.Dataset):
+                raise StoreError(f"frames file {str(real)!r}: 'frames' is not an array", path=str(real))
+            return tuple(int(v) for v in ds.shape)
+        finally:
+            f.close()
+
     def close(self) -> None:
         if self._file.id.valid:
             self._file.close()
