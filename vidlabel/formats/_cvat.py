@@ -18,6 +18,7 @@ polygon of fewer than 3 points or of zero area is counted, not imported. ``<imag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
 markers. ``<track id>`` is an export counter: our track ids are assigned in document order per
 video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
 from __future__ import annotations
