@@ -22,7 +22,7 @@ INSTALL_REQUIRES = [
 EXTRAS_REQUIRE = {
     "torch": ["torch>=2.1"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
-    "s3": ["s3fs>=2023.6", "obstore>=0.4"],  # stores in S3-compatible object stores
+    "s3": ["s3fs>=2025.2"],  # S3 stores; exports into S3 need its create-only and If-Match writes (fsspec 2025.2)
     "tf": ["protobuf>=4.21"],  # MediaSequence export/import (SequenceExample protos; no TensorFlow)
     "dev": [
         "protobuf>=4.21",
@@ -42,7 +42,7 @@ EXTRAS_REQUIRE = {
         "flask",
         "flask-cors",
         "dask[distributed]>=2024.1",
-        "s3fs>=2023.6",
+        "s3fs>=2025.2",
         "obstore>=0.4",
     ],
 }

@@ -10,7 +10,13 @@ reference picture of every frame (kept as digests); the reader then reads
 random positions one at a time and as one ``read_many`` batch, with and without
 the index, and every picture must equal the reference.
 
-Usage: python scripts/check_cases.py [--cases DIR] [--videos DIR] [--positions 200] [--seed 0]
+Cut files (issue 12): every clip of both folders is cut with Python at several
+byte offsets (inside a packet, one byte into it, exactly at its end, and 1 MB),
+each cut is probed and read whole (in order, then one by one in reverse), and
+every frame the reader returns must equal the intact file's frame of that
+number; the frames it refuses are counted as untrusted.
+
+Usage: python scripts/check_cases.py [--cases DIR] [--videos DIR] [--positions 200] [--seed 0] [--cuts 8]
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import hashlib
 import json
 import random
 import sys
+import tempfile
 import time
 import warnings
 from fractions import Fraction
@@ -245,20 +252,114 @@ def check_clip(path: Path, positions: int, seed: int) -> tuple[Tally, str]:
     return tally, note
 
 
+def reader_digests(meta: Any, tally: Tally | None = None, *, random_reads: int = 0, seed: int = 0) -> dict[int, bytes]:
+    """Digest of every frame a reader of ``meta`` returns in order (refused frames left out); then
+    ``random_reads`` frames read one by one in random order (seeks and rewinds), which must agree."""
+    out: dict[int, bytes] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VidlabelWarning)
+        with FrameReader.for_video(meta, on_corrupt="skip") as reader:
+            out = {n: digest(image) for n, image in reader.iter_frames()}
+            rng = random.Random(seed)
+            for n in rng.sample(range(reader.frame_count), min(random_reads, reader.frame_count)):
+                try:
+                    again = digest(reader.read(n))
+                except VideoDecodeError:
+                    if n in out and tally is not None:
+                        tally.fail(f"frame {n}: iter_frames returned it, read refuses it")
+                    continue
+                if again != out.get(n) and tally is not None:
+                    tally.fail(f"frame {n}: read differs from iter_frames")
+    return out
+
+
+def cut_offsets(path: Path, count: int, seed: int) -> list[int]:
+    """``count`` video packets at random, each cut one byte in, half way and exactly at its end; and 1 MB."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        layout = [(int(p.pos), int(p.size)) for p in container.demux(stream) if p.size and p.pos is not None]
+    size = path.stat().st_size
+    picked = random.Random(seed).sample(layout, min(count, len(layout)))
+    offsets = {o for pos, length in picked if pos >= 0 for o in (pos + 1, pos + length // 2, pos + length)}
+    return sorted(o for o in offsets | {1_000_000} if 0 < o < size)
+
+
+class CutTally:
+    """Counts of one file's cut sweep."""
+
+    def __init__(self) -> None:
+        self.cuts = self.refused = self.frames = self.wrong = self.untrusted = 0
+        self.failures: list[str] = []
+
+
+def check_cuts(path: Path, count: int, seed: int, workdir: Path) -> CutTally:
+    """Cut ``path`` at :func:`cut_offsets`; no frame read from a cut may differ from the intact file's frame."""
+    tally = CutTally()
+    reference = reader_digests(probe(path))
+    data = path.read_bytes()
+    for offset in cut_offsets(path, count, seed):
+        cut = workdir / f"cut_{offset}{path.suffix}"
+        cut.write_bytes(data[:offset])
+        try:
+            meta = probe(cut)
+        except (NoVideoStreamError, VideoDecodeError):
+            tally.refused += 1  # cut before the header, or before any frame: refused whole
+            continue
+        check = Tally()
+        got = reader_digests(meta, check, random_reads=20, seed=seed + offset)
+        tally.failures += [f"cut at {offset}: {f}" for f in check.failures]
+        tally.cuts += 1
+        tally.frames += len(got)
+        tally.untrusted += meta.untrusted_count
+        wrong = sorted(n for n, d in got.items() if reference.get(n) != d)
+        if wrong:
+            tally.wrong += len(wrong)
+            tally.failures.append(f"cut at {offset}: frames {wrong[:8]} differ from the intact file")
+        cut.unlink()
+    return tally
+
+
+def run_cuts(paths: list[Path], count: int, seed: int) -> int:
+    """The cut sweep over ``paths``, printed as a table; returns the number of wrong frames and failed checks."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in paths:
+            rows.append((path.name, check_cuts(path, count, seed, Path(tmp))))
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'cut file':<{width}}  {'cuts':>4}  {'refused':>7}  {'frames':>6}  {'wrong':>5}  {'untrusted':>9}")
+    for name, t in rows:
+        print(f"{name:<{width}}  {t.cuts:>4}  {t.refused:>7}  {t.frames:>6}  {t.wrong:>5}  {t.untrusted:>9}")
+        for failure in t.failures:
+            print(f"{'':<{width}}    ! {failure}")
+    cuts = sum(t.cuts for _, t in rows)
+    wrong = sum(t.wrong for _, t in rows)
+    print(
+        f"\ncut sweep: {len(rows)} files x {cuts} cut offsets read ({sum(t.refused for _, t in rows)} more refused "
+        f"whole), {sum(t.frames for _, t in rows)} frames read, {wrong} wrong frames, "
+        f"{sum(t.untrusted for _, t in rows)} untrusted frames found"
+    )
+    return wrong + sum(len(t.failures) for _, t in rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=ROOT / ".." / "shared" / "cases")
     parser.add_argument("--videos", type=Path, default=ROOT / ".." / "shared" / "data" / "videos")
     parser.add_argument("--positions", type=int, default=200, help="random positions per real clip")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cuts", type=int, default=8, help="packets to cut in per file (3 offsets each); 0: no sweep")
+    parser.add_argument("--only-cuts", action="store_true", help="run the cut sweep alone")
     args = parser.parse_args(argv)
 
     rows: list[tuple[str, Tally, str]] = []
     truth = json.loads((args.cases / "truth.json").read_text())
+    clips = sorted(p for p in args.videos.iterdir() if p.suffix.lower() in (".avi", ".mp4", ".mkv", ".mov", ".webm"))
+    cut_paths = [args.cases / n for n in sorted(truth) if truth[n].get("video_streams") != 0] + clips
+    if args.only_cuts:
+        return 0 if run_cuts(cut_paths, args.cuts, args.seed) == 0 else 1
     for name in sorted(truth):
         tally, note = check_case(args.cases / name, truth[name], args.seed)
         rows.append((name, tally, note))
-    clips = sorted(p for p in args.videos.iterdir() if p.suffix.lower() in (".avi", ".mp4", ".mkv", ".mov", ".webm"))
     for path in clips:
         tally, note = check_clip(path, args.positions, args.seed)
         rows.append((path.name, tally, note))
@@ -276,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         total_wrong += tally.wrong
         failures += len(tally.failures)
     print(f"\n{sum(t.reads for _, t, _ in rows)} reads, {total_wrong} wrong frames, {failures} failed checks")
-    return 0 if total_wrong == 0 and failures == 0 else 1
+    cut_problems = run_cuts(cut_paths, args.cuts, args.seed) if args.cuts else 0
+    return 0 if total_wrong == 0 and failures == 0 and cut_problems == 0 else 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import pytest
 from tests.media import ClipTruth
 from vidlabel import Dataset
 from vidlabel.cli import main
-from vidlabel.errors import VidlabelWarning
+from vidlabel.errors import DatasetCreateError, VidlabelWarning
 
 META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
 
@@ -47,6 +47,23 @@ def test_create_and_error_on_existing(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err.startswith("vidlabel: error: ") and "already holds a vidlabel dataset" in err
     assert "open it (Dataset.open, or any other `vidlabel` command) instead of creating it" in err
     assert err.count("\n") == 1
+
+
+def test_create_says_which_folder_it_cannot_create(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("")
+    code, out, err = run(capsys, "create", tmp_path / "f" / "sub" / "ds")
+    assert code == 1 and out == ""
+    assert err == (
+        f"vidlabel: error: cannot create the dataset folder {tmp_path}/f/sub/ds: {tmp_path}/f is a file, "
+        "not a folder; choose a writable location\n"
+    )
+    with pytest.raises(DatasetCreateError, match=r"cannot create the dataset folder .*/f/ds: .*/f is a file") as info:
+        Dataset.create(tmp_path / "f" / "ds")
+    assert isinstance(info.value, OSError) and info.value.path == str(tmp_path / "f" / "ds")
+    if Path("/proc/self").is_dir():  # Linux: /proc takes no new folders, whoever asks
+        code, _, err = run(capsys, "create", "/proc/x")
+        assert code == 1 and err.startswith("vidlabel: error: cannot create the dataset folder /proc/x: /proc does not")
+        assert "FileNotFoundError" not in err
 
 
 def test_labels_view_and_video(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,6 +107,34 @@ def test_add_video_probes_the_file(tmp_path: Path, clip: ClipTruth, capsys: pyte
     code, out, err = run(capsys, "add-video", path, clip.path, "--no-index")
     assert code == 0, err
     assert Dataset.open(path).video(clip.path.stem).frame_index is None
+
+
+def test_add_video_refuses_metadata_that_contradicts_the_file(
+    tmp_path: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, item 6: a size or rotation the file does not have is refused, nothing registered."""
+    path = tmp_path / "ds"
+    Dataset.create(path)
+    code, out, err = run(
+        capsys, "add-video", path, clip.path, "--no-progress", "--metadata", '{"width": 500, "height": 900}'
+    )
+    assert code == 1 and out == ""
+    assert err == (
+        f"vidlabel: error: --metadata claims width 500 (the file has 64), height 900 (the file has 48) for "
+        f"{str(clip.path)!r}: the size and rotation of a video whose file is given are what the file decodes to "
+        "(64x48, rotation 0); drop those fields\n"
+    )
+    code, _, err = run(capsys, "add-video", path, clip.path, "--metadata", '{"rotation": 90}')
+    assert code == 1 and "--metadata claims rotation 90 (the file has 0)" in err
+    code, _, err = run(capsys, "add-video", path, tmp_path / "nofile.mp4", "--metadata",
+                       json.dumps({**json.loads(META), "rotation": 45}))  # fmt: skip
+    assert err == (
+        "vidlabel: error: --metadata: rotation of video 'nofile' must be one of 0, 90, 180, 270, -90 "
+        "(degrees counter-clockwise, as in the display matrix), got 45\n"
+    )
+    assert code == 1 and Dataset.open(path).videos() == []
+    code, _, err = run(capsys, "add-video", path, clip.path, "--metadata", '{"width": 64, "rotation": 0}')
+    assert code == 0, err  # what the file has is accepted
 
 
 def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -329,3 +374,32 @@ def test_add_video_no_progress_reaches_probe(
     assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "a", "--no-progress")[0] == 0
     assert run(capsys, "add-video", tmp_path / "ds", clip.path, "--video-id", "b")[0] == 0
     assert calls == [False, True]
+
+
+def test_add_video_refuses_a_registered_id_before_probing(
+    dataset: Path, clip: ClipTruth, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    module = sys.modules["vidlabel.video._probe"]
+    calls: list[object] = []
+    real = module.probe
+
+    def spy(*args: object, **kw: object) -> object:
+        calls.append(args[0])
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "probe", spy)
+    before = Dataset.open(dataset).video("cam1")
+    for argv in (["--video-id", "cam1"], ["--metadata", '{"video_id": "cam1"}']):
+        code, out, err = run(capsys, "add-video", dataset, clip.path, *argv)
+        assert code == 1 and out == ""
+        assert err == (
+            f"vidlabel: error: video 'cam1' is already registered in {dataset.absolute()}; register the file under "
+            "another id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
+            "(`vidlabel add-video --replace`)\n"
+        )
+    assert calls == [] and Dataset.open(dataset).video("cam1") == before  # the file was never opened
+    code, out, err = run(capsys, "add-video", dataset, clip.path, "--video-id", "cam1", "--replace")
+    assert code == 0 and out.startswith(f"replaced video 'cam1': {clip.frame_count} frames"), err
+    assert calls == [str(clip.path)]

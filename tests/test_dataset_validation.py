@@ -126,6 +126,36 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         r"field 'mask'.*cover 15 pixels, but its size 48x64 has 3072",
     ),
     (
+        "mask rle float counts",
+        {"kind": "mask", "label": "car", "start_frame": 1, "mask": {"size": [48, 64], "counts": [0.0, 3072.0]}},
+        r"field 'mask'.*not valid COCO RLE \(uncompressed counts must be a flat list of integers, got \[0\.0, 3072\.0\]",
+    ),
+    (
+        "mask rle string counts in a list",
+        {"kind": "mask", "label": "car", "start_frame": 1, "mask": {"size": [48, 64], "counts": ["0", "3072"]}},
+        r"field 'mask'.*uncompressed counts must be a flat list of integers, got \['0', '3072'\]",
+    ),
+    (
+        "mask rle nested counts",
+        {"kind": "mask", "label": "car", "start_frame": 1, "mask": {"size": [48, 64], "counts": [[0], [3072]]}},
+        r"field 'mask'.*uncompressed counts must be a flat list of integers, got \[\[0\], \[3072\]\]",
+    ),
+    (
+        "mask rle bool counts",
+        {"kind": "mask", "label": "car", "start_frame": 1, "mask": {"size": [48, 64], "counts": [False, 3072]}},
+        r"field 'mask'.*uncompressed counts must be integers, not true/false",
+    ),
+    (
+        "mask rle float size",
+        {"kind": "mask", "label": "car", "start_frame": 1, "mask": {"size": [47.5, 64], "counts": [0, 3040]}},
+        r"field 'mask'.*mask RLE size must be \[height, width\] as two integers, got \[47\.5, 64\]",
+    ),
+    (
+        "box empty in float32",
+        {**GOOD, "box": (10, 10, 10.0000001, 20)},
+        r"field 'box'.*is empty or inverted; allowed: x0 < x1 and y0 < y1 \(xyxy corners, compared as float32",
+    ),
+    (
         "mask empty",
         {"kind": "mask", "label": "car", "start_frame": 1, "mask": np.zeros((H, W))},
         r"field 'mask'.*mask is empty",

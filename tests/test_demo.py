@@ -20,7 +20,7 @@ from vidlabel.demo import (
     read_frame_number,
     run_demo,
 )
-from vidlabel.errors import VidlabelError
+from vidlabel.errors import DatasetCreateError, VidlabelError
 
 SHORT = demo_truth(frame_count=40, annotate_every=4, marker=("lights_on", 8, 15))
 
@@ -192,6 +192,23 @@ def test_demo_refuses_a_file(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(VidlabelError, match="exists and is not a folder"):
         run_demo(tmp_path / "f", progress=False, log=None)
+
+
+def test_demo_says_which_folder_it_cannot_create(tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(DatasetCreateError, match=rf"cannot create the demo folder {re.escape(str(tmp_path))}/f/d: "):
+        run_demo(tmp_path / "f" / "d", progress=False, log=None)
+    assert cli.main(["demo", str(tmp_path / "f" / "d")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"vidlabel: error: cannot create the demo folder {tmp_path}/f/d: {tmp_path}/f is a file, not a folder; "
+        "choose a writable location\n"
+    )
+    if Path("/proc/self").is_dir():  # Linux: /proc takes no new folders, whoever asks
+        assert cli.main(["demo", "/proc/nope"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("vidlabel: error: cannot create the demo folder /proc/nope: /proc does not allow")
+        assert "FileNotFoundError" not in err
 
 
 def test_cli_demo_exit_status_follows_the_checks(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 import vidlabel.formats as formats
 from tests.formats_util import dataset
 from vidlabel.cli import main
-from vidlabel.errors import FormatError, VidlabelError
+from vidlabel.errors import FormatError, VidlabelError, VidlabelWarning
 from vidlabel.formats import FORMATS, export_labels, import_labels
 from vidlabel.formats._cli import FORMAT_NAMES
 
@@ -79,3 +79,62 @@ def test_missing_file(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     with pytest.raises(FormatError, match=r"nope.json: file not found"):
         import_labels(ds, "coco-vid", tmp_path / "nope.json")
+
+
+def test_refused_rows_name_the_video_once(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n2,1,100,20,5,6,1,1,1\n")  # line 2: x 100..105 leaves the 64-pixel frame
+    with pytest.raises(FormatError) as info:
+        import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"}, clip=False)
+    msg = str(info.value)
+    assert msg.startswith(f"{gt} line 2: field 'box' (video 'cam1'): (100.0, 20.0, 105.0, 26.0) leaves the frame")
+    assert msg.count("cam1") == 1 and ds.annotations() == []
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "content", "expected"),
+    [
+        ("label-studio", "ls.json", b'{"a": 1}', "tasks whose annotations[].result or predictions[].result hold"),
+        ("label-studio", "ls.json", b"[]", "videorectangle or timelinelabels regions"),
+        ("mot", "gt.txt", b"", "lines 'frame,id,left,top,width,height,...' (6, 7, 9 or 10 comma-separated columns)"),
+        ("mediasequence", "empty.tfrecord", b"", "tf.train.SequenceExample records with region/bbox"),
+        ("cvat-video", "a.xml", b"<annotations><version>1.1</version></annotations>", "<track> elements holding"),
+        ("ytvis", "y.json", b'{"videos": [], "annotations": [], "categories": []}', "'annotations' with per-frame"),
+    ],
+)
+def test_a_file_without_rows_warns_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, name: str, content: bytes, expected: str
+) -> None:
+    import re
+    import warnings
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / name
+    f.write_bytes(content)
+    with pytest.warns(
+        VidlabelWarning, match=rf"^{re.escape(f'{f} ({fmt}) yields no rows: nothing to import; expected')}"
+    ):
+        report = import_labels(ds, fmt, f, video_id="cam1", label="car" if fmt == "mot" else None)
+    assert not any(v.counts for v in report.videos.values()) and ds.annotations() == []
+    argv = ["import", str(tmp_path / "ds"), fmt, str(f), "--video", "cam1"] + (
+        ["--label", "car"] if fmt == "mot" else []
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "added 0 rows" in out
+    (line,) = err.splitlines()
+    assert line.startswith(f"vidlabel: warning: {f} ({fmt}) yields no rows: nothing to import; expected ")
+    assert expected in line
+
+
+def test_a_file_whose_rows_are_all_skipped_does_not_warn(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "ls.json"
+    rotated = {"id": "r", "type": "videorectangle", "value": {"sequence": [{"frame": 1, "x": 1, "y": 1, "width": 5,
+               "height": 5, "rotation": 30, "enabled": True}], "labels": ["car"]}}  # fmt: skip
+    f.write_text(json.dumps([{"id": 1, "data": {"video": "cam1.mp4"}, "annotations": [{"result": [rotated]}]}]))
+    report = import_labels(ds, "label-studio", f, video_id="cam1")  # a warning would be an error here
+    assert sum(report.skipped.values()) == 1

@@ -141,7 +141,7 @@ def test_multi_video_file_is_one_transaction(tmp_path: Path) -> None:
     d["videos"].append({"id": 6, "name": "cam2"})
     d["images"].append({"id": 999, "video_id": 6, "frame_id": 0, "width": 64, "height": 48})
     d["annotations"].append({"id": 2, "image_id": 999, "category_id": 1, "bbox": [100, 100, 2, 2]})  # outside the frame
-    with pytest.raises(FormatError, match=r"annotations\[1\]: video 'cam2': .*box"):
+    with pytest.raises(FormatError, match=r"annotations\[1\]: field 'box' \(video 'cam2'\): .*outside"):
         import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
     assert ds.annotations() == []  # cam1's row was written, then undone
 

@@ -34,6 +34,23 @@ def box(
     )
 
 
+def mask_el(frame: int, rle: str, width: int, height: int) -> str:
+    return (
+        f'<mask frame="{frame}" keyframe="1" outside="0" occluded="0" rle="{rle}" left="0" top="0" '
+        f'width="{width}" height="{height}"/>'
+    )
+
+
+def test_xml_syntax_error_names_line_and_column_once(tmp_path: Path) -> None:
+    f = tmp_path / "annotations.xml"
+    f.write_text(cvat("<track id='0' label='car'><box frame='0'</track>"))
+    with pytest.raises(FormatError) as info:
+        import_labels(dataset(tmp_path / "ds"), "cvat-video", f)
+    assert (
+        str(info.value) == f"{f} line 6: not well-formed XML (not well-formed (invalid token), column 41)"
+    )  # 1-based, as editors count
+
+
 def load(tmp_path: Path, xml: str, **kw):
     ds = dataset(tmp_path / "ds")
     f = tmp_path / "annotations.xml"
@@ -87,7 +104,7 @@ def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> Non
         '<track id="2" label="car">' + mask + "</track>"
         '<image id="2" name="f2"><tag label="goal"/></image><image id="3" name="f3"><tag label="goal"/></image>'
         '<image id="5" name="f5"><tag label="goal"/><polygon points="1,1;2,2;3,1" label="car"/></image>'
-        '<track id="3" label="car"><polygon frame="0" keyframe="1" outside="0" points="1,1;2,2;3,1"/></track>'
+        '<track id="3" label="car"><polyline frame="0" keyframe="1" outside="0" points="1,1;2,2;3,1"/></track>'
     )
     ds, rep = load(tmp_path, cvat(body, stop=5))
     rows = ds.annotations()
@@ -108,9 +125,97 @@ def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> Non
     assert markers == [(2, 3), (5, 5)]
     assert rep.skipped == {
         "unsupported shape type: polygon (in <image>)": 1,
-        "unsupported shape type: polygon (track)": 1,
+        "unsupported shape type: polyline (track)": 1,
     }
     assert "occluded flag set on 2 keyframes: not stored" in rep.notes  # the mask element appears in two tracks
+
+
+def polygon(frame: int, points: str, *, outside: int = 0, keyframe: int = 1) -> str:
+    return f'<polygon frame="{frame}" outside="{outside}" occluded="0" keyframe="{keyframe}" points="{points}" z_order="0"/>'
+
+
+def rect(x0: int, y0: int, x1: int, y1: int) -> str:
+    """A rectangle as CVAT polygon points; with integer corners it covers pixels [y0, y1) x [x0, x1)."""
+    return f"{x0},{y0};{x1},{y0};{x1},{y1};{x0},{y1}"
+
+
+def rect_mask(x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+    truth = np.zeros((48, 64), np.uint8)
+    truth[y0:y1, x0:x1] = 1
+    return truth
+
+
+def masks_by_frame(ds) -> dict[int, np.ndarray]:
+    rows = [r for r in ds.annotations() if r["kind"] == "mask"]
+    assert len({r["start_frame"] for r in rows}) == len(rows)
+    return {r["start_frame"]: decode_rle(r["mask"]) for r in rows}
+
+
+def test_polygon_track_every_written_shape_outside_hides(tmp_path: Path) -> None:
+    from pycocotools import mask as mask_utils
+
+    tri = [20.5, 4.0, 40.0, 30.25, 6.0, 22.0]
+    body = (
+        '<track id="7" label="car">'
+        + polygon(0, rect(2, 3, 10, 9))
+        + polygon(1, rect(4, 3, 12, 9), keyframe=0)  # CVAT's own interpolated shape: taken as written
+        + polygon(2, rect(4, 3, 12, 9), outside=1)
+        + polygon(3, ";".join(f"{x},{y}" for x, y in zip(tri[::2], tri[1::2])))
+        + polygon(4, rect(0, 40, 64, 48), keyframe=0)
+        + "</track>"
+    )
+    ds, rep = load(tmp_path, cvat(body, stop=8))
+    got = masks_by_frame(ds)
+    assert sorted(got) == [0, 1, 3, 4]  # hidden on 2 (outside); nothing after the last written shape (4)
+    assert np.array_equal(got[0], rect_mask(2, 3, 10, 9)) and int(got[0].sum()) == 8 * 6
+    assert np.array_equal(got[1], rect_mask(4, 3, 12, 9))
+    assert np.array_equal(got[4], rect_mask(0, 40, 64, 48))
+    assert np.array_equal(got[3], mask_utils.decode(mask_utils.merge(mask_utils.frPyObjects([tri], 48, 64))))
+    assert {r["track_id"] for r in ds.annotations()} == {0}
+    assert rep.videos["cam1"].counts == {"mask": 4} and not rep.skipped
+
+
+def test_polygon_step_two_task_frames(tmp_path: Path) -> None:
+    body = '<track id="0" label="person">' + "".join(polygon(k, rect(k, 0, k + 5, 5)) for k in range(5)) + "</track>"
+    ds, _ = load(tmp_path, cvat(body, start=3, stop=11, step="step=2"))
+    got = masks_by_frame(ds)
+    assert sorted(got) == [3, 5, 7, 9, 11]  # element frame k is video frame 3 + 2k
+    for k in range(5):
+        assert np.array_equal(got[3 + 2 * k], rect_mask(k, 0, k + 5, 5))
+
+
+def test_polygon_too_few_points_and_zero_area_counted(tmp_path: Path) -> None:
+    body = (
+        '<track id="0" label="car">'
+        + polygon(0, "1,1;9,9")
+        + polygon(1, rect(1, 1, 9, 9))
+        + polygon(2, "0,0;5,0;10,0")
+        + polygon(3, "")
+        + "</track>"
+    )
+    ds, rep = load(tmp_path, cvat(body))
+    got = masks_by_frame(ds)
+    assert sorted(got) == [1] and np.array_equal(got[1], rect_mask(1, 1, 9, 9))
+    assert rep.skipped == {"polygon with < 3 points": 2, "polygon of zero area": 1}
+    assert rep.videos["cam1"].counts == {"mask": 1}
+
+
+def test_polygon_tracks_join_the_box_track_of_their_group(tmp_path: Path) -> None:
+    body = (
+        '<track id="0" label="car">' + polygon(0, rect(0, 0, 4, 4)) + "</track>"  # ungrouped: track 0
+        '<track id="1" label="car" group_id="5">' + polygon(0, rect(5, 5, 9, 9)) + "</track>"  # joins track 1
+        '<track id="2" label="car" group_id="5">' + box(0, 5, 5, 9, 9) + "</track>"  # box track: 1
+        '<track id="3" label="car">' + box(0, 20, 20, 30, 30) + "</track>"  # box track: 2
+        '<track id="4" label="car" group_id="9">' + polygon(0, rect(10, 10, 14, 14)) + "</track>"  # no box: 3
+        '<track id="5" label="car">' + box(0, 0, 0, 4, 4) + polygon(1, rect(0, 0, 4, 4)) + "</track>"
+    )
+    ds, rep = load(tmp_path, cvat(body, stop=0))
+    rows = ds.annotations()
+    got = sorted((r["kind"], r["track_id"], decode_rle(r["mask"]).sum() if r["mask"] else None) for r in rows)
+    assert got == [("box", 1, None), ("box", 2, None), ("mask", 0, 16), ("mask", 1, 16), ("mask", 3, 16)]
+    grouped = [r for r in rows if r["kind"] == "mask" and r["track_id"] == 1]
+    assert np.array_equal(decode_rle(grouped[0]["mask"]), rect_mask(5, 5, 9, 9))
+    assert rep.skipped == {"track mixing box and polygon shapes": 1}
 
 
 def test_attributes_reported(tmp_path: Path) -> None:
@@ -152,6 +257,66 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
         (
             cvat('<track id="4" label="car">' + box(1, 0, "x", 1, 1) + "</track>"),
             r'<box frame="1">: attribute ytl=.x.; expected a number',
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(1, "1,1;2,x;3,1") + "</track>"),
+            r"""<track id="4" label="car"><polygon frame="1">: points entry '2,x'; expected 'x,y' numbers""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(1, "1,1;2,2,2;3,1") + "</track>"),
+            r"<polygon frame=\"1\">: points entry '2,2,2'; expected 'x,y' numbers",
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(1, "1,1;2,inf;3,1") + "</track>"),
+            r"<polygon frame=\"1\">: points entry '2,inf'; expected finite numbers",
+        ),
+        (
+            cvat('<track id="4" label="car"><polygon frame="1" outside="0" keyframe="1"/></track>'),
+            r"<polygon frame=\"1\">: points is missing; expected 'x1,y1;x2,y2;...'",
+        ),
+        (
+            cvat(
+                '<track id="4" label="car">' + polygon(1, rect(0, 0, 4, 4)) + polygon(1, rect(0, 0, 5, 5)) + "</track>"
+            ),
+            r'<polygon frame="1">: a second polygon on frame 1 of the track \(first: <track id="4" label="car"><polygon',
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(30, rect(0, 0, 4, 4)) + "</track>"),
+            r'<polygon frame="30">: frame 30 is not a task frame: the task has 30 \(0..29\)',
+        ),
+        (
+            cvat('<track id="4" label="car">' + mask_el(1, "9", -3, -3) + "</track>"),
+            r'<mask frame="1">: mask box width=-3 height=-3; width and height must be positive \(pixels\)$',
+        ),
+        (
+            cvat('<track id="4" label="car">' + mask_el(1, "0", 3, 0) + "</track>"),
+            r'<mask frame="1">: mask box width=3 height=0; width and height must be positive',
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, 0, 1, 1, outside="yes") + "</track>"),  # type: ignore[arg-type]
+            r"""<box frame="1">: attribute outside='yes'; allowed: '0', '1' \(CVAT writes flags as 0/1\)$""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, 0, 1, 1, keyframe="true") + "</track>"),  # type: ignore[arg-type]
+            r"""<box frame="1">: attribute keyframe='true'; allowed: '0', '1'""",
+        ),
+        (
+            cvat(
+                '<track id="4" label="car">' + box(1, 0, 0, 1, 1).replace('occluded="0"', 'occluded="2"') + "</track>"
+            ),
+            r"""<box frame="1">: attribute occluded='2'; allowed: '0', '1'""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + polygon(1, rect(0, 0, 4, 4), outside="no") + "</track>"),  # type: ignore[arg-type]
+            r"""<polygon frame="1">: attribute outside='no'; allowed: '0', '1'""",
+        ),
+        (
+            cvat(
+                '<track id="4" label="car">'
+                + mask_el(1, "0, 6", 3, 2).replace('outside="0"', 'outside="Y"')
+                + "</track>"
+            ),
+            r"""<mask frame="1">: attribute outside='Y'; allowed: '0', '1'""",
         ),
     ],
 )

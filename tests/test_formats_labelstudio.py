@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
+from vidlabel.cli import main
 from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
 
@@ -112,6 +114,48 @@ def test_bad_files(tmp_path: Path) -> None:
     assert ds.annotations() == []
 
 
+def test_labels_and_frames_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "ls.json"
+    bare = region("a", [key(1, 0, 0)])
+    bare["value"]["labels"] = "car"  # a string, not a list: was read letter by letter as label 'c'
+    f.write_text(json.dumps([task([bare])]))
+    with pytest.raises(FormatError, match=r"result\[0\]: labels is 'car'; expected a list of label names"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1.5, 0, 0)])])]))
+    with pytest.raises(FormatError, match=r"sequence\[0\]: frame is 1.5; expected a whole number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0, rotation="abc")])])]))
+    with pytest.raises(FormatError, match=r"ls.json .*sequence\[0\]: rotation is 'abc'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    f.write_text(json.dumps([task([region("a", [key(1, 0, 0)], frames_count="30")])]))
+    with pytest.raises(FormatError, match=r"result\[0\]: framesCount is '30'; expected a finite number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    timeline = {"id": "t", "type": "timelinelabels", "value": {"ranges": [{"start": 2, "end": 4.5}]}}
+    timeline["value"]["timelinelabels"] = ["goal"]
+    f.write_text(json.dumps([task([timeline])]))
+    with pytest.raises(FormatError, match=r"ranges\[0\]: end is 4.5; expected a whole number"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    timeline["value"]["ranges"] = ["2-4"]
+    f.write_text(json.dumps([task([timeline])]))
+    with pytest.raises(FormatError, match=r"ranges\[0\]: a range must be an object with start and end"):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_exported_box_on_the_frame_edge_comes_back_without_clipping(tmp_path: Path) -> None:
+    # 200 / 240 * 100 + 40 / 240 * 100 percent is 240.00000000000003 pixels again: that is the edge
+    ds = dataset(tmp_path / "a", videos=[meta(width=320, height=240)])
+    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 0, "box": (300, 200, 320, 240)}], "cam1")
+    ds.build()
+    export_labels(ds, "label-studio", tmp_path / "out.json")
+    ds2 = dataset(tmp_path / "b", videos=[meta(width=320, height=240)])
+    report = import_labels(ds2, "label-studio", tmp_path / "out.json", video_id="cam1", clip=False)
+    assert not any("clipped" in n for n in report.notes)
+    (box,) = [r["box"] for r in ds2.annotations()]
+    assert box == pytest.approx((300, 200, 320, 240)) and box[2:] == (320.0, 240.0)
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=random_tracks(markers=True))
 def test_round_trip(tmp_path_factory, rows) -> None:
@@ -123,3 +167,33 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "label-studio", tmp / "out.json")
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_round_trip_matches_tasks_by_the_written_video_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the file names ('clip-a.mp4') say nothing of the video ids, and the task ids (1, 2) are not ids either
+    videos = [
+        dataclasses.replace(meta(vid, frame_count=20), sources=[{"uri": f"/videos/clip-{c}.mp4"}])
+        for vid, c in (("my_video", "a"), ("1", "b"))
+    ]
+    ds = dataset(tmp_path / "a", videos=videos)
+    ds.add_annotations(
+        [{"kind": "box", "label": "car", "start_frame": 3, "box": (1, 2, 11, 12), "track_id": 0}], "my_video"
+    )
+    ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 5}], "1")
+    ds.build()
+    out = tmp_path / "out.json"
+    assert main(["export-labels", str(tmp_path / "a"), "label-studio", str(out)]) == 0
+    tasks = json.loads(out.read_text())
+    assert [(t["id"], t["data"]) for t in tasks] == [
+        (1, {"video": "/videos/clip-b.mp4", "video_id": "1"}),
+        (2, {"video": "/videos/clip-a.mp4", "video_id": "my_video"}),
+    ]
+    ds2 = dataset(tmp_path / "b", videos=videos)
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "b"), "label-studio", str(out)]) == 0, capsys.readouterr().err
+    assert_same_rows(ds2.annotations(), ds.annotations())
+    # a video_id that is not registered (nor the task id, nor the file stem) is named in the refusal
+    tasks[1]["data"]["video_id"] = "gone"
+    out.write_text(json.dumps(tasks))
+    with pytest.raises(FormatError, match=r"\[1\]: video 'gone', '2', 'clip-a' of the file is not a registered video"):
+        import_labels(dataset(tmp_path / "c", videos=videos), "label-studio", out)

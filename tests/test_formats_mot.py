@@ -27,7 +27,9 @@ def test_gt_frames_ids_xywh_and_consider(tmp_path: Path) -> None:
     rows = ds.annotations("cam1")
     got = sorted((r["start_frame"], r["track_id"], r["label"], r["box"]) for r in rows)
     assert got == [(0, 3, "person", (10.5, 20.0, 15.5, 26.0)), (2, 1, "car", (10.0, 20.0, 15.0, 26.0))]
-    assert rep.skipped == {"consider flag 0 (gt column 7; include_ignored=True keeps them)": 1}
+    assert rep.skipped == {
+        "consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)": 1
+    }
     assert rep.videos["cam1"].counts == {"box": 2} and rep.videos["cam1"].annotation_ids == [
         r["annotation_id"] for r in rows
     ]
@@ -109,7 +111,9 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
             "1,1,10,20,5,6,1,4,1\n",
             r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
         ),
-        ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: video 'cam1': .*box"),
+        ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: field 'box' \(video 'cam1'\): .*outside"),
+        ("1.5,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '1.5' and id '1' \(columns 1, 2\) must be whole numbers"),
+        ("2,1.5,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '2' and id '1.5' \(columns 1, 2\) must be whole"),
     ],
 )
 def test_bad_files_name_the_line(tmp_path: Path, text: str, match: str) -> None:
@@ -131,6 +135,22 @@ def test_unknown_label_refused_with_list_unless_add_labels(tmp_path: Path) -> No
     assert ds.annotations() == []
     import_labels(ds, "mot", f, video_id="cam1", label_map={2: "bike"}, add_labels=True)
     assert ds.labels() == ["person", "bike"] and len(ds.annotations()) == 1
+
+
+def test_whole_float_frames_are_accepted(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "3.0,2.000,10,20,5,6,1,1,1\n")
+    import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"})
+    assert [(r["start_frame"], r["track_id"]) for r in ds.annotations()] == [(2, 1)]
+
+
+@pytest.mark.parametrize("name", ["one_based_pixels", "include_ignored"])
+def test_boolean_options_refuse_other_values(tmp_path: Path, name: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
+    with pytest.raises(FormatError, match=rf"option {name}='maybe'; allowed: True, False"):
+        import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"}, **{name: "maybe"})
+    assert ds.annotations() == []
 
 
 def test_unknown_format_and_option(tmp_path: Path) -> None:
@@ -183,3 +203,22 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "mot", tmp / "out" / "cam1" / "gt" / "gt.txt", video_id="cam1")  # labels.txt beside it
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_a_second_file_gets_new_track_ids_unless_keep(tmp_path: Path) -> None:
+    # Two MOT files of two different cameras' worth of people, both numbering their tracks from 1.
+    first = write(tmp_path / "a.txt", "1,1,0,0,5,5,1,1,1\n2,1,1,0,5,5,1,1,1\n1,2,20,0,5,5,1,1,1\n")
+    second = write(tmp_path / "b.txt", "3,1,40,0,5,5,1,1,1\n4,2,50,0,5,5,1,1,1\n")
+    ds = dataset(tmp_path / "ds")
+    import_labels(ds, "mot", first, video_id="cam1", label_map={1: "person"})
+    rep = import_labels(ds, "mot", second, video_id="cam1", label_map={1: "person"})
+    tracks = {(r["start_frame"], r["box"][0]): r["track_id"] for r in ds.annotations("cam1")}
+    # file a: MOT ids 1, 2 -> tracks 0, 1; file b's ids 1, 2 (tracks 0, 1 in the file) come after them: 2, 3
+    assert tracks == {(0, 0.0): 0, (1, 1.0): 0, (0, 20.0): 1, (2, 40.0): 2, (3, 50.0): 3}
+    assert any("the file's tracks 0..1 are stored as 2..3" in n for n in rep.notes)
+    kept = dataset(tmp_path / "kept")
+    import_labels(kept, "mot", first, video_id="cam1", label_map={1: "person"})
+    import_labels(kept, "mot", second, video_id="cam1", label_map={1: "person"}, track_ids="keep")
+    assert sorted(r["track_id"] for r in kept.annotations("cam1")) == [0, 0, 0, 1, 1]
+    with pytest.raises(FormatError, match=r"option track_ids='renumber'; allowed: 'new' \(the default\), 'keep'"):
+        import_labels(kept, "mot", second, video_id="cam1", label_map={1: "person"}, track_ids="renumber")

@@ -199,3 +199,21 @@ def test_the_readme_glossary_defines_its_terms():
     glossary = _section("Glossary")
     for term in ("pts", "timebase", "keyframe interval", "release", "view", "chunk"):
         assert f"**{term}" in glossary, term
+
+
+def test_every_test_the_guarantees_name_exists() -> None:
+    """'What vidlabel guarantees' backs each point with named tests: each must be a test function of that file."""
+    text = _section("What vidlabel guarantees")
+    named: list[tuple[str, str]] = []
+    current = None
+    for ref in re.findall(r"`([^`]+)`", text):
+        match = re.fullmatch(r"(tests/test_\w+\.py)::(test_\w+)(\[.*\])?", ref)
+        if match:
+            current = match.group(1)
+            named.append((current, match.group(2)))
+        elif re.fullmatch(r"test_\w+", ref):
+            assert current, f"{ref} is named before any tests/ file"
+            named.append((current, ref))
+    assert len(named) >= 20, named
+    missing = [f"{f}::{n}" for f, n in named if not re.search(rf"^def {n}\(", (ROOT / f).read_text(), re.M)]
+    assert not missing, f"the guarantees name tests that do not exist: {missing}"

@@ -11,7 +11,7 @@ from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, FrameIndex, Release, VideoMetadata
 from vidlabel.dataset._release import FORMAT_VERSION, read_release, release_id_of
-from vidlabel.errors import BuildError, ReleaseNotFoundError, SchemaVersionError
+from vidlabel.errors import BuildError, ReleaseCorruptError, ReleaseNotFoundError, SchemaVersionError, VidlabelError
 from vidlabel.spec import AnnotationTable
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -264,3 +264,41 @@ def test_read_release_refuses_other_files(tmp_path: Path, ds: Dataset) -> None:
         f.attrs["format_version"] = FORMAT_VERSION + 1
     with pytest.raises(SchemaVersionError, match="format version"):
         read_release(newer)
+
+
+@pytest.mark.parametrize("edit", ["box", "label", "video"])
+def test_a_release_file_edited_on_disk_is_refused(ds: Dataset, edit: str) -> None:
+    """Issue 12, item 4: the content is checked against its content-derived id on every load."""
+    import h5py
+
+    rel, report = ds.build()
+    with h5py.File(report.path, "r+") as f:
+        if edit == "box":
+            f["table"]["box"][0, 2] += 1.0
+        elif edit == "label":
+            f.attrs["labels"] = '["person","bus","goal"]'
+        else:
+            f["videos"]["pts"][3] += 1
+    message = rf"release file .*{rel.release_id}\.h5 was changed after it was built: it records id '{rel.release_id}'"
+    with pytest.raises(ReleaseCorruptError, match=message) as caught:
+        Dataset.open(ds.path).release(rel.release_id)
+    assert isinstance(caught.value, VidlabelError) and isinstance(caught.value, ValueError)
+    with pytest.raises(ReleaseCorruptError, match="was changed after it was built"):
+        read_release(report.path)
+    with pytest.raises(ReleaseCorruptError, match="was changed after it was built"):
+        ds.build()  # the same content again: the edited file is not passed off as this release
+    assert read_release(report.path, verify=False).release_id == rel.release_id  # opt-out for forensics
+
+
+def test_a_release_file_renamed_or_damaged_is_refused(ds: Dataset) -> None:
+    rel, report = ds.build()
+    ds.add_labels(["extra"])
+    other, other_report = ds.build()
+    Path(other_report.path).unlink()
+    Path(other_report.path).write_bytes(Path(report.path).read_bytes())  # another release under this name
+    with pytest.raises(ReleaseCorruptError, match=rf"records id '{rel.release_id}', not '{other.release_id}'"):
+        Dataset.open(ds.path).release(other.release_id)
+    data = bytearray(Path(report.path).read_bytes())
+    Path(report.path).write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(ReleaseCorruptError, match=r"is damaged and cannot be read"):
+        Dataset.open(ds.path).release(rel.release_id)

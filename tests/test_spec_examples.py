@@ -2,8 +2,7 @@
 
 Changes from the spec's text, and only these: a small generated dataset
 stands in where the spec points at "my_dataset" and release "r3fa91c0b2d44";
-``from vidlabel import FrameIndex`` replaces ``from vidlabel_spec import
-FrameIndex``; the loop bodies written ``...`` record what they see so the test
+the loop bodies written ``...`` record what they see so the test
 can check it.
 """
 
@@ -141,11 +140,11 @@ def test_reading_one_sample_without_pytorch(vds: VideoDataset) -> None:
 
 
 def test_readplan_example(capsys: pytest.CaptureFixture[str]) -> None:
-    # --- the spec's code (FrameIndex from vidlabel) ---
+    # --- the spec's code, verbatim ---
     import numpy as np
 
-    from vidlabel import FrameIndex
-    from vidlabel.video._readplan import ReadPlan
+    from vidlabel.readplan import ReadPlan
+    from vidlabel_spec import FrameIndex
 
     # A video of 600 frames with a keyframe every 100 (normally read from the file by `vidlabel index`).
     index = FrameIndex(

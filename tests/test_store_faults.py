@@ -310,3 +310,39 @@ def test_object_store_keys_never_leave_the_url(mem: str) -> None:
         with pytest.raises(StoreError, match=r"leaves the store"):
             store.get_many([key, "zarr.json"])
     assert store.get("zarr.json") is None  # plain keys work
+
+
+# -- info opens every video's file header: a truncated file is an error there, not only in verify -------------
+
+
+@pytest.mark.parametrize("which", ["video", "frames"])
+def test_info_reports_a_truncated_hdf5_file_by_name(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    from vidlabel.cli import main
+
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    assert open_store(store_dir).check_files() == 2
+    assert main(["info", str(store_dir)]) == 0
+    capsys.readouterr()
+    target = store_dir / "videos" / "b.h5" if which == "video" else chunk_location(store_dir, "b", 0)[0]
+    target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+    with pytest.raises(StoreError, match=rf"cannot open HDF5 file '{re.escape(str(target.resolve()))}'.*truncated"):
+        open_store(store_dir).check_files()
+    assert main(["info", str(store_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"vidlabel: error: cannot open HDF5 file '{target.resolve()}' of a frame store")
+    assert "truncated" in err
+
+
+def test_info_reports_a_zarr_video_without_its_frames_array(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vidlabel.cli import main
+
+    store_dir = copy_store(world, "zarr-none", tmp_path)
+    assert open_store(store_dir).check_files() == 2
+    (store_dir / "videos" / "a" / "frames" / "zarr.json").unlink()
+    assert main(["info", str(store_dir)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vidlabel: error: ") and "frames" in err and "Traceback" not in err

@@ -169,3 +169,28 @@ def test_export_of_a_release_built_before_a_replace_says_to_build(swapped: tuple
         rf"release \(`vidlabel build {ds.path}`\); then export again",
     ):
         export(ds, path.parent / "out", progress=False)
+
+
+def test_validate_for_export_rates_what_export_refuses_as_errors(
+    swapped: tuple[Dataset, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12, item 5: a clean ``validate --for-export`` means export will run."""
+    ds, path, original = swapped
+    (path.parent / "b.mp4").unlink()  # video 'b' missing, video 'a' replaced
+    problems = {p.code: p for p in ds.validate(for_export=True)}
+    assert problems["video_file_changed"].severity == "error" and problems["video_file_changed"].video_id == "a"
+    assert problems["missing_video_file"].severity == "error" and problems["missing_video_file"].video_id == "b"
+    assert {p.code: p.severity for p in ds.validate()}["missing_video_file"] == "warning"  # default unchanged
+    assert main(["validate", str(ds.path)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(ds.path), "--for-export"]) == 1
+    out = capsys.readouterr().out
+    assert "error video_file_changed (video 'a')" in out and "error missing_video_file (video 'b')" in out
+    assert out.endswith("2 errors, 0 warnings\n")
+    assert main(["export", str(ds.path), str(path.parent / "out")]) == 1  # as validate --for-export said
+    capsys.readouterr()
+
+    shutil.copy2(original, path)
+    shutil.copy2(original, path.parent / "b.mp4")  # 'b' back with the wrong bytes: still an error
+    assert main(["validate", str(ds.path), "--for-export"]) == 1
+    assert "error video_file_changed (video 'b')" in capsys.readouterr().out

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from vidlabel._version import __version__
@@ -32,7 +34,7 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset, already_registered
     from vidlabel.errors import OptionError
     from vidlabel.spec import FrameIndex, VideoMetadata
 
@@ -46,13 +48,19 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         video_id, source = overrides["video_id"], "--metadata's video_id"
     else:
         video_id, source = Path(args.file).stem, f"the file name of {args.file!r} (the default id)"
-    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id:
+    from vidlabel.spec import video_id_problem
+
+    if not isinstance(video_id, str) or not video_id.strip() or "/" in video_id or video_id_problem(video_id):
         what = "is not a string" if not isinstance(video_id, str) else "contains '/'" if "/" in video_id else "is empty"
+        if isinstance(video_id, str) and video_id.strip() and "/" not in video_id:
+            what = str(video_id_problem(video_id))
         raise OptionError(
             f"video id {video_id!r} from {source} {what}; a video id is a non-empty name without '/', e.g. 'cam1'"
             + ("" if source == "--video-id" else " (give one with --video-id)")
         )
     overrides["video_id"] = video_id
+    if not args.replace and _registered(ds, video_id):  # say so before probing (which decodes the whole file)
+        raise already_registered(ds.path, video_id)
     names = set(VideoMetadata.__dataclass_fields__)
     unknown = sorted(set(overrides) - names)
     if unknown:
@@ -64,6 +72,16 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
         from vidlabel.video._probe import probe
 
         meta = probe(args.file, video_id=video_id, with_index=not args.no_index, progress=not args.no_progress)
+        # The file decides its size and rotation: the reader gives the pictures it decodes, whatever metadata says.
+        claimed = {k: overrides[k] for k in ("width", "height", "rotation") if k in overrides}
+        found = {"width": meta.width, "height": meta.height, "rotation": meta.rotation}
+        wrong = [f"{k} {v!r} (the file has {found[k]})" for k, v in claimed.items() if v != found[k]]
+        if wrong:
+            raise OptionError(
+                f"--metadata claims {', '.join(wrong)} for {args.file!r}: the size and rotation of a video whose "
+                f"file is given are what the file decodes to ({meta.width}x{meta.height}, rotation "
+                f"{meta.rotation}); drop those fields"
+            )
         if "frame_count" in overrides and "untrusted_frames" not in overrides and meta.untrusted_frames:
             count = int(overrides["frame_count"])  # keep the probed untrusted frames that the new count keeps
             overrides["untrusted_frames"] = [(a, min(b, count - 1)) for a, b in meta.untrusted_frames if a < count]
@@ -154,6 +172,11 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
                     f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
                     "expected one annotation object per line"
                 ) from err
+            except RecursionError:
+                raise AnnotationError(
+                    f"{path} line {number}: JSON nested too deeply to read; expected one flat annotation object "
+                    "per line"
+                ) from None
             if not isinstance(row, dict):
                 raise AnnotationError(
                     f"{path} line {number}: expected a JSON object (one annotation row), got {type(row).__name__}"
@@ -226,7 +249,7 @@ _VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of
 def _cmd_validate(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
 
-    problems = Dataset.open(args.dataset).validate()
+    problems = Dataset.open(args.dataset).validate(for_export=args.for_export)
     errors = sum(p.severity == "error" for p in problems)
     if args.json:
         for problem in problems:
@@ -292,6 +315,7 @@ def _info_store(path: Any) -> int:
     from vidlabel.store import backend_for, open_store
 
     store = open_store(path)
+    store.check_files()  # every video's file and frames header open (a truncated file is an error); no pixels
     info = store.describe()
     exp = info["export"]
     videos = info["videos"]
@@ -446,15 +470,37 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
     from vidlabel.export._run import export
 
-    report = export(
-        Dataset.open(args.dataset), args.out, release=args.release, format=args.store_format, codec=args.codec,
-        view_id=args.view_id, frames=args.frames, stride=args.stride,
-        output_size=tuple(args.output_size) if args.output_size else None, chunk_frames=args.chunk_frames,
-        workers=args.workers, progress=not args.no_progress, roots=args.roots, overwrite=args.overwrite,
-        clip_frames=args.clip_frames, shard_frames=args.shard_frames,
+    ds = Dataset.open(args.dataset)
+    options = dict(
+        release=args.release, format=args.store_format, codec=args.codec, view_id=args.view_id, frames=args.frames,
+        stride=args.stride, output_size=tuple(args.output_size) if args.output_size else None,
+        chunk_frames=args.chunk_frames, workers=args.workers, progress=not args.no_progress, roots=args.roots,
+        storage_options=args.storage_options, overwrite=args.overwrite, clip_frames=args.clip_frames,
+        shard_frames=args.shard_frames,
     )  # fmt: skip
+    if args.dask_scheduler is None:
+        report = export(ds, args.out, **options)  # type: ignore[arg-type]
+    else:
+        with _dask_client(args.dask_scheduler) as client:
+            report = export(ds, args.out, executor=client.get_executor(), **options)  # type: ignore[arg-type]
     print(report.summary())
     return 0
+
+
+def _dask_client(address: str) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address`` (Dask is imported only here)."""
+    from vidlabel.errors import OptionError
+
+    try:
+        from distributed import Client
+    except ImportError as err:
+        raise OptionError(
+            f"--dask-scheduler {address} needs Dask's distributed scheduler: pip install 'vidlabel[dask]'"
+        ) from err
+    try:
+        return Client(address)  # connect timeout: Dask's distributed.comm.timeouts.connect
+    except (OSError, TimeoutError) as err:
+        raise OptionError(f"cannot reach the Dask scheduler at {address!r}: {err}") from err
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -524,6 +570,8 @@ def _json_arg(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from err
+    except RecursionError:
+        raise argparse.ArgumentTypeError("JSON nested too deeply to read") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -589,6 +637,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("--json", action="store_true", help="print every problem as JSON Lines")
+    p.add_argument(
+        "--for-export",
+        action="store_true",
+        help="rate missing_video_file and video_file_changed as errors (export refuses those videos): "
+        "exit 0 means export will read every video",
+    )
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
     p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")
@@ -653,6 +707,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="processes decoding and writing videos (default 1)")
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run one task per video on this Dask scheduler (tcp://HOST:PORT) instead of local processes",
+    )
+    p.add_argument(
+        "--storage-options",
+        type=_json_arg,
+        default=None,
+        help="JSON fsspec options when OUT is a URL (s3://bucket/store; default: credentials from the environment)",
+    )
     p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
 
     p = add(
@@ -722,6 +788,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv : sequence of str, optional
         The arguments after the program name (None: ``sys.argv[1:]``).
     """
+    for stream in (sys.stdout, sys.stderr):  # a file name with bytes that are not UTF-8 prints as \udcXX escapes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
@@ -730,6 +799,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args) or 0)
         except VidlabelError as err:
             print(f"vidlabel: error: {err}", file=sys.stderr)
+            return 1
+        except sqlite3.DatabaseError as err:  # a query on a damaged database (opening it is checked)
+            dataset = getattr(args, "dataset", None) or getattr(args, "path", None) or "the dataset"
+            from vidlabel.dataset._db import damaged_message
+
+            print(f"vidlabel: error: {damaged_message(Path(dataset).absolute(), err)}", file=sys.stderr)
             return 1
         except (OSError, ValueError) as err:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)

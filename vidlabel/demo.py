@@ -338,12 +338,12 @@ def make_demo_dataset(directory: str | Path, truth: DemoTruth | None = None, *, 
     VidlabelError
         When a step refuses the input (that is a bug the demo exists to catch).
     """
-    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._dataset import Dataset, make_folder
     from vidlabel.video._probe import probe
 
     truth = truth or demo_truth()
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    make_folder(directory, "the demo folder")
     seconds: dict[str, float] = {}
     t = time.perf_counter()
     clip = encode_demo_clip(directory / "clip.mp4", truth, progress=progress)
@@ -533,6 +533,8 @@ def check_sample(
 
 def _prepare_dir(directory: Path) -> None:
     """Make ``directory`` ready: new, empty, or a previous demo's (which is cleared)."""
+    from vidlabel.dataset._dataset import make_folder
+
     if directory.exists():
         if not directory.is_dir():
             raise VidlabelError(f"demo folder {str(directory)!r} exists and is not a folder", path=str(directory))
@@ -544,7 +546,7 @@ def _prepare_dir(directory: Path) -> None:
                     path=str(directory),
                 )
             shutil.rmtree(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    make_folder(directory, "the demo folder")
     (directory / STAMP).write_text("made by 'vidlabel demo'; a new run replaces this folder\n")
 
 

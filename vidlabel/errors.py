@@ -16,13 +16,16 @@ import shlex
 __all__ = [
     "AnnotationError",
     "BuildError",
+    "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
     "DatasetNotFoundError",
+    "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
     "OptionError",
+    "ReleaseCorruptError",
     "ReleaseNotFoundError",
     "SampleIndexTypeError",
     "SampleOutOfRangeError",
@@ -81,8 +84,17 @@ class DatasetError(VidlabelError, RuntimeError):
     """Raised when a dataset folder cannot be used as asked (corrupt database, concurrent misuse)."""
 
 
+class DatasetCreateError(VidlabelError, OSError):
+    """Raised when the folder of a new dataset (or of ``vidlabel demo``) cannot be made: a parent is a file,
+    or the filesystem refuses new folders there (read-only, no permission, ``/proc``); names the folder and why."""
+
+
 class DatasetNotFoundError(VidlabelError, FileNotFoundError):
     """Raised when ``Dataset.open`` is given a folder that does not exist or holds no vidlabel dataset."""
+
+
+class DatasetReadOnlyError(VidlabelError, PermissionError):
+    """Raised when a change is asked of a dataset opened read-only (its folder or database is not writable)."""
 
 
 class DatasetExistsError(VidlabelError, FileExistsError):
@@ -103,6 +115,10 @@ class VideoNotFoundError(VidlabelError, FileNotFoundError):
 
 class ReleaseNotFoundError(VidlabelError, LookupError):
     """Raised when a release id is unknown (or ``"latest"`` is asked of a dataset with no release); lists the known ids."""
+
+
+class ReleaseCorruptError(VidlabelError, ValueError):
+    """Raised when a release file's content does not give its content-derived id (edited or damaged on disk)."""
 
 
 class FrameOutOfRangeError(VidlabelError, IndexError):

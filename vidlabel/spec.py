@@ -231,6 +231,37 @@ def _same_optional(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return bool(np.array_equal(a, b))
 
 
+#: Largest width or height of a view's output in pixels (8K is 7680).
+MAX_SIDE = 16384
+#: Longest video id in UTF-8 bytes: ids name files in frame stores (a file name holds 255 bytes).
+MAX_VIDEO_ID_BYTES = 200
+
+
+def video_id_problem(video_id: str) -> str | None:
+    """Why a string cannot be a video id beyond being empty or holding '/' (None: it can).
+
+    Video ids name files in frame stores, so they must be UTF-8 text (a file
+    name read with undecodable bytes holds surrogates), at most
+    :data:`MAX_VIDEO_ID_BYTES` bytes, without control characters, and not
+    ``.`` or ``..``.
+    """
+    try:
+        size = len(video_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not UTF-8 text (it comes from a file name with bytes that are not UTF-8)"
+    if size > MAX_VIDEO_ID_BYTES:
+        return f"is {size} bytes long; at most {MAX_VIDEO_ID_BYTES} (video ids name files in frame stores)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in video_id):
+        return "holds control characters"
+    if video_id in (".", ".."):
+        return "is a path component, not a name"
+    return None
+
+
+#: Display rotations a video may have, degrees counter-clockwise (``probe`` gives 0, 90, 180 or -90).
+_ROTATIONS = (0, 90, 180, 270, -90)
+
+
 @dataclass(frozen=True)
 class VideoMetadata:
     """One registered video: its id, size, rate and where its file is.
@@ -271,8 +302,9 @@ class VideoMetadata:
     ------
     ValueError
         On an empty or slash-containing id, a negative frame count, a
-        non-positive size, a non-rational fps, or an untrusted range that is
-        not two integers ``0 <= first <= last < frame_count``.
+        non-positive size, a non-rational fps, a rotation other than 0, 90,
+        180, 270 or -90, or an untrusted range that is not two integers
+        ``0 <= first <= last < frame_count``.
     """
 
     video_id: str
@@ -300,6 +332,12 @@ class VideoMetadata:
             raise ValueError(
                 f"width and height must be positive for video {self.video_id!r}, got {self.width}x{self.height}"
             )
+        if isinstance(self.rotation, bool) or self.rotation not in _ROTATIONS:
+            raise ValueError(
+                f"rotation of video {self.video_id!r} must be one of 0, 90, 180, 270, -90 (degrees counter-clockwise, "
+                f"as in the display matrix), got {self.rotation!r}"
+            )
+        object.__setattr__(self, "rotation", int(self.rotation))
         object.__setattr__(self, "frame_count", int(self.frame_count))
         object.__setattr__(self, "width", int(self.width))
         object.__setattr__(self, "height", int(self.height))

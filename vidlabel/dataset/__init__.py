@@ -16,6 +16,6 @@ from __future__ import annotations
 
 from vidlabel.dataset._dataset import Dataset
 from vidlabel.dataset._release import BuildReport, Release
-from vidlabel.dataset._validate import PROBLEM_CODES, Problem
+from vidlabel.dataset._validate import EXPORT_ERRORS, PROBLEM_CODES, Problem
 
-__all__ = ["PROBLEM_CODES", "BuildReport", "Dataset", "Problem", "Release"]
+__all__ = ["EXPORT_ERRORS", "PROBLEM_CODES", "BuildReport", "Dataset", "Problem", "Release"]

@@ -49,12 +49,14 @@ from vidlabel.dataset._db import (
     check_database,
     create_database,
     fetch_views,
+    is_disk_full,
     label_names,
     now,
     read_transaction,
     unknown_video,
     video_from_record,
     video_record,
+    write_failure,
     write_transaction,
 )
 from vidlabel.dataset._release import (
@@ -68,18 +70,57 @@ from vidlabel.dataset._release import (
 )
 from vidlabel.dataset._rows import check_rows, check_tracks
 from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table
+from vidlabel.dataset._validate import for_export as export_severity
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
+    DatasetCreateError,
     DatasetError,
     DatasetExistsError,
+    DatasetReadOnlyError,
+    ReleaseCorruptError,
     ReleaseNotFoundError,
     UnknownVideoError,
     VidlabelWarning,
 )
-from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View
+from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetadata, View, video_id_problem
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
+
+
+def already_registered(path: Path, video_id: str) -> DatasetError:
+    """The error for a video id the dataset at ``path`` already holds (``add_video``; ``vidlabel add-video``
+    says it before probing the file)."""
+    return DatasetError(
+        f"video {video_id!r} is already registered in {path}; register the file under another "
+        "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
+        "(`vidlabel add-video --replace`)",
+        video_id=video_id,
+    )
+
+
+def make_folder(path: Path, what: str) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)``; an OSError becomes a DatasetCreateError naming ``what`` and why.
+
+    Raises
+    ------
+    DatasetCreateError
+        If a parent is a file, or the filesystem refuses the new folder (read-only, no permission, ``/proc``).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if parent.exists() and not parent.is_dir():
+            why = f"{parent} is a file, not a folder"
+        else:
+            why = f"{parent} does not allow a new folder in it ({err.strerror or err})"
+        raise DatasetCreateError(
+            f"cannot create {what} {path}: {why}; choose a writable location", path=str(path)
+        ) from err
+
 
 #: Most annotations stored in one chunk (one video each).
 CHUNK_ROWS = 16384
@@ -134,6 +175,8 @@ class Dataset:
         ------
         DatasetExistsError
             If the folder already holds a dataset, is a file, or is not empty.
+        DatasetCreateError
+            If the folder cannot be made (a parent is a file; the filesystem refuses new folders there).
         """
         p = Path(path).absolute()
         if p.exists():
@@ -150,9 +193,9 @@ class Dataset:
                     f"cannot create a dataset in {p}: the folder is not empty; choose a new or empty folder",
                     path=str(p),
                 )
-        p.mkdir(parents=True, exist_ok=True)
+        make_folder(p, "the dataset folder")
         create_database(p)
-        (p / "releases").mkdir(exist_ok=True)
+        make_folder(p / "releases", "the dataset's releases folder")
         return cls(p)
 
     @classmethod
@@ -199,11 +242,34 @@ class Dataset:
     def _con(self) -> sqlite3.Connection:
         return self._local.get(self._path / DB_NAME)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the dataset was opened read-only: its folder or database file is not writable (a read-only mount).
+
+        Reading works as ever (info, validate, releases, FrameSamples, export
+        from it); a change raises :class:`~vidlabel.errors.DatasetReadOnlyError`.
+        """
+        self._con()
+        return self._local.mode != "rw"
+
+    def _refuse_if_read_only(self, operation: str) -> None:
+        if self.read_only:
+            raise DatasetReadOnlyError(
+                f"cannot {operation.replace('_', '-')} in dataset {self._path}: it is read-only (its folder or "
+                f"{DB_NAME} is not writable, e.g. a read-only mount); nothing was changed. Reading it works: "
+                "validate, releases, FrameSamples and export from it; to change it, copy the folder somewhere writable",
+                path=str(self._path),
+            )
+
     @contextmanager
     def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
-        with write_transaction(self._con(), operation, _before_commit) as con:
-            yield con
+        self._refuse_if_read_only(operation)
+        try:
+            with write_transaction(self._con(), operation, _before_commit) as con:
+                yield con
+        except sqlite3.Error as err:
+            raise DatasetError(write_failure(self._path, operation, err), path=str(self._path)) from err
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         """One read transaction: every SELECT inside sees the same state."""
@@ -223,6 +289,10 @@ class Dataset:
         ------
         DatasetError
             If a video with this id is already registered (use :meth:`update_video`).
+        AnnotationError
+            If the video id cannot name a file in a frame store
+            (:func:`vidlabel.spec.video_id_problem`: not UTF-8, over 200
+            bytes, control characters); nothing is written.
 
         Warns
         -----
@@ -232,6 +302,9 @@ class Dataset:
             and which.
         """
         meta = as_meta(meta)
+        problem = video_id_problem(meta.video_id)
+        if problem:
+            raise AnnotationError(f"video id {meta.video_id!r} {problem}; nothing was added", video_id=meta.video_id)
         record = video_record(meta)
         with self._write("add_video") as con:
             try:
@@ -241,12 +314,7 @@ class Dataset:
                     (meta.video_id, *record),
                 )
             except sqlite3.IntegrityError as err:
-                raise DatasetError(
-                    f"video {meta.video_id!r} is already registered in {self._path}; register the file under another "
-                    "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
-                    "(`vidlabel add-video --replace`)",
-                    video_id=meta.video_id,
-                ) from err
+                raise already_registered(self._path, meta.video_id) from err
         _warn_untrusted(meta)
 
     def update_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
@@ -367,6 +435,12 @@ class Dataset:
             registered video's frame, or a different view has this id.
         """
         view = View(view_id, crop, output_size)
+        w, h = view.size
+        if w > MAX_SIDE or h > MAX_SIDE:
+            raise AnnotationError(
+                f"view {view.view_id!r}: output_size {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB "
+                f"image would take {w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}; nothing was added"
+            )
         with self._write("add_view") as con:
             for (metadata,) in con.execute("SELECT metadata FROM videos ORDER BY video_id"):
                 meta = video_from_record(metadata, None, None, None)
@@ -661,7 +735,7 @@ class Dataset:
             },
         )
 
-    def validate(self, *, check_files: bool = True, hash_files: bool = True) -> list[Problem]:
+    def validate(self, *, check_files: bool = True, hash_files: bool = True, for_export: bool = False) -> list[Problem]:
         """Check the live unreviewed and approved rows, the videos and the views.
 
         Parameters
@@ -672,6 +746,10 @@ class Dataset:
             With ``check_files``, also read every video file once (per process)
             to report ``video_file_changed`` when it no longer holds the
             registered bytes. ``build()`` does not hash.
+        for_export : bool
+            Rate ``missing_video_file`` and ``video_file_changed`` as errors
+            (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
+            so no error here means export will read every video.
 
         Returns
         -------
@@ -679,7 +757,8 @@ class Dataset:
             With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
             ``build()`` refuses while any has severity ``"error"``.
         """
-        return self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
+        problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
+        return export_severity(problems) if for_export else problems
 
     def _validate(self, rel: Release, *, check_files: bool = True, hash_files: bool = False) -> list[Problem]:
         return validate_table(
@@ -702,8 +781,11 @@ class Dataset:
         ------
         BuildError
             If ``validate()`` finds problems of severity "error"; nothing is written.
+        DatasetReadOnlyError
+            If the dataset was opened read-only (:attr:`read_only`).
         """
         t0 = time.perf_counter()
+        self._refuse_if_read_only("build")
         rel = self.snapshot()
         problems = self._validate(rel)
         errors = [p for p in problems if p.severity == "error"]
@@ -723,9 +805,20 @@ class Dataset:
         rel = dataclasses.replace(rel, release_id=rid, created=created, info={**rel.info, "counts": counts})
         wrote = False
         if not path.exists():
-            wrote = write_release(rel, path)
+            try:
+                wrote = write_release(rel, path)
+            except OSError as err:
+                raise DatasetError(
+                    f"cannot build in dataset {self._path}: writing the release file {path} failed ({err}"
+                    f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was lost: the dataset is "
+                    "unchanged and no partial release is left (it is written under a temporary name first); "
+                    "free space and run `vidlabel build` again",
+                    path=str(path),
+                ) from err
         if not wrote:
             # The file is the truth: another build of this content (maybe in another process) wrote it first.
+            # It is checked against the id first: an edited file is refused, not reported as this release.
+            read_release(path)
             rel = dataclasses.replace(rel, created=release_created(path))
             created = rel.created
         with self._write("build") as con:
@@ -781,6 +874,9 @@ class Dataset:
         ReleaseNotFoundError
             If the id is unknown, or ``"latest"`` is asked of a dataset with no
             release; the message lists the known ids.
+        ReleaseCorruptError
+            If the release file was edited or damaged on disk: its content no
+            longer gives its content-derived id (checked on every load).
         """
         if release_id is None:
             return self.snapshot()
@@ -807,7 +903,14 @@ class Dataset:
                     f"release {release_id!r} is recorded in {self._path} but its file {path} is missing",
                     path=str(path),
                 )
-            self._releases[release_id] = read_release(path)
+            loaded = read_release(path)
+            if loaded.release_id != release_id:
+                raise ReleaseCorruptError(
+                    f"release file {path} records id {loaded.release_id!r}, not {release_id!r}: it was replaced "
+                    "on disk; restore it, or build a new release from the dataset (`vidlabel build`)",
+                    path=str(path),
+                )
+            self._releases[release_id] = loaded
         return copy_release(self._releases[release_id])
 
     def summary(self) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 One database file per dataset folder (``vidlabel.sqlite``, WAL mode). This
 module creates and checks it, opens one connection per process and thread
+(read-only where the folder or the file is not writable, see
+:func:`open_mode`)
 (a connection inherited through fork is never used or closed by the child),
 runs read and write transactions, and encodes videos (metadata JSON plus a
 compact frame index) and views as table rows. Annotations live in the
@@ -25,7 +27,13 @@ from vidlabel._version import __version__
 from vidlabel.dataset._chunks import pack_ints, unpack_ints
 from vidlabel.dataset._release import index_dict, index_from_dict, video_dict
 from vidlabel.dataset._rows import listing
-from vidlabel.errors import DatasetExistsError, DatasetNotFoundError, SchemaVersionError, UnknownVideoError
+from vidlabel.errors import (
+    DatasetError,
+    DatasetExistsError,
+    DatasetNotFoundError,
+    SchemaVersionError,
+    UnknownVideoError,
+)
 from vidlabel.spec import VideoMetadata, View
 
 __all__ = [
@@ -35,13 +43,18 @@ __all__ = [
     "as_meta",
     "check_database",
     "create_database",
+    "damaged_message",
     "fetch_views",
+    "is_disk_full",
     "label_names",
     "now",
+    "open_mode",
     "read_transaction",
     "unknown_video",
     "video_from_record",
     "video_record",
+    "writable",
+    "write_failure",
     "write_transaction",
 ]
 
@@ -131,6 +144,52 @@ def create_database(folder: Path) -> None:
         con.close()
 
 
+def is_disk_full(err: BaseException) -> bool:
+    """Whether an SQLite or OS error says the disk is full (SQLITE_FULL, ENOSPC, or an I/O error while writing)."""
+    import errno
+
+    text = str(err).lower()
+    return (
+        getattr(err, "errno", None) == errno.ENOSPC
+        or "disk is full" in text
+        or "no space left" in text
+        or "errno = 28" in text
+        or getattr(err, "sqlite_errorname", "") == "SQLITE_FULL"
+    )
+
+
+def _cannot_open(err: sqlite3.OperationalError) -> bool:
+    """Whether SQLite failed to open or read the file itself (I/O, a full disk, locks), not found another schema."""
+    text = str(err).lower()
+    return is_disk_full(err) or any(w in text for w in ("i/o", "unable to open", "locking", "readonly", "read-only"))
+
+
+def damaged_message(p: Path, err: BaseException) -> str:
+    """The explanation of a damaged database file."""
+    return (
+        f"the database of dataset {p} is damaged ({p / DB_NAME}: {err}); nothing was changed. Restore "
+        f"{DB_NAME} from a backup (`sqlite3 {p / DB_NAME} .recover` may save its rows); release files under "
+        f"{p / 'releases'} are checked on their own and can still be read"
+    )
+
+
+def write_failure(p: Path, operation: str, err: sqlite3.Error) -> str:
+    """The explanation of a write transaction SQLite could not complete: what failed, that nothing was lost, what to do."""
+    what = operation.replace("_", "-")
+    if is_disk_full(err) or "disk i/o error" in str(err).lower():
+        cause = "the disk is full" if is_disk_full(err) else "a disk I/O error (a full disk gives this too)"
+        return (
+            f"cannot {what} in dataset {p}: {cause} ({err}). Nothing was lost: the change was rolled back "
+            "and the dataset is as it was before the command; free space and run the same command again"
+        )
+    if "malformed" in str(err):
+        return damaged_message(p, err)
+    return (
+        f"cannot {what} in dataset {p}: SQLite could not write {p / DB_NAME} ({err}). Nothing was lost: the "
+        "change was rolled back; run the same command again once the cause is fixed"
+    )
+
+
 def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     """Check that folder ``p`` holds a vidlabel database this vidlabel can read.
 
@@ -152,7 +211,22 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME})", path=str(p))
     try:
         meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as err:
+        if not _cannot_open(err):  # e.g. "no such table: meta": another SQLite database
+            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+        raise DatasetError(
+            f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
+            f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
+            + (
+                "free space and run the command again"
+                if is_disk_full(err)
+                else "if the disk is full, free space and run the command again; else check the disk and the permissions"
+            ),
+            path=str(p),
+        ) from err
     except sqlite3.DatabaseError as err:
+        if "malformed" in str(err):
+            raise DatasetError(damaged_message(p, err), path=str(p)) from err
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
     if meta.get("format") != _FORMAT:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
@@ -170,11 +244,39 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def writable(path: Path) -> bool:
+    """Whether this process may write ``path`` (``os.access``; False on a read-only mount, even for root)."""
+    return os.access(path, os.W_OK)
+
+
+def open_mode(db_path: Path) -> str:
+    """How to open a dataset's database: ``"rw"``, ``"ro"`` or ``"immutable"``.
+
+    ``"rw"`` when the folder and the file are writable. Otherwise read-only
+    (SQLite ``mode=ro``), and also ``immutable=1`` when the folder is not
+    writable (a read-only mount: SQLite could create neither its shared-memory
+    file nor a lock), unless a write-ahead log is left beside the database
+    (its transactions would be missed): then plain ``mode=ro``, which SQLite
+    can open only if the log's index file is there.
+    """
+    folder = db_path.parent
+    if writable(folder) and writable(db_path):
+        return "rw"
+    wal = db_path.with_name(db_path.name + "-wal")
+    if not writable(folder) and not (wal.exists() and wal.stat().st_size > 0):
+        return "immutable"
+    return "ro"
+
+
 class LocalConnection(threading.local):
-    """The connection of this process and thread to one database, opened on first use."""
+    """The connection of this process and thread to one database, opened on first use.
+
+    ``mode`` is how it was opened (:func:`open_mode`).
+    """
 
     con: sqlite3.Connection | None = None
     pid: int = -1
+    mode: str = "rw"
 
     def get(self, db_path: Path) -> sqlite3.Connection:
         """This thread's connection, opened afresh in a new process (the inherited one is abandoned)."""
@@ -182,10 +284,17 @@ class LocalConnection(threading.local):
         if self.con is None or self.pid != pid:
             if self.con is not None:
                 _ABANDONED.append(self.con)  # inherited through fork: never touch it here
-            con = sqlite3.connect(db_path, timeout=120.0, isolation_level=None, check_same_thread=False)
+            self.mode = open_mode(db_path)
+            if self.mode == "rw":
+                con = sqlite3.connect(db_path, timeout=120.0, isolation_level=None, check_same_thread=False)
+            else:
+                query = "mode=ro&immutable=1" if self.mode == "immutable" else "mode=ro"
+                uri = f"{db_path.absolute().as_uri()}?{query}"
+                con = sqlite3.connect(uri, uri=True, timeout=120.0, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA busy_timeout = 120000")
-            con.execute("PRAGMA synchronous = NORMAL")
-            con.execute("PRAGMA journal_size_limit = 8388608")
+            if self.mode == "rw":
+                con.execute("PRAGMA synchronous = NORMAL")
+                con.execute("PRAGMA journal_size_limit = 8388608")
             self.con, self.pid = con, pid
         return self.con
 

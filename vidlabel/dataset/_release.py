@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vidlabel.errors import ReleaseNotFoundError, SchemaVersionError
+from vidlabel.errors import ReleaseCorruptError, ReleaseNotFoundError, SchemaVersionError
 from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View
 
 if TYPE_CHECKING:
@@ -319,22 +319,57 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def read_release(path: str | os.PathLike[str]) -> Release:
-    """Load a release file written by :func:`write_release`.
+def read_release(path: str | os.PathLike[str], *, verify: bool = True) -> Release:
+    """Load a release file written by :func:`write_release`, checking its content against its id.
+
+    Parameters
+    ----------
+    path : path-like
+    verify : bool
+        Recompute the content-derived id (:func:`release_id_of`: sha256 over
+        labels, views, videos and every table column) and refuse a file whose
+        content does not give the id it records.
 
     Raises
     ------
     ReleaseNotFoundError
         If the file does not exist or is not a release file.
+    ReleaseCorruptError
+        If the file cannot be read as HDF5 or lacks part of the layout (damaged),
+        or, with ``verify``, its content does not give its recorded id (edited
+        on disk after the build).
     SchemaVersionError
         If it was written by a newer vidlabel with a layout this one cannot read.
     """
-    import h5py
-    import hdf5plugin  # noqa: F401  (registers the Blosc filter)
-
     p = Path(path)
     if not p.is_file():
         raise ReleaseNotFoundError(f"release file {p} does not exist", path=str(p))
+    try:
+        release = _read_release_file(p)
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        if isinstance(err, (ReleaseNotFoundError, SchemaVersionError)):
+            raise
+        raise ReleaseCorruptError(
+            f"release file {p} is damaged and cannot be read ({type(err).__name__}: {err}); "
+            "build the release again from its dataset (`vidlabel build`) or restore the file",
+            path=str(p),
+        ) from err
+    if verify:
+        actual = release_id_of(release.labels, release.views, release.videos, release.table)
+        if actual != release.release_id:
+            raise ReleaseCorruptError(
+                f"release file {p} was changed after it was built: it records id {release.release_id!r} but its "
+                f"content (labels, views, videos, rows) gives {actual!r}; a release is never edited. Restore the "
+                "file, or delete it and build a new release from the dataset (`vidlabel build`)",
+                path=str(p),
+            )
+    return release
+
+
+def _read_release_file(p: Path) -> Release:
+    import h5py
+    import hdf5plugin  # noqa: F401  (registers the Blosc filter)
+
     with h5py.File(p, "r") as f:
         if f.attrs.get("format") != _FORMAT:
             raise ReleaseNotFoundError(f"{p} is not a vidlabel release file", path=str(p))

@@ -340,12 +340,19 @@ def _rle_runs(counts: Any) -> np.ndarray | str:
         if isinstance(counts, bytes | bytearray):
             return rle_counts(bytes(counts))
         if isinstance(counts, Sequence | np.ndarray):
-            runs = np.asarray(counts, dtype=np.int64).reshape(-1)
+            arr = np.asarray(counts)
+            if arr.dtype == object and arr.ndim == 1 and all(type(x) is int for x in arr.tolist()):
+                arr = np.asarray(counts, dtype=np.int64)  # Python ints past int64: OverflowError, said below
+            if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+                raise ValueError(f"uncompressed counts must be a flat list of integers, got {_show(counts)}")
+            if not isinstance(counts, np.ndarray) and any(isinstance(x, bool) for x in counts):
+                raise ValueError(f"uncompressed counts must be integers, not true/false, got {_show(counts)}")
+            runs = arr.astype(np.int64, copy=False)
             if (runs < 0).any():
                 raise ValueError("negative run length")
             return runs
         raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
-    except (ValueError, UnicodeEncodeError) as err:
+    except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
         return f"mask RLE counts are not valid COCO RLE ({err})"
 
 
@@ -355,10 +362,15 @@ def _parse_rle(
     """A COCO RLE dict: (counts, bbox) at full size, the (H, W) mask at the crop's size, or what is wrong."""
     if "size" not in value or "counts" not in value:
         return f"a mask RLE needs 'size' and 'counts', got keys {sorted(map(str, value))}; allowed: COCO RLE"
-    try:
-        h, w = (int(v) for v in value["size"])
-    except (TypeError, ValueError):
-        return f"mask RLE size must be [height, width], got {_show(value['size'])}"
+    size = value["size"]
+    if (
+        not isinstance(size, Sequence | np.ndarray)
+        or isinstance(size, str | bytes)
+        or len(size) != 2
+        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in size)
+    ):
+        return f"mask RLE size must be [height, width] as two integers, got {_show(size)}"
+    h, w = (int(v) for v in size)
     counts = value["counts"]
     runs = _rle_runs(counts)
     if isinstance(runs, str):
@@ -692,12 +704,16 @@ def _check_box_bounds(
     leaving the frame (with ``clip``: only those entirely outside)."""
     W, H = b.video.width, b.video.height
     with np.errstate(invalid="ignore"):
-        inverted = finite & ((xyxy[:, 2] <= xyxy[:, 0]) | (xyxy[:, 3] <= xyxy[:, 1]))
+        x32 = xyxy.astype(np.float32)  # as stored: a box that is wider than 0 only in float64 is empty there
+        inverted = finite & ((x32[:, 2] <= x32[:, 0]) | (x32[:, 3] <= x32[:, 1]))
         outside = finite & ~inverted & ((xyxy[:, 0] < 0) | (xyxy[:, 1] < 0) | (xyxy[:, 2] > W) | (xyxy[:, 3] > H))
     b.ref.add(
         b.at(bidx, inverted),
         "box",
-        lambda i: f"{_show(box_v[i])} is empty or inverted; allowed: x0 < x1 and y0 < y1 (xyxy corners)",
+        lambda i: (
+            f"{_show(box_v[i])} is empty or inverted; allowed: x0 < x1 and y0 < y1 (xyxy corners, compared"
+            " as float32, the stored type)"
+        ),
     )
     if not clip:
         b.ref.add(

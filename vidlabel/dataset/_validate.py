@@ -15,9 +15,11 @@ code                   severity  meaning
 missing_video_file     warning   no source recorded, or the recorded local path does not exist.
                                  A warning: a release can be exported or trained from a store
                                  without the videos; readers fail later with VideoNotFoundError.
+                                 An error with ``for_export=True`` (export needs the file).
 video_file_changed     warning   the file at the recorded path no longer holds the registered bytes (its
                                  content hash differs): readers and export refuse it
                                  (VideoChangedError). Checked only with ``hash_files=True``.
+                                 An error with ``for_export=True``.
 frame_index_stale      warning   the stored frame index was read from another file (its content hash
                                  differs from the video's); readers ignore it with a warning.
 frame_index_length     error     the frame index covers a different number of frames than the
@@ -38,6 +40,10 @@ untrusted_frame        warning   a box or mask row on a frame without a trustwor
                                  export leave the row out: the reader refuses that frame.
 =====================  ========  =====================================================================
 
+``for_export=True`` (``vidlabel validate --for-export``) rates the codes in
+:data:`EXPORT_ERRORS` as errors: export refuses those videos, so a validate
+for export without errors means export will read every video.
+
 Existence is judged with ``os.path.exists``. Video files are hashed only when
 asked (``hash_files=True``, what ``Dataset.validate`` does by default: every
 file is read once per process); the index's staleness is judged from the
@@ -46,6 +52,7 @@ stored hashes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,7 +65,7 @@ import numpy as np
 from vidlabel.dataset._rows import unique_rows
 from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View, ranges_text
 
-__all__ = ["PROBLEM_CODES", "Problem", "untrusted_summary", "validate_table"]
+__all__ = ["EXPORT_ERRORS", "PROBLEM_CODES", "Problem", "for_export", "untrusted_summary", "validate_table"]
 
 _MASK, _MARKER = KINDS.index("mask"), KINDS.index("marker")
 
@@ -81,6 +88,9 @@ PROBLEM_CODES: dict[str, Severity] = {
     "box_outside_view": "warning",
     "untrusted_frame": "warning",
 }
+
+#: Codes that are errors for export (``for_export=True``): export refuses the video.
+EXPORT_ERRORS: frozenset[str] = frozenset({"missing_video_file", "video_file_changed"})
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,14 @@ class Problem:
         }
 
 
+def for_export(problems: Sequence[Problem]) -> list[Problem]:
+    """The problems with the codes of :data:`EXPORT_ERRORS` rated ``"error"`` (export refuses those videos)."""
+    return [
+        dataclasses.replace(p, severity="error") if p.code in EXPORT_ERRORS and p.severity != "error" else p
+        for p in problems
+    ]
+
+
 def untrusted_summary(meta: VideoMetadata) -> str | None:
     """One line on a video's frames without a trustworthy picture, or None when it has none (or none known).
 
@@ -138,8 +156,8 @@ def untrusted_summary(meta: VideoMetadata) -> str | None:
     frames = "1 frame has" if n == 1 else f"{n} frames have"
     return (
         f"video {meta.video_id!r}: {frames} no trustworthy picture ({ranges_text(meta.untrusted_frames or ())}: "
-        "they follow a decode error before the next keyframe, or their packet does not decode; the file may be "
-        "truncated or corrupt)"
+        "they follow a decode error before the next keyframe, or their packet does not decode, or the decoder "
+        "marked them or their packet corrupt; the file may be truncated or corrupt)"
     )
 
 

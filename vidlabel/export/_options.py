@@ -10,7 +10,7 @@ process receives it with each unit job.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,10 @@ import numpy as np
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError
+from vidlabel.spec import MAX_SIDE
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
-from vidlabel.store._remote import refuse_url_output
+from vidlabel.store._remote import is_url, refuse_url_output
 
 __all__ = ["MEDIASEQUENCE", "ExportOptions", "check_options"]
 
@@ -78,6 +79,12 @@ class ExportOptions:
     overwrite: bool = False
     clip_frames: int | None = None
     shard_frames: int = 1024
+    storage_options: dict[str, Any] | None = None
+
+    @property
+    def is_url(self) -> bool:
+        """True when the store is written straight into an object store (``out`` is a URL)."""
+        return is_url(self.out)
 
     def selection(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`FrameSamples.from_release` that choose the stored frames."""
@@ -95,13 +102,20 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     ------
     OptionError
         On an unknown format or codec, a bad ``chunk_frames``, ``workers`` or
-        ``output_size``, or a URL for ``out``; the message names the option, the
-        value given and what is allowed.
+        ``output_size``, a URL for ``out`` with ``format="hdf5"``, or ``storage_options`` that are not a
+        mapping or come with a local ``out``; the message names the option, the value given and what is allowed.
     """
     fmt = options["format"]
     if fmt not in (*BACKENDS, MEDIASEQUENCE):
         raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join((*BACKENDS, MEDIASEQUENCE))}")
-    refuse_url_output(out, format=fmt)  # object stores: export locally, then vidlabel.store.upload
+    refuse_url_output(out, format=fmt)  # only Zarr stores are written straight into object stores
+    _refuse_url_without_conditional_writes(out)
+    storage_options = options.get("storage_options")
+    if storage_options is not None:
+        if not isinstance(storage_options, Mapping):
+            raise OptionError(f"storage_options must be a mapping of fsspec options, got {storage_options!r}")
+        if not is_url(out):
+            raise OptionError(f"storage_options apply to URLs only; {str(out)!r} is a local path")
     if fmt == MEDIASEQUENCE:
         _check_mediasequence(options)
     else:
@@ -143,6 +157,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         overwrite=bool(options.get("overwrite", False)),
         clip_frames=None if options.get("clip_frames") is None else int(options["clip_frames"]),
         shard_frames=int(options.get("shard_frames") or 1024),
+        storage_options=None if storage_options is None else dict(storage_options),
     )
 
 
@@ -179,9 +194,31 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
         raise OptionError(f"{name} must be (width, height), got {value!r}") from err
     if w <= 0 or h <= 0:
         raise OptionError(f"{name} must be positive, got {value!r}")
+    if w > MAX_SIDE or h > MAX_SIDE:
+        raise OptionError(
+            f"{name} {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB frame would take "
+            f"{w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}"
+        )
     return (w, h)
 
 
 def roots_of(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
     """Video search folders as strings (one folder may be given alone)."""
     return tuple(str(r) for r in ([roots] if isinstance(roots, (str, os.PathLike)) else roots))
+
+
+#: URL schemes whose filesystems vidlabel does create-only and If-Match writes on (ObjectStore.conditional_kind).
+CONDITIONAL_SCHEMES = ("s3", "s3a", "file", "memory")
+
+
+def _refuse_url_without_conditional_writes(out: Any) -> None:
+    """Refuse a plain URL whose scheme has no conditional writes before any connection is tried."""
+    if not is_url(out) or "::" in str(out):  # a chained URL ("simplecache::s3://..."): its filesystem decides
+        return
+    scheme = str(out).split("://", 1)[0].lower()
+    if scheme not in CONDITIONAL_SCHEMES:
+        raise OptionError(
+            f"cannot export to {str(out)!r}: exporting straight into an object store needs conditional writes "
+            f"(create-only and If-Match), which vidlabel does on {', '.join(s + '://' for s in CONDITIONAL_SCHEMES)}; "
+            f"export to a local folder with format='zarr' and upload it: `vidlabel upload OUT {out}`"
+        )

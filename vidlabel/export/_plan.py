@@ -423,7 +423,9 @@ def plan_units(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> UnitW
         elif video.frames_key not in planned:
             planned.add(video.frames_key)
             have, sources = _copy_sources(backend, stored.sound_units_of(video.pixel_key), video.frame_number)
-            work.jobs.append(_unit_job(backend, plan, opts, video, video.frame_number[~have], sources))
+            job = _unit_job(backend, plan, opts, video, video.frame_number[~have], sources)
+            job.rewrite = video.frames_key in stored.attrs  # stored, but damaged
+            work.jobs.append(job)
     work.damaged = stored.damaged
     return work
 

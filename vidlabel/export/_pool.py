@@ -25,14 +25,15 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
 from typing import Any
 
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._units import UnitJob, UnitResult, run_unit, set_progress_queue
 
-__all__ = ["progress_bar", "run_units"]
+__all__ = ["UnitsFailed", "progress_bar", "run_units"]
 
 _POLL_SECONDS = 0.2  # how often the driver looks at the progress queue while units run
 _WATCH_SECONDS = 1.0  # how often a worker checks that the driver is alive (fallback to PR_SET_PDEATHSIG)
@@ -48,8 +49,24 @@ def progress_bar(show: bool, total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="frame", smoothing=0.1)
 
 
-def run_units(jobs: list[UnitJob], opts: ExportOptions, bar: Any) -> Iterator[UnitResult]:
-    """Run ``jobs`` inline (one worker or one job) or on a local pool of ``opts.workers`` spawned processes."""
+class UnitsFailed(Exception):
+    """Units of an export run on an executor failed (the others were written): ``failures`` pairs each failed
+    job with its error, in the order the errors came back."""
+
+    def __init__(self, failures: list[tuple[UnitJob, BaseException]]) -> None:
+        super().__init__(f"{len(failures)} frames unit(s) failed")
+        self.failures = failures
+
+
+def run_units(
+    jobs: list[UnitJob], opts: ExportOptions, bar: Any, executor: Executor | None = None
+) -> Iterator[UnitResult]:
+    """Run ``jobs`` on ``executor`` (one task per unit; a failed unit does not stop the others, see
+    :class:`UnitsFailed`), else inline (one worker or one job) or on a local pool of ``opts.workers`` spawned
+    processes (the first failure stops starting units)."""
+    if executor is not None:
+        yield from run_on_executor(executor, jobs, opts, bar, keep_going=True)
+        return
     if opts.workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             yield run_unit(job, opts, on_frame=None if bar is None else bar.update)
@@ -112,38 +129,65 @@ def _stop_workers(pool: Any) -> None:
 
 
 def run_on_executor(
-    executor: Executor, jobs: list[UnitJob], opts: ExportOptions, bar: Any, progress_queue: Any = None
-) -> Iterator[UnitResult]:
+    executor: Executor, jobs: list[UnitJob], opts: ExportOptions, bar: Any, progress_queue: Any = None,
+    *, keep_going: bool = False,
+) -> Iterator[UnitResult]:  # fmt: skip
     """Submit one :func:`run_unit` task per job to ``executor``; yield the results as they come.
 
     ``progress_queue``, when the workers report to one, receives ``(unit key, frames)`` while they write;
-    the rest of each unit's frames are counted when its result arrives.
+    the rest of each unit's frames are counted when its result arrives. With ``keep_going`` a failed unit
+    does not stop the others and :class:`UnitsFailed` is raised at the end; else the first failure cancels
+    the units not started and is raised once those running have finished. A caller that stops early
+    (an error while publishing) cancels the units not yet started.
     """
-    futures: dict[Future[UnitResult], UnitJob] = {executor.submit(run_unit, job, opts): job for job in jobs}
+    submission = uuid.uuid4().hex  # engines that key tasks by their arguments (Dask) never merge two exports' tasks
+    futures: dict[Future[UnitResult], UnitJob] = {
+        executor.submit(_run_task, job, opts, submission): job for job in jobs
+    }
     reported: dict[str, int] = {}
     finished: set[str] = set()
     pending = set(futures)
     error: BaseException | None = None
-    while pending:
-        done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
-        _drain_progress(progress_queue, bar, reported, finished)
-        for fut in done:
-            if fut.cancelled():
-                continue
-            exc = fut.exception()
-            if exc is not None:  # stop starting units; publish those that finish; raise at the end
-                if error is None:
-                    error = exc
-                    for other in pending:
-                        other.cancel()
-                continue
-            result = fut.result()
-            finished.add(result.key)
-            if bar is not None:
-                bar.update(futures[fut].frames - reported.pop(result.key, 0))
-            yield result
+    failures: list[tuple[UnitJob, BaseException]] = []
+    cancelled_here: set[Future[UnitResult]] = set()
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            _drain_progress(progress_queue, bar, reported, finished)
+            for fut in done:
+                if fut in cancelled_here:
+                    continue
+                exc = (
+                    CancelledError(f"the executor cancelled the task of video {futures[fut].attrs.get('video_id')!r}")
+                    if fut.cancelled()
+                    else fut.exception()
+                )
+                if exc is not None:
+                    if keep_going:
+                        failures.append((futures[fut], exc))
+                        if bar is not None:
+                            bar.update(futures[fut].frames - reported.pop(futures[fut].key, 0))
+                    elif error is None:  # stop starting units; publish those that finish; raise at the end
+                        error = exc
+                        cancelled_here.update(other for other in pending if other.cancel())  # not those running
+                    continue
+                result = fut.result()
+                finished.add(result.key)
+                if bar is not None:
+                    bar.update(futures[fut].frames - reported.pop(result.key, 0))
+                yield result
+    finally:
+        for fut in pending:
+            fut.cancel()
     if error is not None:
         raise error
+    if failures:
+        raise UnitsFailed(failures)
+
+
+def _run_task(job: UnitJob, opts: ExportOptions, submission: str) -> UnitResult:
+    """:func:`run_unit` as one export's task (``submission`` makes its arguments, hence an engine's key, its own)."""
+    return run_unit(job, opts)
 
 
 def _drain_progress(progress_queue: Any, bar: Any, reported: dict[str, int], finished: set[str]) -> None:

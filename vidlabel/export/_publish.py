@@ -21,8 +21,17 @@ from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION
+from vidlabel.store._remote import parse_json
 
-__all__ = ["Publisher", "StoreSource", "prepare_folder", "refuse_file_target", "resumable_when_disk_full", "write_root"]
+__all__ = [
+    "Publisher",
+    "StoreSource",
+    "prepare_folder",
+    "prepare_url",
+    "refuse_file_target",
+    "resumable_when_disk_full",
+    "write_root",
+]
 
 
 def refuse_file_target(folder: Path) -> None:
@@ -85,16 +94,62 @@ def prepare_folder(folder: Path, format: str, source: StoreSource, *, overwrite:
             path=str(folder),
         )
     attrs, _ = backend.read_root()
+    _take_over(backend, str(folder), attrs, source, overwrite)
+    return backend
+
+
+def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
+    """Refuse a store of another dataset (unless ``overwrite``); mark the root incomplete, recording the writer."""
     if not overwrite and not source.wrote(attrs):
         raise StoreError(
-            f"{str(folder)!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
+            f"{where!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
             f"(release {attrs.get('release_id')}), not from this export's dataset {source.dataset!r} "
             f"(release {source.release_id}): not replacing it. Export to another folder, or pass overwrite=True "
             "(`vidlabel export ... --overwrite`) to replace that store",
-            path=str(folder),
+            path=where,
         )
     kept = {k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT}
     backend.mark_incomplete({**kept, **source.root_attrs()})
+
+
+def prepare_url(
+    url: str, storage_options: dict[str, Any] | None, source: StoreSource, *, overwrite: bool = False
+) -> Any:
+    """The backend of a Zarr store written straight into an object store at ``url``; takes its root over.
+
+    Raises
+    ------
+    OptionError
+        If the URL's filesystem has no conditional writes (see :meth:`ZarrURLBackend.check_writable`).
+    StoreError
+        If ``url`` holds objects that are not a vidlabel store (or an HDF5 store).
+        Also, as :func:`prepare_folder`, if it holds a store exported from another dataset or release and
+        ``overwrite`` is false.
+    StoreLockedError
+        If another export took the root over at the same moment.
+    """
+    from vidlabel.store._zarr import ZarrURLBackend
+
+    backend = backend_for(url, "zarr", storage_options=storage_options)
+    assert isinstance(backend, ZarrURLBackend)
+    backend.check_writable()
+    store = backend.store
+    root = parse_json(store.get("zarr.json"))
+    if store.exists("store.h5"):
+        raise StoreError(f"{url!r} holds an HDF5 frame store (store.h5); export to another URL", path=url)
+    if root is not None and not (root.get("node_type") == "group" and root.get("attributes", {}).get("format")):
+        raise StoreError(
+            f"{url!r} holds a Zarr group that is not a vidlabel frame store; export to another URL", path=url
+        )
+    if root is None:
+        others = [name for name in store.list_dirs() if name not in ("videos", "units", "index")]
+        if others:
+            raise StoreError(
+                f"{url!r} is not empty and holds no vidlabel frame store (found {', '.join(others[:5])}); "
+                "export to a new or empty URL",
+                path=url,
+            )
+    _take_over(backend, url, dict((root or {}).get("attributes", {})), source, overwrite)
     return backend
 
 

@@ -43,22 +43,25 @@ last) and reporting (``_report``). How it works:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError, VideoChangedError, VideoDecodeError
+from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDecodeError, VidlabelError
 from vidlabel.export._mediasequence import export_mediasequence
 from vidlabel.export._options import MEDIASEQUENCE, ExportOptions, check_options
 from vidlabel.export._plan import ExportPlan, UnitWork, plan_export, plan_units, select_frames
-from vidlabel.export._pool import progress_bar, run_units
+from vidlabel.export._pool import UnitsFailed, progress_bar, run_units
 from vidlabel.export._publish import (
     Publisher,
     StoreSource,
     prepare_folder,
+    prepare_url,
     refuse_file_target,
     resumable_when_disk_full,
     write_root,
@@ -91,6 +94,8 @@ def export(
     overwrite: bool = False,
     clip_frames: int | None = None,
     shard_frames: int | None = None,
+    executor: Executor | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
     """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random,
     or into MediaSequence SequenceExamples in TFRecord shards (``format="mediasequence"``).
@@ -99,9 +104,10 @@ def export(
     ----------
     ds : Dataset or Release
         The dataset (or a release already in hand).
-    out : path
-        The store folder. An existing store there is updated: its frames are
-        reused where they match, a killed export is resumed.
+    out : path or str
+        The store folder, or (``format="zarr"``) an object store URL (``s3://bucket/store``, ``file://``,
+        ``memory://``) written straight into, without a local copy. An existing store there is updated:
+        its frames are reused where they match, a killed export is resumed.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
     format : {"hdf5", "zarr", "mediasequence"}
@@ -147,6 +153,15 @@ def export(
         MediaSequence only: stored frames per SequenceExample (default: one per video).
     shard_frames : int, optional
         MediaSequence only: a shard is closed once it holds this many frames (default 1024).
+    executor : concurrent.futures.Executor, optional
+        Run one task per frames unit on it (e.g. ``distributed.Client(address).get_executor()``) instead of
+        the local pool (``workers`` is then unused; HDF5 and Zarr only). A unit that fails does not stop the others: they are
+        written, the store records which videos failed and why, and the first failure is raised. Tasks may
+        run more than once (a killed worker's task is rerun): each writes the same bytes under the same keys
+        and one finding its unit complete does nothing. A local ``out`` must be visible to every worker.
+    storage_options : mapping, optional
+        fsspec options of a URL ``out`` (for ``s3://``, s3fs's: ``key``, ``secret``,
+        ``client_kwargs={"endpoint_url": ...}``); they travel with every task.
 
     Returns
     -------
@@ -155,13 +170,16 @@ def export(
     Raises
     ------
     OptionError
-        On a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), or if
-        ``out`` is a URL: export to a local folder and :func:`vidlabel.store.upload` it.
+        On a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), a URL ``out`` with
+        ``format="hdf5"`` or on a filesystem without conditional writes (not ``s3://``, ``file://``,
+        ``memory://``), an ``executor`` that is not a ``concurrent.futures.Executor``, or a ``memory://``
+        ``out`` with worker processes (memory stores live in one process).
     StoreError
         If ``out`` holds something other than a store of this format, or a
         store exported from another dataset or release (unless ``overwrite``).
     StoreLockedError
-        If another process is writing ``out``.
+        If another process is writing ``out`` (for a URL: if another export took its root over, at the start
+        or while this one ran; this one then does not publish).
     ReleaseNotFoundError, VideoNotFoundError, VideoDecodeError
         From the dataset and the reader.
     VideoChangedError
@@ -180,13 +198,20 @@ def export(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
         frames_only=frames_only, overwrite=overwrite, clip_frames=clip_frames, shard_frames=shard_frames,
+        storage_options=storage_options,
     )  # fmt: skip
+    _check_executor(executor, opts)
     rel = _resolve_release(ds, release)
     selection = select_frames(rel, opts, str(getattr(ds, "path", "")) or rel.info.get("dataset"))
     source = StoreSource(selection.dataset_path, rel.release_id, frozenset(_releases_of(ds)))
-    folder = Path(out)
-    refuse_file_target(folder)
-    report = ExportReport(out=str(folder), format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
+    lock: Any
+    if opts.is_url:  # no lock on an object store: the root's conditional writes keep exports apart
+        where, lock = opts.out.rstrip("/"), contextlib.nullcontext()
+    else:
+        folder = Path(out)
+        refuse_file_target(folder)
+        where, lock = str(folder), StoreLock(folder)
+    report = ExportReport(out=where, format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
     if opts.format == MEDIASEQUENCE:
         with StoreLock(folder):
             plan = plan_export(selection, opts)
@@ -201,20 +226,41 @@ def export(
         report.seconds = time.perf_counter() - t0
         report.size_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
         return report
-    with StoreLock(folder):
-        backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
+    with lock:
+        if opts.is_url:
+            backend = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
+        else:
+            backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
         report_damaged(report, work.damaged, stacklevel=2)
         with resumable_when_disk_full(backend):
-            _write_units(backend, plan, work, opts, report, ds)
+            _write_units(backend, plan, work, opts, report, ds, executor)
             report.samples = write_root(backend, plan, opts)
         report.videos = len(plan.videos)
         report.seconds = time.perf_counter() - t0
         report.size_bytes = backend.size_on_disk()
     return report
+
+
+def _check_executor(executor: Any, opts: ExportOptions) -> None:
+    if executor is not None and opts.format == MEDIASEQUENCE:
+        raise OptionError("executor applies to format='hdf5' and 'zarr' exports; a MediaSequence export runs here")
+    if executor is not None and not isinstance(executor, Executor):
+        raise OptionError(
+            f"executor must be a concurrent.futures.Executor (e.g. distributed.Client(address).get_executor()), "
+            f"got {executor!r}"
+        )
+    if opts.out.startswith("memory://") and (
+        (executor is not None and not isinstance(executor, ThreadPoolExecutor))
+        or (executor is None and opts.workers > 1)
+    ):
+        raise OptionError(
+            f"cannot export to {opts.out!r} with worker processes: memory:// stores live in one process; "
+            "use file:// or an object store (s3://...), or workers=1"
+        )
 
 
 def _resolve_release(ds: Any, release: str | Release | None) -> Release:
@@ -236,28 +282,30 @@ def _releases_of(ds: Any) -> list[str]:
 
 
 def _write_units(
-    backend: Backend, plan: ExportPlan, work: UnitWork, opts: ExportOptions, report: ExportReport, ds: Any
-) -> None:
+    backend: Backend, plan: ExportPlan, work: UnitWork, opts: ExportOptions, report: ExportReport, ds: Any,
+    executor: Executor | None = None,
+) -> None:  # fmt: skip
     """Run the unit jobs, publishing each video as soon as its frames are in place.
 
     A frame the reader refuses, or a video whose file changed, stops the export: the root records why (a
-    rerun cannot succeed), and the error says what to do.
+    rerun cannot succeed), and the error says what to do. On an executor the other units keep going first,
+    and the root also records which videos failed and why (``failed_videos``).
     """
     publisher = Publisher(backend, work.to_publish, {job.key for job in work.jobs})
     total = sum(job.frames for job in work.jobs)
-    bar = progress_bar(opts.progress and total > 0, total, f"export {backend.folder.name}")  # none with nothing to do
+    name = str(backend.folder).rstrip("/").rsplit("/", 1)[-1]
+    bar = progress_bar(opts.progress and total > 0, total, f"export {name}")  # none with nothing to do
     try:
-        for result in run_units(work.jobs, opts, bar):
+        for units_done, result in enumerate(run_units(work.jobs, opts, bar, executor), 1):
             report.frames_decoded += result.decoded
             report.frames_copied += result.copied
             publisher.unit_done(result.key)
+            if bar is not None and executor is not None:  # frames on the bar, units beside it
+                bar.set_postfix_str(f"units {units_done}/{len(work.jobs)}")
+    except UnitsFailed as failed:
+        _record_failures(backend, plan, work, failed, ds)
     except VideoDecodeError as err:
-        folder, dataset_path = backend.folder, plan.dataset_path
-        failure = (
-            changed_failure(err, folder, dataset_path, ds, plan.release)
-            if isinstance(err, VideoChangedError)
-            else decode_failure(err, plan.release, folder, dataset_path)
-        )
+        failure = _failure(err, backend, plan, ds)
         # a rerun cannot succeed: readers of the incomplete store say why instead of "rerun to resume"
         attrs, _ = backend.read_root()
         backend.mark_incomplete({**attrs, "failed": str(failure)})
@@ -265,6 +313,48 @@ def _write_units(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _failure(err: VideoDecodeError, backend: Backend, plan: ExportPlan, ds: Any) -> VideoDecodeError:
+    folder, dataset_path = backend.folder, plan.dataset_path
+    if isinstance(err, VideoChangedError):
+        return changed_failure(err, folder, dataset_path, ds, plan.release)
+    return decode_failure(err, plan.release, folder, dataset_path)
+
+
+def _record_failures(backend: Backend, plan: ExportPlan, work: UnitWork, failed: UnitsFailed, ds: Any) -> None:
+    """Units failed on an executor (the others are published): record which videos and why, raise the first."""
+    videos_of: dict[str, list[str]] = {}
+    for video in work.to_publish:
+        videos_of.setdefault(video.frames_key, []).append(video.video_id)
+    reasons: dict[str, str] = {}
+    for job, exc in failed.failures:
+        for vid in videos_of.get(job.key, [str(job.attrs.get("video_id"))]):
+            reasons[vid] = f"{type(exc).__name__}: {exc}"
+    job, first = failed.failures[0]
+    names = ", ".join(repr(v) for v in list(reasons)[:5]) + (" ..." if len(reasons) > 5 else "")
+    others = f"{len(failed.failures)} of {len(work.jobs)} frames units failed (videos {names}); the others are written"
+    failure: BaseException
+    if isinstance(first, VideoDecodeError):  # as without an executor, plus what happened to the others
+        failure = _failure(first, backend, plan, ds)
+        message = f"{failure} {others}."
+        failure.args, failure.message = (message,), message
+    else:
+        message = (
+            f"export to {str(backend.folder)!r} stopped: {others}. Video {job.attrs.get('video_id')!r}: "
+            f"{type(first).__name__}: {str(first).removesuffix('; rerun the export to resume')}. "
+            "Rerun the export to resume (the videos written are kept)"
+        )
+        failure = StoreError(message, path=str(backend.folder), video_id=job.attrs.get("video_id"))
+        if isinstance(first, VidlabelError):  # keep the class (VideoNotFoundError, StoreError, ...)
+            try:
+                failure = type(first)(message)
+                failure.path, failure.video_id = first.path, first.video_id or job.attrs.get("video_id")
+            except Exception:  # a class that does not take one message: the StoreError
+                pass
+    attrs, _ = backend.read_root()
+    backend.mark_incomplete({**attrs, "failed": message, "failed_videos": reasons})
+    raise failure from first
 
 
 def cache(

@@ -21,6 +21,7 @@ from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.geometry import resize_image
 from vidlabel.spec import VideoMetadata, View
+from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import backend_for
 from vidlabel.store._writer import write_frames
 from vidlabel.video._heap import keep_heap_top
@@ -44,6 +45,7 @@ class UnitJob:
     decode: np.ndarray
     sources: list[tuple[str, np.ndarray, np.ndarray]]  # (unit key, its frame numbers, which of ours it holds)
     attrs: dict[str, Any]
+    rewrite: bool = False  # the store holds this unit damaged: write it again, even over a complete one
 
     @property
     def frames(self) -> int:
@@ -53,11 +55,20 @@ class UnitJob:
 
 @dataclass(frozen=True)
 class UnitResult:
-    """What writing one unit did: its key, frames decoded and copied."""
+    """What writing one unit did: its key, frames decoded and copied; ``published_before`` when the task found
+    the unit already complete (an earlier attempt of an engine that runs tasks at least once) and wrote nothing."""
 
     key: str
     decoded: int
     copied: int
+    published_before: bool = False
+
+
+def unit_backend(job: UnitJob, opts: ExportOptions) -> Backend:
+    """The store's backend in the process writing ``job`` (a URL's with the export's storage options)."""
+    if opts.storage_options:
+        return backend_for(job.folder, opts.format, storage_options=opts.storage_options)
+    return backend_for(job.folder, opts.format)
 
 
 # A worker process's progress queue (set by the pool's initializer): it receives (unit key, frames written).
@@ -73,6 +84,9 @@ def set_progress_queue(progress_queue: Any) -> None:
 def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None) -> UnitResult:
     """Write and publish frames unit ``job.key``; ``on_frame`` (or this worker's progress queue) hears of each frame.
 
+    A unit already complete in the store is left as it is (engines run a task at least once: a second
+    attempt, or a rerun after the driver was killed, decodes nothing).
+
     Raises
     ------
     VideoDecodeError, VideoChangedError, VideoNotFoundError
@@ -84,7 +98,11 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
     counts = {"decoded": 0, "copied": 0}
     if on_frame is None and _PROGRESS is not None:
         on_frame = _queue_reporter(job.key, _PROGRESS)
-    backend = backend_for(job.folder, opts.format)
+    backend = unit_backend(job, opts)
+    if job.rewrite:
+        backend.discard_unit(job.key)
+    elif backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
+        return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(
             backend, job.key, unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
@@ -139,7 +157,7 @@ def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Ge
         for r, sr in zip(ours.tolist(), src_rows.tolist()):
             per_row.setdefault(r, (s, sr))
     decode_rows = set(np.searchsorted(job.frame_number, job.decode).tolist())
-    backend = backend_for(job.folder, opts.format) if job.sources else None  # a MediaSequence job copies nothing
+    backend = unit_backend(job, opts) if job.sources else None  # a MediaSequence job copies nothing
     readers: dict[int, Any] = {}
     reader = decoded = None
     if job.decode.size:

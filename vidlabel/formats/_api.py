@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -13,12 +14,24 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Dataset, Release
-from vidlabel.errors import AnnotationError, FormatError
+from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning
 
 from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
+
+
+#: What a file of each format holds rows in, for the warning on a file that yields none.
+EXPECTED_ROWS = {
+    "mot": "lines 'frame,id,left,top,width,height,...' (6, 7, 9 or 10 comma-separated columns)",
+    "cvat-video": "<track> elements holding <box>, <mask> or <polygon> shapes, or <tag>s in <image> elements",
+    "ytvis": "'annotations' with per-frame 'bboxes' or 'segmentations'",
+    "coco-vid": "'annotations' with a 'bbox' or 'segmentation' on an image of a 'videos' entry",
+    "label-studio": "tasks whose annotations[].result or predictions[].result hold videorectangle or "
+    "timelinelabels regions",
+    "mediasequence": "tf.train.SequenceExample records with region/bbox, segment or clip label features",
+}
 
 
 def _format(name: str) -> tuple[Any, Any]:
@@ -68,7 +81,10 @@ def import_labels(
     **format_options
         Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
         ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
-        every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes).
+        every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes)
+        and ``track_ids`` ("new", the default: when the video already holds tracks, the file's tracks
+        are numbered after them, so a second file never merges into the first file's tracks; "keep":
+        the file's track ids as they are).
 
     Returns
     -------
@@ -83,6 +99,12 @@ def import_labels(
         Nothing is written.
     UnknownVideoError
         If ``video_id`` is not registered.
+
+    Warns
+    -----
+    VidlabelWarning
+        If the file yields no rows at all (and none were skipped): an empty file, or a file of another
+        shape (``{"a": 1}`` as Label Studio); the warning names the file and what the format holds rows in.
     """
     importer, _ = _format(format)
     p = Path(path)
@@ -90,6 +112,9 @@ def import_labels(
         ds.video(video_id)  # UnknownVideoError with the known ids
     options = dict(format_options)
     clip = bool(options.pop("clip", True))
+    track_ids = options.pop("track_ids", "new")
+    if track_ids not in ("new", "keep"):
+        raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
     metas = {m.video_id: m for m in ds.videos()}
     ctx = ImportContext(
         path=p,
@@ -105,6 +130,13 @@ def import_labels(
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
+    if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
+        expected = EXPECTED_ROWS.get(format, "annotation rows")
+        warnings.warn(
+            f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
+            VidlabelWarning,
+            stacklevel=2,
+        )
     _check_frames(p, parsed)
     have = ds.labels()
     used: list[str] = []
@@ -125,6 +157,8 @@ def import_labels(
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
         report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
+    if track_ids == "new":
+        _number_tracks_after_existing(ds, parsed)
     if dry_run:
         return report
     if missing:
@@ -136,9 +170,11 @@ def import_labels(
                 ids = ds.add_annotations(vr.rows, vid, clip=clip)
             except AnnotationError as err:
                 row, detail = getattr(err, "row", None), getattr(err, "detail", None)
-                if row is None or detail is None or row >= len(vr.where):
-                    raise fail(p, None, f"video {vid!r}: {err}") from err
-                raise fail(p, vr.where[row], f"video {vid!r}: {detail}") from err
+                where = vr.where[row] if row is not None and detail is not None and row < len(vr.where) else None
+                text = str(err) if where is None else str(detail)
+                if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
+                    text = f"video {vid!r}: {text}"
+                raise fail(p, where, text) from err
             report.videos[vid].annotation_ids = ids
             done.extend(ids)
     except BaseException:
@@ -146,6 +182,29 @@ def import_labels(
             ds.delete_annotations(done)  # the file is one transaction: undo the videos already written
         raise
     return report
+
+
+def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
+    """Shift the file's track ids (>= 0) of each video past the largest track id the video already holds.
+
+    A tool numbers its tracks from 0 or 1 in every file, so a second file imported into the same video
+    would otherwise continue the first file's tracks (a box of another object added to track 0). The
+    shift is said in the report's notes.
+    """
+    for vid, vr in parsed.videos.items():
+        stored = [r.get("track_id") for r in ds.annotations(vid)]
+        held = [int(t) for t in stored if t is not None and int(t) >= 0]
+        mine = [int(r["track_id"]) for r in vr.rows if r.get("track_id") is not None and int(r["track_id"]) >= 0]
+        if not held or not mine:
+            continue
+        offset = max(held) + 1 - min(mine)
+        for r in vr.rows:
+            if r.get("track_id") is not None and int(r["track_id"]) >= 0:
+                r["track_id"] = int(r["track_id"]) + offset
+        parsed.notes.append(
+            f"video {vid!r} already holds tracks up to {max(held)}: the file's tracks {min(mine)}..{max(mine)} "
+            f"are stored as {min(mine) + offset}..{max(mine) + offset} (track_ids='keep' keeps them as they are)"
+        )
 
 
 @contextmanager
@@ -191,7 +250,9 @@ def _count_clipped(parsed: Parsed) -> None:
             w, h = vr.meta.width, vr.meta.height
             n += int(((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h)).sum())
     if n:
-        parsed.notes.append(f"{n} boxes reaching outside the frame were clipped to it (clip=False refuses them)")
+        parsed.notes.append(
+            f"{n} boxes reaching outside the frame were clipped to it (clip=False or --no-clip refuses them)"
+        )
 
 
 def export_labels(

@@ -94,7 +94,8 @@ def add_format_commands(
     p.add_argument("--no-clip", action="store_true", help="refuse boxes that leave the frame instead of clipping them")
     p.add_argument(
         "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-        help="a format option, e.g. frames=digits (ytvis), one_based_pixels=true (mot), frames_count_mismatch=warn",
+        help="a format option, e.g. frames=digits (ytvis), one_based_pixels=true (mot), frames_count_mismatch=warn, "
+        "track_ids=keep (any format: keep the file's track ids even where the video already holds tracks)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 

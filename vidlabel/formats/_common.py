@@ -185,6 +185,16 @@ def number(path: Path, where: Where, value: Any, what: str) -> float:
     return float(value)
 
 
+def whole_number(path: Path, where: Where, value: Any, what: str) -> int:
+    """An integer, or a float with no fractional part (``3.0``); ``1.5``, NaN and text are errors."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    v = number(path, where, value, what)
+    if not v.is_integer():
+        raise fail(path, where, f"{what} is {value!r}; expected a whole number")
+    return int(v)
+
+
 def integer(path: Path, where: Where, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(path, where, f"{what} is {value!r}; expected an integer")

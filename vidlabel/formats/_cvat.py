@@ -9,14 +9,21 @@ visible box persists to ``stop_frame``; only task frames get rows. ``<mask rle l
 height>`` (CVAT RLE over the tight box, row-major, zero run first) become full-frame mask rows,
 carried unchanged between keyframes; a mask track takes the track id of the box track with the
 same ``group_id``, mask tracks of a group without a box track share a new track, ungrouped
-ones are untracked. ``<image id=k><tag label=.../></image>`` blocks give per-frame tags whose
-runs of consecutive task frames become markers. ``<track id>`` is an export counter: our track
-ids are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT
-stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+ones are untracked. ``<polygon points="x1,y1;x2,y2;...">`` tracks become mask rows rasterised by
+pycocotools at the frame's size, one per written shape on a task frame (keyframe or not: CVAT
+writes its own point-resampled interpolation for every frame, which is not re-derived; frames after
+the last written shape get nothing; an ``outside`` shape hides the object on its frame); a polygon
+track takes the track id of the box track with the same ``group_id``, else a track of its own; a
+polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
+label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
+markers. ``<track id>`` is an export counter: our track ids are assigned in document order per
+video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -36,6 +43,7 @@ from ._common import (
     Keyframe,
     Parsed,
     VideoRows,
+    coco_segmentation,
     fail,
     interpolate_keyframes,
     output_files,
@@ -48,6 +56,7 @@ from ._report import ExportLabelsReport
 
 __all__ = ["export_cvat", "import_cvat"]
 
+_TRACK_SHAPES = {"box", "mask", "polygon"}
 _SHAPES = ("box", "mask", "polygon", "polyline", "points", "ellipse", "cuboid", "skeleton", "tag")
 
 
@@ -63,9 +72,9 @@ def parse_xml(path: Path) -> ET.Element:
         raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
     except ET.ParseError as err:
         line, col = err.position
-        raise fail(
-            path, line, f"not well-formed XML ({err.msg if hasattr(err, 'msg') else err}, column {col})"
-        ) from err
+        # ParseError's text ends in ": line L, column C"; the line is said once, before the colon
+        reason = re.sub(r":? line \d+, column \d+$", "", str(getattr(err, "msg", err)))
+        raise fail(path, line, f"not well-formed XML ({reason}, column {col + 1})") from err  # expat counts from 0
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
@@ -96,6 +105,35 @@ def _int(path: Path, elem: ET.Element, where: str, key: str, default: int | None
         raise fail(path, where, f"{key}={raw!r}; expected an integer") from err
 
 
+_FLAGS = ("keyframe", "outside", "occluded")
+
+
+def _check_flags(path: Path, elem: ET.Element, where: str) -> None:
+    """Refuse a shape whose ``keyframe``, ``outside`` or ``occluded`` is not CVAT's "0" or "1"."""
+    for key in _FLAGS:
+        value = elem.attrib.get(key)
+        if value is not None and value not in ("0", "1"):
+            raise fail(path, where, f"attribute {key}={value!r}; allowed: '0', '1' (CVAT writes flags as 0/1)")
+
+
+def _points(path: Path, elem: ET.Element, where: str) -> list[float]:
+    """The flat ``[x1, y1, x2, y2, ...]`` of a ``points="x1,y1;x2,y2;..."`` attribute (pixels)."""
+    raw = elem.attrib.get("points")
+    if raw is None:
+        raise fail(path, where, "points is missing; expected 'x1,y1;x2,y2;...'")
+    flat: list[float] = []
+    for pair in (p for p in raw.split(";") if p.strip()):
+        xy = pair.split(",")
+        try:
+            x, y = (float(v) for v in xy)
+        except ValueError as err:
+            raise fail(path, where, f"points entry {pair!r}; expected 'x,y' numbers ('x1,y1;x2,y2;...')") from err
+        if not (np.isfinite(x) and np.isfinite(y)):
+            raise fail(path, where, f"points entry {pair!r}; expected finite numbers")
+        flat += [x, y]
+    return flat
+
+
 def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width: int) -> np.ndarray:
     """Full-frame (H, W) uint8 mask of a CVAT ``<mask>``: runs over the tight box, row-major, zeros first."""
     left, top = _int(path, elem, where, "left"), _int(path, elem, where, "top")
@@ -104,7 +142,9 @@ def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width
         runs = np.array([int(v) for v in elem.attrib.get("rle", "").split(",") if v.strip()], np.int64)
     except ValueError as err:
         raise fail(path, where, f"rle is not comma-separated integers ({err})") from err
-    if (runs < 0).any() or int(runs.sum()) != w * h or w <= 0 or h <= 0:
+    if w <= 0 or h <= 0:
+        raise fail(path, where, f"mask box width={w} height={h}; width and height must be positive (pixels)")
+    if (runs < 0).any() or int(runs.sum()) != w * h:
         raise fail(path, where, f"rle covers {int(runs.sum())} pixels; the mask's box {w}x{h} has {w * h}")
     if left < 0 or top < 0 or left + w > width or top + h > height:
         raise fail(path, where, f"mask box left={left} top={top} {w}x{h} leaves the {width}x{height} frame")
@@ -140,152 +180,230 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     if task is not None:
         keys = [task.findtext("name"), Path(task.findtext("source") or "").stem or None]
     meta = ctx.resolve(keys, 1, "<meta>")
-    parsed = Parsed()
-    vr = VideoRows(meta)
-    parsed.videos[meta.video_id] = vr
-    start, stop, step = 0, meta.frame_count - 1, 1
-    if task is not None:
-        mw = "<meta><task>"
-        start = _int(path, task, mw, "start_frame", 0)
-        stop = _int(path, task, mw, "stop_frame", meta.frame_count - 1)
-        ff = (task.findtext("frame_filter") or "").strip()
-        if ff:
-            if not ff.startswith("step="):
-                raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'")
-            try:
-                step = int(ff[5:])
-            except ValueError as err:
-                raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'") from err
-            if step < 1:
-                raise fail(path, f"{mw}<frame_filter>", f"step {step}; expected >= 1")
-        size = task.find("original_size")
-        if size is not None:
-            for key, have in (("width", meta.width), ("height", meta.height)):
-                got = size.findtext(key)
-                if got is not None and int(got) != have:
-                    raise fail(
-                        path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}"
-                    )
-        if not 0 <= start <= stop < meta.frame_count:
-            raise fail(
-                path,
-                mw,
-                f"task frames start_frame={start} .. stop_frame={stop} do not lie in video {meta.video_id!r}: "
-                f"frames 0..{meta.frame_count - 1}",
-            )
-    task_frames = np.arange(start, stop + 1, step, dtype=np.int64)
-
-    def absolute(elem: ET.Element, where: str) -> int:
-        k = _int(path, elem, where, "frame") if elem.tag != "image" else _int(path, elem, where, "id")
-        f = start + k * step
-        if k < 0 or f > stop:
-            raise fail(
-                path,
-                where,
-                f"frame {k} is not a task frame: the task has {len(task_frames)} (0..{len(task_frames) - 1})",
-            )
-        return f
-
-    occluded = 0
-    attributes: Counter[str] = Counter()
-    next_track = 0
-    box_groups: dict[str, int] = {}
-    mask_groups: dict[str, int] = {}
-    mask_tracks: list[tuple[ET.Element, str, dict[str, Any]]] = []
-    tags: dict[str, list[tuple[int, str]]] = {}
+    start, stop, step = _task_frames(path, task, meta)
+    read = _CvatRead(path, meta, start, stop, step)
     for elem in root:
         if elem.tag == "track":
-            tw = _el(elem)
-            label = elem.attrib.get("label")
-            if not label:
-                raise fail(path, tw, "a track needs a label")
-            shapes = [c for c in elem if c.tag in _SHAPES]
-            kinds = {c.tag for c in shapes}
-            base: dict[str, Any] = {"label": label}
-            if elem.attrib.get("source") == "auto":
-                base["origin"] = "model"
-            if kinds - {"box", "mask"} or len(kinds) > 1:
-                for kname in sorted(kinds - {"box", "mask"}):
-                    parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
-                if kinds == {"box", "mask"}:
-                    parsed.skipped["track mixing box and mask shapes"] += 1
-                continue
-            keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
-            for c in keyed:
-                occluded += c.attrib.get("occluded") == "1"
-                for a in c.findall("attribute"):
-                    attributes[a.attrib.get("name", "?")] += 1
-            if "mask" in kinds:
-                mask_tracks.append((elem, tw, base))
-                continue
-            if any(float(c.attrib.get("rotation", 0) or 0) != 0 for c in keyed):
-                parsed.skipped["rotated box (track)"] += 1
-                continue
-            track = next_track
-            next_track += 1
-            gid = elem.attrib.get("group_id", "0")
-            if gid not in ("", "0"):
-                box_groups.setdefault(gid, track)
-            keys_ = []
-            for c in keyed:
-                cw = _el(c, tw)
-                box = tuple(_float(path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
-                keys_.append(Keyframe(absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
-            for f, at_box, k in interpolate_keyframes(keys_, task_frames):
-                vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
+            read.track(elem)
         elif elem.tag == "image":
-            iw = _el(elem)
-            f = absolute(elem, iw)
-            for c in elem:
-                if c.tag == "tag":
-                    if not c.attrib.get("label"):
-                        raise fail(path, _el(c, iw), "a tag needs a label")
-                    tags.setdefault(c.attrib["label"], []).append((f, _el(c, iw)))
-                elif c.tag in _SHAPES:
-                    parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
+            read.image(elem)
         elif elem.tag in _SHAPES:
-            parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
-    for elem, tw, base in mask_tracks:
+            read.parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
+    read.mask_tracks()
+    read.polygon_tracks()
+    read.markers()
+    read.notes()
+    return read.parsed
+
+
+def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, int, int]:
+    """(start_frame, stop_frame, step) of the task: the element frame k is video frame start + k * step."""
+    start, stop, step = 0, meta.frame_count - 1, 1
+    if task is None:
+        return start, stop, step
+    mw = "<meta><task>"
+    start = _int(path, task, mw, "start_frame", 0)
+    stop = _int(path, task, mw, "stop_frame", meta.frame_count - 1)
+    ff = (task.findtext("frame_filter") or "").strip()
+    if ff:
+        if not ff.startswith("step="):
+            raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'")
+        try:
+            step = int(ff[5:])
+        except ValueError as err:
+            raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'") from err
+        if step < 1:
+            raise fail(path, f"{mw}<frame_filter>", f"step {step}; expected >= 1")
+    size = task.find("original_size")
+    if size is not None:
+        for key, have in (("width", meta.width), ("height", meta.height)):
+            got = size.findtext(key)
+            if got is not None and int(got) != have:
+                raise fail(path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}")
+    if not 0 <= start <= stop < meta.frame_count:
+        raise fail(
+            path,
+            mw,
+            f"task frames start_frame={start} .. stop_frame={stop} do not lie in video {meta.video_id!r}: "
+            f"frames 0..{meta.frame_count - 1}",
+        )
+    return start, stop, step
+
+
+class _CvatRead:
+    """One CVAT file being read: the task frames, the rows so far, and what waits for the box tracks.
+
+    Mask and polygon tracks are read after every box track, since a group's box track (whose id
+    they take) may come later in the document.
+    """
+
+    def __init__(self, path: Path, meta: Any, start: int, stop: int, step: int) -> None:
+        self.path, self.meta, self.start, self.stop, self.step = path, meta, start, stop, step
+        self.task_frames = np.arange(start, stop + 1, step, dtype=np.int64)
+        self.parsed = Parsed()
+        self.vr = VideoRows(meta)
+        self.parsed.videos[meta.video_id] = self.vr
+        self.occluded = 0
+        self.attributes: Counter[str] = Counter()
+        self.next_track = 0
+        self.box_groups: dict[str, int] = {}
+        self.mask_groups: dict[str, int] = {}
+        self.waiting_masks: list[tuple[ET.Element, str, dict[str, Any]]] = []
+        self.waiting_polygons: list[tuple[ET.Element, str, dict[str, Any], int | None]] = []
+        self.tags: dict[str, list[tuple[int, str]]] = {}
+
+    def new_track(self) -> int:
+        """The next track id, in document order."""
+        self.next_track += 1
+        return self.next_track - 1
+
+    def absolute(self, elem: ET.Element, where: str) -> int:
+        """The video frame of an element's task frame (``frame``, or ``id`` of an ``<image>``)."""
+        key = "id" if elem.tag == "image" else "frame"
+        k = _int(self.path, elem, where, key)
+        f = self.start + k * self.step
+        if k < 0 or f > self.stop:
+            n = len(self.task_frames)
+            raise fail(self.path, where, f"frame {k} is not a task frame: the task has {n} (0..{n - 1})")
+        return f
+
+    def track(self, elem: ET.Element) -> None:
+        """One ``<track>``: box tracks now; mask and polygon tracks wait; other shapes are counted."""
+        tw = _el(elem)
+        label = elem.attrib.get("label")
+        if not label:
+            raise fail(self.path, tw, "a track needs a label")
+        shapes = [c for c in elem if c.tag in _SHAPES]
+        for c in shapes:
+            _check_flags(self.path, c, _el(c, tw))
+        kinds = {c.tag for c in shapes}
+        base: dict[str, Any] = {"label": label}
+        if elem.attrib.get("source") == "auto":
+            base["origin"] = "model"
+        if kinds - _TRACK_SHAPES or len(kinds) > 1:
+            for kname in sorted(kinds - _TRACK_SHAPES):
+                self.parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
+            if kinds <= _TRACK_SHAPES:
+                self.parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
+            return
+        keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
+        for c in keyed:
+            self.occluded += c.attrib.get("occluded") == "1"
+            for a in c.findall("attribute"):
+                self.attributes[a.attrib.get("name", "?")] += 1
+        if "mask" in kinds:
+            self.waiting_masks.append((elem, tw, base))
+        elif "polygon" in kinds:
+            gid = elem.attrib.get("group_id", "0")
+            own = self.new_track() if gid in ("", "0") else None  # grouped: the group's box track, known later
+            self.waiting_polygons.append((elem, tw, base, own))
+        elif any(float(c.attrib.get("rotation", 0) or 0) != 0 for c in keyed):
+            self.parsed.skipped["rotated box (track)"] += 1
+        else:
+            self.box_track(elem, tw, base, keyed)
+
+    def box_track(self, elem: ET.Element, tw: str, base: dict[str, Any], keyed: list[ET.Element]) -> None:
+        """Box rows on every task frame, interpolated between keyframes (``outside`` hides)."""
+        track = self.new_track()
         gid = elem.attrib.get("group_id", "0")
-        mask_track: int | None = None
         if gid not in ("", "0"):
-            if gid in box_groups:
-                mask_track = box_groups[gid]
-            else:
-                if gid not in mask_groups:
-                    mask_groups[gid] = next_track
-                    next_track += 1
-                mask_track = mask_groups[gid]
-        keys_ = []
-        for c in elem:
-            if c.tag != "mask" or c.attrib.get("keyframe", "1") != "1":
-                continue
+            self.box_groups.setdefault(gid, track)
+        keys = []
+        for c in keyed:
             cw = _el(c, tw)
-            visible = c.attrib.get("outside") != "1"
-            payload = cvat_rle_decode(path, cw, c, meta.height, meta.width) if visible else None
-            keys_.append(Keyframe(absolute(c, cw), None, visible, payload=payload, where=cw))
-        for f, _, k in interpolate_keyframes(keys_, task_frames):
-            row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
-            if mask_track is not None:
-                row["track_id"] = mask_track
-            vr.add(row, k.where)
-    for label, items in tags.items():
-        items.sort()
-        ks = np.array([(f - start) // step for f, _ in items])
-        breaks = np.flatnonzero(np.diff(ks) > 1)
-        firsts = np.r_[0, breaks + 1]
-        lasts = np.r_[breaks, len(items) - 1]
-        for a, b in zip(firsts.tolist(), lasts.tolist()):
-            row = {"kind": "marker", "label": label, "start_frame": items[a][0], "end_frame": items[b][0]}
-            vr.add(row, items[a][1])
-    if occluded:
-        parsed.notes.append(f"occluded flag set on {occluded} keyframes: not stored")
-    if attributes:
-        listed = ", ".join(f"{k} ({n})" for k, n in sorted(attributes.items()))
-        parsed.notes.append(f"attributes not stored: {listed}")
-    if step > 1:
-        parsed.notes.append(f"task frames {start}..{stop} step {step}: only those frames got rows")
-    return parsed
+            box = tuple(_float(self.path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
+            keys.append(Keyframe(self.absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
+        for f, at_box, k in interpolate_keyframes(keys, self.task_frames):
+            self.vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
+
+    def image(self, elem: ET.Element) -> None:
+        """One ``<image>``: its tags (markers later); shapes in it are counted as not imported."""
+        iw = _el(elem)
+        f = self.absolute(elem, iw)
+        for c in elem:
+            if c.tag == "tag":
+                if not c.attrib.get("label"):
+                    raise fail(self.path, _el(c, iw), "a tag needs a label")
+                self.tags.setdefault(c.attrib["label"], []).append((f, _el(c, iw)))
+            elif c.tag in _SHAPES:
+                self.parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
+
+    def mask_track_id(self, gid: str) -> int | None:
+        """A mask track's id: its group's box track, else one new id per group; ungrouped: untracked."""
+        if gid in ("", "0"):
+            return None
+        if gid in self.box_groups:
+            return self.box_groups[gid]
+        if gid not in self.mask_groups:
+            self.mask_groups[gid] = self.new_track()
+        return self.mask_groups[gid]
+
+    def mask_tracks(self) -> None:
+        """Mask rows of the ``<mask>`` tracks, carried unchanged between keyframes."""
+        for elem, tw, base in self.waiting_masks:
+            mask_track = self.mask_track_id(elem.attrib.get("group_id", "0"))
+            keys = []
+            for c in elem:
+                if c.tag != "mask" or c.attrib.get("keyframe", "1") != "1":
+                    continue
+                cw = _el(c, tw)
+                visible = c.attrib.get("outside") != "1"
+                payload = cvat_rle_decode(self.path, cw, c, self.meta.height, self.meta.width) if visible else None
+                keys.append(Keyframe(self.absolute(c, cw), None, visible, payload=payload, where=cw))
+            for f, _, k in interpolate_keyframes(keys, self.task_frames):
+                row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
+                if mask_track is not None:
+                    row["track_id"] = mask_track
+                self.vr.add(row, k.where)
+
+    def polygon_tracks(self) -> None:
+        """Mask rows of the polygon tracks: every written shape on a task frame, rasterised."""
+        for elem, tw, base, own in self.waiting_polygons:
+            if own is None:  # grouped: the group's box track, else a track of its own
+                own = self.box_groups.get(elem.attrib["group_id"])
+                if own is None:
+                    own = self.new_track()
+            seen: dict[int, str] = {}
+            for c in elem:
+                if c.tag != "polygon":
+                    continue
+                cw = _el(c, tw)
+                f = self.absolute(c, cw)
+                if f in seen:
+                    raise fail(
+                        self.path, cw, f"a second polygon on frame {c.attrib['frame']} of the track (first: {seen[f]})"
+                    )
+                seen[f] = cw
+                if c.attrib.get("outside") == "1":
+                    continue
+                points = [_points(self.path, c, cw)]
+                rle = coco_segmentation(self.path, cw, points, self.meta.height, self.meta.width, self.parsed.skipped)
+                if rle is not None:
+                    self.vr.add({**base, "kind": "mask", "start_frame": f, "mask": rle, "track_id": own}, cw)
+
+    def markers(self) -> None:
+        """Runs of consecutive task frames with a tag become one marker each."""
+        for label, items in self.tags.items():
+            items.sort()
+            ks = np.array([(f - self.start) // self.step for f, _ in items])
+            breaks = np.flatnonzero(np.diff(ks) > 1)
+            firsts = np.r_[0, breaks + 1]
+            lasts = np.r_[breaks, len(items) - 1]
+            for a, b in zip(firsts.tolist(), lasts.tolist()):
+                row = {"kind": "marker", "label": label, "start_frame": items[a][0], "end_frame": items[b][0]}
+                self.vr.add(row, items[a][1])
+
+    def notes(self) -> None:
+        """What the file holds that rows do not: occluded flags, attributes, a frame step."""
+        if self.occluded:
+            self.parsed.notes.append(f"occluded flag set on {self.occluded} keyframes: not stored")
+        if self.attributes:
+            listed = ", ".join(f"{k} ({n})" for k, n in sorted(self.attributes.items()))
+            self.parsed.notes.append(f"attributes not stored: {listed}")
+        if self.step > 1:
+            self.parsed.notes.append(
+                f"task frames {self.start}..{self.stop} step {self.step}: only those frames got rows"
+            )
 
 
 def _box_el(parent: ET.Element, frame: int, box: Sequence[float], outside: bool) -> None:

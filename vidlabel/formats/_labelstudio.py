@@ -11,7 +11,9 @@ that frame). Region string ids become integer tracks in order of first appearanc
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
 imported (counted). Which task is which video: ``video_id=`` for a file of one task, else
-``videos=`` keyed by task id or the stem of ``data.video`` (never opened).
+``data.video_id`` (vidlabel's exporter writes it; Label Studio keeps a task's ``data`` keys as
+they are on import and export), else ``videos=`` keyed by task id or the stem of ``data.video``
+(never opened).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ._common import (
     read_json,
     tracks_of,
     video_tables,
+    whole_number,
     write_json,
 )
 from ._report import ExportLabelsReport
@@ -48,10 +51,17 @@ from ._report import ExportLabelsReport
 __all__ = ["export_labelstudio", "import_labelstudio"]
 
 
+def _video_id(task: dict[str, Any]) -> str | None:
+    """``data.video_id``: the dataset video id vidlabel's exporter wrote into the task."""
+    data = task.get("data")
+    value = data.get("video_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def _video_key(task: dict[str, Any]) -> str | None:
     data = task.get("data")
-    for value in data.values() if isinstance(data, dict) else ():
-        if isinstance(value, str) and value:
+    for key, value in data.items() if isinstance(data, dict) else ():
+        if key != "video_id" and isinstance(value, str) and value:
             return PurePosixPath(value.split("?")[0]).stem or None
     return None
 
@@ -67,7 +77,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
         at = f"[{ti}]"
         if not isinstance(task, dict):
             raise fail(path, at, "a task must be an object")
-        meta = ctx.resolve([task.get("id"), _video_key(task)], len(tasks), at)
+        meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         tracks: dict[str, int] = {}
         all_frames = np.arange(meta.frame_count, dtype=np.int64)
@@ -91,6 +101,8 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     if score is not None:
                         origin["confidence"] = number(path, rat, score, "score")
                 count = value.get("framesCount", value.get("frameCount"))
+                if count is not None:
+                    count = whole_number(path, rat, count, "framesCount")
                 if count is not None and count != meta.frame_count:
                     msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
                     if mismatch == "error":
@@ -98,13 +110,15 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)
                     parsed.notes.append(f"{rat}: {msg}")
                 if kind == "timelinelabels":
-                    labels = value.get("timelinelabels") or []
+                    labels = _labels(path, rat, value, "timelinelabels")
                     if not labels:
                         parsed.skipped["timelinelabels region without a label"] += 1
                         continue
                     for k, rng in enumerate(value.get("ranges") or []):
-                        a = int(number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start"))
-                        b = int(number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end"))
+                        if not isinstance(rng, dict):
+                            raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
+                        a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
+                        b = whole_number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end")
                         for lab in labels:
                             row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
                             vr.add(row, f"{rat}.ranges[{k}]")
@@ -112,14 +126,19 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if kind != "videorectangle":
                     parsed.skipped[f"unsupported result type: {kind}"] += 1
                     continue
-                labels = value.get("labels") or []
+                labels = _labels(path, rat, value, "labels")
                 if not labels:
                     parsed.skipped["videorectangle without a label"] += 1
                     continue
                 if len(labels) > 1:
                     parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
                 seq = value.get("sequence") or []
-                if any(float(k.get("rotation", 0) or 0) != 0 for k in seq if isinstance(k, dict)):
+                rotations = [
+                    number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
+                    for k, item in enumerate(seq)
+                    if isinstance(item, dict)
+                ]
+                if any(r != 0 for r in rotations):
                     parsed.skipped["rotated rectangle"] += 1
                     continue
                 keys = []
@@ -127,10 +146,14 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     kat = f"{rat}.sequence[{k}]"
                     if not isinstance(item, dict):
                         raise fail(path, kat, "a keyframe must be an object")
-                    f = int(number(path, kat, item.get("frame"), "frame")) - 1
+                    f = whole_number(path, kat, item.get("frame"), "frame") - 1
                     x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
                     px = (x / 100 * meta.width, y / 100 * meta.height)
-                    box = (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height)
+                    box = _snap(
+                        (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
+                        meta.width,
+                        meta.height,
+                    )
                     enabled = item.get("enabled", True) is not False
                     keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
                     if not 0 <= f < meta.frame_count:
@@ -154,12 +177,35 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
     return parsed
 
 
+def _labels(path: Path, where: str, value: dict[str, Any], key: str) -> list[str]:
+    """The label names of a result: a list of strings (a bare string would be read letter by letter)."""
+    labels = value.get(key) or []
+    if not isinstance(labels, list) or not all(isinstance(lab, str) for lab in labels):
+        raise fail(path, where, f"{key} is {labels!r}; expected a list of label names")
+    return labels
+
+
+#: Percent coordinates turned back into pixels land a rounding error past the frame's edge
+#: (``(83.33... + 16.66...) / 100 * 240 = 240.00000000000003``): such edges are the edge.
+_EDGE_EPS = 1e-6
+
+
+def _snap(box: tuple[float, float, float, float], width: int, height: int) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = box
+    x0 = 0.0 if -_EDGE_EPS < x0 < 0 else x0
+    y0 = 0.0 if -_EDGE_EPS < y0 < 0 else y0
+    x1 = float(width) if width < x1 < width + _EDGE_EPS else x1
+    y1 = float(height) if height < y1 < height + _EDGE_EPS else y1
+    return (x0, y0, x1, y1)
+
+
 def _pct(v: float, size: int) -> float:
     return v / size * 100.0
 
 
 def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
-    """One Label Studio JSON file: a task per video, a ``videorectangle`` per track (a keyframe per box,
+    """One Label Studio JSON file: a task per video (``data.video`` its file, ``data.video_id`` its dataset id,
+    which the importer matches first), a ``videorectangle`` per track (a keyframe per box,
     ``enabled: false`` closing each run), markers as ``timelinelabels``, model rows as predictions."""
     t = release.table
     report = ExportLabelsReport("label-studio", release.release_id)
@@ -226,7 +272,7 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
         task: dict[str, Any] = {
             "id": ti,
-            "data": {"video": meta.uri or f"{meta.video_id}.mp4"},
+            "data": {"video": meta.uri or f"{meta.video_id}.mp4", "video_id": meta.video_id},
             "annotations": [{"id": ti, "result": human}],
         }
         if model:

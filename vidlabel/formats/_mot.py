@@ -18,8 +18,9 @@ from __future__ import annotations
 import configparser
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,110 +68,132 @@ def _labels_txt(path: Path) -> dict[int, str] | None:
 def import_mot(ctx: ImportContext) -> Parsed:
     """Read a MOT Challenge file into rows of one video (see the module docstring for the columns)."""
     path = ctx.path
-    one_based = bool(ctx.option("one_based_pixels", False))
-    include_ignored = bool(ctx.option("include_ignored", False))
+    one_based = bool(ctx.option("one_based_pixels", False, (True, False)))
+    include_ignored = bool(ctx.option("include_ignored", False, (True, False)))
     text = read_text(path)
     info = _seqinfo(path)
-    meta = None
     if ctx.video_id is None and info is not None and info[1].get("name"):
         meta = ctx.resolve([info[1].get("name")], 1, None)
     else:
         meta = ctx.resolve([], 1, None)
-    parsed = Parsed()
     if info is not None:
-        ini, seq = info
-        checks = [("imWidth", meta.width, "width"), ("imHeight", meta.height, "height")]
-        checks.append(("seqLength", meta.frame_count, "frame count"))
-        for key, have, what in checks:
-            if key in seq and int(seq[key]) != have:
-                raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}'s {what} {have}")
-        if "frameRate" in seq:
-            fps = meta.fps["num"] / meta.fps["den"]
-            if abs(float(seq["frameRate"]) - fps) > 0.5:
-                raise fail(
-                    ini,
-                    "frameRate",
-                    f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}'s {fps:.3f} fps",
-                )
+        _check_seqinfo(*info, meta)
     label_map = ctx.label_map
     if label_map is None and ctx.label is None:
         label_map = _labels_txt(path)
+    parsed = Parsed()
     vr = VideoRows(meta)
     parsed.videos[meta.video_id] = vr
     shift = 1.0 if one_based else 0.0
-    ignored = unknown_score = 0
+    counts: Counter[str] = Counter()
     widths: set[int] = set()
-    classes: Counter[int] = Counter()
-    rows, where = vr.rows, vr.where
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        cells = line.split(",")
-        n = len(cells)
+        row, n, extra = _mot_line(path, number, line, shift)
         widths.add(n)
-        if n not in (6, 7, 9, 10):
-            raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
-        try:
-            frame = int(float(cells[0]))
-            tid = int(float(cells[1]))
-            x, y, w, h = (float(c) for c in cells[2:6])
-            extra = [float(c) for c in cells[6:]]
-        except ValueError as err:
-            raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
-        if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
-            raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
-        row: dict = {
-            "kind": "box",
-            "start_frame": frame - 1,
-            "box": (x - shift, y - shift, x - shift + w, y - shift + h),
-        }
-        if tid > 0:
-            row["track_id"] = tid - 1
-        if n == 9:
-            if extra[0] == 0 and not include_ignored:
-                ignored += 1
-                continue
-            cls = int(extra[1])
-            if ctx.label is not None:
-                row["label"] = ctx.label
-            else:
-                if label_map is None:
-                    raise fail(
-                        path,
-                        number,
-                        f"class {cls} (column 8) has no label: give label_map (--label-map 1=person,...), "
-                        "a labels.txt beside the file, or label= (--label)",
-                    )
-                if cls not in label_map:
-                    raise fail(
-                        path,
-                        number,
-                        f"class {cls} (column 8) is not in the label map (known classes: "
-                        f"{', '.join(f'{k}={v}' for k, v in sorted(label_map.items()))})",
-                    )
-                row["label"] = label_map[cls]
-            classes[cls] += 1
-        else:
-            if ctx.label is None:
-                raise fail(path, number, f"a {n}-column MOT file has no class column: give label= (--label NAME)")
-            row["label"] = ctx.label
-            if n in (7, 10):
-                row["origin"] = "model"
-                if 0.0 <= extra[0] <= 1.0:
-                    row["confidence"] = extra[0]
-                else:
-                    unknown_score += 1
-        rows.append(row)
-        where.append(number)
-    if ignored:
-        parsed.skipped["consider flag 0 (gt column 7; include_ignored=True keeps them)"] += ignored
-    if unknown_score:
-        parsed.notes.append(f"{unknown_score} scores outside [0, 1] not kept as confidence (the rows are kept)")
+        if n == 9 and extra[0] == 0 and not include_ignored:
+            counts["ignored"] += 1
+            continue
+        _label_row(ctx, path, number, row, n, extra, label_map, counts)
+        vr.rows.append(row)
+        vr.where.append(number)
+    if counts["ignored"]:
+        parsed.skipped[
+            "consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)"
+        ] += counts["ignored"]
+    if counts["unknown_score"]:
+        parsed.notes.append(
+            f"{counts['unknown_score']} scores outside [0, 1] not kept as confidence (the rows are kept)"
+        )
     if 9 in widths:
         parsed.notes.append("visibility (gt column 9) is not stored")
     if one_based:
         parsed.notes.append("pixels shifted by -1 (one_based_pixels=True)")
     return parsed
+
+
+def _check_seqinfo(ini: Path, seq: Mapping[str, str], meta: Any) -> None:
+    """A size, length or frame rate in ``seqinfo.ini`` that disagrees with the registered video is an error."""
+    checks = [("imWidth", meta.width, "width"), ("imHeight", meta.height, "height")]
+    checks.append(("seqLength", meta.frame_count, "frame count"))
+    for key, have, what in checks:
+        if key in seq and int(seq[key]) != have:
+            raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}'s {what} {have}")
+    if "frameRate" in seq:
+        fps = meta.fps["num"] / meta.fps["den"]
+        if abs(float(seq["frameRate"]) - fps) > 0.5:
+            raise fail(
+                ini, "frameRate", f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}'s {fps:.3f} fps"
+            )
+
+
+def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[str, Any], int, list[float]]:
+    """(box row without label, column count, columns 7.. as numbers) of one MOT line: frame and track id
+    1-based whole numbers (id <= 0: untracked), xywh as written (``shift`` for 1-based pixels)."""
+    cells = line.split(",")
+    n = len(cells)
+    if n not in (6, 7, 9, 10):
+        raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
+    try:
+        frame_f, tid_f = float(cells[0]), float(cells[1])
+        x, y, w, h = (float(c) for c in cells[2:6])
+        extra = [float(c) for c in cells[6:]]
+    except ValueError as err:
+        raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
+    if not (frame_f.is_integer() and tid_f.is_integer()):
+        raise fail(
+            path, number, f"frame {cells[0].strip()!r} and id {cells[1].strip()!r} (columns 1, 2) must be whole numbers"
+        )
+    frame, tid = int(frame_f), int(tid_f)
+    if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
+        raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
+    row: dict[str, Any] = {
+        "kind": "box",
+        "start_frame": frame - 1,
+        "box": (x - shift, y - shift, x - shift + w, y - shift + h),
+    }
+    if tid > 0:
+        row["track_id"] = tid - 1
+    return row, n, extra
+
+
+def _label_row(
+    ctx: ImportContext, path: Path, number: int, row: dict[str, Any], n: int, extra: list[float],
+    label_map: dict[int, str] | None, counts: Counter[str],
+) -> None:  # fmt: skip
+    """The row's label (9-column gt: column 8 through the label map; else ``label=``) and, for 7- and
+    10-column results, origin ``model`` with the score as confidence."""
+    if n == 9:
+        cls = int(extra[1])
+        if ctx.label is not None:
+            row["label"] = ctx.label
+        elif label_map is None:
+            raise fail(
+                path,
+                number,
+                f"class {cls} (column 8) has no label: give label_map (--label-map 1=person,...), "
+                "a labels.txt beside the file, or label= (--label)",
+            )
+        elif cls not in label_map:
+            raise fail(
+                path,
+                number,
+                f"class {cls} (column 8) is not in the label map (known classes: "
+                f"{', '.join(f'{k}={v}' for k, v in sorted(label_map.items()))})",
+            )
+        else:
+            row["label"] = label_map[cls]
+        return
+    if ctx.label is None:
+        raise fail(path, number, f"a {n}-column MOT file has no class column: give label= (--label NAME)")
+    row["label"] = ctx.label
+    if n in (7, 10):
+        row["origin"] = "model"
+        if 0.0 <= extra[0] <= 1.0:
+            row["confidence"] = extra[0]
+        else:
+            counts["unknown_score"] += 1
 
 
 def _fmt(v: float) -> str:

@@ -180,6 +180,17 @@ class VideoReader(ABC):
     def frames(self) -> FramesReader:
         """A new reader of the group's ``frames`` (the caller closes it; it may outlive this reader)."""
 
+    def frames_shape(self) -> tuple[int, ...]:
+        """The ``(T, H, W, 3)`` shape of the group's ``frames``, from the array's header (no chunk is read).
+
+        A backend whose :meth:`frames` reads more than the header overrides this.
+        """
+        reader = self.frames()
+        try:
+            return reader.shape
+        finally:
+            reader.close()
+
     def preload(self, names: Iterable[str]) -> None:  # noqa: B027 - optional hook
         """The arrays ``names`` are about to be read: a reader of an object store fetches them all at once now."""
 
@@ -230,6 +241,14 @@ class Backend(ABC):
     @abstractmethod
     def frames_units(self) -> dict[str, dict[str, Any]]:
         """Attributes of every complete frames unit, by key."""
+
+    def discard_unit(self, key: str) -> None:  # noqa: B027 - optional hook
+        """Unit ``key`` is damaged and about to be written again: drop what cannot be replaced in place (a local
+        unit is replaced by its new one's rename; an object store's create-only objects must go first)."""
+
+    def unit_published(self, key: str) -> bool:
+        """True if frames unit ``key`` is complete here (a task that finds it so has nothing to write)."""
+        return key in self.frames_units()
 
     @abstractmethod
     def open_frames_unit(self, key: str) -> FramesReader:

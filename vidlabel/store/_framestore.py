@@ -423,6 +423,35 @@ class FrameStore:
             return info["content_hash"]
         return self.video_data(video_id).attrs.get("content_hash")
 
+    def check_files(self) -> int:
+        """Open every stored video's file and its frames array's header, reading no pixels (``vidlabel info``).
+
+        Cheaper than :func:`~vidlabel.store.verify_store`, which reads and checks every chunk; this
+        finds a truncated or missing file, a video not completely written, a frames link out of the store.
+
+        Returns
+        -------
+        int
+            The number of videos checked.
+
+        Raises
+        ------
+        StoreIncompleteError
+            If a video was not completely written.
+        StoreError
+            If a video's file or its frames file cannot be opened (truncated, missing, not HDF5/Zarr);
+            the message names the file.
+        """
+        state = self._process()
+        with state.lock:
+            for video_id in self._video_ids:
+                reader = self._open_video(state, video_id)
+                try:
+                    reader.frames_shape()
+                finally:
+                    reader.close()
+        return len(self._video_ids)
+
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: release, stores, videos, frames, classes, codec, chunking, export parameters."""
         videos: dict[str, Any] = {}
@@ -709,7 +738,8 @@ def _name(folder: Path | str) -> str:
 
 
 def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
-    job = "upload (vidlabel upload)" if is_url(folder) else "export"
+    # a URL's store comes from an upload, or from an export straight into it (whose root holds its token)
+    job = "upload (vidlabel upload)" if is_url(folder) and "export_token" not in attrs else "export"
     if not attrs:
         raise StoreIncompleteError(
             f"frame store {str(folder)!r} has no root yet: its {job} did not finish; rerun it to resume",

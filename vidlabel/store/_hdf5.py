@@ -30,6 +30,7 @@ import os
 import queue
 import sys
 import threading
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -481,7 +482,7 @@ class HDF5FramesReader(FramesReader):
 
 
 class HDF5FramesWriter(FramesWriter):
-    """Writes ``frames/<key>.h5.partial`` chunk by chunk, then renames it to ``frames/<key>.h5``."""
+    """Writes ``frames/<key>.<attempt>.h5.partial`` chunk by chunk, then renames it to ``frames/<key>.h5``."""
 
     backend = "hdf5"
 
@@ -490,9 +491,9 @@ class HDF5FramesWriter(FramesWriter):
         attrs: dict[str, Any],
     ) -> None:  # fmt: skip
         self.final = folder / "frames" / f"{key}.h5"
-        self.partial = folder / "frames" / f"{key}.h5{PARTIAL}"
+        # each attempt its own file: two attempts at one unit (an engine running a task twice) never share one
+        self.partial = folder / "frames" / f"{key}.{uuid.uuid4().hex[:12]}.h5{PARTIAL}"
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        remove(self.partial)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
         early = codec.name == "none" and shape[0] > 0 and _direct_write_wanted()
@@ -578,6 +579,28 @@ class HDF5VideoReader(VideoReader):
         if not isinstance(link, h5py.ExternalLink):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
         return HDF5FramesReader(_link_target(self.root, self.path, "frames", link.filename), self.root)
+
+    def frames_shape(self) -> tuple[int, ...]:
+        """The shape of the linked frames array, from the frames file's header (no chunk index, no map).
+
+        Raises
+        ------
+        StoreError
+            If ``frames`` is not a link to a frames file inside the store, or that file cannot be opened
+            (truncated, not HDF5) or holds no ``frames`` array; the message names the file.
+        """
+        link = self._file.get("frames", getlink=True)
+        if not isinstance(link, h5py.ExternalLink):
+            raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
+        target = _link_target(self.root, self.path, "frames", link.filename)
+        f, real = _open_inside(self.root, target, "frames file")
+        try:
+            ds = f.get("frames")
+            if not isinstance(ds, h5py.Dataset):
+                raise StoreError(f"frames file {str(real)!r}: 'frames' is not an array", path=str(real))
+            return tuple(int(v) for v in ds.shape)
+        finally:
+            f.close()
 
     def close(self) -> None:
         if self._file.id.valid:

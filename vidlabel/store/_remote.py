@@ -12,9 +12,12 @@ pickle into DataLoader workers under fork and spawn. The ``complete`` markers
 are checked as for local stores. Only Zarr stores can be read from URLs: HDF5
 needs a local file.
 
-Writing: object stores have no rename and no locks, so an export never writes
-to a URL (it raises :class:`~vidlabel.errors.OptionError`). Export to a local
-folder with ``format="zarr"`` and upload it (:mod:`vidlabel.store._upload`).
+Writing: an export with ``format="zarr"`` writes straight into an object store
+(:class:`vidlabel.store._zarr.ZarrURLBackend`). Object stores have no rename and
+no locks, so it relies on conditional writes instead (:meth:`ObjectStore.put_new`,
+:meth:`ObjectStore.put_if`): create-only PUTs (``If-None-Match: *``) for every
+object of a frames unit, and ``If-Match`` on the root's ETag to publish. A store
+already on disk goes up with :mod:`vidlabel.store._upload`.
 
 
 fsspec (a small pure-Python dependency) is imported only when a URL is used,
@@ -26,16 +29,20 @@ configuration (e.g. the ``FSSPEC_S3_*`` environment variables).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import threading
+import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vidlabel.errors import OptionError, StoreError
 
-__all__ = ["ObjectStore", "find_url_stores", "is_url", "parse_json", "refuse_url_output"]
+__all__ = ["ObjectStore", "StoreConflict", "find_url_stores", "is_url", "parse_json", "refuse_url_output"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+(://|::)")
 
@@ -49,20 +56,22 @@ def is_url(path: Any) -> bool:
 
 
 def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
-    """Raise :class:`OptionError` if an export's ``out`` is a URL (exports write local folders only).
+    """Raise :class:`OptionError` if an export's ``out`` is a URL and ``format`` is not ``"zarr"``.
+
+    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr.ZarrURLBackend`);
+    HDF5 needs a local file, and a MediaSequence export writes a local folder of shards.
 
     Raises
     ------
     OptionError
-        If ``out`` is a URL; the message says how to put a store there instead.
+        If ``out`` is a URL and the format is not Zarr; the message says to use ``format='zarr'``.
     """
-    if not is_url(out):
+    if not is_url(out) or format == "zarr":
         return
-    then = f" HDF5 stores are local only; {what}" if format == "hdf5" else f" {what.capitalize()}"
+    why = "HDF5 stores are local only" if format == "hdf5" else f"format={format!r} writes a local folder"
     raise OptionError(
-        f"cannot {what} to {out!r}: an {what} writes a local folder (object stores have no rename and no locks).{then}"
-        " to a local folder with format='zarr', then upload it: "
-        f"vidlabel.store.upload(OUT, {out!r}) or `vidlabel upload OUT {out}`"
+        f"cannot {what} to {out!r} with format={format!r}: {why}; {what} to a URL with "
+        "format='zarr' (written straight into the object store), or to a local folder"
     )
 
 
@@ -272,12 +281,274 @@ class ObjectStore:
         self._make_parents([key])
         self.fs.pipe_file(self.path(key), data)
 
+    # -- conditional writes (exporting straight into an object store) ---------------------------------------------
+
+    def conditional_kind(self) -> str | None:
+        """How this URL does create-only and If-Match writes: ``"s3"``, ``"memory"``, ``"file"``, or None.
+
+        S3 (and S3-compatible servers) get real conditional PUTs (``If-None-Match: *``, ``If-Match: ETag``,
+        answered 412 when the condition fails); ``memory://`` lives in one process, so a process lock makes
+        its check and write one step; ``file://`` creates by hard link (which refuses an existing name) and
+        compares-and-swaps under an OS lock. Other filesystems: None (an export refuses them).
+        """
+        from fsspec.implementations.local import LocalFileSystem
+
+        fs = self.fs
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if "s3" in protocols or "s3a" in protocols:
+            return "s3"
+        if "memory" in protocols:
+            return "memory"
+        if isinstance(fs, LocalFileSystem):
+            return "file"
+        return None
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Create object ``key`` only if there is none (one atomic step); False if one exists (left as it is).
+
+        Raises
+        ------
+        StoreError
+            If the write fails for another reason, or the URL has no create-only write.
+        """
+        kind = self.conditional_kind()
+        path = self.path(key)
+        try:
+            if kind == "s3":
+                try:
+                    self.fs.pipe_file(path, data, mode="create")
+                except FileExistsError:
+                    return False
+                return True
+            if kind == "memory":
+                with _MEMORY_LOCK:
+                    if self.fs.exists(path):
+                        return False
+                    self.fs.pipe_file(path, data)
+                return True
+            if kind == "file":
+                return _file_create(path, data)
+        except StoreError:
+            raise
+        except Exception as err:
+            raise self._write_error(key, err) from err
+        raise StoreError(f"cannot write {self.url_of(key)!r}: no create-only writes on this filesystem", path=self.url)
+
+    def get_tagged(self, key: str) -> tuple[bytes | None, str | None]:
+        """The bytes of object ``key`` and its tag (the S3 ETag; a content digest elsewhere), or (None, None).
+
+        The tag is read before the bytes: if the object changes in between, a later :meth:`put_if` with this
+        tag fails (never the other way round).
+        """
+        kind = self.conditional_kind()
+        path = self.path(key)
+        try:
+            if kind == "s3":
+                self.fs.invalidate_cache(path)
+                try:
+                    tag = str(self.fs.info(path)["ETag"])
+                except FileNotFoundError:
+                    return None, None
+                return self.get(key), tag
+            data = self.get(key)
+            return data, None if data is None else _digest_tag(data)
+        except StoreError:
+            raise
+        except Exception as err:
+            raise self._error(key, err) from err
+
+    def put_if(self, key: str, data: bytes, tag: str | None) -> str:
+        """Write ``key`` only if it still has ``tag`` (None: only if there is none); returns the new tag.
+
+        Raises
+        ------
+        StoreConflict
+            If the object changed (or appeared) since ``tag`` was read.
+        StoreError
+            If the write fails for another reason.
+        """
+        kind = self.conditional_kind()
+        path = self.path(key)
+        if tag is None:
+            if not self.put_new(key, data):
+                raise StoreConflict(f"{self.url_of(key)!r} was created by another writer")
+            return self.get_tagged(key)[1] or ""
+        try:
+            if kind == "s3":
+                try:
+                    out = self.fs.pipe_file(path, data, IfMatch=tag)
+                except OSError as err:
+                    if _precondition_failed(err):
+                        raise StoreConflict(f"{self.url_of(key)!r} was changed by another writer") from err
+                    raise
+                return str(out["ETag"])
+            if kind == "memory":
+                with _MEMORY_LOCK:
+                    current = self.get(key)
+                    if current is None or _digest_tag(current) != tag:
+                        raise StoreConflict(f"{self.url_of(key)!r} was changed by another writer")
+                    self.fs.pipe_file(path, data)
+                return _digest_tag(data)
+            if kind == "file":
+                return _file_replace_if(path, data, tag)
+        except (StoreError, StoreConflict):
+            raise
+        except Exception as err:
+            raise self._write_error(key, err) from err
+        raise StoreError(f"cannot write {self.url_of(key)!r}: no conditional writes on this filesystem", path=self.url)
+
+    def put_many(self, items: Mapping[str, bytes]) -> None:
+        """Write several objects (overwriting), concurrently where the filesystem can.
+
+        Raises
+        ------
+        StoreError
+            If a write fails (naming the first key that did).
+        """
+        if not items:
+            return
+        self._make_parents(list(items))
+        fs = self.fs
+        try:
+            fs.pipe({self.path(k): v for k, v in items.items()})
+        except Exception as err:
+            raise self._write_error(next(iter(items)), err) from err
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Delete objects (missing ones are fine)."""
+        paths = [self.path(k) for k in keys]
+        if not paths:
+            return
+        try:
+            self.fs.rm(paths)
+        except FileNotFoundError:
+            pass
+        except Exception as err:
+            raise self._write_error(paths[0], err) from err
+
+    def delete_prefix(self, key: str) -> None:
+        """Delete every object under ``key/`` (and ``key`` itself)."""
+        try:
+            found = list(self.fs.find(self.path(key)))
+        except FileNotFoundError:
+            return
+        if found:
+            try:
+                self.fs.rm(found)
+            except FileNotFoundError:
+                pass
+            except Exception as err:
+                raise self._write_error(key, err) from err
+
+    def refresh(self) -> None:
+        """Forget cached listings (s3fs caches them): the next listing asks the store."""
+        self.fs.invalidate_cache()
+
+    def _write_error(self, key: str, err: BaseException) -> StoreError:
+        status = _http_status(err)
+        return StoreError(
+            f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}"
+            + ("" if status is None else f" (HTTP {status})")
+            + "; rerun the export to resume",
+            path=self.url_of(key),
+        )
+
     def put_files(self, pairs: Sequence[tuple[Path, str]]) -> None:
         """Upload local files to keys (concurrently where the filesystem can)."""
         if not pairs:
             return
         self._make_parents([k for _, k in pairs])
         self.fs.put([str(p) for p, _ in pairs], [self.path(k) for _, k in pairs])
+
+
+class StoreConflict(Exception):
+    """A conditional write found the object changed (or created) by another writer (HTTP 412 on S3)."""
+
+
+_MEMORY_LOCK = threading.Lock()
+
+
+def _digest_tag(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _precondition_failed(err: BaseException) -> bool:
+    """True if an s3fs error is S3's 412 Precondition Failed (s3fs turns it into a plain OSError)."""
+    seen: BaseException | None = err
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            code = str(response.get("Error", {}).get("Code", ""))
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code == "PreconditionFailed" or status == 412:
+                return True
+        if "pre-conditions you specified did not hold" in str(seen) or "PreconditionFailed" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _http_status(err: BaseException) -> str | None:
+    """``"500 InternalError"`` from the botocore error behind an s3fs one, if there is one."""
+    seen: BaseException | None = err
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = response.get("Error", {}).get("Code", "")
+            return f"{status} {code}".strip()
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _file_create(path: str, data: bytes) -> bool:
+    """Create ``path`` with ``data`` only if absent: write a temporary file, then hard-link it into place."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
+
+
+def _file_replace_if(path: str, data: bytes, tag: str) -> str:
+    """Replace ``path`` with ``data`` if its content digest is still ``tag``, under an OS lock of its folder."""
+    import contextlib
+
+    from vidlabel.store._fs import _lock, _unlock
+
+    folder = os.path.dirname(path)
+    with open(os.path.join(folder, ".vidlabel-cas"), "a+", encoding="utf-8") as lock:
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                _lock(lock)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        try:
+            try:
+                with open(path, "rb") as fh:
+                    current = fh.read()
+            except FileNotFoundError:
+                current = None
+            if current is None or _digest_tag(current) != tag:
+                raise StoreConflict(f"{path!r} was changed by another writer")
+            tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                _unlock(lock)
+    return _digest_tag(data)
 
 
 # -- finding stores at a URL -----------------------------------------------------------------------------------

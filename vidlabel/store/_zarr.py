@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,15 +36,17 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from vidlabel.errors import StoreError
+from vidlabel.errors import OptionError, StoreError, StoreLockedError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
-from vidlabel.store._remote import ObjectStore, is_url, parse_json
+from vidlabel.store._remote import ObjectStore, StoreConflict, is_url, parse_json
 
 __all__ = ["ZarrBackend", "ZarrURLBackend"]
 
 PARTIAL = ".partial"
+#: Where a store written straight into an object store keeps its frames units (``units/<frames_key>/``).
+UNITS = "units"
 TRASH = ".trash"
 
 
@@ -91,8 +95,11 @@ def _new_group(path: Path, attrs: dict[str, Any] | None = None) -> None:
     _write_meta(path, {"zarr_format": 3, "node_type": "group", "attributes": dict(attrs or {})})
 
 
-def _write_array(path: Path, arr: np.ndarray) -> None:
-    """A small array in one chunk, ``bytes`` (little-endian) + ``crc32c`` codecs."""
+def _array_objects(arr: np.ndarray) -> dict[str, bytes]:
+    """A small array in one chunk, ``bytes`` (little-endian) + ``crc32c`` codecs: its objects by key suffix.
+
+    ``{"zarr.json": ..., "c/0": ...}`` (no chunk object for an empty array); the bytes depend only on the array.
+    """
     import google_crc32c
 
     arr = np.ascontiguousarray(arr)
@@ -109,13 +116,26 @@ def _write_array(path: Path, arr: np.ndarray) -> None:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": fill, "codecs": codecs, "attributes": {}, "storage_transformers": [],
     }  # fmt: skip
-    _write_meta(path, meta)
+    out = {"zarr.json": _meta_bytes(meta)}
     if arr.size:
-        chunk = path / "c" / "/".join("0" for _ in arr.shape)
-        chunk.parent.mkdir(parents=True, exist_ok=True)
         data = arr.astype(dtype, copy=False).tobytes()
+        out[_small_chunk_key(arr.shape)] = data + google_crc32c.value(data).to_bytes(4, "little")
+    return out
+
+
+def _meta_bytes(meta: dict[str, Any]) -> bytes:
+    return json.dumps(meta, indent=2).encode("utf-8")
+
+
+def _write_array(path: Path, arr: np.ndarray) -> None:
+    """A small array in one chunk, ``bytes`` (little-endian) + ``crc32c`` codecs (see :func:`_array_objects`)."""
+    objects = _array_objects(arr)
+    _write_meta(path, parse_json(objects.pop("zarr.json")) or {})
+    for name, data in objects.items():
+        chunk = path / name
+        chunk.parent.mkdir(parents=True, exist_ok=True)
         with open(chunk, "wb") as fh:
-            fh.write(data + google_crc32c.value(data).to_bytes(4, "little"))
+            fh.write(data)
 
 
 def _small_chunk_key(shape: Sequence[int]) -> str:
@@ -241,7 +261,12 @@ class ZarrFramesReader(FramesReader):
 
 
 class ZarrFramesWriter(FramesWriter):
-    """Writes ``.partial/frames-<key>/`` (a group with frames, frames_crc32c, frame_number)."""
+    """Writes ``.partial/frames-<key>.<attempt>/`` (a group with frames, frames_crc32c, frame_number), renamed
+    to ``.partial/frames-<key>/`` when complete.
+
+    Each attempt writes its own folder, so two attempts at one unit (an engine that runs a task twice) never
+    write into each other's files; the first to finish publishes, a later one finds it there and drops its own.
+    """
 
     backend = "zarr"
 
@@ -249,8 +274,9 @@ class ZarrFramesWriter(FramesWriter):
         self, folder: Path, key: str, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec,
         attrs: dict[str, Any],
     ) -> None:  # fmt: skip
-        self.dir = folder / PARTIAL / f"frames-{key}"
-        remove(self.dir)
+        self.final = folder / PARTIAL / f"frames-{key}"
+        self.trash = folder / TRASH
+        self.dir = folder / PARTIAL / f"frames-{key}.{uuid.uuid4().hex[:12]}"
         self.attrs = {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames}
         _new_group(self.dir, {k: v for k, v in self.attrs.items()})
         _write_meta(self.dir / "frames", _frames_meta(shape, chunk_frames, codec, self.attrs))
@@ -270,6 +296,15 @@ class ZarrFramesWriter(FramesWriter):
         _write_meta(self.dir / "frames", meta)
         _set_attrs(self.dir, {"complete": True})
         fsync_dir(self.dir)
+        if (_read_meta(self.final) or {}).get("attributes", {}).get("complete") is True:
+            remove(self.dir)  # another attempt published the same bytes first
+            return
+        try:
+            publish(self.dir, self.final, trash=self.trash)  # an unfinished folder there is an old layout's
+        except OSError:
+            if (_read_meta(self.final) or {}).get("attributes", {}).get("complete") is not True:
+                raise
+            remove(self.dir)
 
     def abort(self) -> None:
         remove(self.dir)
@@ -438,15 +473,7 @@ class ZarrBackend(Backend):
         return folder_size(self.folder)
 
 
-# -- reading from a URL (object stores) -----------------------------------------------------------------------------
-
-
-def _read_only(url: str, what: str) -> StoreError:
-    return StoreError(
-        f"frame store {url!r} is read-only here: {what} needs a local folder; export to a local folder "
-        "(format='zarr') and upload it (vidlabel.store.upload / vidlabel upload)",
-        path=url,
-    )
+# -- Zarr stores at a URL (object stores): read, and written by an export -----------------------------------------------------------------------------
 
 
 def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.ndarray:
@@ -526,21 +553,30 @@ class ZarrURLVideoReader(VideoReader):
 
     def preload(self, names: Iterable[str]) -> None:
         names = [n for n in names if n not in self._arrays]
-        got = self.store.get_many(f"{self.key}/{n}/zarr.json" for n in names)
-        metas = {n: parse_json(got[f"{self.key}/{n}/zarr.json"]) for n in names}
+        keys = {n: self._array_key(n) for n in names}
+        got = self.store.get_many(f"{keys[n]}/zarr.json" for n in names)
+        metas = {n: parse_json(got[f"{keys[n]}/zarr.json"]) for n in names}
         small = {n: m for n, m in metas.items() if m and m.get("node_type") == "array" and _is_small(m)}
-        chunk_keys = {n: f"{self.key}/{n}/{_small_chunk_key(m['shape'])}" for n, m in small.items()}
+        chunk_keys = {n: f"{keys[n]}/{_small_chunk_key(m['shape'])}" for n, m in small.items()}
         chunks = self.store.get_many(k for n, k in chunk_keys.items() if int(np.prod(small[n]["shape"])) > 0)
         for n, m in small.items():
-            self._arrays[n] = _decode_small(m, chunks.get(chunk_keys[n]), self.store.url_of(f"{self.key}/{n}"))
+            self._arrays[n] = _decode_small(m, chunks.get(chunk_keys[n]), self.store.url_of(keys[n]))
 
     def array(self, name: str) -> np.ndarray:
         if name in self._arrays:
             return self._arrays.pop(name)
-        return _url_array(self.store, self.key, name, self.video_id)
+        key = self._array_key(name)
+        group = key[: -len(name) - 1]  # the video group, or the frames unit that holds its frames
+        return _url_array(self.store, group, name, self.video_id)
+
+    def _array_key(self, name: str) -> str:
+        unit = self.attrs.get("frames_unit")
+        if isinstance(unit, str) and name in ("frames", "frames_crc32c") and _safe_unit_key(unit):
+            return f"{unit}/{name}"  # exported straight into the object store: the frames unit's own arrays
+        return f"{self.key}/{name}"
 
     def frames(self) -> ZarrURLFramesReader:
-        key = f"{self.key}/frames"
+        key = self._array_key("frames")
         meta = parse_json(self.store.get(f"{key}/zarr.json"))
         if meta is None:
             raise StoreError(
@@ -551,8 +587,84 @@ class ZarrURLVideoReader(VideoReader):
         return ZarrURLFramesReader(self.store, key, meta, self.video_id)
 
 
+def _safe_unit_key(unit: str) -> bool:
+    """True for a group's ``frames_unit`` that names a unit of this store (``units/<key>``, nothing else)."""
+    head, _, key = unit.partition("/")
+    return head == UNITS and bool(key) and all(c in "0123456789abcdef" for c in key)
+
+
+class ZarrURLFramesWriter(FramesWriter):
+    """Writes a frames unit straight into an object store, at ``units/<key>/``: every object create-only.
+
+    Each chunk is one PUT of its whole bytes (never a read-modify-write), under a key that depends only on
+    what its pixels depend on, so two attempts at one unit (an engine that runs a task twice, a zombie
+    worker) write the same bytes to the same keys and the second finds them there. The unit's group
+    ``zarr.json`` with ``complete`` is written last: until then no reader or exporter takes the unit as
+    done. Chunk PUTs run on a few threads, at most ``in_flight`` waiting.
+    """
+
+    backend = "zarr"
+
+    def __init__(
+        self, store: ObjectStore, key: str, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec,
+        attrs: dict[str, Any], *, threads: int = 4, in_flight: int = 8,
+    ) -> None:  # fmt: skip
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store = store
+        self.prefix = f"{UNITS}/{key}"
+        self.attrs = {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames}
+        self.meta = _frames_meta(shape, chunk_frames, codec, dict(self.attrs))
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix=f"vidlabel-put-{key[:8]}")
+        self._slots = threading.BoundedSemaphore(in_flight)
+        self._futures: list[Any] = []
+
+    def _put(self, key: str, data: bytes) -> None:
+        try:
+            self.store.put_new(key, data)  # False: an earlier attempt wrote these very bytes
+        finally:
+            self._slots.release()
+
+    def _submit(self, key: str, data: bytes) -> None:
+        for fut in [f for f in self._futures if f.done()]:
+            self._futures.remove(fut)
+            fut.result()  # the first failed PUT stops the unit
+        self._slots.acquire()
+        self._futures.append(self._pool.submit(self._put, key, data))
+
+    def _wait(self) -> None:
+        futures, self._futures = self._futures, []
+        for fut in futures:
+            fut.result()
+
+    def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
+        payload = data if isinstance(data, bytes) else np.ascontiguousarray(data).tobytes()
+        self._submit(f"{self.prefix}/frames/c.{index}.0.0.0", payload)
+
+    def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
+        try:
+            self._wait()
+            for name, arr in (
+                ("frame_number", np.asarray(frame_number, dtype=np.int64)),
+                ("frames_crc32c", np.asarray(crc32c, dtype=np.uint32)),
+            ):
+                for sub, data in _array_objects(arr).items():
+                    self._submit(f"{self.prefix}/{name}/{sub}", data)
+            meta = {**self.meta, "attributes": {**self.meta["attributes"], "complete": True}}
+            self._submit(f"{self.prefix}/frames/zarr.json", _meta_bytes(meta))
+            self._wait()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        group = {"zarr_format": 3, "node_type": "group", "attributes": {**self.attrs, "complete": True}}
+        self.store.put_new(f"{self.prefix}/zarr.json", _meta_bytes(group))  # published: complete last
+
+    def abort(self) -> None:
+        # what was written stays: the same bytes a rerun writes; the export's end deletes unused units
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 class ZarrURLBackend(Backend):
-    """A Zarr store read from an fsspec URL (read-only: stores reach object stores by ``upload``).
+    """A Zarr store at an fsspec URL: read, and written straight into the object store by an export.
 
     Parameters
     ----------
@@ -560,6 +672,21 @@ class ZarrURLBackend(Backend):
         The store's URL (``s3://bucket/store``, ``file:///data/store``, ``memory://store``, ...).
     storage_options : mapping, optional
         Keyword arguments of the fsspec filesystem.
+
+    Notes
+    -----
+    Writing needs conditional writes (:meth:`ObjectStore.conditional_kind`: S3 and S3-compatible servers,
+    ``memory://``, ``file://``). An export's objects:
+
+    - ``units/<frames_key>/`` a frames unit (``frames``, ``frames_crc32c``, ``frame_number``), every object
+      created only if absent, its group ``zarr.json`` (``complete``) last (:class:`ZarrURLFramesWriter`);
+    - ``videos/<id>/`` the video group: its small arrays, then its ``zarr.json`` with ``complete`` and
+      ``frames_unit: "units/<frames_key>"`` (readers take ``frames`` and ``frames_crc32c`` from there:
+      an object store has no rename or link to put them under the group);
+    - ``zarr.json`` the root: rewritten at the start with ``complete: false`` and a fresh ``export_token``,
+      conditionally (If-Match on the tag of the root read, or create-only), so of two exports starting at
+      once one fails; at the end, after ``index``, written with ``complete: true`` If-Match on the tag of
+      that start root, so an export whose root was taken over by another cannot publish.
     """
 
     name = "zarr"
@@ -568,6 +695,8 @@ class ZarrURLBackend(Backend):
         self.store = ObjectStore(url, storage_options)
         self.url = self.store.url
         self.folder = self.url  # type: ignore[assignment]  # a URL, not a Path: used in messages only
+        self._tag: str | None = None  # tag of the root this export wrote (None: it wrote none yet)
+        self._token = ""
 
     @classmethod
     def detect(cls, folder: Path) -> bool:
@@ -599,30 +728,126 @@ class ZarrURLBackend(Backend):
         data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if int(np.prod(meta["shape"])) else None
         return _decode_small(meta, data, self.store.url_of("index"))
 
+    # -- writing: the root ------------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Raise :class:`~vidlabel.errors.OptionError` if this URL has no conditional writes (an export needs them)."""
+        if self.store.conditional_kind() is None:
+            raise OptionError(
+                f"cannot export to {self.url!r}: exporting straight into an object store needs conditional writes "
+                "(create-only and If-Match), which vidlabel does on s3:// (and S3-compatible servers), file:// "
+                f"and memory://; export to a local folder with format='zarr' and upload it: `vidlabel upload OUT {self.url}`"
+            )
+
+    def _conflict(self, what: str) -> StoreLockedError:
+        return StoreLockedError(
+            f"frame store {self.url!r}: {what}: another export is writing it (its root changed since this export "
+            "read it); one export at a time: this one stops without publishing (the other's result stands; "
+            "rerun once it has finished to resume)",
+            path=self.url,
+        )
+
+    def _root_bytes(self, attrs: dict[str, Any], complete: bool) -> bytes:
+        attrs = {**attrs, "complete": complete}
+        if not complete:
+            attrs["export_token"] = self._token  # two exports' roots never have the same bytes (or ETag)
+        else:
+            attrs.pop("export_token", None)
+        return _meta_bytes({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+
     def mark_incomplete(self, attrs: dict[str, Any]) -> None:
-        raise _read_only(self.url, "writing")
+        if self._tag is None:  # the export starts: take the root over, conditionally
+            self.check_writable()
+            _data, tag = self.store.get_tagged("zarr.json")
+            self._token = uuid.uuid4().hex
+            try:
+                self._tag = self.store.put_if("zarr.json", self._root_bytes(attrs, False), tag)
+            except StoreConflict as err:
+                raise self._conflict("starting an export") from err
+            for group in ("videos", UNITS):
+                self.store.put_new(f"{group}/zarr.json", _meta_bytes(_GROUP))
+            return
+        try:
+            self._tag = self.store.put_if("zarr.json", self._root_bytes(attrs, False), self._tag)
+        except StoreConflict as err:
+            raise self._conflict("marking it incomplete") from err
+
+    def check_owner(self, what: str) -> None:
+        """Raise :class:`StoreLockedError` if another export took the root over since this one started."""
+        if self._tag is not None and self.store.get_tagged("zarr.json")[1] != self._tag:
+            raise self._conflict(what)
 
     def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
-        raise _read_only(self.url, "writing")
+        if self._tag is None:
+            raise StoreError(f"frame store {self.url!r}: the root is written by an export that marked it first")
+        self.check_owner("publishing the root")
+        missing = [v for v in video_ids if (self.video_attrs(v) or {}).get("complete") is not True]
+        if missing:
+            raise StoreError(f"frame store {self.url!r}: video groups {missing[:5]} are not published; not publishing")
+        index_objects = _array_objects(np.asarray(index, dtype=np.int64).reshape(-1, 2))
+        self.store.put_many({f"index/{k}": v for k, v in index_objects.items()})
+        try:
+            self._tag = self.store.put_if("zarr.json", self._root_bytes(attrs, True), self._tag)
+        except StoreConflict as err:
+            raise self._conflict("publishing the root") from err
+
+    # -- writing: frames units ----------------------------------------------------------------------------------
+
+    def discard_unit(self, key: str) -> None:
+        self.store.delete([f"{UNITS}/{key}/zarr.json"])  # no longer complete, then gone
+        self.store.delete_prefix(f"{UNITS}/{key}")
+
+    def unit_published(self, key: str) -> bool:
+        meta = parse_json(self.store.get(f"{UNITS}/{key}/zarr.json"))
+        return bool(meta and meta.get("attributes", {}).get("complete") is True)
 
     def frames_units(self) -> dict[str, dict[str, Any]]:
-        raise _read_only(self.url, "exporting")
+        self.store.refresh()
+        names = [n for n in self.store.list_dirs(UNITS) if _safe_unit_key(f"{UNITS}/{n}")]
+        got = self.store.get_many(f"{UNITS}/{n}/zarr.json" for n in names)
+        out = {}
+        for n in names:
+            attrs = (parse_json(got[f"{UNITS}/{n}/zarr.json"]) or {}).get("attributes", {})
+            if attrs.get("complete") is True and attrs.get("key") == n:
+                out[n] = dict(attrs)
+        return out
 
     def open_frames_unit(self, key: str) -> FramesReader:
-        raise _read_only(self.url, "exporting")
+        prefix = f"{UNITS}/{key}/frames"
+        meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
+        if meta is None or not self.unit_published(key):
+            raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
+        return ZarrURLFramesReader(self.store, prefix, meta, str(meta.get("attributes", {}).get("video_id", key)))
+
+    def unit_checksums(self, key: str) -> np.ndarray:
+        """(n_chunks,) uint32 CRC-32C of unit ``key``'s chunks, as its writer recorded them."""
+        return self._unit_array(key, "frames_crc32c").astype(np.uint32)
 
     def unit_frame_number(self, key: str) -> np.ndarray:
-        raise _read_only(self.url, "exporting")
+        return self._unit_array(key, "frame_number").astype(np.int64)
+
+    def _unit_array(self, key: str, name: str) -> np.ndarray:
+        prefix = f"{UNITS}/{key}/{name}"
+        meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
+        if meta is None:
+            raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
+        size = int(np.prod(meta["shape"]))
+        data = self.store.get(f"{prefix}/{_small_chunk_key(meta['shape'])}") if size else None
+        return _decode_small(meta, data, self.store.url_of(prefix))
 
     def frames_writer(
         self, key: str, *, shape: tuple[int, int, int, int], chunk_frames: int, codec: Codec, attrs: dict[str, Any]
     ) -> FramesWriter:
-        raise _read_only(self.url, "writing")
+        self.check_writable()
+        return ZarrURLFramesWriter(self.store, key, shape, chunk_frames, codec, attrs)
+
+    # -- videos ------------------------------------------------------------------------------------------------
 
     def _video_key(self, video_id: str) -> str:
         return f"videos/{node_name(video_id)}"
 
     def video_ids(self) -> list[str]:
+        self.store.refresh()
         names = self.store.list_dirs("videos")
         got = self.store.get_many(f"videos/{n}/zarr.json" for n in names)
         return sorted(unquote(n) for n in names if got[f"videos/{n}/zarr.json"] is not None)
@@ -634,7 +859,25 @@ class ZarrURLBackend(Backend):
     def write_video(
         self, video_id: str, *, attrs: dict[str, Any], arrays: dict[str, np.ndarray], frames_key: str
     ) -> None:
-        raise _read_only(self.url, "writing")
+        if not self.unit_published(frames_key):
+            raise StoreError(
+                f"frame store {self.url!r}: frames unit {frames_key!r} of video {video_id!r} is missing",
+                path=self.url,
+                video_id=video_id,
+            )
+        self.check_owner(f"publishing video {video_id!r}")
+        key = self._video_key(video_id)
+        self.store.delete([f"{key}/zarr.json"])  # no reader takes the old group for the new one meanwhile
+        objects: dict[str, bytes] = {}
+        for sub in {name.rpartition("/")[0] for name in arrays if "/" in name}:
+            objects[f"{key}/{sub}/zarr.json"] = _meta_bytes(_GROUP)
+        for name, arr in arrays.items():
+            objects.update({f"{key}/{name}/{k}": v for k, v in _array_objects(arr).items()})
+        self.store.put_many(objects)
+        group_attrs = {k: v for k, v in attrs.items() if k != "complete"}
+        group_attrs.update({"frames_unit": f"{UNITS}/{frames_key}", "complete": True})
+        group = {"zarr_format": 3, "node_type": "group", "attributes": group_attrs}
+        self.store.put(f"{key}/zarr.json", _meta_bytes(group))  # after its arrays
 
     def open_video(self, video_id: str) -> ZarrURLVideoReader:
         key = self._video_key(video_id)
@@ -650,13 +893,19 @@ class ZarrURLBackend(Backend):
         return ZarrURLVideoReader(self.store, key, dict(meta.get("attributes", {})), video_id)
 
     def remove_video(self, video_id: str) -> None:
-        raise _read_only(self.url, "writing")
+        self.store.delete_prefix(self._video_key(video_id))
 
     def collect_garbage(self, keep_units: set[str]) -> None:
-        raise _read_only(self.url, "writing")
+        self.store.refresh()
+        for name in self.store.list_dirs(UNITS):
+            if name not in keep_units and _safe_unit_key(f"{UNITS}/{name}"):
+                self.store.delete_prefix(f"{UNITS}/{name}")
 
     def size_on_disk(self) -> int:
         return self.store.total_size()
+
+
+_GROUP: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
 
 
 # -- Zarr codecs for the per-frame picture codecs (so zarr.open_array reads png/jpeg frames) ----------------------

@@ -74,6 +74,7 @@ class DecodeEngine:
     _skip_below: int | None
     _packets: Iterator[Any] | None
     _pending: deque[Any]
+    _recorded_untrusted: frozenset[int] = frozenset()
 
     @property
     def frame_count(self) -> int:
@@ -151,7 +152,10 @@ class DecodeEngine:
                 self._note_error()
                 self._eof = True
                 return None
-            if packet.is_keyframe and self._tainted and packet.pts is not None:
+            # A packet marked corrupt (cut short by the end of the file, damaged) taints like a decode error.
+            if packet.is_corrupt and not (packet.size == 0 and packet.pts is None and packet.dts is None):
+                self._note_error()
+            elif packet.is_keyframe and self._tainted and packet.pts is not None:
                 self._recover_label = packet.pts
             # Frames shown before the target that nothing refers to need not be decoded at all. Only
             # packets checked to be well-formed non-reference H.264 are skipped: FFmpeg skips a corrupt
@@ -212,6 +216,10 @@ class DecodeEngine:
             if self._rotation is None:
                 self._rotation = rotation_of(frame)
                 self._coded_size = (frame.width, frame.height)
+            if frame.is_corrupt:  # the decoder concealed errors in it: untrusted, and so are frames until a keyframe
+                self._tainted = True
+                self._recover_label = None
+                self._count_errors += 1
             if self._mode == "count":
                 n = self._count_next
                 self._count_next += 1
@@ -220,7 +228,7 @@ class DecodeEngine:
                 return self._cur
             label = frame.pts
             key = bool(frame.key_frame)
-            if self._tainted and key and label is not None and label == self._recover_label:
+            if self._tainted and key and label is not None and label == self._recover_label and not frame.is_corrupt:
                 self._tainted = False
             lost = self._errors_since_output
             self._errors_since_output = 0
@@ -365,6 +373,9 @@ class DecodeEngine:
     def _find(self, t: int, first_key: int | None = None) -> tuple[int, Any, bool] | Missing:
         """Decode to frame ``t``: (t, av frame, trusted), or why it has no picture."""
         try:
-            return self._find_frame(t, first_key)
+            found = self._find_frame(t, first_key)
         finally:
             self._skip_below = None
+        if not isinstance(found, Missing) and found[2] and t in self._recorded_untrusted:
+            return (found[0], found[1], False)
+        return found

@@ -17,6 +17,13 @@ them):
   frame keeps its number (taken from the packet's pts) and later frames are not
   renumbered. Packets that fail at the end of a truncated file are not frames:
   ``frame_count`` stops after the last frame that decodes.
+- Untrusted frames (``VideoMetadata.untrusted_frames``): those that follow a
+  decode error, a packet the demuxer marks corrupt (``packet.is_corrupt``: cut
+  short by the end of the file, damaged) or a frame the decoder marks corrupt
+  (``frame.is_corrupt``: errors concealed in it) before the frame of the next
+  keyframe, that frame included; holes; and, in a file cut short (see
+  ``_truncation``) whose decoder reorders frames, the frames given out only
+  when the decoder is drained at the end, whose B-frames may have been cut.
 - Files whose decoder labels frames with a permutation of the container's pts
   (B-frames stored without composition offsets) are indexed in decoding output
   order, with the labels kept in :attr:`FrameIndex.decoder_pts`.
@@ -74,15 +81,14 @@ def content_hash(path: str | os.PathLike[str]) -> str:
     VideoNotFoundError
         If the file does not exist.
     VideoDecodeError
-        If the path is a folder.
+        If the path is a folder, a device, a pipe or a socket (not a regular file).
     """
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError as err:
         raise VideoNotFoundError(f"video file not found: {str(p)!r}", path=str(p)) from err
-    if p.is_dir():
-        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    _check_regular(p)
     key = (os.path.realpath(p), st.st_size, st.st_mtime_ns)
     cached = _HASH_CACHE.get(key)
     if cached is not None:
@@ -94,6 +100,16 @@ def content_hash(path: str | os.PathLike[str]) -> str:
     digest = "sha256:" + h.hexdigest()
     _HASH_CACHE[key] = digest
     return digest
+
+
+def _check_regular(p: Path) -> None:
+    """Refuse a folder, a device (``/dev/zero``), a pipe or a socket: only a regular file has an end and a hash."""
+    if p.is_dir():
+        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    if not p.is_file():
+        raise VideoDecodeError(
+            f"{str(p)!r} is not a regular file (a device, pipe or socket); give a video file", path=str(p)
+        )
 
 
 def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
@@ -109,7 +125,7 @@ def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     VideoNotFoundError
         If the file does not exist.
     VideoDecodeError
-        If the path is a folder or the file is empty.
+        If the path is not a regular file (a folder, a device, a pipe) or the file is empty.
     NoVideoStreamError
         If FFmpeg cannot open the file as media (not a media file, or cut
         before its header) or it holds no video stream (audio only).
@@ -117,8 +133,7 @@ def open_video(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     p = Path(path)
     if not p.exists():
         raise VideoNotFoundError(f"video file not found: {str(p)!r}", path=str(p))
-    if p.is_dir():
-        raise VideoDecodeError(f"{str(p)!r} is a folder, not a video file", path=str(p))
+    _check_regular(p)
     if p.stat().st_size == 0:
         raise VideoDecodeError(f"video file {str(p)!r} is empty (0 bytes)", path=str(p))
     try:
@@ -160,9 +175,12 @@ class _Scan:
     trusted: list[bool] = field(default_factory=list)  # per decoded frame: no decode error since the last keyframe
     errors_before: list[int] = field(default_factory=list)  # per decoded frame: decode errors before its output
     errors: int = 0
+    corrupt: int = 0  # packets the demuxer and frames the decoder marked corrupt
     first_frame: dict[str, Any] = field(default_factory=dict)
     demux_error: str | None = None
     short_packets: int = 0  # packets shorter than the container's index says (a cut file)
+    drained: list[bool] = field(default_factory=list)  # per decoded frame: given out only by the final drain
+    truncated: str | None = None  # why the file looks cut short (None: no sign of it)
 
 
 def _scan(
@@ -187,8 +205,9 @@ def _scan(
 
         bar = tqdm(total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False)
     packets = container.demux(stream)
-    # The reader's rule (vidlabel.video._decode): after a decode error, frames are untrusted until the
-    # frame of a keyframe packet demuxed after the error comes out of the decoder.
+    # The reader's rule (vidlabel.video._decode): after a decode error, a packet marked corrupt or a frame
+    # marked corrupt, frames are untrusted until the frame of a keyframe packet demuxed after it comes out
+    # of the decoder (the corrupt frame itself included).
     tainted = False
     recover: int | None = None
     try:
@@ -212,7 +231,13 @@ def _scan(
                 )
             if not decode and len(scan.labels) >= decode_first:
                 continue
-            if packet.is_keyframe and tainted and packet.pts is not None:
+            # A packet the demuxer marks corrupt (cut short by the end of the file, damaged) may decode
+            # without error into a half-concealed picture: it taints like a decode error.
+            corrupt = not flush and bool(packet.is_corrupt)
+            if corrupt:
+                scan.corrupt += 1
+                tainted, recover = True, None
+            elif packet.is_keyframe and tainted and packet.pts is not None:
                 recover = packet.pts
             try:
                 frames = ctx.decode(packet)
@@ -225,8 +250,11 @@ def _scan(
             for frame in frames:
                 if tainted and frame.key_frame and frame.pts is not None and frame.pts == recover:
                     tainted = False
+                if frame.is_corrupt:  # the decoder concealed errors in it (decode_error_flags, AV_FRAME_FLAG_CORRUPT)
+                    scan.corrupt += 1
+                    tainted, recover = True, None
                 scan.trusted.append(not tainted)
-                scan.errors_before.append(scan.errors)
+                scan.errors_before.append(scan.errors + scan.corrupt)
                 if not scan.first_frame:
                     scan.first_frame = {
                         "rotation": rotation_of(frame),
@@ -238,6 +266,7 @@ def _scan(
                     }
                 scan.labels.append(frame.pts)
                 scan.key_out.append(bool(frame.key_frame))
+                scan.drained.append(flush)
                 if bar is not None:
                     bar.update(1)
             if limit is not None and len(scan.labels) >= limit:
@@ -246,7 +275,43 @@ def _scan(
         if bar is not None:
             bar.close()
     scan.short_packets = _short_packets(container, stream, scan)
+    if decode and (limit is None or len(scan.labels) < limit):
+        scan.truncated = _truncation(container, stream, scan)
+        if scan.truncated and ctx.has_b_frames:
+            # The decoder held these frames back for reordering: in a cut file the frames meant to be shown
+            # before them may be missing, so they may sit at the wrong number. Untrusted, like a corrupt frame.
+            for i, drained in enumerate(scan.drained):
+                if drained:
+                    scan.trusted[i] = False
+                    scan.errors_before[i] += 1
     return scan
+
+
+def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
+    """Why a fully scanned file looks cut short (None when nothing says so).
+
+    Signs: a packet marked corrupt or cut short, demuxing stopped by an error,
+    fewer packets than the container's header or index counts, or (single
+    stream files) a duration in the header beyond the last packet.
+    """
+    packets = sum(1 for z in scan.size if z > 0)
+    if scan.demux_error:
+        return f"demuxing stopped: {scan.demux_error}"
+    if scan.short_packets or scan.corrupt:
+        return "a packet is cut short or marked corrupt"
+    if stream.frames and packets < int(stream.frames):
+        return f"{packets} video packets, the header counts {int(stream.frames)}"
+    entries = sum(1 for e in stream.index_entries if e.size > 0)
+    if entries > packets:
+        return f"{packets} video packets, the container's index lists {entries}"
+    known = np.unique(np.asarray([p for p in scan.pts if p is not None], dtype=np.int64))
+    if len(container.streams) == 1 and container.duration and known.size > 1:
+        step_us = float(np.median(np.diff(known)) * scan.timebase * 1_000_000)
+        end_us = float(int(known[-1]) * scan.timebase * 1_000_000) + step_us
+        # Compared with the end counted from 0: demuxers give the duration from 0 (matroska) or from the start.
+        if float(container.duration) - end_us > 1.5 * step_us + 1000:
+            return f"the header's duration ({container.duration} us) runs past the last packet"
+    return None
 
 
 def _short_packets(container: Any, stream: Any, scan: _Scan) -> int:

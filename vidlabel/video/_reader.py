@@ -20,7 +20,11 @@ How a frame is found (spec: "The frame index", "Reading a batch: read_many"):
   is the N-th frame decoded; there, after a decode error, no later frame is
   trusted (counting cannot prove its number). A wrong frame is never returned.
 - After a decode error, frames decode without error but show garbage until the
-  next keyframe: they are not trusted. With ``on_corrupt="raise"`` asking for
+  next keyframe: they are not trusted. The same holds after a packet the
+  demuxer marks corrupt (a last packet cut short) and from a frame the decoder
+  marks corrupt (errors concealed in it). A reader of a registered video
+  (:meth:`FrameReader.for_video`) also refuses the frames probe recorded as
+  untrusted (``VideoMetadata.untrusted_frames``). With ``on_corrupt="raise"`` asking for
   one raises :class:`~vidlabel.errors.VideoDecodeError` naming the file and
   frame; with ``on_corrupt="skip"``, :meth:`FrameReader.iter_frames` leaves
   such frames out (one warning per reader, the frames listed in
@@ -167,6 +171,11 @@ class FrameReader(DecodeEngine):
         out with one warning per reader. ``read``/``read_many`` raise either way.
     check_hash : bool
         Hash the file to check a given index belongs to it (cached per process).
+    untrusted_frames : sequence of (int, int), optional
+        Inclusive ranges of frames to refuse whatever this reader's own decoding
+        finds, as :attr:`VideoMetadata.untrusted_frames` records them (probe's
+        full pass sees what a reader positioned by seeks may not: frames the
+        decoder gave out only when drained at the end of a cut file).
 
     Attributes
     ----------
@@ -212,6 +221,7 @@ class FrameReader(DecodeEngine):
         video_id: str | None = None,
         on_corrupt: OnCorrupt = "raise",
         check_hash: bool = True,
+        untrusted_frames: Sequence[tuple[int, int]] | None = (),
     ) -> None:
         if on_corrupt not in ("raise", "skip"):
             raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
@@ -221,6 +231,8 @@ class FrameReader(DecodeEngine):
         self.on_corrupt: OnCorrupt = on_corrupt
         self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
         self.skipped: list[int] = []
+        self.untrusted_frames = tuple((int(a), int(b)) for a, b in untrusted_frames or ())
+        self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
         self._container: Any = None
         self._pid = os.getpid()
         self._stream: Any = None
@@ -298,7 +310,15 @@ class FrameReader(DecodeEngine):
         index, why_not = usable_index(meta)
         if why_not is not None:
             warnings.warn(why_not, VidlabelWarning, stacklevel=2)
-        return cls(path, index=index, view=view, video_id=meta.video_id, on_corrupt=on_corrupt, check_hash=check_hash)
+        return cls(
+            path,
+            index=index,
+            view=view,
+            video_id=meta.video_id,
+            on_corrupt=on_corrupt,
+            check_hash=check_hash,
+            untrusted_frames=meta.untrusted_frames,
+        )
 
     @property
     def frame_index(self) -> FrameIndex:
@@ -425,7 +445,7 @@ class FrameReader(DecodeEngine):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as what it reads, reopened on the other side (e.g. a DataLoader worker started with spawn).
         index = self._index if self.indexed and self._mode == "label" else None
-        return (_reopen, (self.path, index, self.view, self.video_id, self.on_corrupt))
+        return (_reopen, (self.path, index, self.view, self.video_id, self.on_corrupt, self.untrusted_frames))
 
     def __enter__(self) -> FrameReader:
         return self
@@ -472,7 +492,12 @@ class FrameReader(DecodeEngine):
     def _why(self, t: int, found: Any) -> str:
         if isinstance(found, Missing):
             return f"frame {t}: {found.reason}"
-        return f"frame {t}: it follows a decode error before the next keyframe (its picture is not trusted)"
+        if t in self._recorded_untrusted:
+            return f"frame {t}: probe recorded it as untrusted (decode error, corrupt packet or frame, or a cut file)"
+        return (
+            f"frame {t}: it follows a decode error before the next keyframe, or the decoder marked it or its "
+            "packet corrupt (its picture is not trusted)"
+        )
 
     def _picture(self, t: int, found: Any) -> np.ndarray:
         if isinstance(found, Missing) or not found[2]:
@@ -504,9 +529,22 @@ def _abandon(container: Any) -> None:
 
 
 def _reopen(
-    path: Path, index: FrameIndex | None, view: View | None, video_id: str, on_corrupt: OnCorrupt
+    path: Path,
+    index: FrameIndex | None,
+    view: View | None,
+    video_id: str,
+    on_corrupt: OnCorrupt,
+    untrusted_frames: tuple[tuple[int, int], ...] = (),
 ) -> FrameReader:
-    return FrameReader(path, index=index, view=view, video_id=video_id, on_corrupt=on_corrupt, check_hash=False)
+    return FrameReader(
+        path,
+        index=index,
+        view=view,
+        video_id=video_id,
+        on_corrupt=on_corrupt,
+        check_hash=False,
+        untrusted_frames=untrusted_frames,
+    )
 
 
 class CachedReader:

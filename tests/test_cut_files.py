@@ -1,0 +1,146 @@
+"""Files cut short (issue 12, item 1): no frame the reader returns differs from the intact file's frame.
+
+Each clip is encoded here, cut with Python at byte offsets chosen from its packet layout (inside a packet,
+one byte into it, and exactly at its end, where the container's own structure cannot tell a cut), registered
+in a dataset, and read whole; every frame read is compared with a plain PyAV decode of the intact file.
+The frames the decoder marks corrupt, those that follow a packet marked corrupt before the next keyframe,
+and those a reordering decoder gives out only when drained at the end of a cut file are untrusted: recorded
+in ``untrusted_frames`` and refused by the reader.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.media import decode_all, encode_clip, packet_layout, read_frame_number
+from vidlabel import Dataset, FrameReader, probe
+from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VidlabelWarning
+from vidlabel.spec import VideoMetadata
+
+W, H = 96, 64
+CLIPS = {
+    "mpeg4.avi": {"codec": "mpeg4"},
+    "mpeg4_bframes.avi": {"codec": "mpeg4", "bframes": 2},
+    "msmpeg4.avi": {"codec": "msmpeg4"},
+    "h264_bframes.mp4": {"bframes": 2, "container_options": {"movflags": "+faststart"}},
+    "h264_bframes.mkv": {"bframes": 2},
+    "mpeg4.mkv": {"codec": "mpeg4"},
+}
+
+
+@pytest.fixture(scope="module")
+def intact(media_dir: Path) -> dict[str, tuple[Path, list[np.ndarray]]]:
+    """Each clip of CLIPS (48 frames, a keyframe every 12) with its frames by plain PyAV decoding."""
+    out = {}
+    for name, options in CLIPS.items():
+        truth = encode_clip(media_dir / f"intact_{name}", n_frames=48, width=W, height=H, gop=12, **options)
+        frames = decode_all(truth.path)
+        assert len(frames) == 48
+        if name != "msmpeg4.avi":  # msmpeg4 blurs the number blocks; it has no B-frames, so decoding order is shown
+            assert [read_frame_number(f) for f in frames] == list(range(48))  # the reference is in display order
+        out[name] = (truth.path, frames)
+    return out
+
+
+def cut_offsets(path: Path) -> list[int]:
+    """Byte offsets to cut at: for every fifth video packet, one byte in, half way and exactly at its end."""
+    size = path.stat().st_size
+    offsets = set()
+    for _, pos, length, _ in packet_layout(path)[2::5]:
+        offsets.update({pos + 1, pos + length // 2, pos + length})
+    return sorted(o for o in offsets if o < size)
+
+
+def read_registered(ds: Dataset, meta: VideoMetadata) -> dict[int, np.ndarray]:
+    """Every frame a reader of the registered video gives: in order (skipping refused ones) and one by one in
+    reverse (seeks, rewinds), which must agree."""
+    got: dict[int, np.ndarray] = {}
+    registered = ds.video(meta.video_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VidlabelWarning)  # "skipping frames that cannot be trusted"
+        with FrameReader.for_video(registered, on_corrupt="skip") as reader:
+            got = dict(reader.iter_frames())
+            for n in reversed(range(reader.frame_count)):
+                try:
+                    image = reader.read(n)
+                except VideoDecodeError as err:
+                    assert n not in got and f"cannot read frame {n} of video {meta.video_id!r}" in str(err)
+                else:
+                    assert np.array_equal(image, got[n])
+    return got
+
+
+def test_no_frame_of_a_cut_file_differs_from_the_intact_file(tmp_path: Path, intact: dict) -> None:
+    ds = Dataset.create(tmp_path / "ds")
+    cuts = frames_read = untrusted = 0
+    wrong: list[str] = []
+    for name, (path, reference) in intact.items():
+        data = path.read_bytes()
+        for offset in cut_offsets(path):
+            cut = tmp_path / f"{offset}_{name}"
+            cut.write_bytes(data[:offset])
+            try:
+                meta = probe(cut, video_id=f"{Path(name).stem}_{offset}")
+            except (NoVideoStreamError, VideoDecodeError):
+                continue  # cut before the header or before any frame: refused whole
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", VidlabelWarning)  # "no trustworthy picture"
+                ds.add_video(meta)
+            cuts += 1
+            untrusted += meta.untrusted_count
+            got = read_registered(ds, meta)
+            assert set(got).isdisjoint(np.flatnonzero(meta.untrusted_mask()).tolist())
+            frames_read += len(got)
+            wrong += [f"{name} cut at {offset}: frame {n}" for n, image in got.items()
+                      if not np.array_equal(image, reference[n])]  # fmt: skip
+    assert cuts >= 6 * len(CLIPS) and frames_read > 20 * cuts
+    assert untrusted > 0  # the cuts do leave frames the decoder cannot vouch for
+    assert wrong == []
+
+
+@pytest.fixture(scope="module")
+def cut_avi(intact: dict, media_dir: Path) -> Path:
+    """The issue's reproduction in small: an mpeg4 AVI cut half way into the packet of frame 30."""
+    path, _ = intact["mpeg4.avi"]
+    _, pos, length, _ = packet_layout(path)[30]
+    cut = media_dir / "cut_in_packet_30.avi"
+    cut.write_bytes(path.read_bytes()[: pos + length // 2])
+    return cut
+
+
+def test_a_frame_cut_in_half_is_registered_untrusted_and_refused(cut_avi: Path, intact: dict) -> None:
+    meta = probe(cut_avi, video_id="t")
+    assert meta.frame_count == 31 and meta.untrusted_frames == ((30, 30),)
+    with FrameReader.for_video(meta) as reader:
+        assert read_frame_number(reader.read(29)) == 29
+        with pytest.raises(VideoDecodeError, match=r"cannot read frame 30 of video 't' .*frame 30: "):
+            reader.read(30)
+
+
+def test_a_reader_without_metadata_refuses_the_half_frame_too(cut_avi: Path) -> None:
+    """The reader's own rule (a packet marked corrupt taints its frame), not only probe's record."""
+    with FrameReader(cut_avi) as reader:
+        with pytest.raises(VideoDecodeError, match="frame 30: it follows a decode error"):
+            reader.read(30)
+
+
+def test_a_reordered_frame_drained_from_a_cut_file_is_untrusted(intact: dict, media_dir: Path) -> None:
+    """Cut exactly after a packet: the decoder gives out the frame it held for reordering at the end, in the
+    place of the B-frames that were cut; that frame is untrusted."""
+    path, reference = intact["mpeg4_bframes.avi"]
+    layout = packet_layout(path)
+    _, pos, length, _ = layout[30]
+    cut = media_dir / "cut_after_packet_30.avi"
+    cut.write_bytes(path.read_bytes()[: pos + length])
+    meta = probe(cut, video_id="b")
+    last = meta.frame_count - 1
+    assert meta.untrusted_frames and meta.untrusted_frames[-1][1] == last
+    with FrameReader.for_video(meta) as reader:
+        with pytest.raises(VideoDecodeError, match=f"frame {last}: probe recorded it as untrusted"):
+            reader.read(last)
+        first_bad = meta.untrusted_frames[0][0]
+        assert all(np.array_equal(reader.read(n), reference[n]) for n in range(first_bad))

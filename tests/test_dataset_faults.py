@@ -1,0 +1,219 @@
+"""A full disk and a damaged database (issue 12, items 11 and 12): one clear line saying what failed, that nothing
+was lost and how to resume; no traceback, nothing half written. The disk is filled by test hooks: SQLite's own
+error raised just before COMMIT, ENOSPC from the release writer, a connection that cannot be opened."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.media import encode_clip
+from vidlabel import Dataset, VideoMetadata, probe
+from vidlabel.cli import main
+from vidlabel.dataset import _dataset, _db
+from vidlabel.errors import AnnotationError, DatasetError, VideoDecodeError
+
+META = json.dumps({"frame_count": 40, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
+ROWS = [{"kind": "box", "label": "car", "start_frame": n, "box": [1, 2, 11, 22]} for n in range(5)]
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "ds"
+    assert main(["create", str(path)]) == 0
+    assert main(["add-labels", str(path), "car"]) == 0
+    assert main(["add-video", str(path), str(tmp_path / "cam1.mp4"), "--metadata", META]) == 0
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    return path
+
+
+def fill_disk_at(operation: str):  # type: ignore[no-untyped-def]
+    def hook(op: str) -> None:
+        if op == operation:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    return hook
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and err.startswith("vidlabel: error: ")
+    return err
+
+
+def test_disk_full_in_add_annotations(dataset: Path, tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    monkeypatch.setattr(_dataset, "_before_commit", fill_disk_at("add_annotations"))
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 1
+    err = one_line_error(capsys)
+    assert err == (
+        f"vidlabel: error: cannot add-annotations in dataset {dataset}: the disk is full (database or disk is full). "
+        "Nothing was lost: the change was rolled back and the dataset is as it was before the command; free space "
+        "and run the same command again\n"
+    )
+    assert len(Dataset.open(dataset).snapshot().table) == 0
+    with pytest.raises(DatasetError, match=r"cannot add-annotations .* the disk is full"):
+        Dataset.open(dataset).add_annotations(ROWS, "cam1")
+    monkeypatch.setattr(_dataset, "_before_commit", None)  # space freed: the same command resumes
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
+    assert len(Dataset.open(dataset).snapshot().table) == len(ROWS)
+
+
+def test_disk_full_in_build(dataset: Path, tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
+    capsys.readouterr()
+
+    def no_space(*args: object, **kwargs: object) -> bool:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_dataset, "write_release", no_space)
+    assert main(["build", str(dataset)]) == 1
+    err = one_line_error(capsys)
+    assert f"cannot build in dataset {dataset}: writing the release file {dataset}/releases/r" in err
+    assert "[Errno 28] No space left on device; the disk is full). Nothing was lost: the dataset is unchanged" in err
+    assert err.endswith("free space and run `vidlabel build` again\n")
+    assert Dataset.open(dataset).releases() == [] and list((dataset / "releases").iterdir()) == []
+    monkeypatch.undo()
+
+    monkeypatch.setattr(_dataset, "_before_commit", fill_disk_at("build"))  # the release file fits, its record not
+    assert main(["build", str(dataset)]) == 1
+    assert "cannot build in dataset" in one_line_error(capsys)
+    assert Dataset.open(dataset).releases() == []
+    monkeypatch.setattr(_dataset, "_before_commit", None)
+    assert main(["build", str(dataset)]) == 0
+    assert len(Dataset.open(dataset).releases()) == 1
+
+
+def test_a_database_that_cannot_be_opened_is_not_called_not_a_dataset(dataset: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    real_connect = sqlite3.connect
+
+    def full(*args: object, **kwargs: object) -> sqlite3.Connection:
+        con = real_connect(*args, **kwargs)  # type: ignore[arg-type]
+        con.close()
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(_db.sqlite3, "connect", full)
+    for command in ("releases", "build", "info"):
+        assert main([command, str(dataset)]) == 1
+        err = one_line_error(capsys)
+        assert "is not a vidlabel dataset" not in err
+        assert err.startswith(f"vidlabel: error: cannot read dataset {dataset}: SQLite could not open")
+        assert "(disk I/O error). Nothing was changed; if the disk is full, free space and run the command again" in err
+
+
+def damage(dataset: Path) -> None:
+    """Overwrite every database page after the first two (the header and the meta table) with garbage."""
+    Dataset.open(dataset).close()
+    db = dataset / _db.DB_NAME
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[2 * page :] = b"\xa5" * (len(data) - 2 * page)
+    db.write_bytes(bytes(data))
+
+
+def test_a_damaged_database_gives_one_line_in_info_and_validate(dataset: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
+    damage(dataset)
+    capsys.readouterr()
+    for command in ("info", "validate", "build"):
+        assert main([command, str(dataset)]) == 1
+        err = one_line_error(capsys)
+        assert f"the database of dataset {dataset} is damaged" in err and "malformed" in err
+        assert "Restore vidlabel.sqlite from a backup" in err
+
+
+# -- item 12: bad inputs refused at once, one line, nothing written ------------------------------------------
+
+
+def test_a_300_character_video_id_is_refused_before_anything_is_written(dataset: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    long_id = "v" * 300
+    assert main(["add-video", str(dataset), "/nowhere/x.mp4", "--video-id", long_id, "--metadata", META]) == 1
+    err = one_line_error(capsys)
+    assert f"video id '{long_id}' from --video-id is 300 bytes long; at most 200 (video ids name files" in err
+    ds = Dataset.open(dataset)
+    with pytest.raises(AnnotationError, match=r"video id 'v{300}' is 300 bytes long; at most 200 .*nothing was added"):
+        ds.add_video(VideoMetadata(video_id=long_id, frame_count=3, fps={"num": 1, "den": 1}, width=4, height=4))
+    assert [v.video_id for v in ds.videos()] == ["cam1"]
+
+
+def test_a_file_name_that_is_not_utf8_needs_a_video_id(tmp_path: Path, dataset: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    clip = encode_clip(tmp_path / "plain.mp4", n_frames=6)
+    odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.mp4")  # a Latin-1 name: undecodable bytes become surrogates
+    os.rename(clip.path, odd)
+    capsys.readouterr()
+    assert main(["add-video", str(dataset), odd, "--no-progress"]) == 1
+    err = one_line_error(capsys)
+    assert "video id 'caf\\udce9' from the file name of" in err
+    assert "is not UTF-8 text (it comes from a file name with bytes that are not UTF-8)" in err
+    assert err.endswith("(give one with --video-id)\n")
+    assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]
+    assert main(["add-video", str(dataset), odd, "--video-id", "cafe", "--no-progress"]) == 0
+    assert main(["info", str(dataset)]) == 0 and main(["validate", str(dataset)]) == 0
+
+
+def test_json_nested_too_deeply_is_one_line(dataset: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(json.dumps(ROWS[0]) + "\n" + "[" * 100000 + "\n")
+    capsys.readouterr()
+    assert main(["add-annotations", str(dataset), "cam1", str(deep)]) == 1
+    assert one_line_error(capsys) == (
+        f"vidlabel: error: {deep} line 2: JSON nested too deeply to read; expected one flat annotation object per "
+        "line\n"
+    )
+    assert len(Dataset.open(dataset).snapshot().table) == 0
+    with pytest.raises(SystemExit):  # argparse's own usage error (exit status 2) for --metadata
+        main(["add-video", str(dataset), "/nowhere/y.mp4", "--metadata", "[" * 100000])
+    assert "--metadata: JSON nested too deeply to read" in capsys.readouterr().err
+
+
+def test_an_output_size_no_memory_holds_is_refused(dataset: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert (
+        main(["add-view", str(dataset), "big", "--crop", "0", "0", "10", "10", "--output-size", "100000", "100000"])
+        == 1
+    )
+    assert one_line_error(capsys) == (
+        "vidlabel: error: view 'big': output_size 100000x100000 is larger than 16384 pixels a side (one such RGB "
+        "image would take 27.9 GiB); choose a size up to 16384; nothing was added\n"
+    )
+    assert Dataset.open(dataset).views() == {}
+    assert main(["export", str(dataset), str(tmp_path / "out"), "--output-size", "100000", "100000"]) == 1
+    assert "output_size 100000x100000 is larger than 16384 pixels a side" in one_line_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_add_video_refuses_what_is_not_a_regular_file(dataset: Path, tmp_path: Path, capsys, special: str) -> None:  # type: ignore[no-untyped-def]
+    path = special
+    if special == "fifo":
+        path = str(tmp_path / "pipe.mp4")
+        os.mkfifo(path)
+    capsys.readouterr()
+    assert main(["add-video", str(dataset), path, "--no-progress"]) == 1  # returns: nothing read from it
+    assert one_line_error(capsys) == (
+        f"vidlabel: error: {path!r} is not a regular file (a device, pipe or socket); give a video file\n"
+    )
+    with pytest.raises(VideoDecodeError, match="is not a regular file"):
+        probe(path)
+    assert [v.video_id for v in Dataset.open(dataset).videos()] == ["cam1"]
+
+
+@pytest.mark.parametrize("counts", [[99999999999999999999999], [10, 99999999999999999999999, 5]])
+def test_rle_counts_beyond_int64_are_refused(dataset: Path, tmp_path: Path, capsys, counts: list[int]) -> None:  # type: ignore[no-untyped-def]
+    rows = tmp_path / "masks.jsonl"
+    row = {"kind": "mask", "label": "car", "start_frame": 0, "mask": {"size": [48, 64], "counts": counts}}
+    rows.write_text(json.dumps(row) + "\n")
+    capsys.readouterr()
+    assert main(["add-annotations", str(dataset), "cam1", str(rows)]) == 1
+    err = one_line_error(capsys)
+    assert f"{rows} line 1" in err and "mask RLE counts are not valid COCO RLE (Python int too large" in err
+    with pytest.raises(AnnotationError, match=r"row 0.*mask RLE counts are not valid COCO RLE"):
+        Dataset.open(dataset).add_annotations([row], "cam1")
+    assert len(Dataset.open(dataset).snapshot().table) == 0
