@@ -39,9 +39,11 @@ import torch
 from vidlabel.errors import OptionError
 from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
 from vidlabel.video._heap import keep_heap_top
+from vidlabel.video._readplan import check_nonneg_int
 
 __all__ = [
     "RAGGED_KEYS",
+    "Epochs",
     "RankAware",
     "SharedEpoch",
     "collate_frames",
@@ -188,6 +190,33 @@ class SharedEpoch:
 
     def __repr__(self) -> str:
         return f"SharedEpoch({self.value})"
+
+
+class Epochs:
+    """Mixin of the iterable datasets: their epoch, in a :class:`SharedEpoch` (``_epoch``) the dataset creates
+    in its constructor, shared with its DataLoader workers (persistent ones too)."""
+
+    _epoch: SharedEpoch
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration uses (0 until :meth:`set_epoch`)."""
+        return self._epoch.value
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use epoch ``epoch``'s order and shuffle buffer from the next iteration on.
+
+        Call it before iterating the DataLoader each epoch. The epoch lives in
+        shared memory (:class:`SharedEpoch`), so workers kept with
+        ``persistent_workers=True`` see it too: epoch k has the same order with
+        and without persistent workers.
+
+        Raises
+        ------
+        OptionError
+            If ``epoch`` is not an integer >= 0 (bools refused).
+        """
+        self._epoch.value = check_nonneg_int(epoch, "epoch")
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:

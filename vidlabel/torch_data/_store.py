@@ -19,9 +19,9 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError, VidlabelError
 from vidlabel.store import FrameStore, StoreSamples, open_store
-from vidlabel.torch_data._common import RankAware, SharedEpoch, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_buffer, take_slab
-from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, epoch_rng, shuffled
+from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["StoreFrames", "StoreStream"]
 
@@ -218,7 +218,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
 
 
-class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[type-arg]
+class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: ignore[type-arg]
     """Iterable dataset over a frame store: chunks in a seeded order, split between ranks and workers.
 
     Every epoch, the chunks of the selected samples (a chunk = ``chunk_frames``
@@ -272,9 +272,8 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         frames: str | None = None,
         verify_checksums: bool | None = None,
     ) -> None:
-        for name, value in (("shuffle_buffer", shuffle_buffer), ("seed", seed)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise OptionError(f"{name} must be an integer >= 0, got {value!r}")
+        check_nonneg_int(shuffle_buffer, "shuffle_buffer")
+        check_nonneg_int(seed, "seed")
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
@@ -301,23 +300,6 @@ class StoreStream(RankAware, _StoreDataset, IterableDataset):  # type: ignore[ty
         new[1:] = (rows[1:, 0] != rows[:-1, 0]) | (chunk[1:] != chunk[:-1])
         starts = np.flatnonzero(new)
         return np.split(np.arange(rows.shape[0], dtype=np.int64), starts[1:])
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use epoch ``epoch``'s order from the next iteration on.
-
-        Call it before iterating the DataLoader each epoch. The epoch lives in
-        shared memory (:class:`~vidlabel.torch_data._common.SharedEpoch`), so
-        workers kept with ``persistent_workers=True`` see it too: epoch k has
-        the same order with and without persistent workers.
-        """
-        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
-            raise OptionError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self._epoch.value = int(epoch)
-
-    @property
-    def epoch(self) -> int:
-        """The epoch the next iteration uses (0 until :meth:`set_epoch`)."""
-        return self._epoch.value
 
     def _per_rank(self, world: int) -> int:
         n = len(self.samples)

@@ -25,6 +25,7 @@ import torch.utils.data
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.torch_data._common import (
+    Epochs,
     RankAware,
     SharedEpoch,
     keep_heap_top,
@@ -69,22 +70,7 @@ class _Output:
         return self.transform(out) if self.transform is not None else out
 
 
-class _Epochs:
-    """The epoch of an iterable dataset, shared with its DataLoader workers (persistent ones too)."""
-
-    _epoch: SharedEpoch
-
-    @property
-    def epoch(self) -> int:
-        """The epoch the next iteration uses (0 until ``set_epoch``)."""
-        return self._epoch.value
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch`` for the order and the shuffle buffer of the next iteration (workers included)."""
-        self._epoch.value = check_nonneg_int(epoch, "epoch")
-
-
-class VideoStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """Every sample of a FrameSamples, each video decoded once front to back per epoch.
 
     Whole videos are split between the DataLoader workers and distributed
@@ -250,7 +236,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         return self._samples_at([self._position(i) for i in indices])
 
 
-class PlannedStream(RankAware, _Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """The samples of a :class:`~vidlabel.readplan.ReadPlan`, each keyframe interval decoded once.
 
     Each epoch's chunk order comes from the plan's seed and the epoch; chunks
