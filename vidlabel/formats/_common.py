@@ -14,8 +14,7 @@ import numpy as np
 
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
-from vidlabel.geometry import encode_rle
-from vidlabel.spec import KINDS, ORIGINS, VideoMetadata
+from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
 
 __all__ = [
     "FORMATS",
@@ -270,15 +269,11 @@ def coco_segmentation(
     raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
 
 
-def mask_of(table: Any, i: int) -> dict[str, Any]:
-    """Row ``i``'s mask as a COCO RLE dict with str counts."""
-    a, b = int(table.mask_offsets[i]), int(table.mask_offsets[i + 1])
-    h, w = (int(v) for v in table.mask_size[i])
-    return {"size": [h, w], "counts": table.mask_counts[a:b].tobytes().decode("ascii")}
-
-
-def encode_mask(mask: np.ndarray) -> dict[str, Any]:
-    return encode_rle(mask)
+def mask_of(table: AnnotationTable, i: int) -> dict[str, Any]:
+    """Mask row ``i``'s COCO RLE (:meth:`AnnotationTable.mask_rle`) with str counts, for JSON."""
+    rle = table.mask_rle(i)
+    assert rle is not None, f"row {i} has no mask"
+    return {"size": rle["size"], "counts": rle["counts"].decode("ascii")}
 
 
 # --------------------------------------------------------------------------------------------------
