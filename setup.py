@@ -58,5 +58,12 @@ setup(
     py_modules=["vidlabel_spec"],
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
-    entry_points={"console_scripts": ["vidlabel = vidlabel.cli:main"]},
+    entry_points={
+        "console_scripts": ["vidlabel = vidlabel.cli:main"],
+        # Zarr loads these only when an array names the codec (vidlabel/store/_zarr_codecs.py)
+        "zarr.codecs": [
+            "vidlabel.png = vidlabel.store._zarr_codecs:PngCodec",
+            "vidlabel.jpeg = vidlabel.store._zarr_codecs:JpegCodec",
+        ],
+    },
 )

@@ -534,3 +534,17 @@ def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path) -> None:
     report = export(ds, out, workers=2, progress=False, roots=[moved])
     assert report.videos_up_to_date == 1 and report.frames_decoded == len(FrameSamples(ds, videos=["b"]))
     assert open_store(out).index == list(FrameSamples(ds).index)
+
+
+def test_an_hdf5_export_does_not_import_zarr(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    _, ds = world
+    code = (
+        "import sys\n"
+        "from vidlabel import Dataset, export\n"
+        f"export(Dataset.open({str(ds.path)!r}), {str(tmp_path / 'out')!r}, frames='all', progress=False)\n"
+        "print('zarr' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False", "an HDF5 export imported zarr (0.2 s)"
+    assert (tmp_path / "out" / "store.h5").exists()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -218,6 +220,25 @@ def test_plain_zarr_reads_the_layout(tmp_path: Path, codec: str) -> None:
     assert np.abs(got.astype(int) - np.stack(frames)).max() <= tolerance(codec)
     assert root["videos/cam"].attrs["fps"] == {"num": 25, "den": 1}
     assert root["videos/cam/regions/row_offsets"].shape == (4,)
+
+
+def test_plain_zarr_in_a_fresh_process_finds_the_picture_codecs(tmp_path: Path) -> None:
+    # zarr loads vidlabel.png through the package's zarr.codecs entry points: nothing of vidlabel imported
+    backend = backend_for(tmp_path / "o", "zarr")
+    frames = noisy_frames(2)
+    write_unit(backend, "u", frames, "png", 1)
+    backend.write_video("cam", attrs={}, arrays={}, frames_key="u")
+    backend.write_root({"format": "vidlabel-store"}, np.zeros((0, 2), np.int64), ["cam"])
+    np.save(tmp_path / "truth.npy", np.stack(frames))
+    code = (
+        "import sys, numpy as np, zarr\n"
+        f"got = zarr.open_group({str(tmp_path / 'o')!r}, mode='r')['videos/cam/frames'][...]\n"
+        f"assert np.array_equal(got, np.load({str(tmp_path / 'truth.npy')!r}))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('vidlabel.store')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "vidlabel.store._zarr_codecs" in done.stdout
 
 
 @pytest.mark.parametrize("chunk_frames", [1, 3])

@@ -8,7 +8,8 @@ store, from which all of these read by URL.
 Private modules, lowest first: ``_layout`` (names, dtypes, format version),
 ``_codecs``, ``_cache`` (chunk cache bounded in bytes), ``_fs`` and ``_remote``
 (local and object-store file access), ``_backend`` (the backend interface),
-``_hdf5`` / ``_zarr`` (the backends), ``_writer``, ``_framestore`` (discovery and
+``_hdf5`` / ``_zarr`` (the backends; ``_zarr_codecs``, the picture codecs Zarr loads
+by entry point), ``_writer``, ``_framestore`` (discovery and
 reading), ``_selection`` (StoreSamples), ``_verify``, ``_upload``. Imports only
 :mod:`vidlabel.errors`, :mod:`vidlabel.spec` and :mod:`vidlabel.geometry`.
 """

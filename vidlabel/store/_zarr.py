@@ -18,8 +18,9 @@ it decodes nothing. Small arrays use the ``bytes`` + ``crc32c`` codecs and are
 read directly from their single chunk file (the Zarr API costs ~3 ms per
 array); frame chunks are read directly from their files and decoded by
 :mod:`vidlabel.store._codecs`. ``png`` and ``jpeg`` frames declare the codecs
-``vidlabel.png`` / ``vidlabel.jpeg``, registered with Zarr when this module is
-imported, so ``zarr.open_array`` reads them too.
+``vidlabel.png`` / ``vidlabel.jpeg`` (:mod:`vidlabel.store._zarr_codecs`, found by Zarr through the
+``zarr.codecs`` entry points of the installed package), so ``zarr.open_array`` reads them too. Nothing here
+imports Zarr until a large array is read with it: an HDF5 export never pays Zarr's import (0.2 s).
 """
 
 from __future__ import annotations
@@ -29,16 +30,15 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
 
 from vidlabel.errors import OptionError, StoreError, StoreLockedError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
-from vidlabel.store._codecs import Codec, get_codec
+from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
 from vidlabel.store._remote import ObjectStore, StoreConflict, is_url, parse_json
 
@@ -177,6 +177,8 @@ def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
         raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
     if not _is_small(meta):
         import zarr
+
+        import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
 
         return np.asarray(zarr.open_array(str(path), mode="r")[...])
     try:
@@ -490,6 +492,8 @@ def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.n
     if not _is_small(meta):
         import zarr
 
+        import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
+
         arr = zarr.open_array(store.url_of(key), mode="r", storage_options=store.storage_options)
         return np.asarray(arr[...])
     size = int(np.prod(meta["shape"]))
@@ -723,6 +727,8 @@ class ZarrURLBackend(Backend):
         if not _is_small(meta):
             import zarr
 
+            import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
+
             arr = zarr.open_array(self.store.url_of("index"), mode="r", storage_options=self.store.storage_options)
             return np.asarray(arr[...])
         data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if int(np.prod(meta["shape"])) else None
@@ -906,60 +912,3 @@ class ZarrURLBackend(Backend):
 
 
 _GROUP: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
-
-
-# -- Zarr codecs for the per-frame picture codecs (so zarr.open_array reads png/jpeg frames) ----------------------
-
-
-def _register_zarr_codecs() -> None:
-    try:
-        from zarr.abc.codec import ArrayBytesCodec
-        from zarr.registry import register_codec
-    except ImportError:  # pragma: no cover - zarr is a dependency
-        return
-
-    @dataclass(frozen=True)
-    class _PictureCodec(ArrayBytesCodec):
-        is_fixed_size = False
-        codec_name: ClassVar[str] = ""
-        quality: int | None = None
-
-        @classmethod
-        def from_dict(cls, data: dict[str, Any]) -> Any:
-            conf = dict(data.get("configuration") or {})
-            return cls(quality=conf.get("quality"))
-
-        def to_dict(self) -> dict[str, Any]:
-            conf = {} if self.quality is None else {"quality": self.quality}
-            return {"name": f"vidlabel.{self.codec_name}", "configuration": conf}
-
-        def _codec(self) -> Codec:
-            return get_codec(self.codec_name if self.quality is None else f"{self.codec_name}:{self.quality}")
-
-        async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
-            out = np.empty(chunk_spec.shape, dtype=np.uint8)
-            self._codec().decode(chunk_bytes.to_bytes(), out, "zarr")
-            return chunk_spec.prototype.nd_buffer.from_numpy_array(out)
-
-        async def _encode_single(self, chunk_array: Any, chunk_spec: Any) -> Any:
-            data = self._codec().encode(chunk_array.as_numpy_array(), "zarr")
-            return chunk_spec.prototype.buffer.from_bytes(data)
-
-        def compute_encoded_size(self, input_byte_length: int, chunk_spec: Any) -> int:
-            raise NotImplementedError
-
-    class PngCodec(_PictureCodec):
-        """Zarr codec ``vidlabel.png``: one PNG picture per (1, H, W, 3) uint8 chunk."""
-
-        codec_name = "png"
-
-    class JpegCodec(_PictureCodec):
-        """Zarr codec ``vidlabel.jpeg``: one JPEG picture per (1, H, W, 3) uint8 chunk (lossy)."""
-
-        codec_name = "jpeg"
-
-    register_codec("vidlabel.png", PngCodec)
-    register_codec("vidlabel.jpeg", JpegCodec)
-
-
-_register_zarr_codecs()
