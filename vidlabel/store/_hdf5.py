@@ -290,7 +290,7 @@ class _DirectRegion:
         except OSError:
             os.close(self._plain)
             raise
-        self._stage = mmap.mmap(-1, _DIRECT_STAGE_BYTES)  # page aligned, reused
+        self._stage = mmap.mmap(-1, _DIRECT_STAGE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # aligned, reused
         self._filled = 0  # staged bytes, starting at file offset self._stage_at
         self._stage_at = self._aligned
 

@@ -522,7 +522,8 @@ def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
             _FREE_BUFFERS.remove(buffer)
     if buffer is None:
         size = -(-nbytes // _PAGE) * _PAGE
-        buffer = mmap.mmap(-1, size)
+        # private: a shared anonymous map is shmem, whose first touches cost ~1.5x (8.7 vs 5.9 ms a 22 MB batch)
+        buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         whole = (ctypes.c_uint8 * size).from_buffer(buffer)
         _populate(ctypes.addressof(whole), size, write=True)
         del whole  # the map keeps no export: a later from_buffer may take it
