@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 from tests.media import object_box, read_frame_number
 from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
 from vidlabel import Dataset, FrameSamples
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames, worker_info
 from vidlabel.torch_data._common import to_torch_sample
 
@@ -331,6 +331,26 @@ def test_set_epoch_reaches_persistent_workers(samples: FrameSamples, plan_and_re
     assert len({tuple(order) for order in fresh}) == 3  # each epoch its own order
     every = Counter(samples.index) if kind == "video_stream" else want
     assert all(Counter(order) == every for order in kept)
+
+
+@pytest.mark.parametrize("bad", [1.5, "3", True, np.float32(2.0)])
+def test_video_frames_refuses_non_integer_indices(samples: FrameSamples, bad: Any) -> None:
+    with pytest.raises(SampleIndexTypeError, match=r"sample index of VideoFrames must be an integer in \[0, \d+\)"):
+        VideoFrames(samples)[bad]
+
+
+def test_video_frames_out_of_range_names_the_range(samples: FrameSamples) -> None:
+    frames = VideoFrames(samples)
+    n = len(frames)
+    assert check_tensor_sample(frames[-1]) == samples.index[n - 1]  # negative counts from the end
+    assert check_tensor_sample(frames[np.int64(2)]) == samples.index[2]
+    for bad in (n, -n - 1):
+        with pytest.raises(SampleOutOfRangeError, match=rf"sample {bad} out of range \[0, {n}\) of VideoFrames"):
+            frames[bad]
+    with pytest.raises(VidlabelError, match="out of range"):
+        frames.__getitems__([0, n])
+    with pytest.raises(IndexError):  # the builtin a sequence protocol user catches
+        frames[n]
 
 
 def test_datasets_pickle(samples: FrameSamples, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError
 from vidlabel.samples._samples import FrameSamples
+from vidlabel.store._position import sample_position
 from vidlabel.torch_data._common import (
     Epochs,
     RankAware,
@@ -206,12 +207,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
         self._readers.close()
 
     def _position(self, i: Any) -> int:
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"VideoFrames indices must be integers, got {type(i).__name__}")
-        n = len(self)
-        if not -n <= int(i) < n:
-            raise IndexError(f"sample {int(i)} out of range [0, {n})")
-        return int(i) % n
+        return sample_position(i, len(self), "VideoFrames")
 
     def _samples_at(self, positions: list[int]) -> list[dict[str, Any]]:
         keep_heap_top()
