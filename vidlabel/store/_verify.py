@@ -202,7 +202,7 @@ def damaged_unit_chunks(backend: Backend, key: str) -> list[int] | None:
     except (VidlabelError, OSError, KeyError, ValueError):
         return None
     try:
-        checks = _unit_checksums(backend, key)
+        checks = np.asarray(frames.stored_checksums(), dtype=np.uint32)  # as its writer recorded them
         if checks.shape != (frames.n_chunks,):
             return None
         if backend.name == "zarr" and not isinstance(backend.folder, Path):
@@ -214,22 +214,3 @@ def damaged_unit_chunks(backend: Backend, key: str) -> list[int] | None:
         return None
     finally:
         frames.close()
-
-
-def _unit_checksums(backend: Backend, key: str) -> np.ndarray:
-    """(n_chunks,) uint32 CRC-32C of the chunks of a local frames unit, as its writer recorded them."""
-    if backend.name == "hdf5":
-        from vidlabel.store._hdf5 import HDF5Backend, _open
-
-        assert isinstance(backend, HDF5Backend)
-        with _open(backend._unit_path(key)) as f:
-            return np.asarray(f["frames_crc32c"][()], dtype=np.uint32)
-    from vidlabel.store._zarr import ZarrBackend, ZarrURLBackend, _read_array
-
-    if isinstance(backend, ZarrURLBackend):
-        return backend.unit_checksums(key)
-    assert isinstance(backend, ZarrBackend)
-    where = backend._unit_dirs().get(key)
-    if where is None:
-        raise StoreError(f"frame store {str(backend.folder)!r} has no frames unit {key!r}")
-    return np.asarray(_read_array(where / "frames_crc32c"), dtype=np.uint32)

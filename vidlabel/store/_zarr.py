@@ -825,10 +825,6 @@ class ZarrURLBackend(Backend):
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
         return ZarrURLFramesReader(self.store, prefix, meta, str(meta.get("attributes", {}).get("video_id", key)))
 
-    def unit_checksums(self, key: str) -> np.ndarray:
-        """(n_chunks,) uint32 CRC-32C of unit ``key``'s chunks, as its writer recorded them."""
-        return self._unit_array(key, "frames_crc32c").astype(np.uint32)
-
     def unit_frame_number(self, key: str) -> np.ndarray:
         return self._unit_array(key, "frame_number").astype(np.int64)
 
