@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections import Counter
 
@@ -153,3 +154,21 @@ def test_empty_plan() -> None:
     plan = ReadPlan([], indexes={}, seed=0)
     assert plan.summary()["samples"] == 0 and plan.chunks == ()
     assert plan.shard_sizes(0, 3) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("total", [0, 1, 7, 10, 101])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_rank_and_worker_parts_tile_the_epoch(total: int, world: int) -> None:
+    from vidlabel.video._readplan import samples_per_rank, worker_span
+
+    for drop_last in (False, True):
+        per_rank = samples_per_rank(total, world, drop_last)
+        # ceil pads by wrapping, floor drops the tail: by at most world - 1 samples either way
+        assert per_rank * world >= total if not drop_last else per_rank * world <= total
+        assert abs(per_rank * world - total) < world
+        for workers in (1, 2, 3):
+            spans = [worker_span(per_rank, w, workers) for w in range(workers)]
+            assert spans[0][0] == 0 and spans[-1][1] == per_rank
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # contiguous, no overlap
+            sizes = [hi - lo for lo, hi in spans]
+            assert max(sizes) - min(sizes) <= 1

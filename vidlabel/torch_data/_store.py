@@ -21,7 +21,15 @@ from vidlabel.errors import OptionError, VidlabelError
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import take_buffer, take_slab
-from vidlabel.video._readplan import STREAM_CHUNK_ORDER, STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
+from vidlabel.video._readplan import (
+    STREAM_CHUNK_ORDER,
+    STREAM_SHUFFLE_BUFFER,
+    check_nonneg_int,
+    epoch_rng,
+    samples_per_rank,
+    shuffled,
+    worker_span,
+)
 
 __all__ = ["StoreFrames", "StoreStream"]
 
@@ -302,8 +310,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         return np.split(np.arange(rows.shape[0], dtype=np.int64), starts[1:])
 
     def _per_rank(self, world: int) -> int:
-        n = len(self.samples)
-        return n // world if self.drop_last else -(-n // world)
+        return samples_per_rank(len(self.samples), world, self.drop_last)
 
     def __len__(self) -> int:
         """Samples this rank yields per epoch (all its workers together)."""
@@ -326,9 +333,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
             return []
         # Each worker gets a contiguous part of the rank's sequence, sized from per_rank alone: worker w yields
         # as many samples on every rank, so every rank runs the same number of batches.
-        base, extra = divmod(per_rank, workers)
-        lo = worker * base + min(worker, extra)
-        hi = lo + base + (1 if worker < extra else 0)
+        lo, hi = worker_span(per_rank, worker, workers)
         mine, mine_unit = mine[lo:hi], mine_unit[lo:hi]
         if mine.size == 0:
             return []

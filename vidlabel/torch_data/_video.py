@@ -41,6 +41,7 @@ from vidlabel.video._readplan import (
     ReadPlan,
     check_nonneg_int,
     epoch_rng,
+    samples_per_rank,
     shuffled,
 )
 
@@ -289,7 +290,7 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
         world = self._rank_and_world()[1]
         if world == 1:
             return len(self.plan)
-        return len(self.plan) // world if self.drop_last else -(-len(self.plan) // world)
+        return samples_per_rank(len(self.plan), world, self.drop_last)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()

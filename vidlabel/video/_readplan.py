@@ -64,6 +64,22 @@ def epoch_rng(seed: int, epoch: int, stream: int, *extra: int) -> np.random.Gene
     return np.random.default_rng(np.random.SeedSequence(entropy))
 
 
+def samples_per_rank(total: int, world_size: int, drop_last: bool) -> int:
+    """Samples each of ``world_size`` ranks yields in an epoch of ``total``: ``ceil(total / world_size)``
+    (the last rank's part wraps to the start of the order, as ``DistributedSampler`` pads by repeating), or
+    ``floor`` with ``drop_last``. Every rank the same, so every rank runs the same number of batches."""
+    return total // world_size if drop_last else -(-total // world_size)
+
+
+def worker_span(per_rank: int, worker: int, workers: int) -> tuple[int, int]:
+    """``[lo, hi)``: the contiguous part of a rank's ``per_rank`` samples that DataLoader worker ``worker`` of
+    ``workers`` yields. Sizes depend on ``per_rank`` alone (they differ by at most one), so worker ``w``
+    yields as many samples on every rank."""
+    base, extra = divmod(per_rank, workers)
+    lo = worker * base + min(worker, extra)
+    return lo, lo + base + (1 if worker < extra else 0)
+
+
 def shuffled(items: Iterable[Any], buffer_size: int, rng: np.random.Generator) -> Iterator[Any]:
     """Mix a stream through a buffer of ``buffer_size`` items (0 or 1: unchanged order).
 
@@ -468,10 +484,10 @@ class ReadPlan:
         total = self._n_samples
         if total == 0:
             return []
-        per_rank = total // world if drop_last else -(-total // world)
-        base, extra = divmod(per_rank, workers)
-        count = base + (1 if worker < extra else 0)
-        lo = (rank * per_rank + worker * base + min(worker, extra)) % total
+        per_rank = samples_per_rank(total, world, drop_last)
+        w_lo, w_hi = worker_span(per_rank, worker, workers)
+        count = w_hi - w_lo
+        lo = (rank * per_rank + w_lo) % total
         ranges = [(lo, min(lo + count, total))]
         if lo + count > total:  # wraps to the start of the order
             ranges.append((0, lo + count - total))
