@@ -40,6 +40,20 @@ def test_opens_once_and_closes_the_least_recently_used() -> None:
     assert log[-2:] == ["close a", "close c"] and len(lru) == 0
 
 
+def test_peek_neither_opens_nor_reorders() -> None:
+    log: list[str] = []
+    lru: OpenLRU[str, Handle] = OpenLRU(2)
+
+    def open_(k: str) -> Handle:
+        return Handle(k, log)
+
+    a = lru.get("a", open_)
+    lru.get("b", open_)
+    assert lru.peek("a") is a and lru.peek("z") is None
+    lru.get("c", open_)  # a stays the least recently used: peek did not make it recent
+    assert log == ["open a", "open b", "open c", "close a"]
+
+
 def test_a_forked_child_drops_the_parents_handles_without_closing_them() -> None:
     log: list[str] = []
     lru: OpenLRU[str, Handle] = OpenLRU(2)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
+from vidlabel.video._lru import OpenLRU
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
 
@@ -180,22 +180,14 @@ class _ProcessState:
     def __init__(self, cache_bytes: int) -> None:
         self.pid = os.getpid()
         self.backends: dict[int, Backend] = {}
-        self.frames: OrderedDict[str, FramesReader] = OrderedDict()
+        self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
         self.data: dict[str, VideoData] = {}
         self.cache = ChunkCache(cache_bytes)
         self.lock = threading.RLock()
         self.pool: ThreadPoolExecutor | None = None
 
-    def add_frames(self, video_id: str, reader: FramesReader) -> None:
-        self.frames[video_id] = reader
-        while len(self.frames) > self.MAX_OPEN:
-            _, old = self.frames.popitem(last=False)
-            old.close()
-
     def close(self) -> None:
-        for reader in self.frames.values():
-            reader.close()
-        self.frames.clear()
+        self.frames.close()
         if self.pool is not None:
             self.pool.shutdown(wait=False)
             self.pool = None
@@ -540,8 +532,7 @@ class FrameStore:
         return data
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
-        reader = state.frames.get(video_id)
-        if reader is None:
+        def open_frames(video_id: str) -> FramesReader:
             with state.lock:
                 video = self._open_video(state, video_id)
                 try:
@@ -549,10 +540,9 @@ class FrameStore:
                 finally:
                     video.close()
                 reader.verify_checksums = self.verify_checksums
-                state.add_frames(video_id, reader)
-        else:
-            state.frames.move_to_end(video_id)
-        return reader
+                return reader
+
+        return state.frames.get(video_id, open_frames)
 
     # -- frames ------------------------------------------------------------------------------------------------
 
@@ -651,7 +641,7 @@ class FrameStore:
     def read_row(self, video_id: str, row: int) -> np.ndarray:
         """One stored frame by row: (H, W, 3) uint8."""
         state = self._process()
-        reader = state.frames.get(video_id)
+        reader = state.frames.peek(video_id)
         if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:
             return self.read_rows(video_id, [row])[0]
         buf = np.empty((1, *reader.shape[1:]), np.uint8)  # one-frame chunk: decoded straight into the result

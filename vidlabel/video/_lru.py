@@ -51,6 +51,10 @@ class OpenLRU(Generic[K, V]):
             self._items.popitem(last=False)[1].close()
         return handle
 
+    def peek(self, key: K) -> V | None:
+        """The handle of ``key`` if this process holds one (its place in the order unchanged), else None."""
+        return self._items.get(key) if self._pid == os.getpid() else None
+
     def close(self) -> None:
         """Close every handle this process holds."""
         items, self._items = self._items, OrderedDict()
