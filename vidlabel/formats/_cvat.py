@@ -422,8 +422,6 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
     masks as CVAT RLE one-frame tracks sharing their box track's ``group_id``, markers as ``<image><tag>``."""
     from vidlabel.geometry import decode_rle
 
-    from ._common import mask_of
-
     t = release.table
     report = ExportLabelsReport("cvat-video", release.release_id)
     tables = video_tables(release, videos)
@@ -488,7 +486,7 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
                     root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
                 )
                 counter += 1
-                rle, left, top, w, h = cvat_rle_encode(decode_rle(mask_of(t, r)))
+                rle, left, top, w, h = cvat_rle_encode(decode_rle(t.mask_rle(r)))  # type: ignore[arg-type]
                 for ff, outside in ((f, "0"), (f + 1, "1")):
                     if ff < n:
                         ET.SubElement(el, "mask", {
