@@ -96,7 +96,7 @@ class DecodeEngine:
         to_rgb = self._to_rgb
         if to_rgb is None:
             to_rgb = self._to_rgb = VideoReformatter()
-        return to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()  # type: ignore[no-any-return]
+        return to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()
 
     def _warn(self, message: str) -> None:
         warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
