@@ -97,6 +97,20 @@ def raw_decode(path: Path) -> int:
     return n
 
 
+def raw_decode_reused(path: Path) -> int:
+    """Plain PyAV with one ``VideoReformatter`` reused for every frame (single-threaded), as FrameReader converts:
+    ``to_ndarray(format="rgb24")`` makes a new swscale context per frame; returns the frame count."""
+    from av.video.reformatter import VideoReformatter
+
+    n = 0
+    to_rgb = VideoReformatter()
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()
+            n += 1
+    return n
+
+
 def minor_faults() -> int:
     """Minor page faults of this process so far."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

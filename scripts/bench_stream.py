@@ -2,11 +2,12 @@
 
 For generated H.264 clips at 320x240, 640x480 and 1280x720 (noise texture, a keyframe every 250, three
 boxes on every frame) and, when present, ../shared/data/videos/{box.mp4,vtest.avi} (one box a frame),
-in one process, runs alternating: raw PyAV (``container.decode`` + ``to_ndarray("rgb24")``), then
-VideoStream over every frame (tensor samples), PlannedStream over a random draw of as many frames and
-VideoFrames batches of 8 random positions. Prints samples/s (median and range over runs), CPU ms per
-sample over all threads, and VideoStream / raw as the median and range of the run-by-run ratios
-(goal >= 0.8x at every size).
+in one process, runs alternating: raw PyAV (``container.decode`` + ``to_ndarray("rgb24")``), raw PyAV with one
+``VideoReformatter`` reused for every frame (as FrameReader converts; ``to_ndarray(format=...)`` makes a swscale
+context per frame), then VideoStream over every frame (tensor samples), PlannedStream over a random draw of as
+many frames and VideoFrames batches of 8 random positions. Prints samples/s (median and range over runs), CPU ms per
+sample over all threads, and VideoStream / raw (and / raw with one reformatter) as the median and range of the
+run-by-run ratios (goal >= 0.8x of raw at every size).
 
 Usage: python scripts/bench_stream.py [--repeat 3] [--workdir DIR] [--sizes 320x240,640x480,1280x720]
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchlib import alternate, machine, make_clip, number_of, rates, ratio_range, raw_decode
+from _benchlib import alternate, machine, make_clip, number_of, rates, ratio_range, raw_decode, raw_decode_reused
 
 from vidlabel import Dataset, FrameSamples, probe
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream
@@ -77,11 +78,13 @@ def bench(label: str, clip: Path, ds: Dataset, repeat: int, check_numbers: bool)
         batches = positions[: max(8, n // 32 * 8)].reshape(-1, 8)
         return sum(len(frames.__getitems__(b.tolist())) for b in batches)
 
-    res = alternate({"raw": lambda: raw_decode(clip), "stream": run_stream, "plan": run_plan, "frames": run_frames},
-                    repeat)  # fmt: skip
+    res = alternate({"raw": lambda: raw_decode(clip), "raw1": lambda: raw_decode_reused(clip), "stream": run_stream,
+                     "plan": run_plan, "frames": run_frames}, repeat)  # fmt: skip
     print(f"{label}: {n} frames")
     print(f"  raw PyAV decode to RGB       {rates(res['raw'])}")
-    print(f"  VideoStream                  {rates(res['stream'])}   vs raw {ratio_range(res['stream'], res['raw'])}")
+    print(f"  raw PyAV, one reformatter    {rates(res['raw1'])}")
+    print(f"  VideoStream                  {rates(res['stream'])}   vs raw {ratio_range(res['stream'], res['raw'])}, "
+          f"vs raw with one reformatter {ratio_range(res['stream'], res['raw1'])}")  # fmt: skip
     print(f"  PlannedStream (random draw)  {rates(res['plan'])}")
     print(f"  VideoFrames, batches of 8    {rates(res['frames'])}")
     print(f"| VideoStream vs raw PyAV, {label} | {ratio_range(res['stream'], res['raw'])} | >= 0.8x |")

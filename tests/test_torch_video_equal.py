@@ -15,11 +15,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from tests.media import encode_clip, object_box, read_frame_number
+from tests.media import decode_all, encode_clip, object_box, read_frame_number
 from vidlabel import Dataset, FrameSamples, probe
 from vidlabel.geometry import encode_rle
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames
 from vidlabel.torch_data._common import to_torch_sample
+from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, STREAM_VIDEO_ORDER, epoch_rng
 
 WIDTH, HEIGHT = 64, 48
 CLIPS = {"a": 26, "b": 18, "c": 12}  # frames per video
@@ -162,3 +163,104 @@ def test_loader_batches_equal_the_samples(dataset: Dataset) -> None:
             assert torch.equal(batch["frame_labels"][i], want["frame_labels"])
             n += 1
     assert n == len(samples)
+
+
+# ---- every VideoStream sample against truth derived from the generator, not from vidlabel ----
+
+TRUTH_CLIPS = {"p": 30, "q": 21}  # frames per video, 64x48, B-frames
+SAMPLE_KEYS = ["image", "boxes", "labels", "track_ids", "annotation_ids", "frame_labels", "video_id", "view_id",
+               "frame_index"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def truth_dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dataset, dict[tuple[str, int], dict[str, Any]]]:
+    """Two clips with 1 to 3 boxes on every frame (the generator's moving box with track 1, then fixed boxes
+    without a track) and a marker on p; and each frame's truth: pixels by plain PyAV decoding, targets as added."""
+    root = tmp_path_factory.mktemp("video_truth")
+    ds = Dataset.create(root / "ds")
+    ds.add_labels(["object", "other", "mark"])
+    truth: dict[tuple[str, int], dict[str, Any]] = {}
+    for video_id, n in TRUTH_CLIPS.items():
+        clip = encode_clip(root / f"{video_id}.mp4", n_frames=n, width=WIDTH, height=HEIGHT, gop=7, bframes=2)
+        ds.add_video(probe(clip.path, video_id=video_id))
+        rows: list[dict[str, Any]] = []
+        regions: list[tuple[tuple[str, int], tuple[float, ...], int, int]] = []  # (key, box, label, track) per row
+        for f in range(n):
+            box = object_box(f, WIDTH, HEIGHT)
+            rows.append({"kind": "box", "label": "object", "start_frame": f, "box": box, "track_id": 1})
+            regions.append(((video_id, f), box, 0, 1))
+            for j in range(f % 3):
+                extra = (1.0 + j, 2.5 + j, 20.0 + j + f % 4, 30.0)
+                rows.append({"kind": "box", "label": "other", "start_frame": f, "box": extra})
+                regions.append(((video_id, f), extra, 1, -1))
+        marked = range(3, 10) if video_id == "p" else range(0)
+        if video_id == "p":
+            rows.append({"kind": "marker", "label": "mark", "start_frame": 3, "end_frame": 9})
+        ids = ds.add_annotations(rows, video_id)
+        pictures = decode_all(clip.path)
+        assert len(pictures) == n
+        for f in range(n):
+            mine = [(r, a) for r, a in zip(regions, ids) if r[0] == (video_id, f)]
+            truth[(video_id, f)] = {
+                "image": pictures[f],
+                "boxes": np.array([r[1] for r, _ in mine], np.float32).reshape(-1, 4),
+                "labels": np.array([r[2] for r, _ in mine], np.int64),
+                "track_ids": np.array([r[3] for r, _ in mine], np.int64),
+                "annotation_ids": np.array([a for _, a in mine], np.int64),
+                "frame_labels": np.array([0, 0, 1 if f in marked else 0], np.float32),
+            }
+    ds.build()
+    return ds, truth
+
+
+def _buffer_order(items: list[Any], size: int, rng: np.random.Generator) -> list[Any]:
+    """The shuffle buffer as VideoStream documents it, written out here: each incoming item replaces a
+    uniformly drawn item of the full buffer, which comes out; the rest in random order at the end."""
+    if size <= 1:
+        return list(items)
+    out: list[Any] = []
+    buf: list[Any] = []
+    for item in items:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        j = int(rng.integers(size))
+        out.append(buf[j])
+        buf[j] = item
+    return out + [buf[int(j)] for j in rng.permutation(len(buf))]
+
+
+@pytest.mark.parametrize(("shuffle_videos", "shuffle_buffer", "seed"), [(False, 0, 0), (True, 5, 3), (True, 2, 11)])
+def test_video_stream_samples_equal_generator_truth(
+    truth_dataset: tuple[Dataset, dict[tuple[str, int], dict[str, Any]]],
+    shuffle_videos: bool,
+    shuffle_buffer: int,
+    seed: int,
+) -> None:
+    """Every sample of every epoch, in order: keys, dtypes, shapes and bytes as derived from the generator."""
+    ds, truth = truth_dataset
+    samples = FrameSamples(ds, frames="all")
+    assert samples.class_names == ["object", "other", "mark"]
+    stream = VideoStream(samples, shuffle_videos=shuffle_videos, shuffle_buffer=shuffle_buffer, seed=seed)
+    for epoch in (0, 1):
+        stream.set_epoch(epoch)
+        videos = sorted(TRUTH_CLIPS)
+        if shuffle_videos:
+            videos = [videos[i] for i in epoch_rng(seed, epoch, STREAM_VIDEO_ORDER).permutation(len(videos))]
+        keys = [(v, f) for v in videos for f in range(TRUTH_CLIPS[v])]
+        order = _buffer_order(keys, shuffle_buffer, epoch_rng(seed, epoch, STREAM_SHUFFLE_BUFFER, 0))
+        got = list(stream)
+        assert [(s["video_id"], s["frame_index"]) for s in got] == order
+        for s in got:
+            key = (s["video_id"], s["frame_index"])
+            want = truth[key]
+            assert list(s) == SAMPLE_KEYS
+            assert type(s["frame_index"]) is int and s["view_id"] is None
+            image = s["image"]
+            assert image.dtype == torch.uint8 and image.shape == (3, HEIGHT, WIDTH)
+            assert read_frame_number(image.permute(1, 2, 0).numpy()) == key[1]
+            assert np.array_equal(image.permute(1, 2, 0).numpy(), want["image"]), key
+            for name in ("boxes", "labels", "track_ids", "annotation_ids", "frame_labels"):
+                t = s[name]
+                assert isinstance(t, torch.Tensor) and t.dtype == torch.from_numpy(want[name]).dtype, (key, name)
+                assert t.shape == want[name].shape and t.numpy().tobytes() == want[name].tobytes(), (key, name)

@@ -18,6 +18,7 @@ from typing import Any
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from vidlabel.errors import VideoDecodeError, VidlabelWarning
 from vidlabel.spec import FrameIndex
@@ -75,11 +76,27 @@ class DecodeEngine:
     _packets: Iterator[Any] | None
     _pending: deque[Any]
     _recorded_untrusted: frozenset[int] = frozenset()
+    _to_rgb: VideoReformatter | None = None
 
     @property
     def frame_count(self) -> int:
         """Number of displayed frames (from the frame index)."""
         return self._index.frame_count
+
+    def _rgb(self, frame: Any) -> np.ndarray:
+        """A decoded frame as an (H, W, 3) uint8 RGB array: bit for bit what ``frame.to_ndarray(format="rgb24")``
+        gives (the same swscale conversion), through one swscale context kept for the reader.
+
+        ``to_ndarray(format=...)`` makes a new context (and, by default, its thread pool) for every frame; at
+        320x240 that cost more CPU than the conversion itself (about 0.25 of 0.5 ms a frame, measured with
+        ``scripts/bench_stream.py``). The context is single-threaded: nothing in it is tied to the process,
+        so a reader inherited through ``fork`` may use it. It reconfigures itself when a frame's size, pixel
+        format or colour properties change.
+        """
+        to_rgb = self._to_rgb
+        if to_rgb is None:
+            to_rgb = self._to_rgb = VideoReformatter()
+        return to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()
 
     def _warn(self, message: str) -> None:
         warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
@@ -280,7 +297,7 @@ class DecodeEngine:
         m = min(k + 1, self.frame_count - 1)
         self._seek_ok = False
         seq = self._find(m)
-        seq_image = None if isinstance(seq, Missing) else (seq[2], seq[1].to_ndarray(format="rgb24"))
+        seq_image = None if isinstance(seq, Missing) else (seq[2], self._rgb(seq[1]))
         if self._mode != "label":
             return False
         self._seek_ok = True
@@ -288,7 +305,7 @@ class DecodeEngine:
         sought = self._find(m, first_key=k)
         if self._mode != "label":
             return False
-        sought_image = None if isinstance(sought, Missing) else (sought[2], sought[1].to_ndarray(format="rgb24"))
+        sought_image = None if isinstance(sought, Missing) else (sought[2], self._rgb(sought[1]))
         same = (seq_image is None and sought_image is None) or (
             seq_image is not None
             and sought_image is not None

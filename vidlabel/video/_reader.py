@@ -506,7 +506,7 @@ class FrameReader(DecodeEngine):
                 path=str(self.path),
                 video_id=self.video_id,
             )
-        image = found[1].to_ndarray(format="rgb24")
+        image = self._rgb(found[1])
         self.stats["converted"] += 1
         rot = self._rotation
         if rot:
