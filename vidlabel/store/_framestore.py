@@ -27,7 +27,7 @@ from vidlabel.errors import (
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
-from vidlabel.store._position import sample_position
+from vidlabel.store._position import positions_by_code, sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 from vidlabel.video._lru import OpenLRU
 
@@ -367,8 +367,7 @@ class FrameStore:
         """The global sample list: (video_id, frame_number) of every stored row, in store order."""
         codes, rows = self._index[:, 0], self._index[:, 1]
         frames = np.empty(codes.shape[0], np.int64)
-        for code in np.unique(codes).tolist():
-            sel = codes == code
+        for code, sel in positions_by_code(codes):
             frames[sel] = self.video_data(self._video_ids[code]).frame_number[rows[sel]]
         ids = self._video_ids
         out = [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
