@@ -365,13 +365,20 @@ class FrameStore:
     @property
     def index(self) -> list[tuple[str, int]]:
         """The global sample list: (video_id, frame_number) of every stored row, in store order."""
-        codes, rows = self._index[:, 0], self._index[:, 1]
+        return self._index_at(None)
+
+    def _index_at(self, positions: np.ndarray | None) -> list[tuple[str, int]]:
+        """(video_id, frame_number) of the samples at ``positions`` (int array; None: every sample), in order.
+
+        Reads the small arrays of the videos those samples come from (once per process).
+        """
+        index = self._index if positions is None else self._index[np.asarray(positions, dtype=np.int64)]
+        codes, rows = index[:, 0], index[:, 1]
         frames = np.empty(codes.shape[0], np.int64)
         for code, sel in positions_by_code(codes):
             frames[sel] = self.video_data(self._video_ids[code]).frame_number[rows[sel]]
         ids = self._video_ids
-        out = [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
-        return out
+        return [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
 
     @property
     def rows(self) -> np.ndarray:

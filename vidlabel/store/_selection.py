@@ -172,8 +172,7 @@ class StoreSamples:
     @property
     def index(self) -> list[tuple[str, int]]:
         """(video_id, frame_number) of each sample, in order."""
-        full = self.store.index
-        return [full[int(p)] for p in self._positions.tolist()]
+        return self.store._index_at(self._positions)  # the selected samples only, not the whole store's list
 
     def locate(self, j: int) -> tuple[str, int]:
         """(video_id, stored row) of sample ``j``.
