@@ -1,34 +1,48 @@
-"""A release of many short videos (issue 15): 1,000 against 10,000 videos, no video files needed.
+"""A release of many short videos (issue 15): 1,000 against 10,000 videos.
 
-Each video is a VideoMetadata record with a fake source (30 frames, 64x48, a content hash so that export
+The dataset rows need no video files: each video is a VideoMetadata record with a fake source (30 frames, 64x48, a content hash so that export
 planning hashes no file) holding 3 boxes. Prints, for N videos: FrameSamples open, export planning
 (``select_frames`` + ``plan_export``, the per-video regions and segments), ``VideoStream.assignment`` and
 ``FrameSamples.sample`` over every sample (targets only, a blank image), each in seconds and as the
 10,000 / 1,000 ratio (goal: within 12x, i.e. linear in the videos with room for noise).
 
-The store rows of that goal (open_store, StoreFrames random reads) need a store of 10,000 videos written
-with tiny frames; not measured here.
+The store rows: N distinct tiny H.264 clips (64x48, 10 frames, the video number in the pixels so that no
+two share a content hash, and so their stored frames) are probed, registered with 3 boxes each and exported
+with ``frames="all"``, codec none, HDF5, ``workers=2`` (built once and kept in ``--workdir``; the export
+time, in seconds, milliseconds a video and the ratio, is printed as information, recorded when the store
+was built). Then, in a fresh process per count, the store's files read once before (so that both counts
+read from the page cache): ``open_store``, ``StoreFrames`` construction over the opened store, 2,000 random
+``__getitem__`` and 300 random ``__getitems__`` batches of 8 (after 200 reads of warm-up), then
+``StoreFrames(frames="annotated")`` over a newly opened store (it reads every video's arrays) and its
+``index`` (best of 3), each in seconds and as the ratio.
 
-Usage: python scripts/bench_scale.py [--counts 1000,10000] [--workdir DIR]
+Usage: python scripts/bench_scale.py [--counts 1000,10000] [--workdir DIR] [--no-store]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
+from fractions import Fraction
 from pathlib import Path
 
+import av
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _benchlib import machine
 
-from vidlabel import Dataset, FrameSamples, VideoMetadata
+from vidlabel import Dataset, FrameSamples, VideoMetadata, export, open_store, probe
 from vidlabel.torch_data import VideoStream
 
 FRAMES = 30
+STORE_FRAMES, STORE_W, STORE_H = 10, 64, 48
+SINGLE_READS, BATCHES, BATCH = 2000, 300, 8
+SCRIPT = Path(__file__).resolve()
 
 
 def build(path: Path, n_videos: int) -> Dataset:
@@ -90,11 +104,150 @@ def measure(ds: Dataset) -> dict[str, float]:
     return out
 
 
+def tiny_clip(path: Path, number: int) -> Path:
+    """A 64x48 H.264 clip of STORE_FRAMES frames whose pixels hold ``number`` (16 bits as 4x4 blocks along the
+    top rows) and the frame number (the gray level): distinct bytes, so a distinct content hash; cached."""
+    if path.exists():
+        return path
+    partial = path.with_suffix(".partial.mp4")
+    with av.open(str(partial), "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = STORE_W, STORE_H, "yuv420p"
+        stream.options = {"preset": "ultrafast", "g": str(STORE_FRAMES)}
+        bits = ((number >> np.arange(16)) & 1).astype(np.uint8) * 255
+        for n in range(STORE_FRAMES):
+            img = np.full((STORE_H, STORE_W, 3), 40 + 16 * n, np.uint8)
+            img[:4, :] = np.repeat(bits, 4)[None, :, None]
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts, frame.time_base = n, Fraction(1, 30)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    partial.rename(path)
+    return path
+
+
+def build_store(workdir: Path, n_videos: int) -> tuple[Path, dict[str, float]]:
+    """The store of ``n_videos`` tiny clips and its build times (clips, probe + register, export), cached:
+    a rerun reads the times recorded when it was built."""
+    out, times_file = workdir / f"store_{n_videos}", workdir / f"store_{n_videos}.json"
+    if (out / "store.h5").exists() and times_file.exists():
+        return out, json.loads(times_file.read_text())
+    clips = workdir / "clips"
+    clips.mkdir(exist_ok=True)
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    paths = [tiny_clip(clips / f"v{v:05d}.mp4", v) for v in range(n_videos)]
+    times["clips"] = time.perf_counter() - t
+    ds_path = workdir / f"store_ds_{n_videos}"
+    if ds_path.exists():
+        ds = Dataset.open(ds_path)
+    else:
+        t = time.perf_counter()
+        ds = Dataset.create(ds_path)
+        ds.add_labels(["a", "b"])
+        for v, clip in enumerate(paths):
+            meta = probe(clip, video_id=f"v{v:05d}")
+            ds.add_video(meta)
+            ds.add_annotations(
+                [{"kind": "box", "label": "ab"[k % 2], "start_frame": 3 * k, "box": (1, 1, 20, 20)} for k in range(3)],
+                meta.video_id,
+            )
+        ds.build()
+        times["probe + register"] = time.perf_counter() - t
+    t = time.perf_counter()
+    export(ds, out, frames="all", workers=2, progress=False, overwrite=True)
+    times["export"] = time.perf_counter() - t
+    times_file.write_text(json.dumps(times))
+    return out, times
+
+
+def child_store(store: str) -> dict[str, float]:
+    """In a fresh process: open_store, StoreFrames over it, random single and batch reads (seconds each)."""
+    from vidlabel.torch_data import StoreFrames
+
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    fs = open_store(store)
+    out["open_store"] = time.perf_counter() - t
+    t = time.perf_counter()
+    data = StoreFrames(fs)
+    out["StoreFrames construction"] = time.perf_counter() - t
+    rng = np.random.default_rng(0)
+    for i in rng.integers(0, len(data), 200).tolist():  # warm-up: first-call costs, not the store's size
+        data[i]
+    singles = rng.integers(0, len(data), SINGLE_READS).tolist()
+    t = time.perf_counter()
+    for i in singles:
+        data[i]
+    out[f"StoreFrames {SINGLE_READS:,} random __getitem__"] = time.perf_counter() - t
+    batches = rng.integers(0, len(data), (BATCHES, BATCH)).tolist()
+    t = time.perf_counter()
+    for b in batches:
+        data.__getitems__(b)
+    out[f"StoreFrames {BATCHES} random __getitems__ of {BATCH}"] = time.perf_counter() - t
+    out["samples"] = len(data)
+    t = time.perf_counter()
+    annotated = StoreFrames(open_store(store), frames="annotated")  # reads every video's arrays
+    out["StoreFrames(frames='annotated') construction"] = time.perf_counter() - t
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        assert len(annotated.index) == len(annotated) == 3 * len(data) // STORE_FRAMES  # 3 boxed frames a video
+        times.append(time.perf_counter() - t)
+    out["StoreFrames.index, arrays loaded, best of 3"] = min(times)
+    return out
+
+
+def page_cache(store: Path) -> None:
+    """Read every file of ``store`` once, so that both counts are read from the page cache (uncompressed HDF5
+    frames are written with O_DIRECT: a store just exported is not)."""
+    for path in sorted(store.rglob("*")):
+        if path.is_file():
+            with path.open("rb", buffering=0) as fh:
+                while fh.read(8 << 20):
+                    pass
+
+
+def store_rows(workdir: Path, counts: list[int]) -> None:
+    results: dict[int, dict[str, float]] = {}
+    builds: dict[int, dict[str, float]] = {}
+    for n in counts:
+        store, builds[n] = build_store(workdir, n)
+        print(f"  store of {n:,} videos: built in " + ", ".join(f"{k} {v:.1f} s" for k, v in builds[n].items())
+              + f" (export {1000 * builds[n]['export'] / n:.2f} ms a video)", flush=True)  # fmt: skip
+        page_cache(store)
+        proc = subprocess.run([sys.executable, str(SCRIPT), "--child-store", str(store)], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        results[n] = json.loads(proc.stdout.strip().splitlines()[-1])
+        r = results[n]
+        print(f"  {n:,} videos, {int(r['samples']):,} samples: "
+              + ", ".join(f"{k} {v:.3f} s" for k, v in r.items() if k != "samples")
+              + f"; {SINGLE_READS / r[f'StoreFrames {SINGLE_READS:,} random __getitem__']:,.0f} reads/s, "
+              f"{BATCHES / r[f'StoreFrames {BATCHES} random __getitems__ of {BATCH}']:,.0f} batches/s",
+              flush=True)  # fmt: skip
+    lo, hi = counts[0], counts[-1]
+    e_lo, e_hi = builds[lo]["export"], builds[hi]["export"]
+    print(f"  export per video (information): {1000 * e_hi / hi:.2f} ms vs {1000 * e_lo / lo:.2f} ms, "
+          f"total {e_hi:.1f} s vs {e_lo:.1f} s: {e_hi / e_lo:.1f}x")  # fmt: skip
+    for key in results[lo]:
+        if key == "samples":
+            continue
+        a, b = results[lo][key], results[hi][key]
+        print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default="1000,10000")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vidlabel_bench")
+    ap.add_argument("--no-store", action="store_true", help="skip the store rows")
+    ap.add_argument("--child-store", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child_store:
+        print(json.dumps(child_store(args.child_store)))
+        return 0
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}")
     counts = [int(c) for c in args.counts.split(",")]
@@ -109,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     for key in results[lo]:
         a, b = results[lo][key], results[hi][key]
         print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
+    if not args.no_store:
+        store_rows(args.workdir, counts)
     return 0
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -96,6 +98,19 @@ class TestBackendConformance:
         assert "u2" not in backend.frames_units()
         assert not any("u2" in p.name for p in backend.folder.rglob("*"))
 
+    def test_unit_published_agrees_with_frames_units(self, backend: Backend) -> None:
+        # an export task asks unit_published for its own key; HDF5 answers from that one file (issue 15)
+        write_unit(backend, "u1", noisy_frames(2))
+        write_unit(backend, "u4", noisy_frames(1))
+        writer = backend.frames_writer("u2", shape=(2, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
+        writer.write_chunk(0, noisy_frames(1)[0].tobytes())
+        units = backend.frames_units()
+        assert set(units) == {"u1", "u4"}
+        for key in ("u1", "u2", "u4", "nope"):
+            assert backend.unit_published(key) is (key in units), key
+        writer.abort()
+        assert not backend.unit_published("u2")
+
     def test_write_frames_refuses_a_wrong_count_or_shape(self, backend: Backend) -> None:
         with pytest.raises(StoreError, match=r"got 2 frames, expected 3"):
             write_frames(backend, "u3", noisy_frames(2), frame_number=np.arange(3), frame_size=(W, H),
@@ -173,6 +188,24 @@ class TestBackendConformance:
         assert not any(p.name.endswith(".partial") or p.name == ".partial" for p in backend.folder.rglob("*"))
         np.testing.assert_array_equal(read_all(backend.open_video("v").frames())[0], noisy_frames(1)[0])
         assert backend.size_on_disk() > noisy_frames(1)[0].nbytes
+
+
+def test_hdf5_unit_published_reads_only_a_complete_unit_of_its_own_key(tmp_path: Path) -> None:
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    write_unit(backend, "u1", noisy_frames(2))
+    frames_dir = backend.folder / "frames"
+    (frames_dir / "cut.h5").write_bytes((frames_dir / "u1.h5").read_bytes()[:100])  # cut short: unreadable
+    shutil.copy(frames_dir / "u1.h5", frames_dir / "other.h5")  # complete, but its key is 'u1'
+    assert backend.unit_published("u1")
+    assert not backend.unit_published("cut") and not backend.unit_published("other")
+    assert set(backend.frames_units()) == {"u1"}
+    beside = tmp_path / "beside.h5"
+    shutil.copy(frames_dir / "u1.h5", beside)
+    (frames_dir / "u1.h5").unlink()
+    (frames_dir / "u1.h5").symlink_to(beside)
+    with pytest.raises(StoreError, match=rf"frames file leads to '{re.escape(str(beside))}', outside the store"):
+        backend.unit_published("u1")
 
 
 def test_node_names_are_reversible_and_safe() -> None:

@@ -18,7 +18,7 @@ import pytest
 from tests.media import read_frame_number
 from tests.test_store_support import make_dataset, reference_frames
 from vidlabel import Dataset, export, open_store
-from vidlabel.errors import OptionError, StoreCorruptError, StoreError, VidlabelError
+from vidlabel.errors import FrameOutOfRangeError, OptionError, StoreCorruptError, StoreError, VidlabelError
 from vidlabel.store import FrameStore, backend_for, upload, verify_store
 from vidlabel.store._remote import ObjectStore
 from vidlabel.torch_data import StoreFrames, StoreStream
@@ -346,3 +346,25 @@ def test_info_reports_a_zarr_video_without_its_frames_array(
     assert main(["info", str(store_dir)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("vidlabel: error: ") and "frames" in err and "Traceback" not in err
+
+
+def test_an_index_row_past_a_videos_rows_is_refused_by_the_sample_list(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    root, ds = world
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    good = open_store(root / "hdf5-none")
+    counts = {v: ds.video(v).frame_count for v in ("a", "b")}
+    want = [(v, n) for v in ("a", "b") for n in range(counts[v])]  # frames="all": stored row r is frame r
+    assert good.index == want and StoreFrames(good).index == want
+    with h5py.File(store_dir / "store.h5", "r+") as f:
+        index = f["index"][...]
+        k = int(np.flatnonzero(index[:, 0] == 1)[3])  # the 4th sample of video 'b'
+        index[k, 1] = counts["b"]
+        f["index"][...] = index
+    store = open_store(store_dir)
+    message = rf"/index of store .*: sample {k} names row {counts['b']} of video 'b', out of range \[0, {counts['b']}\)"
+    with pytest.raises(FrameOutOfRangeError, match=message):
+        _ = store.index
+    with pytest.raises(FrameOutOfRangeError, match=message):
+        _ = StoreFrames(store).index

@@ -287,3 +287,16 @@ def test_loose_indices_are_refused(world: tuple[Path, Dataset]) -> None:
     want = frames[2]
     for good in (2, np.int64(2), np.uint8(2), torch.tensor(2), 2 - n):
         assert_same_sample(frames[good], want)  # type: ignore[index]
+
+
+def test_positions_by_code_gives_each_codes_positions_in_order() -> None:
+    # the grouping behind FrameStore.index and StoreSamples' selection (one sort, not a scan per video; issue 15)
+    from vidlabel.store._position import positions_by_code
+
+    codes = np.random.default_rng(3).choice(np.array([0, 2, 5, 9]), size=200)  # codes with gaps, interleaved
+    got = list(positions_by_code(codes))
+    assert [c for c, _ in got] == [0, 2, 5, 9]
+    for code, positions in got:
+        assert positions.tolist() == [i for i, c in enumerate(codes.tolist()) if c == code]
+    assert sum(p.size for _, p in got) == codes.size
+    assert list(positions_by_code(np.zeros(0, np.int64))) == []

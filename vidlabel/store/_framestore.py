@@ -365,14 +365,39 @@ class FrameStore:
     @property
     def index(self) -> list[tuple[str, int]]:
         """The global sample list: (video_id, frame_number) of every stored row, in store order."""
-        codes, rows = self._index[:, 0], self._index[:, 1]
-        frames = np.empty(codes.shape[0], np.int64)
-        for code in np.unique(codes).tolist():
-            sel = codes == code
-            frames[sel] = self.video_data(self._video_ids[code]).frame_number[rows[sel]]
+        return self._index_at(None)
+
+    def _index_at(self, positions: np.ndarray | None) -> list[tuple[str, int]]:
+        """(video_id, frame_number) of the samples at ``positions`` (int array; None: every sample), in order.
+
+        Reads the small arrays of the videos those samples come from (once per process).
+
+        Raises
+        ------
+        FrameOutOfRangeError
+            If ``/index`` names a row outside a video's stored rows (a damaged store), naming the sample, row,
+            video and range.
+        """
+        index = self._index if positions is None else self._index[np.asarray(positions, dtype=np.int64)]
+        codes, rows = index[:, 0], index[:, 1]
+        # one gather from the videos' frame numbers end to end: no NumPy call per video (issue 15)
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        numbers = [self.video_data(self._video_ids[c]).frame_number for c in uniq.tolist()]
+        sizes = np.array([a.size for a in numbers], np.int64)
+        bad = np.flatnonzero((rows < 0) | (rows >= sizes[inverse]))
+        if bad.size:
+            k = int(bad[0])
+            raise FrameOutOfRangeError(
+                f"/index of store {str(self.path)!r}: sample {k if positions is None else int(positions[k])} names "
+                f"row {int(rows[k])} of video {self._video_ids[int(codes[k])]!r}, out of range "
+                f"[0, {int(sizes[inverse[k]])})",
+                video_id=self._video_ids[int(codes[k])],
+            )
+        starts = np.cumsum(sizes) - sizes
+        flat = np.concatenate(numbers).astype(np.int64) if numbers else np.zeros(0, np.int64)
+        frames = flat[starts[inverse] + rows]
         ids = self._video_ids
-        out = [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
-        return out
+        return [(ids[c], f) for c, f in zip(codes.tolist(), frames.tolist())]
 
     @property
     def rows(self) -> np.ndarray:

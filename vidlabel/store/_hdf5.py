@@ -659,23 +659,33 @@ class HDF5Backend(Backend):
     def _unit_path(self, key: str) -> Path:
         return self.folder / "frames" / f"{key}.h5"
 
+    def _complete_unit_attrs(self, path: Path) -> dict[str, Any] | None:
+        """Attributes of the frames file ``path`` if it is a complete unit of the key it is named by, else None."""
+        real = inside_store(self.folder, path, "frames file")  # refused, not skipped, outside the store
+        try:
+            f = _open(real)
+        except StoreError:  # unreadable (cut short): not a unit; the export rewrites it
+            return None
+        with f:
+            _check_links(f, real, self.folder)
+            attrs = _get_attrs(f)
+        return attrs if attrs.get("complete") is True and attrs.get("key") == path.stem else None
+
     def frames_units(self) -> dict[str, dict[str, Any]]:
         units: dict[str, dict[str, Any]] = {}
         frames_dir = self.folder / "frames"
         if not frames_dir.is_dir():
             return units
         for path in sorted(frames_dir.glob("*.h5")):
-            real = inside_store(self.folder, path, "frames file")  # refused, not skipped, outside the store
-            try:
-                f = _open(real)
-            except StoreError:  # unreadable (cut short): not a unit; the export rewrites it
-                continue
-            with f:
-                _check_links(f, real, self.folder)
-                attrs = _get_attrs(f)
-            if attrs.get("complete") is True and attrs.get("key") == path.stem:
+            attrs = self._complete_unit_attrs(path)
+            if attrs is not None:
                 units[path.stem] = attrs
         return units
+
+    def unit_published(self, key: str) -> bool:
+        # the one file of the key, not every unit (each export task asks: a scan of all was quadratic, issue 15)
+        path = self._unit_path(key)
+        return path.is_file() and self._complete_unit_attrs(path) is not None
 
     def open_frames_unit(self, key: str) -> HDF5FramesReader:
         return HDF5FramesReader(self._unit_path(key), self.folder)

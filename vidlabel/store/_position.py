@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from vidlabel.errors import SampleIndexTypeError, SampleOutOfRangeError
 
-__all__ = ["sample_position"]
+__all__ = ["positions_by_code", "sample_position"]
 
 
 def sample_position(i: Any, n: int, where: str) -> int:
@@ -39,3 +40,17 @@ def sample_position(i: Any, n: int, where: str) -> int:
     if not -n <= value < n:
         raise SampleOutOfRangeError(f"sample {value} out of range [0, {n}) of {where}")
     return value + n if value < 0 else value
+
+
+def positions_by_code(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(code, positions)`` for each distinct value of ``codes`` (ascending), its positions ascending.
+
+    What ``np.flatnonzero(codes == code)`` for each code of ``np.unique(codes)`` gives, from one stable sort
+    instead of a scan of every sample per video (quadratic over a store of 10,000 videos, issue 15).
+    """
+    codes = np.asarray(codes)
+    order = np.argsort(codes, kind="stable")
+    uniq, starts = np.unique(codes[order], return_index=True)
+    bounds = np.append(starts, codes.shape[0])
+    for k, code in enumerate(uniq.tolist()):
+        yield int(code), order[bounds[k] : bounds[k + 1]]

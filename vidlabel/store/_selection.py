@@ -18,7 +18,7 @@ import numpy as np
 from vidlabel.errors import OptionError
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
-from vidlabel.store._position import sample_position
+from vidlabel.store._position import positions_by_code, sample_position
 
 __all__ = ["StoreSamples"]
 
@@ -135,8 +135,7 @@ class StoreSamples:
         if frames == "stored" or len(rows) == 0:
             return np.arange(len(rows), dtype=np.int64)
         keep_sample = np.zeros(len(rows), bool)
-        codes = rows[:, 0]
-        for code in np.unique(codes).tolist():
+        for code, sel in positions_by_code(rows[:, 0]):
             data = self.store.video_data(self.store.video_ids[code])
             t = data.frame_number.size
             annotated = np.zeros(t, bool)
@@ -152,7 +151,6 @@ class StoreSamples:
                 np.add.at(diff, seg["start_index"][ok], 1)
                 np.add.at(diff, seg["end_index"][ok] + 1, -1)
                 annotated |= np.cumsum(diff)[:t] > 0
-            sel = np.flatnonzero(codes == code)
             keep_sample[sel] = annotated[rows[sel, 1]]
         return np.flatnonzero(keep_sample).astype(np.int64)
 
@@ -174,8 +172,7 @@ class StoreSamples:
     @property
     def index(self) -> list[tuple[str, int]]:
         """(video_id, frame_number) of each sample, in order."""
-        full = self.store.index
-        return [full[int(p)] for p in self._positions.tolist()]
+        return self.store._index_at(self._positions)  # the selected samples only, not the whole store's list
 
     def locate(self, j: int) -> tuple[str, int]:
         """(video_id, stored row) of sample ``j``.
