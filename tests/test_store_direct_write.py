@@ -4,6 +4,7 @@ bytes equal those of the page-cache path bit for bit, and every fallback writes 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5._PAGE)  # many direct writes and a tail
 
 
-@pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3)])
+@pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3), (150, 1), (260, 2)])
 def test_direct_write_stores_the_same_bytes_as_the_page_cache_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int
 ) -> None:
@@ -81,6 +82,20 @@ def test_direct_write_stores_the_same_bytes_as_the_page_cache_path(
     finally:
         reader.close()
     np.testing.assert_array_equal(got, np.stack(images))
+
+
+def test_chunks_in_several_blocks_are_all_written_directly(tmp_path: Path) -> None:
+    # past ~60 chunks HDF5 puts pieces of its chunk index between the early-allocated chunks (at 1280x720 a
+    # few KB after every ~57): every block of chunks back to back is a run of its own, none falls back
+    backend = backend_for(tmp_path / "o", "hdf5")
+    writer = backend.frames_writer("u", shape=(150, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
+    try:
+        assert writer._direct is not None
+        runs = writer._direct._runs
+        assert len(runs) > 1 and sum(n for _, n in runs) == 150 * H * W * 3
+        assert all(a + n < b for (a, n), (b, _) in itertools.pairwise(runs))  # gaps between them
+    finally:
+        writer.abort()
 
 
 def test_a_file_system_without_o_direct_writes_through_the_page_cache(

@@ -271,19 +271,29 @@ def _direct_write_wanted() -> bool:
 
 
 class _DirectRegion:
-    """The chunks of an uncompressed frames file, written in order as one byte stream past the page cache.
+    """The chunks of an uncompressed frames file, written in order as byte streams past the page cache.
 
-    HDF5 allocated the chunks as one contiguous block at ``base`` (early allocation, no fill). Bytes are
-    gathered in a page-aligned staging buffer and written with ``O_DIRECT`` in :data:`_DIRECT_STAGE_BYTES`
-    pieces (``os.pwrite`` releases the GIL); the block's unaligned first and last bytes go through the page
-    cache, so no page HDF5's own (buffered) metadata writes share is ever written directly. Issue 15: on
-    the VMs measured, a buffered write of a 720p frame cost 2-5 ms of system time copying into fresh page
-    cache pages (the same for ``numpy.tofile``), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
+    HDF5 allocated the chunks up front (early allocation, no fill) in ``runs``: blocks of consecutive chunks
+    lying back to back, between which it keeps pieces of its chunk index (at 1280x720, a few KB after every
+    ~57 chunks). Each run's bytes are gathered in a page-aligned staging buffer and written with
+    ``O_DIRECT`` in :data:`_DIRECT_STAGE_BYTES` pieces (``os.pwrite`` releases the GIL); a run's unaligned
+    first and last bytes go through the page cache, so no page HDF5's own (buffered) metadata writes share
+    is ever written directly. Issue 15: on the VMs measured, a buffered write of a 720p frame cost 1-7 ms
+    of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most while the
+    page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
+
+    Parameters
+    ----------
+    path : Path
+        The frames file.
+    runs : list of (int, int)
+        ``(byte offset, bytes)`` of each block, in chunk order.
     """
 
-    def __init__(self, path: Path, base: int, nbytes: int) -> None:
-        self.base, self.end, self.pos = base, base + nbytes, base
-        self._aligned = -(-base // _PAGE) * _PAGE  # first byte written directly
+    def __init__(self, path: Path, runs: list[tuple[int, int]]) -> None:
+        if not runs:
+            raise ValueError("no chunks to write")
+        self._runs = runs
         self._plain = os.open(path, os.O_WRONLY)
         try:
             self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
@@ -291,14 +301,32 @@ class _DirectRegion:
             os.close(self._plain)
             raise
         self._stage = mmap.mmap(-1, _DIRECT_STAGE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # aligned, reused
+        self._start_run(0)
+
+    def _start_run(self, k: int) -> None:
+        self._run = k
+        base, nbytes = self._runs[k]
+        self.pos, self.end = base, base + nbytes
+        self._aligned = -(-base // _PAGE) * _PAGE  # first byte of the run written directly
         self._filled = 0  # staged bytes, starting at file offset self._stage_at
         self._stage_at = self._aligned
 
     def write(self, data: memoryview) -> None:
         """Append ``data`` (the next chunk's bytes) to the stream."""
-        if self.pos + data.nbytes > self.end:
-            raise StoreError(f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}")
-        if self.pos < self._aligned:  # the unaligned head, buffered
+        while data.nbytes:
+            if self.pos == self.end:
+                if self._run + 1 == len(self._runs):
+                    raise StoreError(
+                        f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}"
+                    )
+                self._flush_stage(self._filled // _PAGE * _PAGE)  # the run's end: its unaligned tail buffered
+                self._start_run(self._run + 1)
+            k = min(data.nbytes, self.end - self.pos)
+            self._write_in_run(data[:k])
+            data = data[k:]
+
+    def _write_in_run(self, data: memoryview) -> None:
+        if self.pos < self._aligned:  # the run's unaligned head, buffered
             k = min(self._aligned - self.pos, data.nbytes)
             _pwrite_all(self._plain, data[:k], self.pos)
             self.pos += k
@@ -316,7 +344,7 @@ class _DirectRegion:
         if n_direct:
             _pwrite_all(self._direct, memoryview(self._stage)[:n_direct], self._stage_at)
         rest = self._filled - n_direct
-        if rest:  # the unaligned tail of the block, buffered
+        if rest:  # the unaligned tail of the run, buffered
             _pwrite_all(self._plain, memoryview(self._stage)[n_direct : self._filled], self._stage_at + n_direct)
         self._stage_at += self._filled
         self._filled = 0
@@ -503,8 +531,8 @@ class HDF5FramesWriter(FramesWriter):
         self._next = 0  # the chunk the direct region expects next
 
     def _direct_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _DirectRegion | None:
-        """The direct writer over the chunks' block, or None where HDF5 did not lay them out back to back or
-        the file system refuses ``O_DIRECT`` (then every chunk goes through ``write_direct_chunk``)."""
+        """The direct writer over the chunks' blocks, or None where HDF5 did not allocate every chunk or the
+        file system refuses ``O_DIRECT`` (then every chunk goes through ``write_direct_chunk``)."""
         chunk_bytes = int(np.prod((chunk_frames, *shape[1:])))
         offsets: list[int] = []
         try:
@@ -512,11 +540,17 @@ class HDF5FramesWriter(FramesWriter):
         except (AttributeError, OSError, ValueError):
             return None
         n = -(-shape[0] // chunk_frames)
-        if len(offsets) != n or offsets != [offsets[0] + i * chunk_bytes for i in range(n)]:
+        if len(offsets) != n or min(offsets, default=-1) < 0:
             return None
+        runs: list[list[int]] = []  # [offset, bytes] of each block of chunks back to back, in chunk order
+        for offset in offsets:
+            if runs and runs[-1][0] + runs[-1][1] == offset:
+                runs[-1][1] += chunk_bytes
+            else:
+                runs.append([offset, chunk_bytes])
         self._file.flush()
         try:
-            return _DirectRegion(self.partial, offsets[0], n * chunk_bytes)
+            return _DirectRegion(self.partial, [(a, b) for a, b in runs])
         except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
             return None
 
