@@ -34,3 +34,26 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit, match="2"):
         cli.main(["export"])
     assert "the following arguments are required" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    # `vidlabel info STORE | head -1`: the pipe closes while the command still prints
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vidlabel import cli\n"
+        "def command(args):\n"
+        "    for i in range(200000):\n"
+        "        print('line', i)\n"
+        "    return 0\n"
+        "cli._cmd_create = command\n"
+        f"sys.exit(cli.main(['create', {str(tmp_path / 'ds')!r}]))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"line 0\n"
+    proc.stdout.close()  # as head does after its first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == "", err  # no "vidlabel: error: BrokenPipeError" and no traceback at exit

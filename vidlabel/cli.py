@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import warnings
@@ -777,6 +778,16 @@ def _show_warning(
         print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
 
 
+def _stdout_to_devnull() -> None:
+    """Point standard output at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind sys.stdout
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vidlabel`` console script; returns the exit status.
 
@@ -806,6 +817,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(f"vidlabel: error: {damaged_message(Path(dataset).absolute(), err)}", file=sys.stderr)
             return 1
+        except BrokenPipeError:  # the reader of our output went away (`vidlabel info STORE | head -1`)
+            _stdout_to_devnull()
+            return 141  # as a shell reports a command stopped by SIGPIPE; nothing to say on stderr
         except (OSError, ValueError) as err:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
             return 1
