@@ -83,6 +83,21 @@ def _hdf5_error(url: str) -> StoreError:
     )
 
 
+_OPEN_LOCK = threading.Lock()
+
+
+def _url_to_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
+    try:
+        from fsspec.core import url_to_fs
+    except ImportError as err:  # pragma: no cover - fsspec is a dependency
+        raise StoreError(f"reading {url!r} needs fsspec: pip install fsspec") from err
+    try:
+        fs, root = url_to_fs(url, **storage_options)
+    except (ImportError, ValueError, TypeError) as err:
+        raise StoreError(f"cannot open {url!r} with fsspec: {err}", path=url) from err
+    return fs, str(root).rstrip("/")
+
+
 class ObjectStore:
     """The objects under one URL, as keys (``"videos/cam/zarr.json"``) to bytes, through fsspec.
 
@@ -122,15 +137,12 @@ class ObjectStore:
 
     def _open(self) -> tuple[Any, str]:
         if self._fs is None or self._pid != os.getpid():
-            try:
-                from fsspec.core import url_to_fs
-            except ImportError as err:  # pragma: no cover - fsspec is a dependency
-                raise StoreError(f"reading {self.url!r} needs fsspec: pip install fsspec") from err
-            try:
-                fs, root = url_to_fs(self.url, **self.storage_options)
-            except (ImportError, ValueError, TypeError) as err:
-                raise StoreError(f"cannot open {self.url!r} with fsspec: {err}", path=self.url) from err
-            self._fs, self._root, self._pid = fs, str(root).rstrip("/"), os.getpid()
+            # one thread at a time: the first use may import fsspec (and s3fs), and two threads importing it at
+            # once see a partially initialised module ("fsspec has no attribute 'utils'": an export's PUT threads)
+            with _OPEN_LOCK:
+                if self._fs is None or self._pid != os.getpid():
+                    self._fs, self._root = _url_to_fs(self.url, self.storage_options)
+                    self._pid = os.getpid()
         return self._fs, self._root
 
     def path(self, key: str) -> str:
@@ -270,9 +282,10 @@ class ObjectStore:
         return sum(self.sizes().values())
 
     def _make_parents(self, keys: Iterable[str]) -> None:
+        fs = self.fs  # first: fsspec imported whole, under the lock, before any other fsspec import here
         from fsspec.implementations.local import LocalFileSystem
 
-        if isinstance(self.fs, LocalFileSystem):  # a local folder needs its folders; object stores have none
+        if isinstance(fs, LocalFileSystem):  # a local folder needs its folders; object stores have none
             for parent in sorted({self.path(k).rsplit("/", 1)[0] for k in keys}):
                 self.fs.makedirs(parent, exist_ok=True)
 
@@ -291,9 +304,9 @@ class ObjectStore:
         its check and write one step; ``file://`` creates by hard link (which refuses an existing name) and
         compares-and-swaps under an OS lock. Other filesystems: None (an export refuses them).
         """
+        fs = self.fs  # first: fsspec imported whole, under the lock
         from fsspec.implementations.local import LocalFileSystem
 
-        fs = self.fs
         protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
         if "s3" in protocols or "s3a" in protocols:
             return "s3"
