@@ -334,7 +334,7 @@ def test_hdf5_readahead_of_a_reader_closed_meanwhile_is_dropped(
 ) -> None:
     from vidlabel.store import _hdf5
 
-    if _hdf5._MADVISE is None:
+    if not _hdf5.populate_available():
         pytest.skip("no madvise(MADV_POPULATE_READ) here: readahead is the plain page faults")
     monkeypatch.setattr(_hdf5, "FIRST_TOUCH", "readahead")
     backend = backend_for(tmp_path / "out", "hdf5")

@@ -46,7 +46,7 @@ def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
 
 @pytest.fixture
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5._PAGE)  # many direct writes and a tail
+    monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5.PAGE)  # many direct writes and a tail
 
 
 @pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3), (150, 1), (260, 2)])

@@ -22,13 +22,11 @@ memory map of the (immutable) frames file (HDF5's own chunk cache is set to
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import mmap
 import os
 import queue
-import sys
 import threading
 import uuid
 from collections.abc import Iterable
@@ -42,7 +40,16 @@ import numpy as np
 from vidlabel.errors import StoreError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec
-from vidlabel.store._fs import fsync_file, inside_store, publish, remove
+from vidlabel.store._fs import (
+    MADV_POPULATE_READ,
+    PAGE,
+    fsync_file,
+    inside_store,
+    populate,
+    populate_available,
+    publish,
+    remove,
+)
 
 __all__ = ["HDF5Backend"]
 
@@ -65,22 +72,6 @@ FIRST_TOUCH = "readahead"
 #: that refuses ``O_DIRECT``, writes each chunk through the page cache with ``write_direct_chunk``.
 DIRECT_WRITE = True
 _DIRECT_STAGE_BYTES = 8 << 20  # bytes gathered before one O_DIRECT write
-_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22 if sys.platform.startswith("linux") else None)
-_PAGE = mmap.PAGESIZE
-
-
-def _libc_madvise() -> Any:
-    if _MADV_POPULATE_READ is None:
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
-    return fn
-
-
-_MADVISE = _libc_madvise()  # ctypes drops the GIL around the call: the readahead thread runs beside the reader
 
 
 class _Readahead:
@@ -100,7 +91,7 @@ class _Readahead:
                 with reader._map_lock:  # close() unmaps under the same lock: never advise an unmapped range
                     if reader._mapped is None:
                         break
-                    _MADVISE(reader._mapped.ctypes.data + start, length, _MADV_POPULATE_READ)
+                    populate(reader._mapped.ctypes.data + start, length)
 
 
 _READAHEAD: _Readahead | None = None
@@ -307,7 +298,7 @@ class _DirectRegion:
         self._run = k
         base, nbytes = self._runs[k]
         self.pos, self.end = base, base + nbytes
-        self._aligned = -(-base // _PAGE) * _PAGE  # first byte of the run written directly
+        self._aligned = -(-base // PAGE) * PAGE  # first byte of the run written directly
         self._filled = 0  # staged bytes, starting at file offset self._stage_at
         self._stage_at = self._aligned
 
@@ -319,7 +310,7 @@ class _DirectRegion:
                     raise StoreError(
                         f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}"
                     )
-                self._flush_stage(self._filled // _PAGE * _PAGE)  # the run's end: its unaligned tail buffered
+                self._flush_stage(self._filled // PAGE * PAGE)  # the run's end: its unaligned tail buffered
                 self._start_run(self._run + 1)
             k = min(data.nbytes, self.end - self.pos)
             self._write_in_run(data[:k])
@@ -353,7 +344,7 @@ class _DirectRegion:
         """Write what is staged (its aligned part directly, the rest buffered) and close the descriptors."""
         try:
             if self._filled:
-                self._flush_stage(self._filled // _PAGE * _PAGE)
+                self._flush_stage(self._filled // PAGE * PAGE)
         finally:
             self.close()
 
@@ -442,10 +433,10 @@ class HDF5FramesReader(FramesReader):
         end = offset + self._chunk_bytes
         if not self._touched[index] and self._first_touch != "readahead":
             self._touched[index] = 1
-            if self._first_touch == "populate" and _MADV_POPULATE_READ is not None and self._mmap is not None:
-                start = offset - offset % _PAGE
+            if self._first_touch == "populate" and MADV_POPULATE_READ is not None and self._mmap is not None:
+                start = offset - offset % PAGE
                 try:
-                    self._mmap.madvise(_MADV_POPULATE_READ, start, end - start)
+                    self._mmap.madvise(MADV_POPULATE_READ, start, end - start)
                 except (OSError, ValueError):  # an older kernel: plain faults from now on
                     self._first_touch = "fault"
             elif self._first_touch == "pread" and self._fd >= 0:
@@ -466,14 +457,14 @@ class HDF5FramesReader(FramesReader):
     def prefetch(self, indices: Iterable[int]) -> None:
         """With :data:`FIRST_TOUCH` "readahead": the background thread maps the pages of the chunks of
         ``indices`` not read in this process yet, last chunk first (the reader copies them in order)."""
-        if self._first_touch != "readahead" or _MADVISE is None or self._offsets is None:
+        if self._first_touch != "readahead" or not populate_available() or self._offsets is None:
             return
         ranges = []
         for index in indices:
             if 0 <= index < self._offsets.size and self._offsets[index] >= 0 and not self._touched[index]:
                 self._touched[index] = 1
                 offset = int(self._offsets[index])
-                start = offset - offset % _PAGE
+                start = offset - offset % PAGE
                 ranges.append((start, offset + self._chunk_bytes - start))
         if len(ranges) > 1:
             _readahead().queue.put((self, ranges[:0:-1]))  # the first is the reader's own first copy
