@@ -11,7 +11,7 @@ import platform
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
 
@@ -70,13 +70,20 @@ def make_clip(path: Path, frames: int, width: int, height: int, gop: int = 250) 
     texture = np.repeat(np.repeat(small, 16, axis=0), 16, axis=1)[:height, :width]
     yy, xx = np.mgrid[0:height, 0:width]
     texture = (texture // 2 + (64 + 63 * np.sin(xx / 37.0 + yy / 53.0))[..., None]).astype(np.uint8)
+    options = {"crf": "23", "preset": "veryfast", "g": str(gop), "keyint_min": str(gop), "sc_threshold": "0"}
+    return write_h264(path, (synthetic_frame(n, texture) for n in range(frames)), width, height, options)
+
+
+def write_h264(path: Path, images: Iterable[np.ndarray], width: int, height: int, options: dict[str, str]) -> Path:
+    """Encode ``images`` ((H, W, 3) uint8 RGB, 30 fps) with libx264 ``options`` into an MP4 at ``path``,
+    written under a temporary name and renamed into place (a killed run leaves no half clip to reuse)."""
     partial = path.with_suffix(".partial" + path.suffix)
     with av.open(str(partial), "w", format="mp4") as out:
         stream = out.add_stream("libx264", rate=30)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.options = {"crf": "23", "preset": "veryfast", "g": str(gop), "keyint_min": str(gop), "sc_threshold": "0"}
-        for n in range(frames):
-            frame = av.VideoFrame.from_ndarray(synthetic_frame(n, texture), format="rgb24")
+        stream.options = options
+        for n, image in enumerate(images):
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = n
             frame.time_base = Fraction(1, 30)
             for packet in stream.encode(frame):

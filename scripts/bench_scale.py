@@ -27,14 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchlib import machine
+from _benchlib import machine, write_h264
 
 from vidlabel import Dataset, FrameSamples, VideoMetadata, export, open_store, probe
 from vidlabel.torch_data import VideoStream
@@ -109,23 +107,15 @@ def tiny_clip(path: Path, number: int) -> Path:
     top rows) and the frame number (the gray level): distinct bytes, so a distinct content hash; cached."""
     if path.exists():
         return path
-    partial = path.with_suffix(".partial.mp4")
-    with av.open(str(partial), "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = STORE_W, STORE_H, "yuv420p"
-        stream.options = {"preset": "ultrafast", "g": str(STORE_FRAMES)}
-        bits = ((number >> np.arange(16)) & 1).astype(np.uint8) * 255
-        for n in range(STORE_FRAMES):
-            img = np.full((STORE_H, STORE_W, 3), 40 + 16 * n, np.uint8)
-            img[:4, :] = np.repeat(bits, 4)[None, :, None]
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts, frame.time_base = n, Fraction(1, 30)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    partial.rename(path)
-    return path
+    bits = ((number >> np.arange(16)) & 1).astype(np.uint8) * 255
+
+    def image(n: int) -> np.ndarray:
+        img = np.full((STORE_H, STORE_W, 3), 40 + 16 * n, np.uint8)
+        img[:4, :] = np.repeat(bits, 4)[None, :, None]
+        return img
+
+    options = {"preset": "ultrafast", "g": str(STORE_FRAMES)}
+    return write_h264(path, (image(n) for n in range(STORE_FRAMES)), STORE_W, STORE_H, options)
 
 
 def build_store(workdir: Path, n_videos: int) -> tuple[Path, dict[str, float]]:
