@@ -50,7 +50,6 @@ __all__ = [
     "keep_heap_top",
     "process_group_rank",
     "rank_and_world",
-    "tensor_of",
     "to_torch_sample",
     "worker_and_count",
     "worker_info",
@@ -220,9 +219,8 @@ class Epochs:
         self._epoch.value = check_nonneg_int(epoch, "epoch")
 
 
-def tensor_of(arr: np.ndarray) -> torch.Tensor:
-    """``torch.from_numpy(arr)``, sharing memory; a C-contiguous own copy first of a read-only, non-contiguous or
-    non-native array (torch warns on read-only ones)."""
+def _tensor(arr: np.ndarray) -> torch.Tensor:
+    # from_numpy shares memory; copy read-only or non-native arrays (torch warns on read-only ones).
     if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
         arr = np.array(arr, order="C")
     return torch.from_numpy(arr)
@@ -242,9 +240,9 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in sample.items():
         if key == "image" and isinstance(value, np.ndarray) and value.ndim == 3:
-            out[key] = tensor_of(value).permute(2, 0, 1)
+            out[key] = _tensor(value).permute(2, 0, 1)
         elif isinstance(value, np.ndarray):
-            out[key] = tensor_of(value)
+            out[key] = _tensor(value)
         else:
             out[key] = value
     return out
@@ -356,7 +354,7 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             values = [s[key] for s in batch]
         except KeyError as err:
             raise OptionError(f"collate_frames: a sample lacks key {key!r} that the first sample has") from err
-        values = [tensor_of(v) if isinstance(v, np.ndarray) else v for v in values]
+        values = [_tensor(v) if isinstance(v, np.ndarray) else v for v in values]
         first = values[0]
         if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):

@@ -30,7 +30,6 @@ from vidlabel.torch_data._common import (
     RankAware,
     SharedEpoch,
     keep_heap_top,
-    tensor_of,
     to_torch_sample,
     worker_and_count,
     worker_info,
@@ -150,41 +149,17 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
             loads[s] += sizes[v]
         return shards
 
-    def _tensor_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
-        """The tensor samples of ``videos`` in reading order: ``to_torch_sample(samples._sample_of(...))``, built
-        directly where that is plain (no masks, the reader's frame of the video's size): the per-region arrays
-        and the video's targets are looked up once per video, each target is a fresh copy handed to
-        ``torch.from_numpy`` (contiguous, writeable, native: the checks of ``to_torch_sample`` always pass)."""
+    def _numpy_samples(self, videos: Sequence[str]) -> Iterator[dict[str, Any]]:
         samples = self.samples
-        sel = samples._sel
-        boxes, labels, tracks, anns, patterns = samples._boxes_out(), sel.r_label, sel.r_track, sel.r_ann, sel.patterns
-        view_id = sel.view_id
-        direct = not samples._with_masks
-        from_numpy = torch.from_numpy
         for video_id in videos:
             code = samples._codes[video_id]
             # The video's samples as Python ints, converted once per video (not per sample).
             targets = samples._targets_at(slice(int(self._edges[code]), int(self._edges[code + 1])))
             by_frame = {t[0]: t for t in targets}
-            width, height = samples._sizes[code]
-            shape = (height, width, 3)
             with samples.reader(video_id) as reader:
                 for n, image in reader.iter_frames(list(by_frame)):
                     f, lo, hi, pattern = by_frame[n]
-                    if direct and type(image) is np.ndarray and image.shape == shape:
-                        yield {
-                            "image": tensor_of(image).permute(2, 0, 1),
-                            "boxes": from_numpy(boxes[lo:hi].copy()),
-                            "labels": from_numpy(labels[lo:hi].copy()),
-                            "track_ids": from_numpy(tracks[lo:hi].copy()),
-                            "annotation_ids": from_numpy(anns[lo:hi].copy()),
-                            "frame_labels": from_numpy(patterns[pattern].copy()),
-                            "video_id": video_id,
-                            "view_id": view_id,
-                            "frame_index": f,
-                        }
-                    else:
-                        yield to_torch_sample(samples._sample_of(code, f, lo, hi, pattern, image))
+                    yield samples._sample_of(code, f, lo, hi, pattern, image)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()
@@ -192,9 +167,8 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         epoch = self.epoch
         videos = self.assignment(epoch, num_shards)[shard]
         rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
-        transform = self.transform
-        for sample in shuffled(self._tensor_samples(videos), self.shuffle_buffer, rng):
-            yield sample if transform is None else transform(sample)
+        for sample in shuffled(self._numpy_samples(videos), self.shuffle_buffer, rng):
+            yield self._output(sample)
 
 
 class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
