@@ -28,6 +28,7 @@ from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_mask, v
 from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._backend import Backend
 from vidlabel.store._layout import digest, frames_key, pixel_key
+from vidlabel.store._position import positions_by_code
 from vidlabel.store._verify import damaged_unit_chunks
 
 __all__ = [
@@ -130,13 +131,16 @@ def plan_export(selection: Selection, opts: ExportOptions) -> ExportPlan:
     rel, samples, annotated = selection.release, selection.samples, selection.annotated
     labels = list(rel.labels) if rel.labels else list(rel.table.labels)
     plan = ExportPlan(rel, selection.dataset_path, samples.view, labels)
-    codes, frame_col = samples.index.video_codes, samples.index.frames
+    frame_col, none = samples.index.frames, np.zeros(0, np.int64)
+    # each video's samples from one sort, not a scan of every sample per video (quadratic in the videos)
+    of_video = dict(positions_by_code(samples.index.video_codes))
+    annotated_of = {} if annotated is None else dict(positions_by_code(annotated.video_codes))
     for code, video_id in enumerate(samples.video_ids):
-        stored = np.ascontiguousarray(frame_col[codes == code], dtype=np.int64)
+        stored = np.ascontiguousarray(frame_col[of_video.get(code, none)], dtype=np.int64)
         is_annotated = (
             np.ones(stored.size, bool)
             if annotated is None
-            else np.isin(stored, annotated.frames[annotated.video_codes == code])
+            else np.isin(stored, annotated.frames[annotated_of.get(code, none)])
         )
         plan.videos.append(_plan_video(plan, opts, video_id, stored, is_annotated))
     plan.untrusted_frames = samples.describe()["untrusted_frames_left_out"]

@@ -13,6 +13,7 @@ from vidlabel.errors import StoreError, VidlabelError
 from vidlabel.store._backend import Backend, FramesReader
 from vidlabel.store._framestore import backend_for, find_stores
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._position import positions_by_code
 
 __all__ = ["damaged_unit_chunks", "verify_store"]
 
@@ -101,8 +102,9 @@ def _verify_one(
         if codes.min() < 0 or codes.max() >= len(video_ids):
             problems.append(f"{where}: /index names videos outside [0, {len(video_ids)})")
         else:
+            of_video = dict(positions_by_code(codes))  # one sort, not a scan of every sample per video
             for code, t in lengths.items():
-                r = rows[codes == code]
+                r = rows[of_video.get(code, np.zeros(0, np.int64))]
                 if r.size and (r.min() < 0 or r.max() >= t):
                     problems.append(f"{where}: /index has rows of video {video_ids[code]!r} outside [0, {t})")
                 if np.unique(r).size != r.size:
