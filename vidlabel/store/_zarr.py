@@ -167,6 +167,18 @@ def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.nd
     return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
 
 
+def _open_large_array(where: str, storage_options: dict[str, Any] | None = None) -> Any:
+    """A Zarr array of more than one chunk, opened read-only with the Zarr API (imported here, on first use: an
+    HDF5 path never pays its import), vidlabel's picture codecs registered even without entry points."""
+    import zarr
+
+    import vidlabel.store._zarr_codecs  # noqa: F401
+
+    if storage_options is None:
+        return zarr.open_array(where, mode="r")
+    return zarr.open_array(where, mode="r", storage_options=storage_options)
+
+
 def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
     """Read a small array written by :func:`_write_array` (other encodings go through the Zarr API); with
     ``root``, an array folder or chunk file leading outside store folder ``root`` is refused (StoreError)."""
@@ -176,11 +188,7 @@ def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
     if meta is None or meta.get("node_type") != "array":
         raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
     if not _is_small(meta):
-        import zarr
-
-        import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
-
-        return np.asarray(zarr.open_array(str(path), mode="r")[...])
+        return np.asarray(_open_large_array(str(path))[...])
     try:
         data: bytes | None = _read_file(path / _small_chunk_key(meta["shape"]), "chunk file")
     except FileNotFoundError:
@@ -490,11 +498,7 @@ def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.n
             video_id=video_id,
         )
     if not _is_small(meta):
-        import zarr
-
-        import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
-
-        arr = zarr.open_array(store.url_of(key), mode="r", storage_options=store.storage_options)
+        arr = _open_large_array(store.url_of(key), store.storage_options)
         return np.asarray(arr[...])
     size = int(np.prod(meta["shape"]))
     data = store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
@@ -725,11 +729,7 @@ class ZarrURLBackend(Backend):
 
     def _index(self, meta: dict[str, Any]) -> np.ndarray:
         if not _is_small(meta):
-            import zarr
-
-            import vidlabel.store._zarr_codecs  # noqa: F401  (the picture codecs, without entry points too)
-
-            arr = zarr.open_array(self.store.url_of("index"), mode="r", storage_options=self.store.storage_options)
+            arr = _open_large_array(self.store.url_of("index"), self.store.storage_options)
             return np.asarray(arr[...])
         data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if int(np.prod(meta["shape"])) else None
         return _decode_small(meta, data, self.store.url_of("index"))
