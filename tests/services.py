@@ -314,7 +314,10 @@ def start_dask(work_dir: Path, *, n_workers: int = 2) -> DaskCluster:
         workers = _start(
             [_bin("dask"), "worker", address, "--nworkers", str(n_workers), "--nthreads", "1", "--host", HOST,
              "--dashboard-address", f"{HOST}:0", "--local-directory", str(work_dir / "workers"),
-             "--memory-limit", "0", "--death-timeout", "60"],
+             "--memory-limit", "0", "--death-timeout", "60",
+             # fsspec imported whole at worker start: a task thread importing it while the comm thread imports
+             # a test module that does (client.run) sees a half-initialised fsspec ("no attribute 'utils'")
+             "--preload", "fsspec", "--preload", "s3fs"],
             work_dir / "workers.log", env,
         )  # fmt: skip
         from distributed import Client
