@@ -163,3 +163,30 @@ def test_an_exported_store_is_the_same_with_and_without_direct_writes(
     np.testing.assert_array_equal(images["direct"], images["plain"])
     np.testing.assert_array_equal(images["direct"], np.stack(reference))
     assert [read_frame_number(im) for im in images["direct"]] == list(range(12))
+
+
+def test_a_failed_direct_write_on_the_flush_thread_fails_the_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None
+) -> None:
+    # the O_DIRECT writes run on the region's flush thread while the next buffer fills: their error must reach
+    # write_frames (nothing published, the partial file removed), not die with the thread
+    direct_fds: list[int] = []
+    real_open, real_pwrite_all = os.open, _hdf5._pwrite_all
+
+    def spy_open(path: Any, flags: int, *args: Any) -> int:
+        fd = real_open(path, flags, *args)
+        if flags & os.O_DIRECT:
+            direct_fds.append(fd)
+        return fd
+
+    def failing(fd: int, data: memoryview, offset: int) -> None:
+        if fd in direct_fds and offset > 0:
+            raise OSError(errno.EIO, "injected write error")
+        real_pwrite_all(fd, data, offset)
+
+    monkeypatch.setattr(_hdf5.os, "open", spy_open)
+    monkeypatch.setattr(_hdf5, "_pwrite_all", failing)
+    with pytest.raises(OSError, match="injected write error"):
+        write(tmp_path / "f", frames(30), 1)
+    assert direct_fds
+    assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
