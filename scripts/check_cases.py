@@ -17,6 +17,7 @@ every frame the reader returns must equal the intact file's frame of that
 number; the frames it refuses are counted as untrusted.
 
 Usage: python scripts/check_cases.py [--cases DIR] [--videos DIR] [--positions 200] [--seed 0] [--cuts 8]
+       [--frame-threads N]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 
 from vidlabel.errors import FrameOutOfRangeError, NoVideoStreamError, VideoDecodeError, VidlabelWarning
 from vidlabel.video._probe import probe
-from vidlabel.video._reader import FrameReader
+from vidlabel.video._reader import FrameReader as _FrameReader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -341,6 +342,17 @@ def run_cuts(paths: list[Path], count: int, seed: int) -> int:
     return wrong + sum(len(t.failures) for _, t in rows)
 
 
+FRAME_THREADS = 0  # --frame-threads: every reader decodes with FFmpeg frame threading on this many threads
+
+
+class FrameReader(_FrameReader):
+    """The reader, with ``--frame-threads`` (``for_video`` too: it constructs ``cls``)."""
+
+    def __init__(self, path: Any, **kwargs: Any) -> None:
+        kwargs["frame_threads"] = kwargs.get("frame_threads") or FRAME_THREADS
+        super().__init__(path, **kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=ROOT / ".." / "shared" / "cases")
@@ -349,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cuts", type=int, default=8, help="packets to cut in per file (3 offsets each); 0: no sweep")
     parser.add_argument("--only-cuts", action="store_true", help="run the cut sweep alone")
+    parser.add_argument("--frame-threads", type=int, default=0, help="FrameReader(frame_threads=N) for every read")
     args = parser.parse_args(argv)
+    global FRAME_THREADS
+    FRAME_THREADS = args.frame_threads
 
     rows: list[tuple[str, Tally, str]] = []
     truth = json.loads((args.cases / "truth.json").read_text())

@@ -90,9 +90,10 @@ def test_random_reads_and_read_many_equal_sequential_decode(any_clip: ClipTruth,
             check_frame(truth, reader, t, image)
 
 
-def test_every_frame_in_random_order(any_clip: ClipTruth) -> None:
+@pytest.mark.parametrize("frame_threads", [0, 2])
+def test_every_frame_in_random_order(any_clip: ClipTruth, frame_threads: int) -> None:
     order = np.random.default_rng(7).permutation(any_clip.frame_count).tolist()
-    with FrameReader.for_video(_meta(any_clip.path)) as reader:
+    with FrameReader.for_video(_meta(any_clip.path), frame_threads=frame_threads) as reader:
         for t in order:
             read_checked(any_clip, reader, t)
         good = [t for t in order if reference(any_clip)[t] is not None]
@@ -100,8 +101,9 @@ def test_every_frame_in_random_order(any_clip: ClipTruth) -> None:
             check_frame(any_clip, reader, t, image)
 
 
-def test_iter_frames_gives_every_frame_once(any_clip: ClipTruth) -> None:
-    with FrameReader(any_clip.path, on_corrupt="skip") as reader:
+@pytest.mark.parametrize("frame_threads", [0, 2])
+def test_iter_frames_gives_every_frame_once(any_clip: ClipTruth, frame_threads: int) -> None:
+    with FrameReader(any_clip.path, on_corrupt="skip", frame_threads=frame_threads) as reader:
         ctx = pytest.warns(VidlabelWarning, match="skipping frames") if "untrusted" in any_clip.extra else None
         if ctx is not None:
             with ctx:
@@ -468,7 +470,6 @@ def test_reader_without_index_opens_its_file_twice_not_three_times(
 ) -> None:
     import vidlabel.video._decode as decode_mod
     import vidlabel.video._probe as probe_mod
-    import vidlabel.video._reader as reader_mod
 
     opened: list[str] = []
     real = probe_mod.open_video
@@ -477,7 +478,7 @@ def test_reader_without_index_opens_its_file_twice_not_three_times(
         opened.append(str(path))
         return real(path)
 
-    for mod in (probe_mod, reader_mod, decode_mod):
+    for mod in (probe_mod, decode_mod):  # the reader opens through DecodeEngine._open
         monkeypatch.setattr(mod, "open_video", counting)
     with FrameReader(clip.path) as reader:  # one pass builds the index (demux + head decode), one reads
         assert opened == [str(clip.path)] * 2

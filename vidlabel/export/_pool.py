@@ -58,6 +58,18 @@ class UnitsFailed(Exception):
         self.failures = failures
 
 
+def inline_frame_threads() -> int:
+    """Decoder frame threads for units written in this process: 2 where this process may run on two cores or
+    more, else 0 (PyAV's default). One process decodes and writes on two threads and leaves a core mostly
+    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85x of
+    raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and engine tasks keep the default: they fill the cores."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 0
+
+
 def run_units(
     jobs: list[UnitJob], opts: ExportOptions, bar: Any, executor: Executor | None = None
 ) -> Iterator[UnitResult]:
@@ -68,8 +80,9 @@ def run_units(
         yield from run_on_executor(executor, jobs, opts, bar, keep_going=True)
         return
     if opts.workers <= 1 or len(jobs) <= 1:
+        threads = inline_frame_threads()
         for job in jobs:
-            yield run_unit(job, opts, on_frame=None if bar is None else bar.update)
+            yield run_unit(job, opts, on_frame=None if bar is None else bar.update, frame_threads=threads)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor

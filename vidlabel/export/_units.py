@@ -81,8 +81,13 @@ def set_progress_queue(progress_queue: Any) -> None:
     _PROGRESS = progress_queue
 
 
-def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None) -> UnitResult:
+def run_unit(
+    job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None, *, frame_threads: int = 0
+) -> UnitResult:
     """Write and publish frames unit ``job.key``; ``on_frame`` (or this worker's progress queue) hears of each frame.
+
+    ``frame_threads`` > 1 decodes with FFmpeg frame threading (``FrameReader(frame_threads=...)``): the
+    export in one process (no pool, no engine) has a core the decoder and the writer thread do not fill.
 
     A unit already complete in the store is left as it is (engines run a task at least once: a second
     attempt, or a rerun after the driver was killed, decodes nothing).
@@ -105,7 +110,7 @@ def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] 
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(
-            backend, job.key, unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
+            backend, job.key, unit_frames(job, opts, counts, frame_threads), frame_number=job.frame_number, frame_size=job.size,
             chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
         )  # fmt: skip
     except OSError as err:
@@ -149,7 +154,9 @@ def _queue_reporter(key: str, progress_queue: Any) -> Callable[[int], None]:
     return on_frame
 
 
-def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Generator[np.ndarray, None, None]:
+def unit_frames(
+    job: UnitJob, opts: ExportOptions, counts: dict[str, int], frame_threads: int = 0
+) -> Generator[np.ndarray, None, None]:
     """The unit's frames in row order: copies from stored units merged with a sequential decode of the rest."""
     per_row: dict[int, tuple[int, int]] = {}  # our row -> (source, source row)
     for s, (_key, src_numbers, ours) in enumerate(job.sources):
@@ -163,7 +170,7 @@ def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Ge
     if job.decode.size:
         from vidlabel.video._reader import FrameReader
 
-        reader = FrameReader.for_video(job.meta, view=job.view, roots=opts.roots)
+        reader = FrameReader.for_video(job.meta, view=job.view, roots=opts.roots, frame_threads=frame_threads)
         decoded = reader.iter_frames(job.decode.tolist())
     chunk_cache: dict[tuple[int, int], np.ndarray] = {}
     try:

@@ -35,6 +35,11 @@ class _Disagree(Exception):
     """The decoder gave a frame the index does not explain (internal)."""
 
 
+class _Unthread(_Disagree):
+    """A decode error, a corrupt frame or a disagreement while FFmpeg frame threading is on (internal): the
+    engine starts over single-threaded, where errors are seen at the packet that causes them."""
+
+
 class _LandedLate(Exception):
     """After a seek the decoder is already past the target (internal)."""
 
@@ -77,6 +82,8 @@ class DecodeEngine:
     _pending: deque[Any]
     _recorded_untrusted: frozenset[int] = frozenset()
     _to_rgb: VideoReformatter | None = None
+    #: FFmpeg frame threads while decoding stays clean (0: PyAV's default, slice threads); see :meth:`_open`.
+    _frame_threads: int = 0
 
     @property
     def frame_count(self) -> int:
@@ -137,13 +144,30 @@ class DecodeEngine:
         if self._stream is not None and self._stream.codec_context.skip_frame != "DEFAULT":
             self._stream.codec_context.skip_frame = "DEFAULT"
 
+    def _open(self) -> tuple[Any, Any]:
+        """Open the file: ``(container, stream)``, with frame threading on the decoder when it is asked for.
+
+        Frame threading (``thread_type="FRAME"``) decodes several frames at once, each on its own thread, and
+        gives the same pictures in the same order; FFmpeg reports a frame's decode error when that frame's
+        turn to come out arrives, not at its packet. So it is used only while nothing goes wrong: the first
+        decode error, corrupt frame or disagreement with the index turns it off for good and the engine
+        starts over from the start of the file, single-threaded (:class:`_Unthread`); frames returned before
+        came from a decode without a single error.
+        """
+        container, stream = open_video(self.path)
+        if self._frame_threads > 1:
+            ctx = stream.codec_context
+            ctx.thread_type = "FRAME"
+            ctx.thread_count = self._frame_threads
+        return container, stream
+
     def _rewind(self) -> None:
         """Back to the start of the file: reopen it (always exact, whatever the container)."""
         self.stats["rewinds"] += 1
         if self._container is not None:
             self._container.close()
         self._cur = None  # its frame belongs to the closed container
-        self._container, self._stream = open_video(self.path)
+        self._container, self._stream = self._open()
         self._reset(from_start=True)
 
     def _seek(self, k: int) -> None:
@@ -197,6 +221,8 @@ class DecodeEngine:
         return self._pending.popleft()
 
     def _note_error(self) -> None:
+        if self._frame_threads:
+            raise _Unthread("a decode error with frame threading on")
         self._tainted = True
         self._recover_label = None
         self._errors_since_output += 1
@@ -234,6 +260,8 @@ class DecodeEngine:
                 self._rotation = rotation_of(frame)
                 self._coded_size = (frame.width, frame.height)
             if frame.is_corrupt:  # the decoder concealed errors in it: untrusted, and so are frames until a keyframe
+                if self._frame_threads:
+                    raise _Unthread("a corrupt frame with frame threading on")
                 self._tainted = True
                 self._recover_label = None
                 self._count_errors += 1
@@ -278,6 +306,11 @@ class DecodeEngine:
             return self._cur
 
     def _fallback(self, reason: str) -> None:
+        if self._frame_threads:  # first once more, single-threaded, keeping the index
+            self._frame_threads = 0
+            self._cur = None
+            self._rewind()
+            return
         self._warn(
             f"the frame index of video {self.video_id!r} disagrees with the decoder ({reason}); "
             "ignoring it and decoding sequentially from the start"

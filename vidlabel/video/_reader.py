@@ -57,7 +57,6 @@ from vidlabel.video._probe import (
     avcc_length,
     content_hash,
     is_vfr,
-    open_video,
     read_frame_index,
     resolve_video_path,
     video_path_candidates,
@@ -176,6 +175,13 @@ class FrameReader(DecodeEngine):
         finds, as :attr:`VideoMetadata.untrusted_frames` records them (probe's
         full pass sees what a reader positioned by seeks may not: frames the
         decoder gave out only when drained at the end of a cut file).
+    frame_threads : int
+        Decode with FFmpeg frame threading on this many threads (0 or 1: PyAV's default, slice threads).
+        It pays off for long sequential reads (:meth:`iter_frames` over many frames, as an export does) on a
+        free core; the pictures are the same. It is dropped at the first decode error, corrupt frame or
+        disagreement with the index, and the reader starts over single-threaded from the start of the file,
+        where errors show at the packet that causes them (what the rules below rely on). Not kept by
+        pickling.
 
     Attributes
     ----------
@@ -222,9 +228,12 @@ class FrameReader(DecodeEngine):
         on_corrupt: OnCorrupt = "raise",
         check_hash: bool = True,
         untrusted_frames: Sequence[tuple[int, int]] | None = (),
+        frame_threads: int = 0,
     ) -> None:
         if on_corrupt not in ("raise", "skip"):
             raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
+        if isinstance(frame_threads, bool) or not isinstance(frame_threads, int) or frame_threads < 0:
+            raise ValueError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
         self.path = Path(path)
         self.video_id = video_id if video_id is not None else self.path.stem
         self.view = view
@@ -239,7 +248,8 @@ class FrameReader(DecodeEngine):
         self._skip_below: int | None = None
         self._packets: Iterator[Any] | None = None
         self._pending: deque[Any] = deque()
-        self._container, self._stream = open_video(self.path)
+        self._frame_threads = frame_threads if frame_threads > 1 else 0
+        self._container, self._stream = self._open()
         self._avcc_length = avcc_length(self._stream.codec_context)
         try:
             if index is not None and check_hash and index.content_hash is not None:
@@ -278,6 +288,7 @@ class FrameReader(DecodeEngine):
         roots: Iterable[str | os.PathLike[str]] = (),
         on_corrupt: OnCorrupt = "raise",
         check_hash: bool = True,
+        frame_threads: int = 0,
     ) -> FrameReader:
         """A reader for a registered video, using its frame index when it matches.
 
@@ -294,6 +305,8 @@ class FrameReader(DecodeEngine):
             (``meta.content_hash``). When the file at the recorded path differs,
             a file under ``roots`` that matches is used instead. Without the
             check a changed file is read as it is now.
+        frame_threads : int
+            As for :class:`FrameReader`.
 
         Raises
         ------
@@ -318,6 +331,7 @@ class FrameReader(DecodeEngine):
             on_corrupt=on_corrupt,
             check_hash=check_hash,
             untrusted_frames=meta.untrusted_frames,
+            frame_threads=frame_threads,
         )
 
     @property
