@@ -16,6 +16,7 @@ import pytest
 
 from tests.media import decode_all, encode_clip, read_frame_number
 from vidlabel import Dataset, export, open_store, probe
+from vidlabel.errors import StoreCorruptError
 from vidlabel.store import _hdf5, backend_for, get_codec
 from vidlabel.store._writer import write_frames
 
@@ -190,3 +191,33 @@ def test_a_failed_direct_write_on_the_flush_thread_fails_the_unit(
         write(tmp_path / "f", frames(30), 1)
     assert direct_fds
     assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
+
+
+@pytest.mark.parametrize("first_touch", ["readahead", "populate", "pread", "fault"])
+def test_a_mapped_chunk_is_checksummed_block_by_block_as_it_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str
+) -> None:
+    # the reader checksums each block right after copying it: a flipped byte in any block (the last one here,
+    # blocks of 1,000 bytes, not page aligned) is still refused, and every other chunk reads exactly
+    monkeypatch.setattr(_hdf5, "_COPY_BLOCK", 1000)
+    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    images = frames(6)
+    path = write(tmp_path / "s", images, 2)  # chunks of 5,760 bytes: 6 blocks
+    with h5py.File(path, "r") as f:
+        info = f["frames"].id.get_chunk_info_by_coord((2, 0, 0, 0))
+    with open(path, "r+b") as fh:
+        fh.seek(int(info.byte_offset) + int(info.size) - 3)
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    reader = backend_for(tmp_path / "s", "hdf5").open_frames_unit("u")
+    try:
+        assert reader._mapped is not None  # the mapped path
+        for c in (0, 2):
+            np.testing.assert_array_equal(reader.read_chunk(c), np.stack(images[2 * c : 2 * c + 2]))
+        with pytest.raises(StoreCorruptError, match=r"fail their CRC-32C checksum \(stored [0-9a-f]{8}"):
+            reader.read_chunk(1)
+        reader.verify_checksums = False  # unchecked: the damaged bytes as stored
+        assert int(np.count_nonzero(reader.read_chunk(1) != np.stack(images[2:4]))) == 1
+    finally:
+        reader.close()

@@ -111,6 +111,17 @@ class FramesReader(ABC):
             return
         import google_crc32c
 
+        self.check_crc(index, google_crc32c.value(data))
+
+    def check_crc(self, index: int, read: int) -> None:
+        """Compare ``read``, the CRC-32C of chunk ``index``'s stored bytes as a reader computed it (one that
+        checksums the bytes block by block while it copies them), with the stored checksum.
+
+        Raises
+        ------
+        StoreCorruptError
+            As :meth:`check_chunk`.
+        """
         if self._crc32c is None:
             crc = np.asarray(self.stored_checksums()).reshape(-1)
             if crc.shape != (self.n_chunks,):
@@ -120,7 +131,6 @@ class FramesReader(ABC):
                     path=str(getattr(self, "path", "")),
                 )
             self._crc32c = crc.astype(np.uint32)
-        read = google_crc32c.value(data)
         stored = int(self._crc32c[index])
         if read != stored:
             raise StoreCorruptError(

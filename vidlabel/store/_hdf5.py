@@ -72,6 +72,7 @@ FIRST_TOUCH = "readahead"
 #: contiguous block (see :class:`_DirectRegion`); False, or ``VIDLABEL_HDF5_DIRECT_WRITE=0``, or a file system
 #: that refuses ``O_DIRECT``, writes each chunk through the page cache with ``write_direct_chunk``.
 DIRECT_WRITE = True
+_COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
 _DIRECT_STAGE_BYTES = 4 << 20  # bytes gathered before one O_DIRECT write (two such buffers per unit written)
 
 
@@ -458,13 +459,19 @@ class HDF5FramesReader(FramesReader):
         self._chunk_bytes = chunk_bytes
         self._touched = bytearray(self.n_chunks)
 
-    def _copy_mapped(self, index: int, offset: int, out: np.ndarray) -> None:
-        """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``.
+    def _copy_mapped(self, index: int, offset: int, out: np.ndarray, crc: bool) -> int | None:
+        """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``; with
+        ``crc``, return the CRC-32C of the bytes copied.
 
         The map is read-only and the file immutable: ``out`` never shares memory with it. The first read of
         a chunk in this process takes its pages in as :data:`FIRST_TOUCH` says, instead of one page fault
-        per few pages during the copy.
+        per few pages during the copy. The checksum is computed block by block (:data:`_COPY_BLOCK` bytes)
+        right after each block is copied, while it is in the core's cache: a CRC pass over the whole chunk
+        after the copy read it back from memory (at 1280x720, copy + CRC 0.54-0.61 ms a chunk against
+        0.43-0.46 ms blocked, one run each on issue 15's VM).
         """
+        import google_crc32c
+
         assert self._mapped is not None
         end = offset + self._chunk_bytes
         if not self._touched[index] and self._first_touch != "readahead":
@@ -483,8 +490,17 @@ class HDF5FramesReader(FramesReader):
                         break
                     done += got
                 if done == self._chunk_bytes:
-                    return
-        np.copyto(out, self._mapped[offset:end])
+                    return google_crc32c.value(out) if crc else None
+        src = self._mapped[offset:end]
+        if not crc:
+            np.copyto(out, src)
+            return None
+        value = 0
+        for start in range(0, self._chunk_bytes, _COPY_BLOCK):
+            block = out[start : start + _COPY_BLOCK]
+            np.copyto(block, src[start : start + _COPY_BLOCK])
+            value = google_crc32c.extend(value, block)
+        return value
 
     def raw_chunk(self, index: int) -> bytes:
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
@@ -514,10 +530,12 @@ class HDF5FramesReader(FramesReader):
         if self.codec.name == "none":
             offset = -1 if self._offsets is None or not 0 <= index < self._offsets.size else int(self._offsets[index])
             if offset >= 0 and self._mapped is not None:
-                self._copy_mapped(index, offset, out.reshape(-1))
+                read = self._copy_mapped(index, offset, out.reshape(-1), self.verify_checksums)
+                if read is not None:
+                    self.check_crc(index, read)  # the bytes returned are the stored bytes: check those
             else:
                 self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
-            self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
+                self.check_chunk(index, out)
             return out
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         self.check_chunk(index, data)
