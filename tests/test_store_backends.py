@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -352,24 +353,15 @@ def test_hdf5_readahead_of_a_reader_closed_meanwhile_is_dropped(
             assert np.array_equal(reader.read_chunk(c)[0], frames[c])
     finally:
         reader.close()
-    worker = _hdf5._readahead()
+    from vidlabel.store import _fs
+
     finished = threading.Event()
-    worker.queue.put((reader, [(0, 4096)]))  # closed: skipped
-    worker.queue.put((_Marker(finished), [(0, 4096)]))
-    assert finished.wait(60) and worker.thread.is_alive()  # every item was taken in order, the thread still runs
+    _fs.in_background(functools.partial(reader._populate_ranges, [(0, 4096)]))  # closed: skipped
 
+    def failing() -> None:
+        raise OSError("a populate that fails")
 
-class _Marker:
-    """Stands in for a reader: its "lock" tells when the readahead thread reached it."""
-
-    _mapped = None
-
-    def __init__(self, finished: threading.Event) -> None:
-        self._map_lock = self
-        self.finished = finished
-
-    def __enter__(self) -> None:
-        self.finished.set()
-
-    def __exit__(self, *exc: object) -> None:
-        pass
+    _fs.in_background(failing)  # dropped: the thread goes on
+    _fs.in_background(finished.set)
+    assert _fs._BACKGROUND is not None
+    assert finished.wait(60) and _fs._BACKGROUND.thread.is_alive()  # every job taken in order, the thread runs

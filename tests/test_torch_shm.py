@@ -380,3 +380,32 @@ def test_batch_buffers_outside_workers_are_reused_only_once_every_view_is_gone(
     assert not [b for b in _shm._FREE_BUFFERS if id(b) not in free]
     for k in range(3):
         assert torch.equal(both[0][k]["image"], want[5 - k]) and torch.equal(both[1][k]["image"], want[2 - k])
+
+
+def test_a_fresh_batch_buffer_mapped_behind_the_reader_keeps_what_the_reader_wrote(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # outside workers a fresh batch buffer's pages are mapped on the background thread, from the back, while the
+    # reader writes from the front: a page written first is never swapped for a zeroed one, and a buffer is not
+    # handed out twice while its array lives
+    import threading
+
+    from vidlabel.store import _fs
+    from vidlabel.torch_data import _shm
+
+    monkeypatch.setattr(_shm, "_FREE_BUFFERS", [])
+    shape = (8, 720, 1280, 3)
+    a = _shm.take_buffer(shape)
+    flat = a.reshape(-1)
+    flat[::4096] = np.arange(flat[::4096].size) % 251 + 1  # one byte a page, front to back, as populate runs
+    done = threading.Event()
+    _fs.in_background(done.set)  # after the buffer's job
+    assert done.wait(60)
+    np.testing.assert_array_equal(flat[::4096], np.arange(flat[::4096].size) % 251 + 1)
+    assert int(flat[1::4096].max()) == 0
+    b = _shm.take_buffer(shape)  # a is alive: another buffer
+    assert b.ctypes.data != a.ctypes.data
+    del flat, a
+    gc.collect()
+    c = _shm.take_buffer(shape)  # a's buffer came back: reused, not mapped again
+    assert not np.shares_memory(c, b)

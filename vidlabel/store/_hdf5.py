@@ -23,10 +23,10 @@ memory map of the (immutable) frames file (HDF5's own chunk cache is set to
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import mmap
 import os
-import queue
 import threading
 import uuid
 from collections.abc import Iterable
@@ -45,6 +45,7 @@ from vidlabel.store._fs import (
     MADV_POPULATE_READ,
     PAGE,
     fsync_file,
+    in_background,
     inside_store,
     populate,
     populate_available,
@@ -74,47 +75,6 @@ FIRST_TOUCH = "readahead"
 DIRECT_WRITE = True
 _COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
 _DIRECT_STAGE_BYTES = 4 << 20  # bytes gathered before one O_DIRECT write (two such buffers per unit written)
-
-
-class _Readahead:
-    """This process's readahead thread (started on first use, again in a forked child): maps the pages of
-    chunk ranges of frames files' memory maps with ``MADV_POPULATE_READ``."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.queue: queue.SimpleQueue[tuple[HDF5FramesReader, list[tuple[int, int]]]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, name="vidlabel-readahead", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            reader, ranges = self.queue.get()
-            for start, length in ranges:
-                with reader._map_lock:  # close() unmaps under the same lock: never advise an unmapped range
-                    if reader._mapped is None:
-                        break
-                    populate(reader._mapped.ctypes.data + start, length)
-
-
-_READAHEAD: _Readahead | None = None
-_READAHEAD_LOCK = threading.Lock()
-
-
-def _readahead() -> _Readahead:
-    global _READAHEAD
-    with _READAHEAD_LOCK:
-        if _READAHEAD is None or _READAHEAD.pid != os.getpid():
-            _READAHEAD = _Readahead()
-        return _READAHEAD
-
-
-def _reset_readahead_in_child() -> None:
-    global _READAHEAD_LOCK
-    _READAHEAD_LOCK = threading.Lock()  # another thread may have held it at fork
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_readahead_in_child)
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
@@ -519,7 +479,15 @@ class HDF5FramesReader(FramesReader):
                 start = offset - offset % PAGE
                 ranges.append((start, offset + self._chunk_bytes - start))
         if len(ranges) > 1:
-            _readahead().queue.put((self, ranges[:0:-1]))  # the first is the reader's own first copy
+            in_background(functools.partial(self._populate_ranges, ranges[:0:-1]))  # the first: the reader's own
+
+    def _populate_ranges(self, ranges: list[tuple[int, int]]) -> None:
+        """(On the background thread.) Map the pages of ``ranges`` of the file map, unless it was closed."""
+        for start, length in ranges:
+            with self._map_lock:  # close() unmaps under the same lock: never advise an unmapped range
+                if self._mapped is None:
+                    return
+                populate(self._mapped.ctypes.data + start, length)
 
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self._file, self.path, self.root, "frames_crc32c")
