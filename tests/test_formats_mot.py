@@ -163,6 +163,22 @@ def test_unknown_format_and_option(tmp_path: Path) -> None:
     assert "mot" in FORMATS
 
 
+def test_a_misspelt_keyword_is_refused_before_the_file_is_read(tmp_path: Path) -> None:
+    # video= for video_id=: refused as an option MOT does not take, with the right keyword named, not by the
+    # importer's "pass video_id=" after it read the file
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6\n")
+    message = (
+        r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored\); "
+        r"the dataset's video is video_id="
+    )
+    with pytest.raises(FormatError, match=message):
+        import_labels(ds, "mot", f, video="cam1", label="car")
+    with pytest.raises(FormatError, match=r"format 'cvat-video' takes no option\(s\) frames \(its options: none"):
+        import_labels(ds, "cvat-video", tmp_path / "missing.xml", frames="auto")  # refused before it is opened
+    assert ds.annotations() == []
+
+
 def test_export_layout_and_counts(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     ds.add_annotations(

@@ -33,6 +33,14 @@ EXPECTED_ROWS = {
     "mediasequence": "tf.train.SequenceExample records with region/bbox, segment or clip label features",
 }
 
+#: The format options each importer reads (``ImportContext.option``): any other keyword is refused before the
+#: file is read (the importer's own check after reading stays as a guard).
+IMPORT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "mot": ("one_based_pixels", "include_ignored"),
+    "ytvis": ("frames",),
+    "label-studio": ("frames_count_mismatch",),
+}
+
 
 def _format(name: str) -> tuple[Any, Any]:
     if name not in FORMATS:
@@ -115,6 +123,11 @@ def import_labels(
     track_ids = options.pop("track_ids", "new")
     if track_ids not in ("new", "keep"):
         raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
+    unknown = sorted(set(options) - set(IMPORT_OPTIONS.get(format, ())))
+    if unknown:
+        known = ", ".join(IMPORT_OPTIONS.get(format, ())) or "none besides clip and track_ids"
+        hint = "; the dataset's video is video_id=" if {"video", "video_ids"} & set(unknown) else ""
+        raise FormatError(f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){hint}")
     metas = {m.video_id: m for m in ds.videos()}
     ctx = ImportContext(
         path=p,
