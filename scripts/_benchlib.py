@@ -22,7 +22,9 @@ BLOCK = 16
 
 
 def machine() -> str:
-    """'cpu model, N cores, M GiB, load a/b/c' of this machine."""
+    """'cpu model, N cores, M GiB, load a/b/c' of this machine, and whether Python caches bytecode (with
+    ``PYTHONDONTWRITEBYTECODE`` set, every fresh process compiles vidlabel's modules from source as it imports
+    them: about 10 ms of a fresh-process export's fixed cost on these VMs)."""
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -38,7 +40,8 @@ def machine() -> str:
     except (OSError, ValueError, IndexError):
         pass
     load = ", load {:.1f}/{:.1f}/{:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
-    return f"{model}, {os.cpu_count()} cores{mem}{load}"
+    pyc = ", no bytecode cache (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""
+    return f"{model}, {os.cpu_count()} cores{mem}{load}{pyc}"
 
 
 def synthetic_frame(n: int, texture: np.ndarray) -> np.ndarray:
