@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import google_crc32c  # here, not at the first read: DataLoader workers forked later inherit it
 import h5py
 import numpy as np
 
@@ -430,7 +431,6 @@ class HDF5FramesReader(FramesReader):
         after the copy read it back from memory (at 1280x720, copy + CRC 0.54-0.61 ms a chunk against
         0.43-0.46 ms blocked, one run each on issue 15's VM).
         """
-        import google_crc32c
 
         assert self._mapped is not None
         end = offset + self._chunk_bytes
