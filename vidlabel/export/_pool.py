@@ -61,8 +61,9 @@ class UnitsFailed(Exception):
 def inline_frame_threads() -> int:
     """Decoder frame threads for units written in this process: 2 where this process may run on two cores or
     more, else 0 (PyAV's default). One process decodes and writes on two threads and leaves a core mostly
-    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85x of
-    raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and engine tasks keep the default: they fill the cores."""
+    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x
+    of raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and
+    engine tasks keep the default: they fill the cores."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -431,7 +431,6 @@ class HDF5FramesReader(FramesReader):
         after the copy read it back from memory (at 1280x720, copy + CRC 0.54-0.61 ms a chunk against
         0.43-0.46 ms blocked, one run each on issue 15's VM).
         """
-
         assert self._mapped is not None
         end = offset + self._chunk_bytes
         if not self._touched[index] and self._first_touch != "readahead":

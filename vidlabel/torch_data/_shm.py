@@ -504,10 +504,10 @@ def _populate_behind(buffer: mmap.mmap, size: int) -> None:
 def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
     """A C-contiguous uint8 array of ``shape`` for a batch read outside DataLoader workers (in the main process
     with ``num_workers=0``, or any plain loop): memory of an earlier batch whose arrays (and every view of
-    them: a tensor, a sample's image) are all gone, else a fresh anonymous map whose pages the background thread maps
-    (``madvise(MADV_POPULATE_WRITE)``, from the back, while the batch is read in from the front: 7 ms for a
-    22 MB buffer on issue 15's VM, which the reader's opening of the frames file and its first copies now
-    overlap). A buffer is never handed out again while any view of it lives.
+    them: a tensor, a sample's image) are all gone, else a fresh anonymous map whose pages the background
+    thread maps (``madvise(MADV_POPULATE_WRITE)``, from the back, while the batch is read in from the front:
+    7 ms for a 22 MB buffer on issue 15's VM, which the reader's opening of the frames file and its first
+    copies now overlap). A buffer is never handed out again while any view of it lives.
 
     The first batches of a fresh process otherwise land in fresh memory (a page fault and a zeroed page per
     4 KiB, 5,400 for a batch of eight 720p frames), and glibc hands large buffers back to the system on free.

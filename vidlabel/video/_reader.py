@@ -204,7 +204,7 @@ class FrameReader(DecodeEngine):
     VideoNotFoundError, NoVideoStreamError, VideoDecodeError
         If the file is missing, holds no video, or no frame decodes.
     ValueError
-        On an unknown ``on_corrupt``.
+        On an unknown ``on_corrupt``, or ``frame_threads`` not an integer >= 0.
 
     Notes
     -----
