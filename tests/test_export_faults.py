@@ -325,3 +325,23 @@ def test_a_killed_driver_leaves_no_worker_and_a_resumable_store(
     assert store_contents(out) == store_contents(tmp_path / "clean")
     assert not [p for p in out.rglob("*") if "partial" in p.name]
     assert np.all(open_store(out).video_data("cam2").frame_number == np.arange(31))
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_a_store_folder_that_cannot_be_created_is_a_store_error_naming_it(
+    two: tuple[Dataset, Dataset], tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # under a file (NotADirectoryError) and on a file system with no room for it (/proc): a vidlabel error that
+    # names the folder and the OS's reason, from the API and the CLI, and nothing is written
+    a, _ = two
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    for target in (a_file / "store", Path("/proc") / f"vidlabel-{os.getpid()}" / "store"):
+        with pytest.raises(StoreError, match=rf"cannot write the frame store folder '{target}': .*; give a folder"):
+            export(a, target, format=fmt, frames="all", progress=False)
+        assert not target.exists()
+    target = a_file / "store"
+    assert main(["export", str(a.path), str(target), "--format", fmt, "--frames", "all", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write the frame store folder '{target}': Not a directory (NotADirectoryError)" in err
+    assert "Traceback" not in err

@@ -130,6 +130,9 @@ class StoreLock:
     ------
     StoreLockedError
         On entering, if another process holds the lock (the message names it).
+    StoreError
+        On entering, if the folder or its lock file cannot be created (a parent that is a file, a read-only
+        file system, no permission): the message names the folder and the OS's reason.
     """
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
@@ -138,8 +141,15 @@ class StoreLock:
         self._fh: IO[str] | None = None
 
     def __enter__(self) -> StoreLock:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+", encoding="utf-8")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fh = open(self.path, "a+", encoding="utf-8")
+        except OSError as err:  # a parent that is a file, a read-only or missing file system, no permission
+            raise StoreError(
+                f"cannot write the frame store folder {str(self.folder)!r}: {err.strerror or err} "
+                f"({type(err).__name__}); give a folder that can be created and written",
+                path=str(self.folder),
+            ) from err
         try:
             _lock(fh)
         except OSError as err:
