@@ -15,7 +15,7 @@ import pytest
 from tests.media import ClipTruth, encode_clip, read_frame_number
 from vidlabel import Dataset, export, open_store, probe
 from vidlabel.errors import VidlabelWarning
-from vidlabel.export import _pool
+from vidlabel.export import _units
 from vidlabel.video._reader import FrameReader
 
 
@@ -92,8 +92,10 @@ def test_an_export_in_one_process_decodes_with_two_frame_threads_where_it_has_tw
         return real(cls, meta, **kwargs)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(FrameReader, "for_video", classmethod(spy))
-    monkeypatch.setattr(_pool.os, "sched_getaffinity", lambda pid: cores)
+    monkeypatch.setattr(_units.os, "sched_getaffinity", lambda pid: cores)
     export(ds, tmp_path / "store", frames="all", progress=False)
     assert asked == [expected]
     sel = open_store(tmp_path / "store").select()
     assert [read_frame_number(sel.sample(j)["image"]) for j in range(len(sel))] == list(range(30))
+    export(ds, tmp_path / "records", format="mediasequence", codec="png", progress=False)  # one process too
+    assert asked == [expected, expected]

@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future
 from typing import Any
 
 from vidlabel.export._options import ExportOptions
-from vidlabel.export._units import UnitJob, UnitResult, run_unit, set_progress_queue
+from vidlabel.export._units import UnitJob, UnitResult, inline_frame_threads, run_unit, set_progress_queue
 
 __all__ = ["UnitsFailed", "progress_bar", "run_units"]
 
@@ -56,19 +56,6 @@ class UnitsFailed(Exception):
     def __init__(self, failures: list[tuple[UnitJob, BaseException]]) -> None:
         super().__init__(f"{len(failures)} frames unit(s) failed")
         self.failures = failures
-
-
-def inline_frame_threads() -> int:
-    """Decoder frame threads for units written in this process: 2 where this process may run on two cores or
-    more, else 0 (PyAV's default). One process decodes and writes on two threads and leaves a core mostly
-    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x
-    of raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and
-    engine tasks keep the default: they fill the cores."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 0
 
 
 def run_units(

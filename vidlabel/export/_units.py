@@ -11,6 +11,7 @@ encodes and writes them on a thread and publishes the unit ``complete`` last.
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,19 @@ def set_progress_queue(progress_queue: Any) -> None:
     """Report each unit's progress of this process to ``progress_queue`` (a worker initializer calls this)."""
     global _PROGRESS
     _PROGRESS = progress_queue
+
+
+def inline_frame_threads() -> int:
+    """Decoder frame threads for units written in this process: 2 where this process may run on two cores or
+    more, else 0 (PyAV's default). One process decodes and writes on two threads and leaves a core mostly
+    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x
+    of raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and
+    engine tasks keep the default: they fill the cores. A MediaSequence export (one process) uses it too."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 0
 
 
 def run_unit(
