@@ -8,7 +8,9 @@ Per size (generated H.264 clips, noise texture), each measurement in a fresh pro
   memory outside the timing) written sequentially to a new file in the export's folder with ``numpy.tofile``,
   frame by frame (``write``, as the export writes them) or in one call (``write1``), then ``os.fsync``;
   printed as the page-cache rate (``tofile`` alone) and the disk rate (``tofile`` + ``fsync``);
-- ``export``: ``vidlabel.export(..., frames="all")`` into a fresh folder (default chunk_frames=1, 1 worker).
+- ``export``: ``vidlabel.export(..., frames="all")`` into a fresh folder (default chunk_frames=1, 1 worker);
+- ``export_ft``: the same with ``VIDLABEL_EXPORT_FRAME_THREADS=1`` (the decoder on two FFmpeg frame threads;
+  off by default, see ``vidlabel.export._units.inline_frame_threads``).
 
 Each prints frames/s, CPU ms a frame (user + sys of the process, all threads) and minor faults a frame. The
 row's ratio is export / min(raw, the faster write with fsync), run by run. Goal (issue 15): >= 0.8x.
@@ -107,6 +109,8 @@ def child(kind: str, clip: str, workdir: str, frames: int) -> dict[str, float]:
         shutil.rmtree(out.parent, ignore_errors=True)
         return {"rate": frames / (t2 - t0), "cache_rate": frames / (t1 - t0), "fsync_s": t2 - t1,
                 "user_ms": (u1 - u0) * 1000 / frames, "sys_ms": (s1 - s0) * 1000 / frames, "faults": 0.0}  # fmt: skip
+    if kind == "export_ft":
+        os.environ["VIDLABEL_EXPORT_FRAME_THREADS"] = "1"
     from vidlabel import Dataset, export
 
     ds = Dataset.open(dataset_for(work, Path(clip)))
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         clip = make_clip(args.workdir / f"clip_{size}_{args.frames}.mp4", args.frames, width, height)
         dataset_for(args.workdir, clip)
         frame_bytes(args.workdir, clip)
-        runs: dict[str, list[dict[str, float]]] = {"raw": [], "write": [], "write1": [], "export": []}
+        runs: dict[str, list[dict[str, float]]] = {"raw": [], "write": [], "write1": [], "export": [], "export_ft": []}
         for _ in range(args.repeat):
             for kind in runs:
                 runs[kind].append(run_child(kind, str(clip), str(args.workdir), str(args.frames)))
@@ -166,13 +170,14 @@ def main(argv: list[str] | None = None) -> int:
         limits = [
             min(r["rate"], max(w["rate"], w1["rate"])) for r, w, w1 in zip(runs["raw"], runs["write"], runs["write1"])
         ]
-        ratios = [e["rate"] / lim for e, lim in zip(runs["export"], limits)]
-        vs_raw = [e["rate"] / r["rate"] for e, r in zip(runs["export"], runs["raw"])]
-        print(
-            f"| export --frames all (codec none) vs min(raw decode, tofile+fsync), {size} | "
-            f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); vs raw decode "
-            f"{statistics.median(vs_raw):.2f}x ({min(vs_raw):.2f}-{max(vs_raw):.2f}) | >= 0.8x |"
-        )
+        for kind, what in (("export", ""), ("export_ft", " with VIDLABEL_EXPORT_FRAME_THREADS=1")):
+            ratios = [e["rate"] / lim for e, lim in zip(runs[kind], limits)]
+            vs_raw = [e["rate"] / r["rate"] for e, r in zip(runs[kind], runs["raw"])]
+            print(
+                f"| export --frames all (codec none){what} vs min(raw decode, tofile+fsync), {size} | "
+                f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); vs raw decode "
+                f"{statistics.median(vs_raw):.2f}x ({min(vs_raw):.2f}-{max(vs_raw):.2f}) | >= 0.8x |"
+            )
     return 0
 
 

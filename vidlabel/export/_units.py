@@ -83,11 +83,18 @@ def set_progress_queue(progress_queue: Any) -> None:
 
 
 def inline_frame_threads() -> int:
-    """Decoder frame threads for units written in this process: 2 where this process may run on two cores or
-    more, else 0 (PyAV's default). One process decodes and writes on two threads and leaves a core mostly
-    idle; two frame threads took a 300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x
-    of raw decode (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). Pool workers and
-    engine tasks keep the default: they fill the cores. A MediaSequence export (one process) uses it too."""
+    """Decoder frame threads for units written in this process: 2 with ``VIDLABEL_EXPORT_FRAME_THREADS=1``
+    where this process may run on two cores or more, else 0 (single-threaded, the default).
+
+    One process decodes and writes on two threads and leaves a core mostly idle; two frame threads took a
+    300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x of raw decode
+    (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). It is off by default: damage
+    FFmpeg does not report (it conceals it silently; an H.264 file with a flipped byte can decode without an
+    error) comes out concealed differently with frame threads, so the store would hold other pictures than
+    ``FrameReader`` returns for those frames. Pool workers and engine tasks never use it (they fill the
+    cores); a MediaSequence export (one process) follows the same switch."""
+    if os.environ.get("VIDLABEL_EXPORT_FRAME_THREADS", "").strip().lower() not in ("1", "true", "yes", "on"):
+        return 0
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

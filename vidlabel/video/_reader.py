@@ -177,11 +177,13 @@ class FrameReader(DecodeEngine):
         decoder gave out only when drained at the end of a cut file).
     frame_threads : int
         Decode with FFmpeg frame threading on this many threads (0 or 1: PyAV's default, slice threads).
-        It pays off for long sequential reads (:meth:`iter_frames` over many frames, as an export does) on a
-        free core; the pictures are the same. It is dropped at the first decode error, corrupt frame or
-        disagreement with the index, and the reader starts over single-threaded from the start of the file,
-        where errors show at the packet that causes them (what the rules below rely on). Not kept by
-        pickling.
+        It pays off for long sequential reads (:meth:`iter_frames` over many frames) on a free core. It is
+        dropped at the first decode error, corrupt frame or disagreement with the index, and the reader
+        starts over single-threaded from the start of the file, where errors show at the packet that causes
+        them (what the rules below rely on). The pictures are the same for every frame FFmpeg decodes
+        without an error; damage FFmpeg conceals without reporting it (an H.264 file with a flipped byte can
+        decode without one) comes out concealed differently, so such frames can differ from a
+        single-threaded read. Not kept by pickling.
 
     Attributes
     ----------
