@@ -374,9 +374,11 @@ def test_export_errors(world: tuple[Path, Dataset], tmp_path: Path) -> None:
     (tmp_path / "busy" / "notes.txt").write_text("x")
     with pytest.raises(StoreError, match=r"is not empty and holds no vidlabel frame store \(found notes.txt\)"):
         export(ds, tmp_path / "busy", progress=False)
+    assert [p.name for p in (tmp_path / "busy").iterdir()] == ["notes.txt"]  # refused: no lock file left in it
     export(ds, tmp_path / "h", format="hdf5", progress=False)
     with pytest.raises(StoreError, match=r"holds a hdf5 frame store; export with format='hdf5' or to another folder"):
         export(ds, tmp_path / "h", format="zarr", progress=False)
+    assert (tmp_path / "h" / ".vidlabel-lock").exists()  # the store's own lock file is kept
     with pytest.raises(StoreError, match=r"no vidlabel frame store at .*nowhere"):
         open_store(tmp_path / "nowhere")
 

@@ -221,3 +221,23 @@ def test_a_mapped_chunk_is_checksummed_block_by_block_as_it_is_copied(
         assert int(np.count_nonzero(reader.read_chunk(1) != np.stack(images[2:4]))) == 1
     finally:
         reader.close()
+
+
+def test_a_damaged_checksummed_array_of_a_frames_file_is_a_store_corrupt_error(tmp_path: Path) -> None:
+    # the small arrays (frames_crc32c, frame_number) carry HDF5's fletcher32: a flipped byte in one is refused
+    # as a vidlabel error naming the array and the file, not h5py's bare "filter returned failure during read"
+    images = frames(4)
+    path = write(tmp_path / "s", images, 1)
+    with h5py.File(path, "r") as f:
+        info = f["frames_crc32c"].id.get_chunk_info(0)
+    with open(path, "r+b") as fh:
+        fh.seek(int(info.byte_offset))
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    reader = backend_for(tmp_path / "s", "hdf5").open_frames_unit("u")
+    try:
+        with pytest.raises(StoreCorruptError, match=rf"array 'frames_crc32c' of '{path}' cannot be read \(.*damaged"):
+            reader.read_chunk(0)
+    finally:
+        reader.close()

@@ -139,10 +139,19 @@ class StoreLock:
         self.folder = Path(folder)
         self.path = self.folder / LOCK_NAME
         self._fh: IO[str] | None = None
+        self._created = False
+
+    def discard_new_file(self) -> None:
+        """Remove the lock file if this lock created it (a folder the export then refused keeps nothing of
+        ours); the lock itself is held until the ``with`` block ends."""
+        if self._fh is not None and self._created:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
 
     def __enter__(self) -> StoreLock:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            self._created = not self.path.exists()
             fh = open(self.path, "a+", encoding="utf-8")
         except OSError as err:  # a parent that is a file, a read-only or missing file system, no permission
             raise StoreError(

@@ -39,7 +39,7 @@ import google_crc32c  # here, not at the first read: DataLoader workers forked l
 import h5py
 import numpy as np
 
-from vidlabel.errors import StoreError
+from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
@@ -160,7 +160,14 @@ def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
     if not isinstance(ds, h5py.Dataset):
         raise StoreError(f"{str(path)!r}: {name!r} is not an array", path=str(path))
     _check_dataset(ds, name, path)
-    return np.asarray(ds[()])
+    try:
+        return np.asarray(ds[()])
+    except OSError as err:  # a checksummed (fletcher32) array whose bytes were damaged, a cut file
+        raise StoreCorruptError(
+            f"array {name!r} of {str(path)!r} cannot be read ({err}): the file is damaged (rerun the export, which "
+            "rewrites it; `vidlabel verify` lists the damage)",
+            path=str(path),
+        ) from err
 
 
 def _read_linked(root: Path, path: Path, name: str, link: h5py.ExternalLink, rest: str) -> np.ndarray:
