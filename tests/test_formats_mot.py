@@ -170,12 +170,15 @@ def test_a_misspelt_keyword_is_refused_before_the_file_is_read(tmp_path: Path) -
     f = write(tmp_path / "gt.txt", "1,1,10,20,5,6\n")
     message = (
         r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored\); "
-        r"the dataset's video is video_id="
+        r"did you mean video= -> video_id=\?"
     )
     with pytest.raises(FormatError, match=message):
         import_labels(ds, "mot", f, video="cam1", label="car")
     with pytest.raises(FormatError, match=r"format 'cvat-video' takes no option\(s\) frames \(its options: none"):
         import_labels(ds, "cvat-video", tmp_path / "missing.xml", frames="auto")  # refused before it is opened
+    with pytest.raises(FormatError, match=r"labelmap, videoid \(its options: .*\); did you mean labelmap= -> "
+                       r"label_map=, videoid= -> video_id=\?"):  # fmt: skip
+        import_labels(ds, "mot", f, labelmap={1: "car"}, videoid="cam1")
     assert ds.annotations() == []
 
 

@@ -42,6 +42,26 @@ IMPORT_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: import_labels' own keywords, for the hint on a misspelt one.
+_KEYWORDS = ("video_id", "videos", "label_map", "label", "add_labels", "dry_run", "clip", "track_ids")
+
+
+def _did_you_mean(unknown: list[str], format: str) -> str:
+    """'; did you mean video_id=?' for keywords close to a known one (``video=`` is the dataset's video)."""
+    import difflib
+
+    known = (*_KEYWORDS, *IMPORT_OPTIONS.get(format, ()))
+    guesses = []
+    for name in unknown:
+        close = (
+            ["video_id"]
+            if name in ("video", "video_ids", "videoid")
+            else difflib.get_close_matches(name, known, 1, 0.75)
+        )
+        guesses += [f"{name}= -> {close[0]}=" for _ in close[:1]]
+    return f"; did you mean {', '.join(guesses)}?" if guesses else ""
+
+
 def _format(name: str) -> tuple[Any, Any]:
     if name not in FORMATS:
         raise FormatError(f"unknown format {name!r}; known: {', '.join(sorted(FORMATS))}")
@@ -126,8 +146,9 @@ def import_labels(
     unknown = sorted(set(options) - set(IMPORT_OPTIONS.get(format, ())))
     if unknown:
         known = ", ".join(IMPORT_OPTIONS.get(format, ())) or "none besides clip and track_ids"
-        hint = "; the dataset's video is video_id=" if {"video", "video_ids"} & set(unknown) else ""
-        raise FormatError(f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){hint}")
+        raise FormatError(
+            f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){_did_you_mean(unknown, format)}"
+        )
     metas = {m.video_id: m for m in ds.videos()}
     ctx = ImportContext(
         path=p,
