@@ -58,7 +58,8 @@ def _did_you_mean(unknown: list[str], format: str) -> str:
             if name in ("video", "video_ids", "videoid")
             else difflib.get_close_matches(name, known, 1, 0.75)
         )
-        guesses += [f"{name}= -> {close[0]}=" for _ in close[:1]]
+        if close:
+            guesses.append(f"{name}= -> {close[0]}=")
     return f"; did you mean {', '.join(guesses)}?" if guesses else ""
 
 
