@@ -550,3 +550,30 @@ def test_an_hdf5_export_does_not_import_zarr(world: tuple[Path, Dataset], tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False", "an HDF5 export imported zarr (0.2 s)"
     assert (tmp_path / "out" / "store.h5").exists()
+
+
+def test_a_local_zarr_export_looks_for_each_unit_in_its_own_video_not_in_every_video(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each export task asks whether its unit is published already: with the video's id the local Zarr backend
+    # reads one group (and the finished partial unit), so the scan of every video group runs once, at planning,
+    # not once more per task (quadratic in the number of videos, like the HDF5 one was; issue 15)
+    from vidlabel.store import _zarr
+
+    ds = make_dataset(tmp_path / "ds", videos=tuple(f"v{i}" for i in range(5)), n_frames=3)
+    scans = [0]
+    real = _zarr.ZarrBackend._unit_dirs
+
+    def counting(self: Any) -> Any:
+        scans[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(_zarr.ZarrBackend, "_unit_dirs", counting)
+    export(ds, tmp_path / "z", format="zarr", frames="all", progress=False)
+    assert scans[0] == 1
+    backend = backend_for(tmp_path / "z", "zarr")
+    keys = {v: backend.video_attrs(v)["frames_key"] for v in ("v0", "v1")}  # type: ignore[index]
+    assert keys["v0"] != keys["v1"]
+    assert backend.unit_published(keys["v0"], "v0") and backend.unit_published(keys["v0"])
+    assert not backend.unit_published(keys["v0"], "v1")  # another video's group holds another unit
+    assert not backend.unit_published("0" * 20, "v0")

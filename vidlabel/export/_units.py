@@ -127,7 +127,9 @@ def run_unit(
     backend = unit_backend(job, opts)
     if job.rewrite:
         backend.discard_unit(job.key)
-    elif backend.unit_published(job.key):  # an earlier attempt (or another export) published it: nothing to do
+    elif backend.unit_published(
+        job.key, job.meta.video_id
+    ):  # an earlier attempt (or another export) published it: nothing to do
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(

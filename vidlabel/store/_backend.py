@@ -256,8 +256,12 @@ class Backend(ABC):
         """Unit ``key`` is damaged and about to be written again: drop what cannot be replaced in place (a local
         unit is replaced by its new one's rename; an object store's create-only objects must go first)."""
 
-    def unit_published(self, key: str) -> bool:
-        """True if frames unit ``key`` is complete here (a task that finds it so has nothing to write)."""
+    def unit_published(self, key: str, video_id: str | None = None) -> bool:
+        """True if frames unit ``key`` is complete here (a task that finds it so has nothing to write).
+
+        ``video_id``, the video the unit is written for, lets a backend that files units under their video
+        (local Zarr) look in one place instead of scanning every video (an export task asks once per unit).
+        """
         return key in self.frames_units()
 
     @abstractmethod

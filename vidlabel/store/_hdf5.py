@@ -735,7 +735,7 @@ class HDF5Backend(Backend):
                 units[path.stem] = attrs
         return units
 
-    def unit_published(self, key: str) -> bool:
+    def unit_published(self, key: str, video_id: str | None = None) -> bool:
         # the one file of the key, not every unit (each export task asks: a scan of all was quadratic, issue 15)
         path = self._unit_path(key)
         return path.is_file() and self._complete_unit_attrs(path) is not None

@@ -398,6 +398,17 @@ class ZarrBackend(Backend):
                     found.setdefault(attrs["key"], unit)
         return found
 
+    def unit_published(self, key: str, video_id: str | None = None) -> bool:
+        # with the video: its finished partial unit, or its published group (issue 15: a scan of every group per
+        # export task made a local Zarr export quadratic in the number of videos); without, every unit
+        attrs = (_read_meta(self.folder / PARTIAL / f"frames-{key}", self.folder) or {}).get("attributes", {})
+        if attrs.get("complete") is True and attrs.get("key") == key:
+            return True
+        if video_id is None:
+            return key in self._unit_dirs()
+        attrs = (_read_meta(self._video_path(video_id) / "frames", self.folder) or {}).get("attributes", {})
+        return attrs.get("complete") is True and attrs.get("key") == key
+
     def frames_units(self) -> dict[str, dict[str, Any]]:
         out = {}
         for key, where in self._unit_dirs().items():
@@ -803,7 +814,7 @@ class ZarrURLBackend(Backend):
         self.store.delete([f"{UNITS}/{key}/zarr.json"])  # no longer complete, then gone
         self.store.delete_prefix(f"{UNITS}/{key}")
 
-    def unit_published(self, key: str) -> bool:
+    def unit_published(self, key: str, video_id: str | None = None) -> bool:
         meta = parse_json(self.store.get(f"{UNITS}/{key}/zarr.json"))
         return bool(meta and meta.get("attributes", {}).get("complete") is True)
 
