@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._env import env_switch
 from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.geometry import resize_image
@@ -93,7 +94,7 @@ def inline_frame_threads() -> int:
     error) comes out concealed differently with frame threads, so the store would hold other pictures than
     ``FrameReader`` returns for those frames. Pool workers and engine tasks never use it (they fill the
     cores); a MediaSequence export (one process) follows the same switch."""
-    if os.environ.get("VIDLABEL_EXPORT_FRAME_THREADS", "").strip().lower() not in ("1", "true", "yes", "on"):
+    if not env_switch("VIDLABEL_EXPORT_FRAME_THREADS", False):
         return 0
     try:
         cores = len(os.sched_getaffinity(0))
@@ -127,9 +128,7 @@ def run_unit(
     backend = unit_backend(job, opts)
     if job.rewrite:
         backend.discard_unit(job.key)
-    elif backend.unit_published(
-        job.key, job.meta.video_id
-    ):  # an earlier attempt (or another export) published it: nothing to do
+    elif backend.unit_published(job.key, job.meta.video_id):  # an earlier attempt published it: nothing to do
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(

@@ -39,6 +39,7 @@ import google_crc32c  # here, not at the first read: DataLoader workers forked l
 import h5py
 import numpy as np
 
+from vidlabel._env import env_switch
 from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec
@@ -227,8 +228,7 @@ def _create_frames(
 
 
 def _direct_write_wanted() -> bool:
-    env = os.environ.get("VIDLABEL_HDF5_DIRECT_WRITE", "").strip().lower()
-    return DIRECT_WRITE and env not in ("0", "false", "no", "off") and hasattr(os, "O_DIRECT")
+    return DIRECT_WRITE and env_switch("VIDLABEL_HDF5_DIRECT_WRITE", True) and hasattr(os, "O_DIRECT")
 
 
 class _DirectRegion:

@@ -384,30 +384,30 @@ class ZarrBackend(Backend):
         videos = self.folder / "videos"
         if videos.is_dir():
             for group in sorted(videos.iterdir()):
-                meta = _read_meta(group / "frames", self.folder)  # a group leading outside the store is refused
-                attrs = (meta or {}).get("attributes", {})
-                if attrs.get("complete") is True and attrs.get("key"):
-                    key = plain_name(attrs["key"], "frames unit key", str(group / "frames" / "zarr.json"))
-                    found.setdefault(key, group)
+                key = self._complete_unit_key(group / "frames")  # a group leading outside the store is refused
+                if key:
+                    found.setdefault(plain_name(key, "frames unit key", str(group / "frames" / "zarr.json")), group)
         partial = self.folder / PARTIAL
         if partial.is_dir():
             for unit in sorted(partial.glob("frames-*")):
-                meta = _read_meta(unit, self.folder)
-                attrs = (meta or {}).get("attributes", {})
-                if attrs.get("complete") is True and attrs.get("key") == unit.name[len("frames-") :]:
-                    found.setdefault(attrs["key"], unit)
+                key = self._complete_unit_key(unit)
+                if key and key == unit.name[len("frames-") :]:
+                    found.setdefault(key, unit)
         return found
+
+    def _complete_unit_key(self, where: Path) -> str | None:
+        """The key of the complete frames unit whose group is ``where`` (its ``zarr.json`` attributes), else None."""
+        attrs = (_read_meta(where, self.folder) or {}).get("attributes", {})
+        return attrs["key"] if attrs.get("complete") is True and attrs.get("key") else None
 
     def unit_published(self, key: str, video_id: str | None = None) -> bool:
         # with the video: its finished partial unit, or its published group (issue 15: a scan of every group per
         # export task made a local Zarr export quadratic in the number of videos); without, every unit
-        attrs = (_read_meta(self.folder / PARTIAL / f"frames-{key}", self.folder) or {}).get("attributes", {})
-        if attrs.get("complete") is True and attrs.get("key") == key:
+        if self._complete_unit_key(self.folder / PARTIAL / f"frames-{key}") == key:
             return True
         if video_id is None:
             return key in self._unit_dirs()
-        attrs = (_read_meta(self._video_path(video_id) / "frames", self.folder) or {}).get("attributes", {})
-        return attrs.get("complete") is True and attrs.get("key") == key
+        return self._complete_unit_key(self._video_path(video_id) / "frames") == key
 
     def frames_units(self) -> dict[str, dict[str, Any]]:
         out = {}

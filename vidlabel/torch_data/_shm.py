@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vidlabel._env import env_switch
 from vidlabel.store._fs import PAGE, in_background, populate
 
 try:
@@ -93,7 +94,7 @@ def _min_pooled_bytes() -> int:
 
 
 def _enabled() -> bool:
-    return os.environ.get("VIDLABEL_SHM_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env_switch("VIDLABEL_SHM_POOL", True)
 
 
 def _applies() -> bool:

@@ -1,0 +1,25 @@
+"""vidlabel's on/off environment switches (``VIDLABEL_SHM_POOL``, ``VIDLABEL_HDF5_DIRECT_WRITE``,
+``VIDLABEL_EXPORT_FRAME_THREADS``): one rule for reading them all."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["env_switch"]
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
+def env_switch(name: str, default: bool) -> bool:
+    """The switch ``name`` from the environment: True for "1", "true", "yes" or "on", False for "0", "false",
+    "no" or "off" (any case, spaces ignored); ``default`` when it is unset, empty or anything else.
+
+    Read at each use, not at import, so a DataLoader worker (fork or spawn) and a test see the value set then.
+    """
+    value = os.environ.get(name, "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    return default
