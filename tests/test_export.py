@@ -375,6 +375,9 @@ def test_export_errors(world: tuple[Path, Dataset], tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"is not empty and holds no vidlabel frame store \(found notes.txt\)"):
         export(ds, tmp_path / "busy", progress=False)
     assert [p.name for p in (tmp_path / "busy").iterdir()] == ["notes.txt"]  # refused: no lock file left in it
+    with pytest.raises(StoreError, match=r"holds files that are not this MediaSequence export's \(notes.txt\)"):
+        export(ds, tmp_path / "busy", format="mediasequence", progress=False)
+    assert [p.name for p in (tmp_path / "busy").iterdir()] == ["notes.txt"]  # the same for MediaSequence
     export(ds, tmp_path / "h", format="hdf5", progress=False)
     with pytest.raises(StoreError, match=r"holds a hdf5 frame store; export with format='hdf5' or to another folder"):
         export(ds, tmp_path / "h", format="zarr", progress=False)

@@ -230,11 +230,7 @@ def export(
         if opts.is_url:
             backend = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
         else:
-            try:
-                backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
-            except StoreError:
-                lock.discard_new_file()  # a refused folder keeps no lock file of ours
-                raise
+            backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)

@@ -124,7 +124,9 @@ class StoreLock:
     """The single-writer lock of a store folder: an exclusive, non-blocking OS lock on ``OUT/.vidlabel-lock``.
 
     The OS releases it when the process ends, even by SIGKILL, so a killed
-    export never leaves a stale lock behind.
+    export never leaves a stale lock behind. When the ``with`` block raises,
+    a lock file this lock created is removed: a folder the writer refused (not
+    empty, another format, another export's shards) keeps nothing of ours.
 
     Raises
     ------
@@ -139,14 +141,7 @@ class StoreLock:
         self.folder = Path(folder)
         self.path = self.folder / LOCK_NAME
         self._fh: IO[str] | None = None
-        self._created = False
-
-    def discard_new_file(self) -> None:
-        """Remove the lock file if this lock created it (a folder the export then refused keeps nothing of
-        ours); the lock itself is held until the ``with`` block ends."""
-        if self._fh is not None and self._created:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+        self._created = False  # this lock made the lock file: a block that fails takes it away again
 
     def __enter__(self) -> StoreLock:
         try:
@@ -177,7 +172,12 @@ class StoreLock:
         self._fh = fh
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self._fh is not None and exc_type is not None and self._created:
+            # the block failed (a folder the writer refused, a write that failed): no lock file of ours stays in a
+            # folder that had none; removed while still locked, so no other writer takes it meanwhile
+            with contextlib.suppress(OSError):
+                self.path.unlink()
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 self._fh.seek(0)
