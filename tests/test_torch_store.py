@@ -300,3 +300,45 @@ def test_positions_by_code_gives_each_codes_positions_in_order() -> None:
         assert positions.tolist() == [i for i, c in enumerate(codes.tolist()) if c == code]
     assert sum(p.size for _, p in got) == codes.size
     assert list(positions_by_code(np.zeros(0, np.int64))) == []
+
+
+@pytest.mark.parametrize("store_name", ["hdf5-none", "zarr-zstd4"])
+def test_a_forked_worker_opens_the_frames_without_the_video_files(
+    world: tuple[Path, Dataset], store_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """StoreFrames reads each video's arrays on construction; a DataLoader worker forked afterwards (a new
+    pid, fresh handles) then opens only the frames files, never a video file again (issue 15: a video file's
+    open took 13 ms in a fresh fork, once per video and worker every epoch), and reads the same frames."""
+    root, _ds = world
+    frames = StoreFrames(root / store_name)
+    want = [frames[i]["image"].clone() for i in range(len(frames))]
+    store = frames.store
+    opened: list[str] = []
+    backend_type = type(store._backend(store._process(), store.video_ids[0]))
+    real_open = backend_type.open_video
+
+    def counting_open(self: Any, video_id: str) -> Any:
+        opened.append(video_id)
+        return real_open(self, video_id)
+
+    monkeypatch.setattr(backend_type, "open_video", counting_open)
+    inherited = store._process()
+    monkeypatch.setattr(inherited, "pid", -1)  # as in a forked child: the next read makes a new process state
+    got = [frames[i]["image"] for i in range(len(frames))]
+    assert store._process() is not inherited
+    assert opened == [] and len(got) == len(want) > 0
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_hdf5_video_attributes_are_read_when_first_asked(world: tuple[Path, Dataset]) -> None:
+    root, _ds = world
+    store = open_store(root / "hdf5-none")
+    video_id = store.video_ids[0]
+    reader = store._backend(store._process(), video_id).open_video(video_id)
+    try:
+        assert reader._attrs is None and reader.complete() is True and reader._attrs is None
+        attrs = reader.attrs
+        assert attrs["complete"] is True and attrs["video_id"] == video_id and reader.complete() is True
+        assert attrs == store.video_data(video_id).attrs
+    finally:
+        reader.close()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -189,6 +189,15 @@ class VideoReader(ABC):
     @abstractmethod
     def frames(self) -> FramesReader:
         """A new reader of the group's ``frames`` (the caller closes it; it may outlive this reader)."""
+
+    def frames_opener(self) -> Callable[[], FramesReader] | None:
+        """A callable that opens :meth:`frames` later without this reader (it holds paths, no handles, so it
+        survives a fork), or None where the frames are opened through the group only."""
+        return None
+
+    def complete(self) -> bool:
+        """True when the group was completely written (its ``complete`` attribute is true)."""
+        return self.attrs.get("complete") is True
 
     def frames_shape(self) -> tuple[int, ...]:
         """The ``(T, H, W, 3)`` shape of the group's ``frames``, from the array's header (no chunk is read).

@@ -25,11 +25,12 @@ imports Zarr until a large array is read with it: an HDF5 export never pays Zarr
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -339,6 +340,9 @@ class ZarrVideoReader(VideoReader):
 
     def frames(self) -> ZarrFramesReader:
         return ZarrFramesReader(self.path / "frames", self.root)
+
+    def frames_opener(self) -> Callable[[], ZarrFramesReader]:
+        return functools.partial(ZarrFramesReader, self.path / "frames", self.root)
 
 
 class ZarrBackend(Backend):
