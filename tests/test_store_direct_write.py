@@ -193,58 +193,6 @@ def test_a_failed_direct_write_on_the_flush_thread_fails_the_unit(
     assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
 
 
-def test_direct_writes_are_synced_as_they_go_and_the_bytes_are_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None
-) -> None:
-    # every DIRECT_SYNC_BYTES written directly, an fdatasync of the unit's O_DIRECT descriptor starts on the sync
-    # thread while the writes go on (the device's cache is flushed during the export, not all at publish)
-    monkeypatch.setattr(_hdf5, "DIRECT_SYNC_BYTES", 4 * _hdf5.PAGE)
-    direct_fds: list[int] = []
-    synced: list[tuple[int, int]] = []  # (fd, bytes of the file written directly so far)
-    written = [0]
-    real_open, real_pwrite_all, real_fdatasync = os.open, _hdf5._pwrite_all, os.fdatasync
-
-    def spy_open(path: Any, flags: int, *args: Any) -> int:
-        fd = real_open(path, flags, *args)
-        if flags & os.O_DIRECT:
-            direct_fds.append(fd)
-        return fd
-
-    def spy_pwrite(fd: int, data: memoryview, offset: int) -> None:
-        real_pwrite_all(fd, data, offset)
-        if fd in direct_fds:
-            written[0] += data.nbytes
-
-    def spy_fdatasync(fd: int) -> None:
-        synced.append((fd, written[0]))
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(_hdf5.os, "open", spy_open)
-    monkeypatch.setattr(_hdf5, "_pwrite_all", spy_pwrite)
-    monkeypatch.setattr(_hdf5.os, "fdatasync", spy_fdatasync)
-    images = frames(150)  # 432,000 bytes: about 26 syncs' worth
-    path = write(tmp_path / "s", images, 1)
-    assert direct_fds and synced and all(fd == direct_fds[0] for fd, _ in synced)
-    assert synced[0][1] < written[0]  # the first sync started long before the last write
-    got, crc, _early = stored(path)
-    assert np.array_equal(got, np.stack(images))
-    assert crc.tolist() == [google_crc32c.value(img.tobytes()) for img in images]
-
-
-def test_a_failed_sync_of_the_direct_writes_fails_the_unit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None
-) -> None:
-    monkeypatch.setattr(_hdf5, "DIRECT_SYNC_BYTES", 4 * _hdf5.PAGE)
-
-    def failing(fd: int) -> None:
-        raise OSError(errno.EIO, "injected sync error")
-
-    monkeypatch.setattr(_hdf5.os, "fdatasync", failing)
-    with pytest.raises(OSError, match="injected sync error"):
-        write(tmp_path / "f", frames(30), 1)
-    assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
-
-
 @pytest.mark.parametrize("first_touch", ["readahead", "populate", "pread", "fault"])
 def test_a_mapped_chunk_is_checksummed_block_by_block_as_it_is_copied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str

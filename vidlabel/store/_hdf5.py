@@ -77,8 +77,6 @@ FIRST_TOUCH = "readahead"
 DIRECT_WRITE = True
 _COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
 _DIRECT_STAGE_BYTES = 4 << 20  # bytes gathered before one O_DIRECT write (two such buffers per unit written)
-#: Bytes written directly between two ``fdatasync`` calls started on the unit's sync thread (0: none).
-DIRECT_SYNC_BYTES = 64 << 20
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
@@ -277,9 +275,6 @@ class _DirectRegion:
         self._current = 0
         self._stage = self._stages[0]
         self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-odirect")
-        self._syncer = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-odirect-sync")
-        self._sync: Future[None] | None = None
-        self._unsynced = 0  # bytes written directly since the last sync started (flush thread only)
         self._start_run(0)
 
     def _start_run(self, k: int) -> None:
@@ -325,7 +320,7 @@ class _DirectRegion:
         stage = self._stages[self._current]
         if n_direct:
             self._in_flight[self._current] = self._flusher.submit(
-                self._write_direct, stage[:n_direct].data, self._stage_at
+                _pwrite_all, self._direct, stage[:n_direct].data, self._stage_at
             )
         rest = self._filled - n_direct
         if rest:  # the unaligned tail of the run, buffered
@@ -335,20 +330,6 @@ class _DirectRegion:
         self._current ^= 1
         self._wait(self._current)
         self._stage = self._stages[self._current]
-
-    def _write_direct(self, data: memoryview, offset: int) -> None:
-        """On the flush thread: one ``O_DIRECT`` write; every :data:`DIRECT_SYNC_BYTES`, an ``fdatasync`` started
-        on the sync thread (if the last one is done) while the writes go on. The device's write cache is then
-        flushed while the export decodes, not all at the end: the directory ``fsync`` after the unit is
-        published (a journal commit, which flushes that cache) took 0.38 s after a 300-frame 640x480 unit
-        (276 MB) on issue 15's EPYC VM, as long as decoding it."""
-        _pwrite_all(self._direct, data, offset)
-        self._unsynced += data.nbytes
-        if DIRECT_SYNC_BYTES and self._unsynced >= DIRECT_SYNC_BYTES and (self._sync is None or self._sync.done()):
-            if self._sync is not None:
-                self._sync.result()  # a failed sync fails the unit's next write
-            self._unsynced = 0
-            self._sync = self._syncer.submit(os.fdatasync, self._direct)
 
     def _wait(self, k: int) -> None:
         pending, self._in_flight[k] = self._in_flight[k], None
@@ -363,8 +344,6 @@ class _DirectRegion:
                 self._flush_stage(self._filled // PAGE * PAGE)
             self._wait(0)
             self._wait(1)
-            if self._sync is not None:
-                self._sync.result()
         finally:
             self.close()
 
@@ -372,8 +351,7 @@ class _DirectRegion:
         """Close the descriptors once no write is in flight (a failed write is not raised here: :meth:`finish`
         raises it; ``close`` alone is the abort path)."""
         self._flusher.shutdown(wait=True)
-        self._syncer.shutdown(wait=True)
-        self._in_flight, self._sync = [None, None], None
+        self._in_flight = [None, None]
         for fd in (self._direct, self._plain):
             if fd >= 0:
                 os.close(fd)
