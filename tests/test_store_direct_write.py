@@ -45,6 +45,51 @@ def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
         return f["frames"][()], f["frames_crc32c"][()], early
 
 
+@pytest.fixture(autouse=True)
+def _direct_writes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # these units are tiny: unset, the switch would send them through the page cache (they fit in free memory)
+    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "1")
+
+
+@pytest.mark.parametrize(
+    ("switch", "free", "direct"),
+    [
+        ("", 100 * 2**20, False),  # unset: a 24 MB unit fits in a quarter of 100 MB free
+        ("", 90 * 2**20, True),  # ... not in a quarter of 90 MB
+        ("", None, True),  # free memory unknown: direct
+        ("1", 100 * 2**30, True),
+        ("yes", 100 * 2**30, True),
+        ("0", 0, False),
+        ("off", 0, False),
+    ],
+)
+def test_units_go_direct_when_they_would_not_fit_in_free_memory_or_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, free: int | None, direct: bool
+) -> None:
+    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", switch)
+    monkeypatch.setattr(_hdf5, "_mem_free_bytes", lambda: free)
+    images = frames(3)
+    nbytes = 24 * 2**20
+    assert _hdf5._direct_write_wanted(nbytes) is direct
+    # and the writer follows it: the unit's chunks are allocated early (the direct path) or not
+    monkeypatch.setattr(
+        _hdf5, "DIRECT_WRITE_FREE_FRACTION", _hdf5.DIRECT_WRITE_FREE_FRACTION * len(images) * H * W * 3 / nbytes
+    )
+    path = write(tmp_path / "s", images, 1)
+    got, _crc, early = stored(path)
+    assert early is direct and np.array_equal(got, np.stack(images))
+
+
+def test_mem_free_is_read_from_proc_meminfo() -> None:
+    free = _hdf5._mem_free_bytes()
+    if not Path("/proc/meminfo").exists():
+        assert free is None
+        return
+    text = Path("/proc/meminfo").read_text()
+    want = int(next(line for line in text.splitlines() if line.startswith("MemFree:")).split()[1]) * 1024
+    assert free is not None and abs(free - want) < 2**30  # read moments apart: within 1 GiB
+
+
 @pytest.fixture
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5.PAGE)  # many direct writes and a tail

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import overload
 
 __all__ = ["env_switch"]
 
@@ -11,7 +12,11 @@ _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
 
 
-def env_switch(name: str, default: bool) -> bool:
+@overload
+def env_switch(name: str, default: bool) -> bool: ...
+@overload
+def env_switch(name: str, default: None) -> bool | None: ...
+def env_switch(name: str, default: bool | None) -> bool | None:
     """The switch ``name`` from the environment: True for "1", "true", "yes" or "on", False for "0", "false",
     "no" or "off" (any case, spaces ignored); ``default`` when it is unset, empty or anything else.
 
