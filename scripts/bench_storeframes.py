@@ -15,7 +15,9 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``persistent_workers=False`` (each epoch starts new workers), 3 epochs of 150 samples (the clip's frames)
    in a fresh process, rates over epochs 1-2 (the issue's setting) and 2-3; over a store holding two frame
    sizes (640x480 + 768x576, ``shuffle=True``, batch 8); epochs of 1,500 samples drawn with replacement;
-   and the same loader over 150 integers (what torch's worker start and hand-over cost alone). Goal >= 1x.
+   and the same loader over 150 integers (what torch's worker start and hand-over cost alone, measured
+   first). Each case also prints the most 2 workers could give on this machine (:func:`ceiling`): torch's
+   own epoch and CPU plus the samples' work at the main process's cost. Goal >= 1x.
 
 Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3]
 """
@@ -214,10 +216,11 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
     """Each measurement: 3 epochs in a fresh process. "epochs 1-2" is the setting of the issue's table (a fresh
     process, two epochs of 150 samples: the first epoch's workers make the slabs); "epochs 2-3" the epochs
     whose new workers adopt the slabs of the epoch before (every later epoch of a training run)."""
-    cases = [("1280x720, batch 8", store720, 8, False, 0), ("1280x720, batch 32", store720, 32, False, 0),
+    cases = [("torch alone: 150 integers, batch 8", Path("ints"), 8, False, 0),
+             ("1280x720, batch 8", store720, 8, False, 0), ("1280x720, batch 32", store720, 32, False, 0),
              ("two frame sizes (640x480 + 768x576), shuffle=True, batch 8", mixed, 8, True, 0),
-             ("1280x720, batch 8, epochs of 1,500 samples drawn with replacement", store720, 8, False, 1500),
-             ("torch alone: 150 integers, batch 8", Path("ints"), 8, False, 0)]  # fmt: skip
+             ("1280x720, batch 8, epochs of 1,500 samples drawn with replacement", store720, 8, False, 1500)]  # fmt: skip
+    torch_alone: list[dict[str, Any]] = []
     for label, store, batch, shuffle, epoch_samples in cases:
         zero, two = [], []
         for _ in range(repeat):
@@ -236,6 +239,27 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
         late = [rate(b, slice(1, 3)) / rate(a, slice(1, 3)) for a, b in zip(zero, two)]
         print(f"| DataLoader 2 workers vs 0, {label}, persistent_workers=False | epochs 1-2 {spread(early)}; "
               f"epochs 2-3 {spread(late)} | >= 1x |")  # fmt: skip
+        if str(store) == "ints":
+            torch_alone = two
+        else:
+            caps = [ceiling(a, t) for a, t in zip(zero, torch_alone)]
+            print(f"  the most 2 workers can give here, from torch alone's epoch and the 0-worker CPU: {spread(caps)}")
+
+
+def ceiling(zero: dict[str, Any], torch_alone: dict[str, Any]) -> float:
+    """The best ratio 2 workers could reach on this machine, from two runs of this script: the 0-worker epoch
+    takes ``T0`` seconds and ``C0`` seconds of CPU; torch's own 2-worker epoch over integers (fork, start,
+    hand-over, join: no sample work at all) takes ``X`` seconds and ``Ct`` of CPU. With 2 workers the epoch
+    needs at least ``X`` and, on this machine's cores, at least ``(Ct + C0) / cores`` (the samples' work at
+    the main process's own CPU cost, spread perfectly): so the ratio is at most
+    ``T0 / max(X, (Ct + C0) / cores)``, whatever the dataset code does."""
+    n0 = zero["counts"][1] + zero["counts"][2]
+    t0 = sum(zero["seconds"][1:3]) / 2
+    c0 = zero["main_cpu_ms"] / 1000 * n0 / 2
+    nt = sum(torch_alone["counts"][1:3])
+    xt = sum(torch_alone["seconds"][1:3]) / 2
+    ct = (torch_alone["main_cpu_ms"] + torch_alone["worker_cpu_ms"]) / 1000 * nt / 2
+    return t0 / max(xt, (ct + c0) / (os.cpu_count() or 1))
 
 
 def main(argv: list[str] | None = None) -> int:
