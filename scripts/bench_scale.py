@@ -192,7 +192,8 @@ def child_store(store: str) -> dict[str, float]:
 
 def page_cache(store: Path) -> None:
     """Read every file of ``store`` once, so that both counts are read from the page cache (uncompressed HDF5
-    frames are written with O_DIRECT: a store just exported is not)."""
+    units larger than a quarter of the free memory are written with O_DIRECT: a store just exported may not
+    be)."""
     for path in sorted(store.rglob("*")):
         if path.is_file():
             with path.open("rb", buffering=0) as fh:

@@ -9,8 +9,8 @@ decoded frames have realistic entropy), it prints per codec:
   and the CPU time per frame of both (all processes, FFmpeg's threads included);
 - bytes per stored frame;
 - random single-frame reads/s through ``StoreFrames`` (the store read once into the page cache first: an
-  uncompressed HDF5 export writes with ``O_DIRECT``, so a just-exported store is on disk only; its cold
-  random reads are printed too) against ``FrameReader``
+  uncompressed HDF5 unit larger than a quarter of the free memory is written with ``O_DIRECT``, so a
+  just-exported store may be on disk only; the reads of the store just exported are printed too) against ``FrameReader``
   random reads (target >= 300x), against a folder of JPEG files like the
   spec's frame cache (target >= 5x for the default codec) and against a plain
   memcpy of the same bytes (target >= 0.6 for the uncompressed codec);
@@ -335,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
 
         cold = timed_rate(read_one, min_seconds=min(1.0, args.seconds))
         page_cache(out)
-        print(f"  {codec}: StoreFrames random reads of the store just exported (not page-cached): {cold:.0f}/s")
+        print(
+            f"  {codec}: StoreFrames random reads of the store just exported (before the page-cache read): {cold:.0f}/s"
+        )
         rate = timed_rate(read_one, min_seconds=args.seconds)
         store = open_store(out)
         row = {

@@ -117,8 +117,8 @@ def spread(values: list[float]) -> str:
 
 
 def page_cache(store: Path) -> None:
-    """Read every file of ``store`` once, so that it is in the page cache (uncompressed HDF5 units are written
-    with O_DIRECT: a store just exported is not)."""
+    """Read every file of ``store`` once, so that it is in the page cache (uncompressed HDF5 units larger than a
+    quarter of the free memory are written with O_DIRECT: a store just exported may not be)."""
     for path in sorted(store.rglob("*")):
         if path.is_file():
             with path.open("rb", buffering=0) as fh:
