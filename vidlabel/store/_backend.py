@@ -61,6 +61,9 @@ class FramesReader(ABC):
     """
 
     backend: ClassVar[str]
+    #: The frames unit's key as its file records it (None where it records none); FrameStore compares it with
+    #: the video's ``frames_key``.
+    unit_key: str | None = None
 
     def __init__(self, shape: tuple[int, ...], chunk_frames: int, codec: Codec | str) -> None:
         self.shape = tuple(int(v) for v in shape)

@@ -567,6 +567,36 @@ class FrameStore:
                 state.openers[video_id] = opener
         return data
 
+    def _check_frames(self, video_id: str, reader: FramesReader) -> None:
+        """Refuse frames that are not the video's own: another unit's (its recorded key differs from the video's
+        ``frames_key``), or of another size or row count than the video's arrays say. A frames link edited or
+        a file swapped after export would otherwise give another video's pictures without a word (each chunk's
+        CRC is the frames file's own, so it matches).
+
+        Raises
+        ------
+        StoreCorruptError
+            Naming the video, the store and the frames file.
+        """
+        data = self.video_data(video_id)
+        where = f"video {video_id!r} of store {str(self.path)!r}: its frames {str(reader_path(reader))!r}"
+        want_key, key = data.attrs.get("frames_key"), reader.unit_key
+        problem = None
+        if want_key is not None and key is not None and key != want_key:
+            problem = f"are frames unit {key!r}, not the video's own unit {want_key!r}"
+        else:
+            width, height = data.size
+            want = (int(data.frame_number.size), height, width, 3)
+            if tuple(reader.shape) != want:
+                problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
+        if problem is not None:
+            raise StoreCorruptError(
+                f"{where} {problem}: the store was changed after export; restore it, or export again into an "
+                "empty folder",
+                path=str(self.path),
+                video_id=video_id,
+            )
+
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
             with state.lock:
@@ -579,6 +609,11 @@ class FrameStore:
                         reader = video.frames()
                     finally:
                         video.close()
+                try:
+                    self._check_frames(video_id, reader)
+                except BaseException:
+                    reader.close()
+                    raise
                 reader.verify_checksums = self.verify_checksums
                 return reader
 
@@ -697,8 +732,10 @@ class FrameStore:
         remedy = "`vidlabel verify` checks every chunk"
         if isinstance(err, StoreCorruptError):
             remedy = "`vidlabel verify` lists every damaged chunk; export again into an empty folder to rewrite it"
+        said = "`vidlabel verify`" in str(err)  # the error gives its own remedy: one is enough
         return type(err)(
-            f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err} ({remedy})",
+            f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err}"
+            + ("" if said else f" ({remedy})"),
             path=str(self.path),
             video_id=video_id,
         )

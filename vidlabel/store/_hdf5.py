@@ -99,6 +99,9 @@ def _open_inside(root: Path, path: Path, what: str) -> tuple[h5py.File, Path]:
     f = _open(real)
     try:
         _check_links(f, real, root)
+    except (RuntimeError, KeyError, ValueError) as err:  # h5py's words for damaged metadata
+        f.close()
+        raise StoreCorruptError(f"{what} {str(real)!r} is damaged: {err}", path=str(real)) from err
     except BaseException:
         f.close()
         raise
@@ -427,12 +430,13 @@ class HDF5FramesReader(FramesReader):
         root = path.parent.parent if root is None else root  # OUT/frames/<key>.h5
         self._file, self.path = _open_inside(root, path, "frames file")
         self.root = root
-        ds = self._file["frames"]
-        if not isinstance(ds, h5py.Dataset):
-            raise StoreError(f"frames file {str(self.path)!r}: 'frames' is not an array", path=str(self.path))
-        _check_dataset(ds, "frames", self.path)
-        attrs = _get_attrs(self._file, ("chunk_frames", "codec"))
+        try:
+            ds, attrs = self._frames_array()
+        except BaseException:
+            self._file.close()
+            raise
         super().__init__(ds.shape, int(attrs["chunk_frames"]), attrs["codec"])
+        self.unit_key = attrs.get("key")
         self._ds = ds
         self._dsid = ds.id
         self._mmap: mmap.mmap | None = None
@@ -445,6 +449,37 @@ class HDF5FramesReader(FramesReader):
         if self.codec.name == "none":
             self._map_chunks()
 
+    def _frames_array(self) -> tuple[h5py.Dataset, dict[str, Any]]:
+        """``/frames`` (checked: (T, H, W, 3) uint8, its data in this file) and the attributes a reader needs.
+
+        Raises
+        ------
+        StoreError
+            If ``frames`` is missing, not an array of frames, or its data lies in other files.
+        StoreCorruptError
+            If the file's metadata is damaged (h5py cannot follow it); the message names the file.
+        """
+        where = f"frames file {str(self.path)!r}"
+        try:
+            ds = self._file.get("frames")
+            attrs = _get_attrs(self._file, ("chunk_frames", "codec", "key"))
+        except (RuntimeError, KeyError, ValueError, OSError) as err:  # damaged metadata, a link loop
+            raise StoreCorruptError(f"{where} is damaged: {err}", path=str(self.path)) from err
+        if not isinstance(ds, h5py.Dataset):
+            raise StoreError(
+                f"{where}: 'frames' is not an array (missing, or a link that leads nowhere or back to itself)",
+                path=str(self.path),
+            )
+        if ds.ndim != 4 or ds.shape[3] != 3 or ds.dtype != np.uint8:
+            raise StoreError(
+                f"{where}: 'frames' is {ds.dtype} of shape {ds.shape}, not (T, H, W, 3) uint8 frames",
+                path=str(self.path),
+            )
+        if "chunk_frames" not in attrs or "codec" not in attrs:
+            raise StoreError(f"{where} has no 'chunk_frames' or 'codec' attribute", path=str(self.path))
+        _check_dataset(ds, "frames", self.path)
+        return ds, attrs
+
     def _map_chunks(self) -> None:
         chunk_bytes = int(np.prod((self.chunk_frames, *self.shape[1:])))
         offsets = np.full(self.n_chunks, -1, np.int64)
@@ -455,11 +490,19 @@ class HDF5FramesReader(FramesReader):
 
         try:
             self._dsid.chunk_iter(visit)
+        except RuntimeError as err:  # h5py: the chunk index is damaged
+            self.close()
+            raise StoreCorruptError(
+                f"frames file {str(self.path)!r} is damaged: its chunk index cannot be read ({err})",
+                path=str(self.path),
+            ) from err
+        except (AttributeError, OSError, ValueError):  # old HDF5 without chunk_iter
+            return
+        try:
             with open(self.path, "rb") as fh:
                 self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                if self._first_touch == "pread":
-                    self._fd = os.dup(fh.fileno())
-        except (AttributeError, OSError, ValueError):  # old HDF5 without chunk_iter, or no mmap here
+                self._fd = os.dup(fh.fileno())  # its size is checked before each copy out of the map
+        except (OSError, ValueError):  # no mmap here
             return
         self._mapped = np.frombuffer(self._mmap, dtype=np.uint8)
         self._offsets = offsets
@@ -479,6 +522,12 @@ class HDF5FramesReader(FramesReader):
         """
         assert self._mapped is not None
         end = offset + self._chunk_bytes
+        if self._fd >= 0 and (size := os.fstat(self._fd).st_size) < end:  # a copy past the end: SIGBUS
+            raise StoreCorruptError(
+                f"frames file {str(self.path)!r} changed since it was opened: it now has {size} bytes, chunk "
+                f"{index} ends at byte {end}; a store's files never change after export",
+                path=str(self.path),
+            )
         if not self._touched[index] and self._first_touch != "readahead":
             self._touched[index] = 1
             if self._first_touch == "populate" and MADV_POPULATE_READ is not None and self._mmap is not None:

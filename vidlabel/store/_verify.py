@@ -151,6 +151,12 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, A
         frames = video.frames()
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
+        want_key = video.attrs.get("frames_key")
+        if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
+            problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
+        size = (int(video.attrs.get("height", -1)), int(video.attrs.get("width", -1)))
+        if size != (-1, -1) and tuple(frames.shape[1:3]) != size:
+            problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {size[1]}x{size[0]}")
         checks = video.array("frames_crc32c")
         if checks.shape != (frames.n_chunks,):
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")

@@ -244,6 +244,7 @@ class ZarrFramesReader(FramesReader):
         )
         self.path = frames_dir
         self.attrs = attrs
+        self.unit_key = attrs.get("key")
 
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self.path.parent / "frames_crc32c", self.root)
@@ -533,6 +534,7 @@ class ZarrURLFramesReader(FramesReader):
         self.store = store
         self.key = key
         self.attrs = attrs
+        self.unit_key = attrs.get("key")
         self.video_id = video_id
         self.path = store.url_of(key)  # identity in cache keys, and messages
         self._pending: dict[int, bytes | None] = {}
