@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import overload
 
 __all__ = ["env_switch"]
 
 _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
+_WARNED: set[tuple[str, str]] = set()
 
 
 @overload
@@ -18,13 +20,23 @@ def env_switch(name: str, default: bool) -> bool: ...
 def env_switch(name: str, default: None) -> bool | None: ...
 def env_switch(name: str, default: bool | None) -> bool | None:
     """The switch ``name`` from the environment: True for "1", "true", "yes" or "on", False for "0", "false",
-    "no" or "off" (any case, spaces ignored); ``default`` when it is unset, empty or anything else.
+    "no" or "off" (any case, spaces ignored); ``default`` when it is unset, empty or anything else (anything else
+    also warns, a RuntimeWarning, once per value).
 
     Read at each use, not at import, so a DataLoader worker (fork or spawn) and a test see the value set then.
     """
-    value = os.environ.get(name, "").strip().lower()
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
     if value in _ON:
         return True
     if value in _OFF:
         return False
+    if value and (name, raw) not in _WARNED:  # a typo ("O", "of") must not pass for the default unseen
+        _WARNED.add((name, raw))
+        used = "decided by vidlabel" if default is None else ("on" if default else "off")
+        warnings.warn(
+            f"{name}={raw!r} is not an on/off value (1, true, yes, on / 0, false, no, off): the switch is {used}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return default

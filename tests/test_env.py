@@ -1,0 +1,47 @@
+"""vidlabel's environment switches: on/off spellings, the default when unset, and a warning for anything else."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from vidlabel import _env
+from vidlabel._env import env_switch
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
+def test_on_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("VIDLABEL_TEST_SWITCH", value)
+    assert env_switch("VIDLABEL_TEST_SWITCH", False) is True
+
+
+@pytest.mark.parametrize("value", ["0", "false", "No", "off "])
+def test_off_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("VIDLABEL_TEST_SWITCH", value)
+    assert env_switch("VIDLABEL_TEST_SWITCH", True) is False
+
+
+@pytest.mark.parametrize("value", [None, "", "  "])
+def test_unset_or_empty_is_the_default_without_a_warning(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv("VIDLABEL_TEST_SWITCH", raising=False)
+    else:
+        monkeypatch.setenv("VIDLABEL_TEST_SWITCH", value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert env_switch("VIDLABEL_TEST_SWITCH", True) is True
+        assert env_switch("VIDLABEL_TEST_SWITCH", None) is None
+
+
+def test_anything_else_warns_once_and_gives_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_env, "_WARNED", set())
+    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "maybe")
+    with pytest.warns(RuntimeWarning, match=r"VIDLABEL_HDF5_DIRECT_WRITE='maybe' is not an on/off value \(1, true, yes, on / 0, false, no, off\): the switch is decided by vidlabel"):  # fmt: skip
+        assert env_switch("VIDLABEL_HDF5_DIRECT_WRITE", None) is None
+    with warnings.catch_warnings():  # once per value: a switch read at every batch does not repeat it
+        warnings.simplefilter("error")
+        assert env_switch("VIDLABEL_HDF5_DIRECT_WRITE", None) is None
+    monkeypatch.setenv("VIDLABEL_SHM_POOL", "O")
+    with pytest.warns(RuntimeWarning, match=r"VIDLABEL_SHM_POOL='O' is not an on/off value .*: the switch is on"):
+        assert env_switch("VIDLABEL_SHM_POOL", True) is True
