@@ -90,6 +90,13 @@ def handmade_frames(path: Path, shape: tuple[int, ...], key: str, dtype: type = 
             f.attrs[name] = value
 
 
+def read_a_through(store: Path, frames: Path) -> None:
+    """Link video a's frames to ``frames`` and read a's first sample."""
+    relink(store, "a", frames)
+    data = StoreFrames(store)
+    data[positions_of(data, "a")[0]]
+
+
 def test_frames_of_another_size_under_the_videos_own_key_are_refused(exported: Path, tmp_path: Path) -> None:
     store = copy_store(exported, tmp_path)
     own = frames_file(store, "a")
@@ -97,20 +104,16 @@ def test_frames_of_another_size_under_the_videos_own_key_are_refused(exported: P
         key, rows = f.attrs["key"].strip('"'), f["frames"].shape[0]
     fake = store / "frames" / "fake.h5"
     handmade_frames(fake, (rows, 10, 12, 3), key)
-    relink(store, "a", fake)
-    data = StoreFrames(store)
     with pytest.raises(StoreCorruptError, match=rf"have shape \({rows}, 10, 12, 3\), not the video's \({rows}, \d+, \d+, 3\)"):  # fmt: skip
-        data[positions_of(data, "a")[0]]
+        read_a_through(store, fake)
 
 
 def test_a_frames_array_that_is_not_frames_is_refused(exported: Path, tmp_path: Path) -> None:
     store = copy_store(exported, tmp_path)
     fake = store / "frames" / "flat.h5"
     handmade_frames(fake, (12,), "k")
-    relink(store, "a", fake)
-    data = StoreFrames(store)
     with pytest.raises(StoreError, match=r"frames file .*flat\.h5': 'frames' is uint8 of shape \(12,\), not \(T, H, W, 3\) uint8 frames"):  # fmt: skip
-        data[positions_of(data, "a")[0]]
+        read_a_through(store, fake)
 
 
 def test_a_frames_link_looping_back_to_the_video_file_is_refused(exported: Path, tmp_path: Path) -> None:
