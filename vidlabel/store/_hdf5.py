@@ -113,6 +113,11 @@ def _link_target(root: Path, path: Path, name: str, filename: str) -> Path:
     return inside_store(root, path.parent / filename, f"external link {name!r} of {str(path)!r} (to {filename!r})")
 
 
+def _open_linked_frames(root: Path, path: Path, filename: str) -> HDF5FramesReader:
+    """The frames file that file ``path``'s ``frames`` link names (``filename``), checked inside ``root``."""
+    return HDF5FramesReader(_link_target(root, path, "frames", filename), root)
+
+
 def _check_links(f: h5py.File, path: Path, root: Path) -> None:
     """Refuse an open store file with an external link that leads outside the store folder.
 
@@ -731,19 +736,19 @@ class HDF5VideoReader(VideoReader):
         return self.frames_opener()()
 
     def frames_opener(self) -> Callable[[], HDF5FramesReader]:
-        """Opens the linked frames file (its path checked inside the store now, and again when opened).
+        """Opens the linked frames file when called: the link's target is resolved and checked inside the store
+        then (opening this file checked it too, :func:`_check_links`; a store read on construction does not
+        resolve every video's link a second time).
 
         Raises
         ------
         StoreError
-            If ``frames`` is not an external link, or its file lies outside the store folder.
+            If ``frames`` is not an external link; when called, also if its file lies outside the store folder.
         """
         link = self._file.get("frames", getlink=True)
         if not isinstance(link, h5py.ExternalLink):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
-        return functools.partial(
-            HDF5FramesReader, _link_target(self.root, self.path, "frames", link.filename), self.root
-        )
+        return functools.partial(_open_linked_frames, self.root, self.path, link.filename)
 
     def frames_shape(self) -> tuple[int, ...]:
         """The shape of the linked frames array, from the frames file's header (no chunk index, no map).
