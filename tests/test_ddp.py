@@ -1,5 +1,6 @@
 """Real distributed ranks: ``torch.distributed`` (gloo, 127.0.0.1), 2 ranks from ``torch.multiprocessing.spawn``,
-each with a DataLoader of 2 workers, over StoreFrames + DistributedSampler, StoreStream and PlannedStream.
+each with a DataLoader of 2 workers (forked from a fork server; one scenario spawns them), over StoreFrames +
+DistributedSampler, StoreStream and PlannedStream.
 
 Every rank runs the same number of batches (each batch is followed by an all_reduce of a "still running" flag: a
 rank that ran out early shows as a sum below the world size instead of a hang), every sample of the epoch comes out
@@ -79,6 +80,8 @@ def _run_rank(rank: int, root: str, port: int, out: str) -> None:
     dist.init_process_group(
         "gloo", init_method=f"tcp://{HOST}:{port}", rank=rank, world_size=WORLD, timeout=timedelta(seconds=60)
     )
+    forkserver = tmp.get_context("forkserver")
+    forkserver.set_forkserver_preload(["tests.test_ddp"])  # torch, vidlabel and the transform: imported once
     try:
         results: dict[str, Any] = {"rank_and_world": list(rank_and_world())}
         for name, (dataset, options) in _datasets(Path(root)).items():
@@ -87,8 +90,11 @@ def _run_rank(rank: int, root: str, port: int, out: str) -> None:
                 dataset.set_epoch(1)
             if "sampler" in options:
                 options["sampler"].set_epoch(1)
-            # under torch.multiprocessing.spawn a rank's default start method is spawn too: fork unless asked
-            options.setdefault("multiprocessing_context", "fork")
+            # workers are forked from a single-threaded fork server, not from the rank: CPython before 3.11.8 can
+            # deadlock a child forked while a native thread registers with the interpreter (gh-112275, the
+            # child waits forever on a lock in PyOS_AfterFork_Child), and gloo's threads do so around collectives
+            # (1 hang in about 10 runs here on Python 3.11.7); fork itself is tested without a process group
+            options.setdefault("multiprocessing_context", forkserver)
             loader = DataLoader(dataset, batch_size=BATCH, num_workers=WORKERS, collate_fn=collate_frames, **options)
             samples: list[list[Any]] = []
             flags: list[int] = []
