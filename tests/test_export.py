@@ -252,9 +252,13 @@ def test_new_release_reuses_stored_frames_and_decodes_nothing(
     assert store.release_id == release2.release_id
     assert store_contents(out)["."]["videos"]["cam"]["frames"] == before
     assert ids[0] in store.select().sample(11)["annotation_ids"].tolist()
-    # a release needing fewer frames copies them from the stored ones: still no decoding
-    third = export(ds, out, format=fmt, frames="annotated", progress=False)
-    assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples > 0
+    # a release needing fewer frames copies them from the stored ones: still no decoding; the store shrinks,
+    # which the export says (the frames given up, from FrameSamples' own count)
+    annotated = len(FrameSamples(ds))
+    with pytest.warns(VidlabelWarning, match=rf"held 24 frames exported with frames='all'; this export \(frames="
+                      rf"'annotated'\) stores {annotated}, and the other {24 - annotated} leave the store"):  # fmt: skip
+        third = export(ds, out, format=fmt, frames="annotated", progress=False)
+    assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples == annotated > 0
     # exporting again changes nothing
     again = export(ds, out, format=fmt, frames="annotated", progress=False)
     assert again.videos_up_to_date == 1 and again.frames_copied == 0
@@ -263,6 +267,26 @@ def test_new_release_reuses_stored_frames_and_decodes_nothing(
     ds.build()
     fourth = export(ds, out, format=fmt, frames="annotated", progress=False)
     assert decodes == ["cam"] and fourth.frames_decoded == 1 and fourth.frames_copied == fourth.samples - 1
+
+
+def test_an_export_that_shrinks_a_store_says_so_and_one_that_keeps_or_grows_it_does_not(tmp_path: Path) -> None:
+    ds = make_dataset(tmp_path / "d", n_frames=12, box_every=3)
+    out = tmp_path / "out"
+    annotated = len(FrameSamples(ds))
+    assert 3 < annotated < 12  # boxes on frames 0, 3, 6 and 9 at least, not on every frame
+    export(ds, out, progress=False)  # a new store: nothing to compare with (warnings are errors here)
+    export(ds, out, frames="all", progress=False)  # grows: no warning
+    export(ds, out, frames="all", progress=False)  # the same options: no warning
+    with pytest.warns(VidlabelWarning) as caught:  # this one also says which annotations stride=4 leaves out
+        report = export(ds, out, frames="all", stride=4, progress=False)
+    said = [str(w.message) for w in caught]
+    assert any("annotations lie on frames this export does not store" in m for m in said)
+    assert any(
+        "held 12 frames exported with stride=1; this export (stride=4) stores 3, and the other 9" in m for m in said
+    )
+    assert report.samples == 3 and [f for _, f in open_store(out).index] == [0, 4, 8]  # the update replaced it
+    report = export(ds, out, progress=False)  # other options, but more frames than the 3 held: no warning
+    assert report.samples == annotated and len(open_store(out).index) == annotated
 
 
 KILL_SCRIPT = textwrap.dedent(

@@ -45,7 +45,7 @@ def test_units_run_on_any_executor_give_the_store_of_export(ds: Dataset, tmp_pat
     selection = select_frames(rel, opts, str(ds.path))
     folder = tmp_path / "pool"
     with StoreLock(folder):
-        backend = prepare_folder(folder, "hdf5", StoreSource(str(ds.path), rel.release_id))
+        backend, _ = prepare_folder(folder, "hdf5", StoreSource(str(ds.path), rel.release_id))
         plan = plan_export(selection, opts)
         work = plan_units(backend, plan, opts)
         assert [j.attrs["video_id"] for j in work.jobs] == ["a", "b", "c"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.errors import StoreError
+from vidlabel.errors import StoreError, VidlabelWarning
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan
 from vidlabel.export._units import DiskFull, is_disk_full
@@ -28,6 +29,7 @@ __all__ = [
     "StoreSource",
     "prepare_folder",
     "prepare_url",
+    "warn_if_narrower",
     "refuse_file_target",
     "resumable_when_disk_full",
     "write_root",
@@ -67,9 +69,12 @@ def _same_path(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def prepare_folder(folder: Path, format: str, source: StoreSource, *, overwrite: bool = False) -> Backend:
+def prepare_folder(
+    folder: Path, format: str, source: StoreSource, *, overwrite: bool = False
+) -> tuple[Backend, dict[str, Any]]:
     """The backend for ``folder``: refuses a folder holding anything but a store of this format, or a store
-    written from another dataset (unless ``overwrite``); marks it incomplete.
+    written from another dataset (unless ``overwrite``); marks it incomplete. Also returns the root attributes
+    the folder's store had before (empty for a new folder), for :func:`warn_if_narrower`.
 
     Raises
     ------
@@ -95,7 +100,7 @@ def prepare_folder(folder: Path, format: str, source: StoreSource, *, overwrite:
         )
     attrs, _ = backend.read_root()
     _take_over(backend, str(folder), attrs, source, overwrite)
-    return backend
+    return backend, dict(attrs)
 
 
 def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
@@ -114,8 +119,9 @@ def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: Stor
 
 def prepare_url(
     url: str, storage_options: dict[str, Any] | None, source: StoreSource, *, overwrite: bool = False
-) -> Any:
+) -> tuple[Any, dict[str, Any]]:
     """The backend of a Zarr store written straight into an object store at ``url``; takes its root over.
+    Also returns the root attributes the store had before (empty for a new one).
 
     Raises
     ------
@@ -149,8 +155,9 @@ def prepare_url(
                 "export to a new or empty URL",
                 path=url,
             )
-    _take_over(backend, url, dict((root or {}).get("attributes", {})), source, overwrite)
-    return backend
+    attrs = dict((root or {}).get("attributes", {}))
+    _take_over(backend, url, attrs, source, overwrite)
+    return backend, attrs
 
 
 class Publisher:
@@ -231,3 +238,46 @@ def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
             "left incomplete. Free some space (or export to a disk with room) and rerun the same command to resume",
             path=str(backend.folder),
         ) from err
+
+
+#: The export options that decide which frames a store holds (the root's ``export`` attributes).
+_SELECTION_OPTIONS = ("frames", "kinds", "stride", "view_id", "output_size")
+
+
+def warn_if_narrower(
+    where: str, previous: dict[str, Any], plan: Any, opts: ExportOptions, *, stacklevel: int = 2
+) -> None:
+    """Warn when an export into an existing complete store selects its frames with other options and stores
+    fewer frames than the store held (a rerun without ``--frames all`` shrinks a store exported with it).
+
+    ``previous``: the store's root attributes before this export (:func:`prepare_folder`); ``plan``: the
+    :class:`~vidlabel.export._plan.ExportPlan`. The export goes on (an update replaces the store, as
+    documented); the warning names what changed and how to keep the frames.
+
+    Warns
+    -----
+    VidlabelWarning
+        If the store's recorded selection options differ from ``opts``' and it held more samples.
+    """
+    old = previous.get("export")
+    if (
+        previous.get("complete") is not True
+        or not isinstance(old, dict)
+        or not isinstance(previous.get("samples"), int)
+    ):
+        return
+    new = {"frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride), "view_id": opts.view_id,
+           "output_size": None if opts.output_size is None else list(opts.output_size)}  # fmt: skip
+    changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k]]
+    held, stores = int(previous["samples"]), sum(int(v.frame_number.size) for v in plan.videos)
+    if not changed or stores >= held:
+        return
+    was = ", ".join(f"{k}={old[k]!r}" for k in changed)
+    now = ", ".join(f"{k}={new[k]!r}" for k in changed)
+    warnings.warn(
+        f"export to {where!r}: the store there held {held} frames exported with {was}; this export ({now}) "
+        f"stores {stores}, and the other {held - stores} leave the store. Export with {was} to keep them, or to "
+        "another folder",
+        VidlabelWarning,
+        stacklevel=stacklevel + 1,
+    )

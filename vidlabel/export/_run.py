@@ -64,6 +64,7 @@ from vidlabel.export._publish import (
     prepare_url,
     refuse_file_target,
     resumable_when_disk_full,
+    warn_if_narrower,
     write_root,
 )
 from vidlabel.export._report import ExportReport, changed_failure, decode_failure, report_damaged, report_plan
@@ -107,7 +108,9 @@ def export(
     out : path or str
         The store folder, or (``format="zarr"``) an object store URL (``s3://bucket/store``, ``file://``,
         ``memory://``) written straight into, without a local copy. An existing store there is updated:
-        its frames are reused where they match, a killed export is resumed.
+        its frames are reused where they match, a killed export is resumed. An update that selects frames
+        with other options (``frames``, ``kinds``, ``stride``, ``view_id``, ``output_size``) and so stores
+        fewer frames than the store held warns (``VidlabelWarning``), naming the options and the count.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
     format : {"hdf5", "zarr", "mediasequence"}
@@ -191,7 +194,8 @@ def export(
     -----
     VidlabelWarning
         When box or mask annotations lie on frames the store does not hold
-        (the report counts them).
+        (the report counts them), and when an update of an existing store
+        stores fewer frames than it held, with other selection options.
     """
     t0 = time.perf_counter()
     opts = check_options(
@@ -228,11 +232,12 @@ def export(
         return report
     with lock:
         if opts.is_url:
-            backend = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
+            backend, previous = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
         else:
-            backend = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
+            backend, previous = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
+        warn_if_narrower(report.out, previous, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
         report_damaged(report, work.damaged, stacklevel=2)
