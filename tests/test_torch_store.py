@@ -342,3 +342,38 @@ def test_hdf5_video_attributes_are_read_when_first_asked(world: tuple[Path, Data
         assert attrs == store.video_data(video_id).attrs
     finally:
         reader.close()
+
+
+class _FirstTouchOf(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """StoreFrames' samples, each with how its frames file met its first reads in the reading process."""
+
+    def __init__(self, frames: StoreFrames) -> None:
+        self.frames = frames
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        from tests.media import read_frame_number
+
+        sample = self.frames[i]
+        reader = self.frames.store._process().frames.peek(sample["video_id"])
+        shown = read_frame_number(sample["image"].permute(1, 2, 0).numpy())
+        return {"mode": reader._first_touch, "frame": sample["frame_index"], "shown": shown}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_workers_pread_a_chunks_first_read_and_the_main_process_reads_ahead(
+    world: tuple[Path, Dataset], workers: int
+) -> None:
+    # every epoch's workers are fresh processes (persistent_workers=False): their first reads copy from the page
+    # cache instead of mapping the frames file again (issue 15); the pixels are the same either way
+    from vidlabel.store import _hdf5
+
+    root, _ = world
+    data = _FirstTouchOf(StoreFrames(root / "hdf5-none"))
+    loader = DataLoader(data, batch_size=4, num_workers=workers, multiprocessing_context="fork" if workers else None)
+    got = [row for batch in loader for row in zip(batch["mode"], batch["frame"].tolist(), batch["shown"].tolist())]
+    assert len(got) == len(data) and all(frame == shown for _, frame, shown in got)
+    want = _hdf5.WORKER_FIRST_TOUCH if workers else _hdf5.FIRST_TOUCH
+    assert {mode for mode, _, _ in got} == {want} and _hdf5.WORKER_FIRST_TOUCH != _hdf5.FIRST_TOUCH
