@@ -41,7 +41,30 @@ def machine() -> str:
         pass
     load = ", load {:.1f}/{:.1f}/{:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
     pyc = ", no bytecode cache (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""
-    return f"{model}, {os.cpu_count()} cores{mem}{load}{pyc}"
+    return f"{model}, {os.cpu_count()} cores{mem}{load}{pyc}{damon_reclaim()}"
+
+
+def damon_reclaim() -> str:
+    """', DAMON pageout of memory idle ~N s (at most M MB/s)' when a running kdamond pages out idle memory
+    (proactive reclaim, as on issue 15's EPYC VM: a page-cached store left alone for about a minute is read
+    partly from disk again); '' otherwise or where it cannot be read."""
+    root = Path("/sys/kernel/mm/damon/admin/kdamonds")
+    try:
+        for kdamond in sorted(root.glob("[0-9]*")):
+            if (kdamond / "state").read_text().strip() != "on":
+                continue
+            for ctx in sorted((kdamond / "contexts").glob("[0-9]*")):
+                aggr_us = int((ctx / "monitoring_attrs/intervals/aggr_us").read_text())
+                for scheme in sorted((ctx / "schemes").glob("[0-9]*")):
+                    if (scheme / "action").read_text().strip() != "pageout":
+                        continue
+                    age = int((scheme / "access_pattern/age/min").read_text()) * aggr_us / 1e6
+                    quota = int((scheme / "quotas/bytes").read_text()) / 2**20
+                    reset_s = max(int((scheme / "quotas/reset_interval_ms").read_text()), 1) / 1000
+                    return f", DAMON pageout of memory idle ~{age:.0f} s (at most {quota / reset_s:.0f} MB/s)"
+    except (OSError, ValueError):
+        return ""
+    return ""
 
 
 def synthetic_frame(n: int, texture: np.ndarray) -> np.ndarray:
