@@ -4,6 +4,7 @@ errors naming the file (found by a fresh-user pass: silently wrong images, raw h
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -210,3 +211,22 @@ def test_verify_reports_frames_of_another_unit_or_size(exported: Path, tmp_path:
     relink(store, "a", fake)
     report = verify_store(store, progress=False)
     assert any(re.search(r"video 'a': frames are 12x10, the video \d+x\d+", p) for p in report["problems"])
+
+
+def test_a_frames_file_cut_while_open_is_named_as_cut_not_as_a_damaged_chunk(exported: Path, tmp_path: Path) -> None:
+    # HDF5 shares a file opened twice in one process: a store opened again after its frames file was cut still
+    # sees the old size and reads the checksums past the cut as zeros; the error names the cut (found by a
+    # fresh-user pass: "chunk 0 ... fails its CRC-32C checksum (stored 00000000)" for an intact chunk)
+    store = copy_store(exported, tmp_path)
+    target = frames_file(store, "a")
+    first = StoreFrames(store)
+    a = positions_of(first, "a")
+    first[a[0]]  # opens the frames file in this process
+    size = target.stat().st_size
+    os.truncate(target, size // 2)
+    again = StoreFrames(store)  # opens it again: HDF5 hands back the file it holds
+    with pytest.raises(
+        StoreCorruptError,
+        match=rf"frames file '{target}' changed since it was opened: it has {size // 2} bytes of the {size} written",
+    ):
+        again[a[0]]

@@ -608,6 +608,23 @@ class HDF5FramesReader(FramesReader):
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self._file, self.path, self.root, "frames_crc32c")
 
+    def check_crc(self, index: int, read: int) -> None:
+        """As :meth:`FramesReader.check_crc`; a mismatch in a file that is shorter than HDF5 knows it (cut
+        since it was opened: HDF5 shares a file opened twice in a process and reads past the cut as zeros, the
+        stored checksums too) is reported as that, not as a damaged chunk."""
+        try:
+            super().check_crc(index, read)
+        except StoreCorruptError:
+            size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
+            if size < known:
+                raise StoreCorruptError(
+                    f"frames file {str(self.path)!r} changed since it was opened: it has {size} bytes of the "
+                    f"{known} written; a store's files never change after export (restore the store, or export "
+                    "again into an empty folder)",
+                    path=str(self.path),
+                ) from None
+            raise
+
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
