@@ -278,15 +278,22 @@ def test_an_export_that_shrinks_a_store_says_so_and_one_that_keeps_or_grows_it_d
     export(ds, out, frames="all", progress=False)  # grows: no warning
     export(ds, out, frames="all", progress=False)  # the same options: no warning
     with pytest.warns(VidlabelWarning) as caught:  # this one also says which annotations stride=4 leaves out
-        report = export(ds, out, frames="all", stride=4, progress=False)
+        report = export(ds, out, frames="all", stride=4, output_size=(32, 24), progress=False)
     said = [str(w.message) for w in caught]
     assert any("annotations lie on frames this export does not store" in m for m in said)
-    assert any(
-        "held 12 frames exported with stride=1; this export (stride=4) stores 3, and the other 9" in m for m in said
-    )
+    (shrink,) = [m for m in said if "leave the store" in m]  # the size changed too, but drops no frame: not named
+    assert "held 12 frames exported with stride=1; this export (stride=4) stores 3, and the other 9" in shrink
+    assert "Export with stride=1 (`vidlabel export ... --stride 1`) to keep them" in shrink
+    assert "output_size" not in shrink
     assert report.samples == 3 and [f for _, f in open_store(out).index] == [0, 4, 8]  # the update replaced it
     report = export(ds, out, progress=False)  # other options, but more frames than the 3 held: no warning
     assert report.samples == annotated and len(open_store(out).index) == annotated
+    masked = len(FrameSamples(ds, kinds=("mask",)))
+    with pytest.warns(VidlabelWarning) as caught:  # fewer kinds: fewer frames (no command-line flag for kinds)
+        export(ds, out, kinds=("mask",), progress=False)
+    (shrink,) = [str(w.message) for w in caught if "leave the store" in str(w.message)]
+    assert f"exported with kinds=['box', 'mask']; this export (kinds=['mask']) stores {masked}, and the other" in shrink
+    assert "Export with kinds=['box', 'mask'] to keep them" in shrink and 0 < masked < annotated
 
 
 KILL_SCRIPT = textwrap.dedent(

@@ -241,7 +241,27 @@ def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
 
 
 #: The export options that decide which frames a store holds (the root's ``export`` attributes).
-_SELECTION_OPTIONS = ("frames", "kinds", "stride", "view_id", "output_size")
+_SELECTION_OPTIONS = ("frames", "kinds", "stride", "view_id")
+
+
+def _can_drop_frames(name: str, old: Any, new: Any) -> bool:
+    """Whether changing export option ``name`` from ``old`` to ``new`` can leave out frames the old one stored."""
+    if name == "frames":
+        return new != "all"
+    if name == "kinds":
+        return not set(old) <= set(new)
+    return True  # another stride or view selects other frames
+
+
+def _cli_flag(name: str, value: Any) -> str | None:
+    """The ``vidlabel export`` flag that gives option ``name`` the value ``value`` (None: no such flag)."""
+    if name == "frames":
+        return f"--frames {value}"
+    if name == "stride":
+        return f"--stride {value}"
+    if name == "view_id":
+        return None if value is None else f"--view {value}"
+    return None
 
 
 def warn_if_narrower(
@@ -252,12 +272,13 @@ def warn_if_narrower(
 
     ``previous``: the store's root attributes before this export (:func:`prepare_folder`); ``plan``: the
     :class:`~vidlabel.export._plan.ExportPlan`. The export goes on (an update replaces the store, as
-    documented); the warning names what changed and how to keep the frames.
+    documented); the warning names the changed options that can leave frames out (``output_size`` and a
+    wider ``kinds`` or ``frames="all"`` cannot), with the command-line flags that restore them.
 
     Warns
     -----
     VidlabelWarning
-        If the store's recorded selection options differ from ``opts``' and it held more samples.
+        If such an option differs from the store's recorded one and the store held more samples.
     """
     old = previous.get("export")
     if (
@@ -266,18 +287,19 @@ def warn_if_narrower(
         or not isinstance(previous.get("samples"), int)
     ):
         return
-    new = {"frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride), "view_id": opts.view_id,
-           "output_size": None if opts.output_size is None else list(opts.output_size)}  # fmt: skip
-    changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k]]
+    new = {"frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride), "view_id": opts.view_id}
+    changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k] and _can_drop_frames(k, old[k], new[k])]
     held, stores = int(previous["samples"]), sum(int(v.frame_number.size) for v in plan.videos)
     if not changed or stores >= held:
         return
     was = ", ".join(f"{k}={old[k]!r}" for k in changed)
     now = ", ".join(f"{k}={new[k]!r}" for k in changed)
+    flags = [f for f in (_cli_flag(k, old[k]) for k in changed) if f is not None]
+    cli = f" (`vidlabel export ... {' '.join(flags)}`)" if len(flags) == len(changed) else ""
     warnings.warn(
         f"export to {where!r}: the store there held {held} frames exported with {was}; this export ({now}) "
-        f"stores {stores}, and the other {held - stores} leave the store. Export with {was} to keep them, or to "
-        "another folder",
+        f"stores {stores}, and the other {held - stores} leave the store. Export with {was}{cli} to keep them, or "
+        "to another folder",
         VidlabelWarning,
         stacklevel=stacklevel + 1,
     )
