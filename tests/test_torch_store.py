@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from tests.media import read_frame_number
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
@@ -354,8 +355,6 @@ class _FirstTouchOf(torch.utils.data.Dataset):  # type: ignore[type-arg]
         return len(self.frames)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        from tests.media import read_frame_number
-
         sample = self.frames[i]
         reader = self.frames.store._process().frames.peek(sample["video_id"])
         shown = read_frame_number(sample["image"].permute(1, 2, 0).numpy())

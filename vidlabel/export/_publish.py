@@ -197,6 +197,14 @@ def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
     return int(index.shape[0])
 
 
+def _export_attrs(opts: ExportOptions) -> dict[str, Any]:
+    """The export options as the root's ``export`` attribute records them (JSON values)."""
+    return {"release": opts.release, "format": opts.format, "codec": opts.codec.spec, "view_id": opts.view_id,
+            "frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride),
+            "output_size": None if opts.output_size is None else list(opts.output_size),
+            "chunk_frames": opts.chunk_frames}  # fmt: skip
+
+
 def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
     rel = plan.release
     return {
@@ -204,10 +212,7 @@ def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], sam
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "vidlabel_version": __version__, "frames_only": opts.frames_only,
-        "export": {"release": opts.release, "format": opts.format, "codec": opts.codec.spec,
-                   "view_id": opts.view_id, "frames": opts.frames, "kinds": list(opts.kinds),
-                   "stride": int(opts.stride), "output_size": None if opts.output_size is None else list(opts.output_size),
-                   "chunk_frames": opts.chunk_frames},
+        "export": _export_attrs(opts),
         "video_ids": video_ids, "samples": samples,
         "videos": {v.video_id: {"frames": int(v.frame_number.size), "width": v.size[0], "height": v.size[1],
                                 "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
@@ -287,7 +292,7 @@ def warn_if_narrower(
         or not isinstance(previous.get("samples"), int)
     ):
         return
-    new = {"frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride), "view_id": opts.view_id}
+    new = _export_attrs(opts)  # compared as the store recorded its own
     changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k] and _can_drop_frames(k, old[k], new[k])]
     held, stores = int(previous["samples"]), sum(int(v.frame_number.size) for v in plan.videos)
     if not changed or stores >= held:

@@ -109,8 +109,8 @@ def export(
         The store folder, or (``format="zarr"``) an object store URL (``s3://bucket/store``, ``file://``,
         ``memory://``) written straight into, without a local copy. An existing store there is updated:
         its frames are reused where they match, a killed export is resumed. An update that selects frames
-        with other options (``frames``, ``kinds``, ``stride``, ``view_id``, ``output_size``) and so stores
-        fewer frames than the store held warns (``VidlabelWarning``), naming the options and the count.
+        with other options (``frames``, ``kinds``, ``stride``, ``view_id``) and so stores fewer frames
+        than the store held warns (``VidlabelWarning``), naming the options and the count.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
     format : {"hdf5", "zarr", "mediasequence"}

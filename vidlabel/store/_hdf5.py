@@ -545,11 +545,7 @@ class HDF5FramesReader(FramesReader):
         assert self._mapped is not None
         end = offset + self._chunk_bytes
         if self._fd >= 0 and (size := os.fstat(self._fd).st_size) < end:  # a copy past the end: SIGBUS
-            raise StoreCorruptError(
-                f"frames file {str(self.path)!r} changed since it was opened: it now has {size} bytes, chunk "
-                f"{index} ends at byte {end}; a store's files never change after export",
-                path=str(self.path),
-            )
+            raise self._changed(f"it now has {size} bytes, chunk {index} ends at byte {end}")
         if not self._touched[index] and self._first_touch != "readahead":
             self._touched[index] = 1
             if self._first_touch == "populate" and MADV_POPULATE_READ is not None and self._mmap is not None:
@@ -617,13 +613,19 @@ class HDF5FramesReader(FramesReader):
         except StoreCorruptError:
             size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
             if size < known:
-                raise StoreCorruptError(
-                    f"frames file {str(self.path)!r} changed since it was opened: it has {size} bytes of the "
-                    f"{known} written; a store's files never change after export (restore the store, or export "
-                    "again into an empty folder)",
-                    path=str(self.path),
+                raise self._changed(
+                    f"it has {size} bytes of the {known} written",
+                    "(restore the store, or export again into an empty folder)",
                 ) from None
             raise
+
+    def _changed(self, how: str, remedy: str = "") -> StoreCorruptError:
+        """The error for a frames file that changed since this process opened it (``how``: what changed)."""
+        return StoreCorruptError(
+            f"frames file {str(self.path)!r} changed since it was opened: {how}; a store's files never change after "
+            f"export{' ' + remedy if remedy else ''}",
+            path=str(self.path),
+        )
 
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
