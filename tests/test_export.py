@@ -256,7 +256,7 @@ def test_new_release_reuses_stored_frames_and_decodes_nothing(
     # which the export says (the frames given up, from FrameSamples' own count)
     annotated = len(FrameSamples(ds))
     with pytest.warns(VidlabelWarning, match=rf"held 24 frames exported with frames='all'; this export \(frames="
-                      rf"'annotated'\) stores {annotated}, and the other {24 - annotated} leave the store"):  # fmt: skip
+                      rf"'annotated'\) stores {annotated}, and {24 - annotated} of the frames it held leave the store"):  # fmt: skip
         third = export(ds, out, format=fmt, frames="annotated", progress=False)
     assert decodes == [] and third.frames_decoded == 0 and third.frames_copied == third.samples == annotated > 0
     # exporting again changes nothing
@@ -269,10 +269,13 @@ def test_new_release_reuses_stored_frames_and_decodes_nothing(
     assert decodes == ["cam"] and fourth.frames_decoded == 1 and fourth.frames_copied == fourth.samples - 1
 
 
-def test_an_export_that_shrinks_a_store_says_so_and_one_that_keeps_or_grows_it_does_not(tmp_path: Path) -> None:
+def test_an_export_that_leaves_out_frames_a_store_held_says_so_and_one_that_keeps_them_does_not(
+    tmp_path: Path,
+) -> None:
     ds = make_dataset(tmp_path / "d", n_frames=12, box_every=3)
     out = tmp_path / "out"
-    annotated = len(FrameSamples(ds))
+    annotated_frames = {f for _, f in FrameSamples(ds).index}
+    annotated = len(annotated_frames)
     assert 3 < annotated < 12  # boxes on frames 0, 3, 6 and 9 at least, not on every frame
     export(ds, out, progress=False)  # a new store: nothing to compare with (warnings are errors here)
     export(ds, out, frames="all", progress=False)  # grows: no warning
@@ -282,17 +285,31 @@ def test_an_export_that_shrinks_a_store_says_so_and_one_that_keeps_or_grows_it_d
     said = [str(w.message) for w in caught]
     assert any("annotations lie on frames this export does not store" in m for m in said)
     (shrink,) = [m for m in said if "leave the store" in m]  # the size changed too, but drops no frame: not named
-    assert "held 12 frames exported with stride=1; this export (stride=4) stores 3, and the other 9" in shrink
+    assert (
+        "held 12 frames exported with stride=1; this export (stride=4) stores 3, and 9 of the frames it held" in shrink
+    )
     assert "Export with stride=1 (`vidlabel export ... --stride 1`) to keep them" in shrink
     assert "output_size" not in shrink
     assert report.samples == 3 and [f for _, f in open_store(out).index] == [0, 4, 8]  # the update replaced it
-    report = export(ds, out, progress=False)  # other options, but more frames than the 3 held: no warning
+    # more frames than the 3 held, but not all of them: the held frames the annotated selection lacks leave
+    leaving = {0, 4, 8} - annotated_frames
+    assert leaving and len(leaving) < 3  # frame 4 has no annotation in the generator's rows, frames 0 and 8 have
+    with pytest.warns(VidlabelWarning) as caught:
+        report = export(ds, out, progress=False)
+    (shrink,) = [str(w.message) for w in caught if "leave the store" in str(w.message)]
+    assert (
+        f"held 3 frames exported with frames='all', stride=4; this export (frames='annotated', stride=1) stores "
+        f"{annotated}, and {len(leaving)} of the frames it held leave the store" in shrink
+    )
     assert report.samples == annotated and len(open_store(out).index) == annotated
     masked = len(FrameSamples(ds, kinds=("mask",)))
     with pytest.warns(VidlabelWarning) as caught:  # fewer kinds: fewer frames (no command-line flag for kinds)
         export(ds, out, kinds=("mask",), progress=False)
     (shrink,) = [str(w.message) for w in caught if "leave the store" in str(w.message)]
-    assert f"exported with kinds=['box', 'mask']; this export (kinds=['mask']) stores {masked}, and the other" in shrink
+    assert (
+        f"held {annotated} frames exported with kinds=['box', 'mask']; this export (kinds=['mask']) stores {masked}, "
+        f"and {annotated - masked} of the frames it held leave the store" in shrink
+    )
     assert "Export with kinds=['box', 'mask'] to keep them" in shrink and 0 < masked < annotated
 
 

@@ -269,42 +269,59 @@ def _cli_flag(name: str, value: Any) -> str | None:
     return None
 
 
-def warn_if_narrower(
-    where: str, previous: dict[str, Any], plan: Any, opts: ExportOptions, *, stacklevel: int = 2
-) -> None:
-    """Warn when an export into an existing complete store selects its frames with other options and stores
-    fewer frames than the store held (a rerun without ``--frames all`` shrinks a store exported with it).
+def _frames_leaving(backend: Backend, plan: ExportPlan) -> tuple[int, int]:
+    """(frames the store holds of the plan's videos, how many of those the plan does not store again), from
+    each video's published frames unit (read before the export writes anything)."""
+    held = leaving = 0
+    units = backend.frames_units()
+    for video in plan.videos:
+        attrs = backend.video_attrs(video.video_id)
+        key = None if attrs is None or attrs.get("complete") is not True else attrs.get("frames_key")
+        if key is None or key not in units:
+            continue
+        old = backend.unit_frame_number(str(key))
+        held += int(old.size)
+        leaving += int(np.count_nonzero(~np.isin(old, video.frame_number)))
+    return held, leaving
 
-    ``previous``: the store's root attributes before this export (:func:`prepare_folder`); ``plan``: the
-    :class:`~vidlabel.export._plan.ExportPlan`. The export goes on (an update replaces the store, as
-    documented); the warning names the changed options that can leave frames out (``output_size`` and a
-    wider ``kinds`` or ``frames="all"`` cannot), with the command-line flags that restore them.
+
+def warn_if_narrower(
+    where: str, backend: Backend, previous: dict[str, Any], plan: ExportPlan, opts: ExportOptions, *,
+    stacklevel: int = 2,
+) -> None:  # fmt: skip
+    """Warn when an export into an existing complete store selects its frames with other options and so
+    leaves out frames the store held (a rerun without ``--frames all`` shrinks a store exported with it).
+
+    ``previous``: the store's root attributes before this export (:func:`prepare_folder`); the frames held
+    are read from the store's video groups before anything is written. The export goes on (an update
+    replaces the store, as documented); the warning names the changed options that can leave frames out
+    (``output_size`` and a wider ``kinds`` or ``frames="all"`` cannot), the frames held, stored and left out
+    (of the videos this export keeps), and the command-line flags that restore them.
 
     Warns
     -----
     VidlabelWarning
-        If such an option differs from the store's recorded one and the store held more samples.
+        If such an option differs from the store's recorded one and frames it held are not stored again.
     """
     old = previous.get("export")
-    if (
-        previous.get("complete") is not True
-        or not isinstance(old, dict)
-        or not isinstance(previous.get("samples"), int)
-    ):
+    if previous.get("complete") is not True or not isinstance(old, dict):
         return
     new = _export_attrs(opts)  # compared as the store recorded its own
     changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k] and _can_drop_frames(k, old[k], new[k])]
-    held, stores = int(previous["samples"]), sum(int(v.frame_number.size) for v in plan.videos)
-    if not changed or stores >= held:
+    if not changed:
         return
+    held, leaving = _frames_leaving(backend, plan)
+    if not leaving:
+        return
+    stores = sum(int(v.frame_number.size) for v in plan.videos)
     was = ", ".join(f"{k}={old[k]!r}" for k in changed)
     now = ", ".join(f"{k}={new[k]!r}" for k in changed)
     flags = [f for f in (_cli_flag(k, old[k]) for k in changed) if f is not None]
     cli = f" (`vidlabel export ... {' '.join(flags)}`)" if len(flags) == len(changed) else ""
     warnings.warn(
         f"export to {where!r}: the store there held {held} frames exported with {was}; this export ({now}) "
-        f"stores {stores}, and the other {held - stores} leave the store. Export with {was}{cli} to keep them, or "
-        "to another folder",
+        f"stores {stores}, and {leaving} of the frames it held leave the store. Export with {was}{cli} to keep "
+        "them, or to another folder.",
         VidlabelWarning,
         stacklevel=stacklevel + 1,
     )

@@ -109,8 +109,8 @@ def export(
         The store folder, or (``format="zarr"``) an object store URL (``s3://bucket/store``, ``file://``,
         ``memory://``) written straight into, without a local copy. An existing store there is updated:
         its frames are reused where they match, a killed export is resumed. An update that selects frames
-        with other options (``frames``, ``kinds``, ``stride``, ``view_id``) and so stores fewer frames
-        than the store held warns (``VidlabelWarning``), naming the options and the count.
+        with other options (``frames``, ``kinds``, ``stride``, ``view_id``) and so leaves out frames the
+        store held warns (``VidlabelWarning``), naming the options and the counts.
     release : str, None or Release
         A release id, ``"latest"``, or None for the live annotations.
     format : {"hdf5", "zarr", "mediasequence"}
@@ -195,7 +195,7 @@ def export(
     VidlabelWarning
         When box or mask annotations lie on frames the store does not hold
         (the report counts them), and when an update of an existing store
-        stores fewer frames than it held, with other selection options.
+        leaves out frames it held, with other selection options.
     """
     t0 = time.perf_counter()
     opts = check_options(
@@ -237,7 +237,7 @@ def export(
             backend, previous = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
         plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
-        warn_if_narrower(report.out, previous, plan, opts, stacklevel=2)
+        warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
         report_damaged(report, work.damaged, stacklevel=2)

@@ -613,17 +613,15 @@ class HDF5FramesReader(FramesReader):
         except StoreCorruptError:
             size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
             if size < known:
-                raise self._changed(
-                    f"it has {size} bytes of the {known} written",
-                    "(restore the store, or export again into an empty folder)",
-                ) from None
+                raise self._changed(f"it has {size} bytes of the {known} written") from None
             raise
 
-    def _changed(self, how: str, remedy: str = "") -> StoreCorruptError:
-        """The error for a frames file that changed since this process opened it (``how``: what changed)."""
+    def _changed(self, how: str) -> StoreCorruptError:
+        """The error for a frames file that changed since this process opened it (``how``: what changed); the
+        caller's wrapper (:meth:`FrameStore.read_rows`) adds what to do."""
         return StoreCorruptError(
             f"frames file {str(self.path)!r} changed since it was opened: {how}; a store's files never change after "
-            f"export{' ' + remedy if remedy else ''}",
+            "export",
             path=str(self.path),
         )
 
