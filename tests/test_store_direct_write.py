@@ -1,11 +1,13 @@
-"""HDF5 uncompressed frames units written with O_DIRECT into early-allocated chunks (issue 15): the stored
-bytes equal those of the page-cache path bit for bit, and every fallback writes the same."""
+"""HDF5 uncompressed frames units streamed into early-allocated chunks (issue 15), with O_DIRECT or through the
+page cache in whole 2 MiB blocks: the stored bytes equal those of HDF5's own per-chunk writes bit for bit, and
+every fallback writes the same."""
 
 from __future__ import annotations
 
 import errno
 import itertools
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,19 @@ def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
         return f["frames"][()], f["frames_crc32c"][()], early
 
 
+def o_direct_opens(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the flags of every ``os.open`` of the HDF5 backend from now on."""
+    opened: list[int] = []
+    real_open = os.open
+
+    def spy_open(path: Any, flags: int, *args: Any) -> int:
+        opened.append(flags)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(_hdf5.os, "open", spy_open)
+    return opened
+
+
 @pytest.fixture(autouse=True)
 def _direct_writes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     # these units are tiny: unset, the switch would send them through the page cache (they fit in free memory)
@@ -71,13 +86,15 @@ def test_units_go_direct_when_they_would_not_fit_in_free_memory_or_when_asked(
     images = frames(3)
     nbytes = 24 * 2**20
     assert _hdf5._direct_write_wanted(nbytes) is direct
-    # and the writer follows it: the unit's chunks are allocated early (the direct path) or not
+    # and the writer follows it: the unit's chunks (allocated early either way) are written with O_DIRECT or not
     monkeypatch.setattr(
         _hdf5, "DIRECT_WRITE_FREE_FRACTION", _hdf5.DIRECT_WRITE_FREE_FRACTION * len(images) * H * W * 3 / nbytes
     )
+    opened = o_direct_opens(monkeypatch)
     path = write(tmp_path / "s", images, 1)
     got, _crc, early = stored(path)
-    assert early is direct and np.array_equal(got, np.stack(images))
+    assert early and np.array_equal(got, np.stack(images))
+    assert any(flags & os.O_DIRECT for flags in opened) is direct
 
 
 def test_mem_free_is_read_from_proc_meminfo() -> None:
@@ -92,25 +109,22 @@ def test_mem_free_is_read_from_proc_meminfo() -> None:
 
 @pytest.fixture
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_hdf5, "_DIRECT_STAGE_BYTES", 2 * _hdf5.PAGE)  # many direct writes and a tail
+    monkeypatch.setattr(_hdf5, "_STAGE_BYTES", 2 * _hdf5.PAGE)  # many staged writes and a tail
+    monkeypatch.setattr(_hdf5, "_FOLIO_BYTES", 2 * _hdf5.PAGE)  # buffered ones aligned on 8 KiB
 
 
+@pytest.mark.parametrize("direct_write", [True, False])
 @pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3), (150, 1), (260, 2)])
-def test_direct_write_stores_the_same_bytes_as_the_page_cache_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int
-) -> None:
+def test_region_writes_store_the_same_bytes_as_hdf5s_own_chunk_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int,
+    direct_write: bool,
+) -> None:  # fmt: skip
     images = frames(n)
-    opened: list[int] = []
-    real_open = os.open
-
-    def spy_open(path: Any, flags: int, *args: Any) -> int:
-        opened.append(flags)
-        return real_open(path, flags, *args)
-
-    monkeypatch.setattr(_hdf5.os, "open", spy_open)
+    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
+    opened = o_direct_opens(monkeypatch)
     direct = stored(write(tmp_path / "direct", images, chunk_frames))
-    assert any(flags & os.O_DIRECT for flags in opened)  # the direct path ran
-    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
+    assert any(flags & os.O_DIRECT for flags in opened) is direct_write  # the O_DIRECT region ran, or the buffered
+    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
     plain = stored(write(tmp_path / "plain", images, chunk_frames))
     assert direct[2] and not plain[2]
     np.testing.assert_array_equal(direct[0], np.stack(images))
@@ -136,8 +150,8 @@ def test_chunks_in_several_blocks_are_all_written_directly(tmp_path: Path) -> No
     backend = backend_for(tmp_path / "o", "hdf5")
     writer = backend.frames_writer("u", shape=(150, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
     try:
-        assert writer._direct is not None
-        runs = writer._direct._runs
+        assert writer._region is not None and writer._region.direct
+        runs = writer._region._runs
         assert len(runs) > 1 and sum(n for _, n in runs) == 150 * H * W * 3
         assert all(a + n < b for (a, n), (b, _) in itertools.pairwise(runs))  # gaps between them
     finally:
@@ -155,10 +169,50 @@ def test_a_file_system_without_o_direct_writes_through_the_page_cache(
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(_hdf5.os, "open", no_direct)
+    backend = backend_for(tmp_path / "o", "hdf5")
+    writer = backend.frames_writer("u", shape=(5, H, W, 3), chunk_frames=2, codec=get_codec("none"), attrs={})
+    try:
+        assert writer._region is not None and not writer._region.direct  # the buffered region
+    finally:
+        writer.abort()
     images = frames(5)
     got, crc, _ = stored(write(tmp_path / "s", images, 2))
     np.testing.assert_array_equal(got, np.stack(images))
     assert crc.size == 3
+
+
+def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where the kernel keeps large folios, a write of a whole aligned 2 MiB block lands in one 2 MiB folio that a
+    # reader's map takes with one page-table entry (HDF5's per-chunk writes at each chunk's offset left small
+    # ones): every write of the flush thread starts on a 2 MiB boundary of the file and, but for each run's
+    # last, covers whole 2 MiB blocks; the bytes outside them (each run's head and tail) are written too
+    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
+    h, w = 480, 640  # 921,600 bytes a frame: chunks straddle 2 MiB boundaries
+    rng = np.random.default_rng(7)
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(20)]
+    writes: list[tuple[str, int, int]] = []
+    real = _hdf5._pwrite_all
+
+    def spy(fd: int, data: memoryview, offset: int) -> None:
+        writes.append((threading.current_thread().name, offset, data.nbytes))
+        real(fd, data, offset)
+
+    monkeypatch.setattr(_hdf5, "_pwrite_all", spy)
+    backend = backend_for(tmp_path / "s", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    write_frames(
+        backend, "u", images, frame_number=np.arange(20), frame_size=(w, h), chunk_frames=1,
+        codec=get_codec("none"), attrs={"pixel_key": "px"},
+    )  # fmt: skip
+    staged = [(a, n) for name, a, n in writes if name.startswith("vidlabel-region")]
+    folio = 2 << 20
+    assert len(staged) >= 4 and all(a % folio == 0 for a, _ in staged)
+    assert sum(n % folio == 0 for _, n in staged) >= len(staged) - 1  # one run: only its last write is short
+    assert sum(n for _, _, n in writes) == 20 * h * w * 3  # every byte of the chunks written once
+    got, _, early = stored(tmp_path / "s" / "frames" / "u.h5")
+    assert early and np.array_equal(got, np.stack(images))
 
 
 def test_chunks_out_of_order_leave_the_direct_path_without_losing_bytes(tmp_path: Path, small_stage: None) -> None:
@@ -176,11 +230,11 @@ def test_a_chunk_past_the_allocated_block_is_refused(tmp_path: Path) -> None:
     backend = backend_for(tmp_path / "p", "hdf5")
     writer = backend.frames_writer("u", shape=(2, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
     try:
-        assert writer._direct is not None
+        assert writer._region is not None
         writer.write_chunk(0, np.zeros((1, H, W, 3), np.uint8))
         writer.write_chunk(1, np.zeros((1, H, W, 3), np.uint8))
         with pytest.raises(_hdf5.StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
-            writer._direct.write(memoryview(np.zeros(3 * H * W * 3, np.uint8)))
+            writer._region.write(memoryview(np.zeros(3 * H * W * 3, np.uint8)))
     finally:
         writer.abort()
     assert not (tmp_path / "p" / "frames" / "u.h5.partial").exists()
@@ -197,44 +251,43 @@ def test_an_exported_store_is_the_same_with_and_without_direct_writes(
     ds.build()
     export(ds, tmp_path / "direct", frames="all", progress=False)
     monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "0")
+    export(ds, tmp_path / "buffered", frames="all", progress=False)
+    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
     export(ds, tmp_path / "plain", frames="all", progress=False)
     reference = decode_all(path)
     images = {}
-    for name in ("direct", "plain"):
+    for name in ("direct", "buffered", "plain"):
         store = open_store(tmp_path / name)
         sel = store.select()
         images[name] = np.stack([sel.sample(j)["image"] for j in range(len(sel))])
         (unit,) = (tmp_path / name / "frames").glob("*.h5")
-        assert stored(unit)[2] == (name == "direct")
+        assert stored(unit)[2] == (name != "plain")
     np.testing.assert_array_equal(images["direct"], images["plain"])
+    np.testing.assert_array_equal(images["buffered"], images["plain"])
     np.testing.assert_array_equal(images["direct"], np.stack(reference))
     assert [read_frame_number(im) for im in images["direct"]] == list(range(12))
 
 
-def test_a_failed_direct_write_on_the_flush_thread_fails_the_unit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None
+@pytest.mark.parametrize("direct_write", [True, False])
+def test_a_failed_write_on_the_flush_thread_fails_the_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, direct_write: bool
 ) -> None:
-    # the O_DIRECT writes run on the region's flush thread while the next buffer fills: their error must reach
-    # write_frames (nothing published, the partial file removed), not die with the thread
-    direct_fds: list[int] = []
-    real_open, real_pwrite_all = os.open, _hdf5._pwrite_all
-
-    def spy_open(path: Any, flags: int, *args: Any) -> int:
-        fd = real_open(path, flags, *args)
-        if flags & os.O_DIRECT:
-            direct_fds.append(fd)
-        return fd
+    # the staged writes (O_DIRECT or buffered) run on the region's flush thread while the next buffer fills:
+    # their error must reach write_frames (nothing published, the partial file removed), not die with the thread
+    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
+    failed: list[int] = []
+    real_pwrite_all = _hdf5._pwrite_all
 
     def failing(fd: int, data: memoryview, offset: int) -> None:
-        if fd in direct_fds and offset > 0:
+        if threading.current_thread().name.startswith("vidlabel-region") and offset > 0:
+            failed.append(offset)
             raise OSError(errno.EIO, "injected write error")
         real_pwrite_all(fd, data, offset)
 
-    monkeypatch.setattr(_hdf5.os, "open", spy_open)
     monkeypatch.setattr(_hdf5, "_pwrite_all", failing)
     with pytest.raises(OSError, match="injected write error"):
         write(tmp_path / "f", frames(30), 1)
-    assert direct_fds
+    assert failed
     assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
 
 

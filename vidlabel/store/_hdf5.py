@@ -81,14 +81,18 @@ FIRST_TOUCH = "readahead"
 #: "readahead" (median of 3); epochs of 1,500 samples drawn from 150, where a worker reads each chunk 5 times,
 #: 0.80 against 0.69 ms.
 WORKER_FIRST_TOUCH = "pread"
-#: Uncompressed frames units larger than a quarter of the free memory (:func:`_direct_write_wanted`), or every
-#: one with ``VIDLABEL_HDF5_DIRECT_WRITE=1``, are written with ``O_DIRECT`` (Linux) into chunks HDF5 allocates
-#: up front as one contiguous block (see :class:`_DirectRegion`); smaller ones, all with False or
-#: ``VIDLABEL_HDF5_DIRECT_WRITE=0``, and any on a file system that refuses ``O_DIRECT``, write each chunk
-#: through the page cache with ``write_direct_chunk``.
+#: Uncompressed frames units are written into chunks HDF5 allocates up front as blocks of consecutive chunks,
+#: streamed by :class:`_ChunkRegion` in staged writes. Those larger than a quarter of the free memory
+#: (:func:`_direct_write_wanted`), or every one with ``VIDLABEL_HDF5_DIRECT_WRITE=1``, go past the page cache
+#: (``O_DIRECT``, Linux); smaller ones, all with False or ``VIDLABEL_HDF5_DIRECT_WRITE=0``, and any on a file
+#: system that refuses ``O_DIRECT``, go through the page cache in writes of whole 2 MiB blocks of the file.
 DIRECT_WRITE = True
+#: False: every chunk of an uncompressed unit is written with HDF5's ``write_direct_chunk`` at its own offset
+#: (the writer before issue 15's region writes; ``scripts/bench_storeframes.py`` measures both in one run).
+REGION_WRITE = True
 _COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
-_DIRECT_STAGE_BYTES = 4 << 20  # bytes gathered before one O_DIRECT write (two such buffers per unit written)
+_STAGE_BYTES = 4 << 20  # bytes gathered before one write of a chunk region (two such buffers per unit written)
+_FOLIO_BYTES = 2 << 20  # buffered region writes start on these boundaries of the file (a PMD-sized folio)
 
 
 def _in_dataloader_worker() -> bool:
@@ -275,7 +279,7 @@ def _mem_free_bytes() -> int | None:
 
 
 def _direct_write_wanted(nbytes: int) -> bool:
-    """Write an uncompressed unit of ``nbytes`` with ``O_DIRECT`` (:class:`_DirectRegion`)?
+    """Write an uncompressed unit of ``nbytes`` with ``O_DIRECT`` (:class:`_ChunkRegion`)?
 
     ``VIDLABEL_HDF5_DIRECT_WRITE=1`` always, ``=0`` never; unset, only when the unit would not fit in a
     quarter of the free memory. Measured on issue 15's EPYC VM (fresh processes, alternating): a 300-frame
@@ -295,20 +299,29 @@ def _direct_write_wanted(nbytes: int) -> bool:
     return free is None or nbytes > free * DIRECT_WRITE_FREE_FRACTION
 
 
-class _DirectRegion:
-    """The chunks of an uncompressed frames file, written in order as byte streams past the page cache.
+class _ChunkRegion:
+    """The chunks of an uncompressed frames file, written in order as one byte stream per block of chunks.
 
     HDF5 allocated the chunks up front (early allocation, no fill) in ``runs``: blocks of consecutive chunks
     lying back to back, between which it keeps pieces of its chunk index (at 1280x720, a few KB after every
-    ~57 chunks). Each run's bytes are gathered in one of two page-aligned staging buffers and written with
-    ``O_DIRECT`` in :data:`_DIRECT_STAGE_BYTES` pieces on the region's flush thread while the other buffer
-    fills (with one 8 MB buffer, the writer thread stood still for each write and the decoder waited on its
-    queue: a 300-frame 640x480 export 0.30 s, 0.25 s with two 4 MB buffers, in one process, one run of
-    each); a failed write is raised by the next flush or :meth:`finish`. A run's unaligned
-    first and last bytes go through the page cache, so no page HDF5's own (buffered) metadata writes share
-    is ever written directly. Issue 15: on the VMs measured, a buffered write of a 720p frame cost 1-7 ms
-    of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most while the
-    page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
+    ~57 chunks). Each run's bytes are gathered in one of two staging buffers of :data:`_STAGE_BYTES` and
+    written on the region's flush thread while the other buffer fills (with one 8 MB buffer, the writer
+    thread stood still for each write and the decoder waited on its queue: a 300-frame 640x480 export 0.30 s,
+    0.25 s with two 4 MB buffers, in one process, one run of each); a failed write is raised by the next
+    flush or :meth:`finish`.
+
+    With ``direct`` the staged writes go past the page cache (``O_DIRECT``), starting on a page boundary; a
+    run's unaligned first and last bytes go through the page cache, so no page HDF5's own (buffered) metadata
+    writes share is ever written directly. Issue 15: on the VMs measured, a buffered write of a 720p frame
+    cost 1-7 ms of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most
+    while the page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
+
+    Without ``direct`` the staged writes go through the page cache and start on a :data:`_FOLIO_BYTES`
+    (2 MiB) boundary of the file, each covering whole 2 MiB blocks: where the kernel's page cache holds large
+    folios for the file system (ext4 from Linux 6.16, XFS from 5.18), a write of a whole aligned block lands
+    in one 2 MiB folio, which a read-only map of the file later maps with one page-table entry, where HDF5's
+    write of each chunk at its own offset (``write_direct_chunk``) left mostly small folios that a first read
+    maps 16 pages a fault (issue 15: 42.7 faults a 720p frame; ``scripts/bench_storeframes.py`` row 1).
 
     Parameters
     ----------
@@ -316,33 +329,45 @@ class _DirectRegion:
         The frames file.
     runs : list of (int, int)
         ``(byte offset, bytes)`` of each block, in chunk order.
+    direct : bool
+        Write past the page cache.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened (``EINVAL`` with ``direct``: the file system refuses ``O_DIRECT``).
     """
 
-    def __init__(self, path: Path, runs: list[tuple[int, int]]) -> None:
+    def __init__(self, path: Path, runs: list[tuple[int, int]], *, direct: bool) -> None:
         if not runs:
             raise ValueError("no chunks to write")
         self._runs = runs
+        self.direct = direct
+        self._align = PAGE if direct else _FOLIO_BYTES
         self._plain = os.open(path, os.O_WRONLY)
-        try:
-            self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
-        except OSError:
-            os.close(self._plain)
-            raise
-        # Two page-aligned staging buffers: one fills while the other's O_DIRECT write runs on the flush thread
-        # (the write waits on the device; one buffer made the caller wait too, and its queue of chunks with it).
-        # numpy copies into them run without the GIL (an mmap slice assignment holds it).
-        self._stages = [_aligned_buffer(_DIRECT_STAGE_BYTES) for _ in range(2)]
+        self._direct = -1
+        if direct:
+            try:
+                self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+            except OSError:
+                os.close(self._plain)
+                raise
+        self._staged_fd = self._direct if direct else self._plain
+        # Two page-aligned staging buffers: one fills while the other's write runs on the flush thread (an
+        # O_DIRECT write waits on the device; one buffer made the caller wait too, and its queue of chunks with
+        # it). numpy copies into them run without the GIL (an mmap slice assignment holds it).
+        self._stages = [_aligned_buffer(_STAGE_BYTES) for _ in range(2)]
         self._in_flight: list[Future[None] | None] = [None, None]
         self._current = 0
         self._stage = self._stages[0]
-        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-odirect")
+        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
         self._start_run(0)
 
     def _start_run(self, k: int) -> None:
         self._run = k
         base, nbytes = self._runs[k]
         self.pos, self.end = base, base + nbytes
-        self._aligned = -(-base // PAGE) * PAGE  # first byte of the run written directly
+        self._aligned = -(-base // self._align) * self._align  # first byte of the run that is staged
         self._filled = 0  # staged bytes, starting at file offset self._stage_at
         self._stage_at = self._aligned
 
@@ -354,11 +379,16 @@ class _DirectRegion:
                     raise StoreError(
                         f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}"
                     )
-                self._flush_stage(self._filled // PAGE * PAGE)  # the run's end: its unaligned tail buffered
+                self._flush_stage(self._staged_part())  # the run's end
                 self._start_run(self._run + 1)
             k = min(data.nbytes, self.end - self.pos)
             self._write_in_run(data[:k])
             data = data[k:]
+
+    def _staged_part(self) -> int:
+        """Of the bytes staged at a run's end, those the flush thread writes (direct: the page-aligned part;
+        its unaligned tail is written buffered)."""
+        return self._filled // PAGE * PAGE if self.direct else self._filled
 
     def _write_in_run(self, data: memoryview) -> None:
         if self.pos < self._aligned:  # the run's unaligned head, buffered
@@ -367,25 +397,25 @@ class _DirectRegion:
             self.pos += k
             data = data[k:]
         while data.nbytes:
-            k = min(_DIRECT_STAGE_BYTES - self._filled, data.nbytes)
+            k = min(_STAGE_BYTES - self._filled, data.nbytes)
             self._stage[self._filled : self._filled + k] = np.frombuffer(data[:k], np.uint8)
             self._filled += k
             self.pos += k
             data = data[k:]
-            if self._filled == _DIRECT_STAGE_BYTES:
-                self._flush_stage(_DIRECT_STAGE_BYTES)
+            if self._filled == _STAGE_BYTES:
+                self._flush_stage(_STAGE_BYTES)
 
-    def _flush_stage(self, n_direct: int) -> None:
-        """Hand the staged bytes' first ``n_direct`` (page-aligned) to the flush thread, write the rest through
-        the page cache here, and go on in the other buffer once its earlier write is done."""
+    def _flush_stage(self, n_thread: int) -> None:
+        """Hand the staged bytes' first ``n_thread`` to the flush thread, write the rest through the page cache
+        here, and go on in the other buffer once its earlier write is done."""
         stage = self._stages[self._current]
-        if n_direct:
+        if n_thread:
             self._in_flight[self._current] = self._flusher.submit(
-                _pwrite_all, self._direct, stage[:n_direct].data, self._stage_at
+                _pwrite_all, self._staged_fd, stage[:n_thread].data, self._stage_at
             )
-        rest = self._filled - n_direct
+        rest = self._filled - n_thread
         if rest:  # the unaligned tail of the run, buffered
-            _pwrite_all(self._plain, stage[n_direct : self._filled].data, self._stage_at + n_direct)
+            _pwrite_all(self._plain, stage[n_thread : self._filled].data, self._stage_at + n_thread)
         self._stage_at += self._filled
         self._filled = 0
         self._current ^= 1
@@ -398,11 +428,10 @@ class _DirectRegion:
             pending.result()  # a failed write raises its OSError here
 
     def finish(self) -> None:
-        """Write what is staged (its aligned part directly, the rest buffered), wait for every write, and close
-        the descriptors."""
+        """Write what is staged, wait for every write, and close the descriptors."""
         try:
             if self._filled:
-                self._flush_stage(self._filled // PAGE * PAGE)
+                self._flush_stage(self._staged_part())
             self._wait(0)
             self._wait(1)
         finally:
@@ -416,7 +445,7 @@ class _DirectRegion:
         for fd in (self._direct, self._plain):
             if fd >= 0:
                 os.close(fd)
-        self._direct = self._plain = -1
+        self._direct = self._plain = self._staged_fd = -1
 
 
 def _aligned_buffer(nbytes: int) -> np.ndarray:
@@ -670,15 +699,16 @@ class HDF5FramesWriter(FramesWriter):
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
-        early = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(int(np.prod(shape)))
+        early = codec.name == "none" and shape[0] > 0 and REGION_WRITE
         self._ds = _create_frames(self._file, shape, chunk_frames, codec, early=early)
         self._chunk_frames = chunk_frames
-        self._direct: _DirectRegion | None = self._direct_region(shape, chunk_frames) if early else None
-        self._next = 0  # the chunk the direct region expects next
+        self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames) if early else None
+        self._next = 0  # the chunk the region expects next
 
-    def _direct_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _DirectRegion | None:
-        """The direct writer over the chunks' blocks, or None where HDF5 did not allocate every chunk or the
-        file system refuses ``O_DIRECT`` (then every chunk goes through ``write_direct_chunk``)."""
+    def _chunk_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _ChunkRegion | None:
+        """The region writer over the chunks' blocks (``O_DIRECT`` where :func:`_direct_write_wanted` and the
+        file system allow it, else buffered), or None where HDF5 did not allocate every chunk (then every chunk
+        goes through ``write_direct_chunk``)."""
         chunk_bytes = int(np.prod((chunk_frames, *shape[1:])))
         offsets: list[int] = []
         try:
@@ -695,26 +725,29 @@ class HDF5FramesWriter(FramesWriter):
             else:
                 runs.append([offset, chunk_bytes])
         self._file.flush()
-        try:
-            return _DirectRegion(self.partial, [(a, b) for a, b in runs])
-        except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
-            return None
+        blocks = [(a, b) for a, b in runs]
+        if _direct_write_wanted(int(np.prod(shape))):
+            try:
+                return _ChunkRegion(self.partial, blocks, direct=True)
+            except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
+                pass
+        return _ChunkRegion(self.partial, blocks, direct=False)
 
     def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
-        if self._direct is not None:
+        if self._region is not None:
             if index == self._next:
-                self._direct.write(memoryview(data).cast("B"))  # type: ignore[arg-type]
+                self._region.write(memoryview(data).cast("B"))  # type: ignore[arg-type]
                 self._next += 1
                 return
-            # Out of order (never from write_frames): what was staged goes out, then the page cache path.
-            self._direct.finish()
-            self._direct = None
+            # Out of order (never from write_frames): what was staged goes out, then write_direct_chunk.
+            self._region.finish()
+            self._region = None
         self._ds.id.write_direct_chunk((index * self._chunk_frames, 0, 0, 0), data)
 
     def commit(self, *, frame_number: np.ndarray, crc32c: np.ndarray) -> None:
-        if self._direct is not None:
-            self._direct.finish()
-            self._direct = None
+        if self._region is not None:
+            self._region.finish()
+            self._region = None
         _write_array(self._file, "frame_number", np.asarray(frame_number, dtype=np.int64))
         _write_array(self._file, "frames_crc32c", np.asarray(crc32c, dtype=np.uint32))
         self._file.attrs["complete"] = json.dumps(True)
@@ -725,9 +758,9 @@ class HDF5FramesWriter(FramesWriter):
         publish(self.partial, self.final)
 
     def abort(self) -> None:
-        if self._direct is not None:
-            self._direct.close()
-            self._direct = None
+        if self._region is not None:
+            self._region.close()
+            self._region = None
         if self._file.id.valid:
             self._file.close()
         remove(self.partial)
