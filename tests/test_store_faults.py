@@ -257,6 +257,44 @@ def test_hdf5_links_files_and_external_storage_out_of_the_store_are_refused(
         open_store(store_dir).video_data("a")
 
 
+def test_hdf5_small_arrays_read_as_stored_through_links_and_refuse_what_is_not_an_array(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # a video's small arrays are read with h5py's low-level calls: what they return must equal plain h5py's
+    # reading, links inside the store are followed (soft links by HDF5, external ones by vidlabel), and a name
+    # that is a group, a link that leads nowhere or a missing array is refused by name
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    with h5py.File(store_dir / "videos" / "a.h5", "r") as f:
+        want_a = {name: f[name][()] for name in ("frame_number", "regions/bbox_xyxy", "segments/start_frame")}
+    with h5py.File(store_dir / "videos" / "b.h5", "r") as f:
+        want_b_labels = f["regions/label_index"][()]
+    reader = backend_for(store_dir).open_video("a")
+    try:
+        for name, want in want_a.items():
+            got = reader.array(name)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+    finally:
+        reader.close()
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        f["numbers_again"] = h5py.SoftLink("/frame_number")
+        f["nowhere"] = h5py.SoftLink("/no/such/array")
+        f["names"] = np.array(["x", "yy"], dtype=h5py.string_dtype())
+        f["other_regions"] = h5py.ExternalLink("b.h5", "/regions")  # inside the store: followed by vidlabel
+        f.create_group("a_group")
+    reader = backend_for(store_dir).open_video("a")
+    try:
+        assert np.array_equal(reader.array("numbers_again"), want_a["frame_number"])
+        assert np.array_equal(reader.array("other_regions/label_index"), want_b_labels)
+        assert [x.decode() if isinstance(x, bytes) else x for x in reader.array("names")] == ["x", "yy"]
+        for name in ("nowhere", "no_such", "regions/no_such", "no_group/x", "frame_number/x"):
+            with pytest.raises(StoreError, match=rf"video file .*a\.h5' has no array '{name}'"):
+                reader.array(name)
+        with pytest.raises(StoreError, match=r"a\.h5': 'a_group' is not an array"):
+            reader.array("a_group")
+    finally:
+        reader.close()
+
+
 def test_zarr_groups_and_chunk_files_leading_out_of_the_store_are_refused(
     world: tuple[Path, Dataset], tmp_path: Path
 ) -> None:

@@ -158,9 +158,9 @@ def _check_links(f: h5py.File, path: Path, root: Path) -> None:
         _link_target(root, path, name, filename)
 
 
-def _check_dataset(ds: h5py.Dataset, name: str, path: Path) -> None:
+def _check_dataset(ds: h5py.Dataset | h5py.h5d.DatasetID, name: str, path: Path) -> None:
     """Refuse a dataset whose data lies in other files (HDF5 external storage, or a virtual dataset)."""
-    dcpl = ds.id.get_create_plist()
+    dcpl = (ds.id if isinstance(ds, h5py.Dataset) else ds).get_create_plist()
     if dcpl.get_external_count() > 0:
         files = [dcpl.get_external(i)[0].decode(errors="replace") for i in range(dcpl.get_external_count())]
         raise StoreError(
@@ -177,29 +177,55 @@ def _check_dataset(ds: h5py.Dataset, name: str, path: Path) -> None:
 
 def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
     """Array ``name`` of an open store file, whole; an external link on the way is followed by vidlabel
-    (resolved and checked with :func:`_link_target`), never by HDF5."""
+    (resolved and checked with :func:`_link_target`), never by HDF5.
+
+    Read with h5py's low-level calls (link info, ``H5Oopen``, ``H5Dread`` into a new array): a video's 20
+    small arrays took 6.3 ms a video through ``File.get`` / ``File[name]`` / ``Dataset[()]``, 1.2 ms so
+    (``scripts/bench_scale.py``: ``StoreFrames(frames="annotated")`` reads every video's arrays).
+
+    Raises
+    ------
+    KeyError
+        If there is no ``name``.
+    StoreError
+        If ``name`` is not an array, or keeps its data in other files.
+    StoreCorruptError
+        If its bytes fail their checksum or the file is cut.
+    """
     parts = name.strip("/").split("/")
-    for k in range(1, len(parts)):  # groups on the way
-        link = f.get("/".join(parts[:k]), getlink=True)
-        if isinstance(link, h5py.ExternalLink):
-            return _read_linked(root, path, "/".join(parts[:k]), link, "/".join(parts[k:]))
-    link = f.get(name, getlink=True)
-    if link is None:
-        raise KeyError(name)
-    if isinstance(link, h5py.ExternalLink):
-        return _read_linked(root, path, name, link, "")
-    ds = f[name]
-    if not isinstance(ds, h5py.Dataset):
-        raise StoreError(f"{str(path)!r}: {name!r} is not an array", path=str(path))
-    _check_dataset(ds, name, path)
+    links = f.id.links
+    for k in range(1, len(parts) + 1):  # the groups on the way, then the array's own link
+        sub = "/".join(parts[:k])
+        try:
+            kind = links.get_info(sub.encode()).type if links.exists(sub.encode()) else None
+        except (KeyError, RuntimeError):  # a component on the way that is no group
+            kind = None
+        if kind is None:
+            raise KeyError(name)
+        if kind == h5py.h5l.TYPE_EXTERNAL:
+            link = f.get(sub, getlink=True)
+            return _read_linked(root, path, sub, link, "/".join(parts[k:]))
     try:
-        return np.asarray(ds[()])
+        obj = h5py.h5o.open(f.id, "/".join(parts).encode())
+    except (KeyError, RuntimeError):  # a soft link that leads nowhere
+        raise KeyError(name) from None
+    if not isinstance(obj, h5py.h5d.DatasetID):
+        raise StoreError(f"{str(path)!r}: {name!r} is not an array", path=str(path))
+    _check_dataset(obj, name, path)
+    dtype = obj.dtype
+    if dtype.kind == "O" or dtype.subdtype is not None:  # strings, array types: h5py's own conversions
+        return np.asarray(h5py.Dataset(obj)[()])
+    out = np.empty(obj.shape, dtype)
+    try:
+        if out.size:
+            obj.read(h5py.h5s.ALL, h5py.h5s.ALL, out)
     except OSError as err:  # a checksummed (fletcher32) array whose bytes were damaged, a cut file
         raise StoreCorruptError(
             f"array {name!r} of {str(path)!r} cannot be read ({err}): the file is damaged (rerun the export, which "
             "rewrites it; `vidlabel verify` lists the damage)",
             path=str(path),
         ) from err
+    return out
 
 
 def _read_linked(root: Path, path: Path, name: str, link: h5py.ExternalLink, rest: str) -> np.ndarray:
