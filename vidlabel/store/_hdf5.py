@@ -386,7 +386,7 @@ class _ChunkRegion:
         self._in_flight: list[Future[None] | None] = [None, None]
         self._current = 0
         self._stage = self._stages[0]
-        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
+        self._flusher: ThreadPoolExecutor | None = None  # started at the first staged write (a small unit has none)
         self._start_run(0)
 
     def _start_run(self, k: int) -> None:
@@ -436,6 +436,8 @@ class _ChunkRegion:
         here, and go on in the other buffer once its earlier write is done."""
         stage = self._stages[self._current]
         if n_thread:
+            if self._flusher is None:
+                self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
             self._in_flight[self._current] = self._flusher.submit(
                 _pwrite_all, self._staged_fd, stage[:n_thread].data, self._stage_at
             )
@@ -466,7 +468,8 @@ class _ChunkRegion:
     def close(self) -> None:
         """Close the descriptors once no write is in flight (a failed write is not raised here: :meth:`finish`
         raises it; ``close`` alone is the abort path)."""
-        self._flusher.shutdown(wait=True)
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)
         self._in_flight = [None, None]
         for fd in (self._direct, self._plain):
             if fd >= 0:
