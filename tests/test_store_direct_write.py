@@ -1,6 +1,6 @@
-"""HDF5 uncompressed frames units streamed into early-allocated chunks (issue 15), with O_DIRECT or through the
-page cache in whole 2 MiB blocks: the stored bytes equal those of HDF5's own per-chunk writes bit for bit, and
-every fallback writes the same."""
+"""HDF5 uncompressed frames units streamed into early-allocated chunks (issue 15), with O_DIRECT or (with
+``BUFFERED_REGION_WRITE``) through the page cache in whole 2 MiB blocks: the stored bytes equal those of HDF5's
+own per-chunk writes bit for bit, and every fallback writes the same."""
 
 from __future__ import annotations
 
@@ -86,14 +86,14 @@ def test_units_go_direct_when_they_would_not_fit_in_free_memory_or_when_asked(
     images = frames(3)
     nbytes = 24 * 2**20
     assert _hdf5._direct_write_wanted(nbytes) is direct
-    # and the writer follows it: the unit's chunks (allocated early either way) are written with O_DIRECT or not
+    # and the writer follows it: the unit's chunks are allocated early and written with O_DIRECT, or not
     monkeypatch.setattr(
         _hdf5, "DIRECT_WRITE_FREE_FRACTION", _hdf5.DIRECT_WRITE_FREE_FRACTION * len(images) * H * W * 3 / nbytes
     )
     opened = o_direct_opens(monkeypatch)
     path = write(tmp_path / "s", images, 1)
     got, _crc, early = stored(path)
-    assert early and np.array_equal(got, np.stack(images))
+    assert early is direct and np.array_equal(got, np.stack(images))
     assert any(flags & os.O_DIRECT for flags in opened) is direct
 
 
@@ -121,10 +121,12 @@ def test_region_writes_store_the_same_bytes_as_hdf5s_own_chunk_writes(
 ) -> None:  # fmt: skip
     images = frames(n)
     monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", not direct_write)  # else the buffered 2 MiB region
     opened = o_direct_opens(monkeypatch)
     direct = stored(write(tmp_path / "direct", images, chunk_frames))
     assert any(flags & os.O_DIRECT for flags in opened) is direct_write  # the O_DIRECT region ran, or the buffered
-    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
+    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", False)
     plain = stored(write(tmp_path / "plain", images, chunk_frames))
     assert direct[2] and not plain[2]
     np.testing.assert_array_equal(direct[0], np.stack(images))
@@ -158,8 +160,9 @@ def test_chunks_in_several_blocks_are_all_written_directly(tmp_path: Path) -> No
         writer.abort()
 
 
+@pytest.mark.parametrize("buffered_region", [False, True])
 def test_a_file_system_without_o_direct_writes_through_the_page_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffered_region: bool
 ) -> None:
     real_open = os.open
 
@@ -169,10 +172,14 @@ def test_a_file_system_without_o_direct_writes_through_the_page_cache(
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(_hdf5.os, "open", no_direct)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", buffered_region)
     backend = backend_for(tmp_path / "o", "hdf5")
     writer = backend.frames_writer("u", shape=(5, H, W, 3), chunk_frames=2, codec=get_codec("none"), attrs={})
     try:
-        assert writer._region is not None and not writer._region.direct  # the buffered region
+        if buffered_region:
+            assert writer._region is not None and not writer._region.direct
+        else:
+            assert writer._region is None  # HDF5's write_direct_chunk
     finally:
         writer.abort()
     images = frames(5)
@@ -189,6 +196,7 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
     # ones): every write of the flush thread starts on a 2 MiB boundary of the file and, but for each run's
     # last, covers whole 2 MiB blocks; the bytes outside them (each run's head and tail) are written too
     monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)
     h, w = 480, 640  # 921,600 bytes a frame: chunks straddle 2 MiB boundaries
     rng = np.random.default_rng(7)
     images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(20)]
@@ -251,9 +259,9 @@ def test_an_exported_store_is_the_same_with_and_without_direct_writes(
     ds.build()
     export(ds, tmp_path / "direct", frames="all", progress=False)
     monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "0")
-    export(ds, tmp_path / "buffered", frames="all", progress=False)
-    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
     export(ds, tmp_path / "plain", frames="all", progress=False)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)
+    export(ds, tmp_path / "buffered", frames="all", progress=False)
     reference = decode_all(path)
     images = {}
     for name in ("direct", "buffered", "plain"):
@@ -275,6 +283,7 @@ def test_a_failed_write_on_the_flush_thread_fails_the_unit(
     # the staged writes (O_DIRECT or buffered) run on the region's flush thread while the next buffer fills:
     # their error must reach write_frames (nothing published, the partial file removed), not die with the thread
     monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", not direct_write)
     failed: list[int] = []
     real_pwrite_all = _hdf5._pwrite_all
 

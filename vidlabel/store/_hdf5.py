@@ -81,15 +81,22 @@ FIRST_TOUCH = "readahead"
 #: "readahead" (median of 3); epochs of 1,500 samples drawn from 150, where a worker reads each chunk 5 times,
 #: 0.80 against 0.69 ms.
 WORKER_FIRST_TOUCH = "pread"
-#: Uncompressed frames units are written into chunks HDF5 allocates up front as blocks of consecutive chunks,
-#: streamed by :class:`_ChunkRegion` in staged writes. Those larger than a quarter of the free memory
-#: (:func:`_direct_write_wanted`), or every one with ``VIDLABEL_HDF5_DIRECT_WRITE=1``, go past the page cache
-#: (``O_DIRECT``, Linux); smaller ones, all with False or ``VIDLABEL_HDF5_DIRECT_WRITE=0``, and any on a file
-#: system that refuses ``O_DIRECT``, go through the page cache in writes of whole 2 MiB blocks of the file.
+#: Uncompressed frames units larger than a quarter of the free memory (:func:`_direct_write_wanted`), or every
+#: one with ``VIDLABEL_HDF5_DIRECT_WRITE=1``, are written with ``O_DIRECT`` (Linux) into chunks HDF5 allocates
+#: up front as blocks of consecutive chunks (see :class:`_ChunkRegion`); smaller ones, all with False or
+#: ``VIDLABEL_HDF5_DIRECT_WRITE=0``, and any on a file system that refuses ``O_DIRECT``, write each chunk
+#: through the page cache with ``write_direct_chunk`` (or, with :data:`BUFFERED_REGION_WRITE`, in whole 2 MiB
+#: blocks).
 DIRECT_WRITE = True
-#: False: every chunk of an uncompressed unit is written with HDF5's ``write_direct_chunk`` at its own offset
-#: (the writer before issue 15's region writes; ``scripts/bench_storeframes.py`` measures both in one run).
-REGION_WRITE = True
+#: True: an uncompressed unit that goes through the page cache is streamed into its early-allocated chunks by
+#: :class:`_ChunkRegion` in writes of whole 2 MiB blocks of the file, so that a kernel with large page-cache
+#: folios keeps 2 MiB folios that a reader maps with one page-table entry. Off: on issue 15's EPYC VM (Linux
+#: 6.18, ext4, DAMON reclaim) it gave no faster first pass (``scripts/bench_storeframes.py`` row 1, in the same
+#: runs, first/warm 0.79 / 0.80x and 0.67 / 0.74x at 480p / 720p against 0.94 / 0.85x and 0.73 / 0.78x for
+#: the same frames written chunk by chunk: pages paged out and read again come back in large folios anyway),
+#: and its staging copy cost export CPU at 640x480 in one of two runs (2.01 against 1.49 ms a frame,
+#: ``scripts/bench_exportwrite.py`` "export_2mib"). Kept for measuring on other machines.
+BUFFERED_REGION_WRITE = False
 _COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
 _STAGE_BYTES = 4 << 20  # bytes gathered before one write of a chunk region (two such buffers per unit written)
 _FOLIO_BYTES = 2 << 20  # buffered region writes start on these boundaries of the file (a PMD-sized folio)
@@ -342,12 +349,14 @@ class _ChunkRegion:
     cost 1-7 ms of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most
     while the page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
 
-    Without ``direct`` the staged writes go through the page cache and start on a :data:`_FOLIO_BYTES`
-    (2 MiB) boundary of the file, each covering whole 2 MiB blocks: where the kernel's page cache holds large
+    Without ``direct`` (only with :data:`BUFFERED_REGION_WRITE`) the staged writes go through the page cache
+    and start on a :data:`_FOLIO_BYTES` (2 MiB) boundary of the file, each covering whole 2 MiB blocks: where the kernel's page cache holds large
     folios for the file system (ext4 from Linux 6.16, XFS from 5.18), a write of a whole aligned block lands
-    in one 2 MiB folio, which a read-only map of the file later maps with one page-table entry, where HDF5's
-    write of each chunk at its own offset (``write_direct_chunk``) left mostly small folios that a first read
-    maps 16 pages a fault (issue 15: 42.7 faults a 720p frame; ``scripts/bench_storeframes.py`` row 1).
+    in one 2 MiB folio, which a read-only map of the file later maps with one page-table entry. HDF5's write
+    of each chunk at its own offset (``write_direct_chunk``) left smaller folios, mapped a few pages a fault:
+    on issue 15's EPYC VM (Linux 6.18, ext4) 22% of a 720p frames file and none of a 480p one in 2 MiB
+    folios against 95-97% so, and 9.5 against 3.5 map faults a 720p sample in a first pass
+    (``scripts/bench_storeframes.py`` row 1, "chunkwise").
 
     Parameters
     ----------
@@ -728,16 +737,17 @@ class HDF5FramesWriter(FramesWriter):
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
-        early = codec.name == "none" and shape[0] > 0 and REGION_WRITE
+        direct = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(int(np.prod(shape)))
+        early = direct or (codec.name == "none" and shape[0] > 0 and BUFFERED_REGION_WRITE)
         self._ds = _create_frames(self._file, shape, chunk_frames, codec, early=early)
         self._chunk_frames = chunk_frames
-        self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames) if early else None
+        self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames, direct) if early else None
         self._next = 0  # the chunk the region expects next
 
-    def _chunk_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _ChunkRegion | None:
-        """The region writer over the chunks' blocks (``O_DIRECT`` where :func:`_direct_write_wanted` and the
-        file system allow it, else buffered), or None where HDF5 did not allocate every chunk (then every chunk
-        goes through ``write_direct_chunk``)."""
+    def _chunk_region(self, shape: tuple[int, int, int, int], chunk_frames: int, direct: bool) -> _ChunkRegion | None:
+        """The region writer over the chunks' blocks (``O_DIRECT`` with ``direct`` where the file system allows
+        it, else buffered in 2 MiB blocks with :data:`BUFFERED_REGION_WRITE`), or None where HDF5 did not
+        allocate every chunk or neither applies (then every chunk goes through ``write_direct_chunk``)."""
         chunk_bytes = int(np.prod((chunk_frames, *shape[1:])))
         offsets: list[int] = []
         try:
@@ -755,12 +765,12 @@ class HDF5FramesWriter(FramesWriter):
                 runs.append([offset, chunk_bytes])
         self._file.flush()
         blocks = [(a, b) for a, b in runs]
-        if _direct_write_wanted(int(np.prod(shape))):
+        if direct:
             try:
                 return _ChunkRegion(self.partial, blocks, direct=True)
             except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
                 pass
-        return _ChunkRegion(self.partial, blocks, direct=False)
+        return _ChunkRegion(self.partial, blocks, direct=False) if BUFFERED_REGION_WRITE else None
 
     def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         if self._region is not None:
