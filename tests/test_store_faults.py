@@ -295,6 +295,41 @@ def test_hdf5_small_arrays_read_as_stored_through_links_and_refuse_what_is_not_a
         reader.close()
 
 
+def test_an_edited_frame_number_is_refused_not_read_as_other_frames(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # frame_number + 1 still increases, and every row count still fits: without comparing it with the frames
+    # file's own frame_number each sample would be labelled as the next frame while showing this one
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        f["frame_number"][...] = f["frame_number"][()] + 1
+    data = StoreFrames(store_dir)
+    with pytest.raises(StoreCorruptError, match=r"video 'a' .*hold other frames than the video's frame_number says"):
+        data[0]
+    report = verify_store(store_dir)
+    assert any(
+        "video 'a': frame_number differs from its frames file's own frame_number" in p for p in report["problems"]
+    )
+    # the other video reads its true frames
+    b = next(i for i, (video_id, _frame) in enumerate(data.index) if video_id == "b")
+    assert read_frame_number(data[b]["image"].permute(1, 2, 0).numpy()) == data[b]["frame_index"]
+
+
+def test_a_shortened_csr_offset_array_is_a_store_corrupt_error(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    # before, numpy's "operands could not be broadcast together" came out of the sample list's construction
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    with h5py.File(store_dir / "videos" / "a.h5", "r+") as f:
+        offsets = f["regions/row_offsets"][()]
+        del f["regions/row_offsets"]
+        f["regions/row_offsets"] = offsets[:-5]
+    with pytest.raises(StoreCorruptError, match=r"video 'a' of store .*regions/row_offsets is not a CSR offset array over 16 rows"):  # fmt: skip
+        StoreFrames(store_dir, frames="annotated")
+    with pytest.raises(StoreCorruptError, match=r"regions/row_offsets is not a CSR offset array"):
+        open_store(store_dir).video_data("a")
+    report = verify_store(store_dir)
+    assert any("regions/row_offsets is not a CSR offset array over 16 rows" in p for p in report["problems"])
+
+
 def test_zarr_groups_and_chunk_files_leading_out_of_the_store_are_refused(
     world: tuple[Path, Dataset], tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ from vidlabel.errors import (
 )
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS, array_problems
 from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 from vidlabel.video._lru import OpenLRU
@@ -533,6 +533,9 @@ class FrameStore:
             If the store does not hold the video.
         StoreIncompleteError
             If the video's group was not completely written.
+        StoreCorruptError
+            If the arrays do not fit together (:func:`~vidlabel.store._layout.array_problems`: lengths, CSR
+            offsets, ``frame_number`` order): the store was changed after export.
         """
         state = self._process()
         data = state.data.get(video_id)
@@ -559,6 +562,15 @@ class FrameStore:
                     opener = None
             finally:
                 reader.close()
+            problems = array_problems(arrays, None if frames_only else regions, None if frames_only else segments)
+            if problems:
+                raise StoreCorruptError(
+                    f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "
+                    "after export; restore it, or export again into an empty folder (`vidlabel verify` lists the "
+                    "damage)",
+                    path=str(self.path),
+                    video_id=video_id,
+                )
             for arr in (*arrays.values(), *regions.values(), *segments.values()):
                 arr.setflags(write=False)
             data = VideoData(video_id, attrs, regions=regions, segments=segments, **arrays)
@@ -589,6 +601,10 @@ class FrameStore:
             want = (int(data.frame_number.size), height, width, 3)
             if tuple(reader.shape) != want:
                 problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
+            else:
+                own = reader.stored_frame_number()
+                if own is not None and not np.array_equal(own, data.frame_number):
+                    problem = "hold other frames than the video's frame_number says (the frames file's own differs)"
         if problem is not None:
             raise StoreCorruptError(
                 f"{where} {problem}: the store was changed after export; restore it, or export again into an "

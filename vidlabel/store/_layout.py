@@ -83,6 +83,47 @@ SEGMENT_FIELDS: dict[str, Any] = {
 }
 
 
+def array_problems(
+    arrays: dict[str, np.ndarray], regions: dict[str, np.ndarray] | None, segments: dict[str, np.ndarray] | None
+) -> list[str]:
+    """What is wrong with a stored video's small arrays, one phrase each (empty: they fit together).
+
+    ``arrays`` holds :data:`VIDEO_ARRAYS`, ``regions`` :data:`REGION_FIELDS` and ``segments``
+    :data:`SEGMENT_FIELDS` (None for a frames-only store). Checked: every per-row array has T entries,
+    ``frame_number`` strictly increases, ``regions/row_offsets`` is a CSR offset array over the T rows and
+    the N regions, every per-region array has N entries, ``mask_offsets`` covers ``mask_counts``, and the
+    segment arrays have one length. ``vidlabel verify`` and a store's first read of a video's arrays
+    (:meth:`FrameStore.video_data`) both refuse a video with any.
+    """
+    problems: list[str] = []
+    t = int(arrays["frame_number"].shape[0])
+    for name, arr in arrays.items():
+        if arr.shape != (t,):
+            problems.append(f"{name} has shape {arr.shape}, expected ({t},)")
+    fn = arrays["frame_number"]
+    if fn.shape == (t,) and t > 1 and not np.all(np.diff(fn) > 0):
+        problems.append("frame_number is not strictly increasing")
+    if regions is not None:
+        off = regions["row_offsets"]
+        n = int(regions["label_index"].shape[0])
+        if off.shape != (t + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+            problems.append(f"regions/row_offsets is not a CSR offset array over {t} rows and {n} regions")
+        for name, (_dtype, tail) in REGION_FIELDS.items():
+            if name in ("row_offsets", "mask_offsets", "mask_counts"):
+                continue
+            if regions[name].shape != (n, *tail):
+                problems.append(f"regions/{name} has shape {regions[name].shape}, expected {(n, *tail)}")
+        mo = regions["mask_offsets"]
+        if mo.shape != (n + 1,) or (mo[0] != 0 or mo[-1] != regions["mask_counts"].shape[0]):
+            problems.append("regions/mask_offsets does not cover regions/mask_counts")
+    if segments is not None:
+        m = int(segments["start_frame"].shape[0])
+        for name, arr in segments.items():
+            if arr.shape != (m,):
+                problems.append(f"segments/{name} has shape {arr.shape}, expected ({m},)")
+    return problems
+
+
 def digest(*parts: Any) -> str:
     """A short stable hex digest (SHA-256, 20 hex digits) of JSON-able values and NumPy arrays."""
     h = hashlib.sha256()

@@ -12,7 +12,14 @@ import numpy as np
 from vidlabel.errors import StoreError, VidlabelError
 from vidlabel.store._backend import Backend, FramesReader
 from vidlabel.store._framestore import backend_for, find_stores
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import (
+    FORMAT,
+    FORMAT_VERSION,
+    REGION_FIELDS,
+    SEGMENT_FIELDS,
+    VIDEO_ARRAYS,
+    array_problems,
+)
 from vidlabel.store._position import positions_by_code
 
 __all__ = ["damaged_unit_chunks", "verify_store"]
@@ -123,34 +130,17 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, A
             problems.append(f"{where}: not marked complete")
         arrays = {name: video.array(name) for name in VIDEO_ARRAYS}
         t = int(arrays["frame_number"].shape[0])
-        for name, arr in arrays.items():
-            if arr.shape != (t,):
-                problems.append(f"{where}: {name} has shape {arr.shape}, expected ({t},)")
-        fn = arrays["frame_number"]
-        if t > 1 and not np.all(np.diff(fn) > 0):
-            problems.append(f"{where}: frame_number is not strictly increasing")
+        regions = segments = None
         if not frames_only:
-            reg = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
-            off = reg["row_offsets"]
-            n = int(reg["label_index"].shape[0])
-            if off.shape != (t + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
-                problems.append(f"{where}: regions/row_offsets is not a CSR offset array over {t} rows and {n} regions")
-            for name, (_dtype, tail) in REGION_FIELDS.items():
-                if name in ("row_offsets", "mask_offsets", "mask_counts"):
-                    continue
-                if reg[name].shape != (n, *tail):
-                    problems.append(f"{where}: regions/{name} has shape {reg[name].shape}, expected {(n, *tail)}")
-            mo = reg["mask_offsets"]
-            if mo.shape != (n + 1,) or (n + 1 and (mo[0] != 0 or mo[-1] != reg["mask_counts"].shape[0])):
-                problems.append(f"{where}: regions/mask_offsets does not cover regions/mask_counts")
-            seg = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
-            m = int(seg["start_frame"].shape[0])
-            for name, arr in seg.items():
-                if arr.shape != (m,):
-                    problems.append(f"{where}: segments/{name} has shape {arr.shape}, expected ({m},)")
+            regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
+            segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
+        problems.extend(f"{where}: {problem}" for problem in array_problems(arrays, regions, segments))
         frames = video.frames()
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
+        own = frames.stored_frame_number()
+        if own is not None and frames.shape[0] == t and not np.array_equal(own, arrays["frame_number"]):
+            problems.append(f"{where}: frame_number differs from its frames file's own frame_number")
         want_key = video.attrs.get("frames_key")
         if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
             problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
