@@ -89,11 +89,6 @@ class FramesReader(ABC):
     def stored_checksums(self) -> np.ndarray:
         """``frames_crc32c``: (n_chunks,) uint32, the CRC-32C of each chunk's stored bytes as written."""
 
-    def stored_frame_number(self) -> np.ndarray | None:
-        """The frames unit's own ``frame_number`` ((T,) int64: the frame of each stored row, as written with
-        the frames), or None where a backend does not keep one. A video's ``frame_number`` must equal it."""
-        return None
-
     def check_chunk(self, index: int, data: Any) -> None:
         """Check the stored bytes of chunk ``index`` against their CRC-32C: the one place a read checks them.
 

@@ -26,7 +26,15 @@ from vidlabel.errors import (
 )
 from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS, array_problems
+from vidlabel.store._layout import (
+    FORMAT,
+    FORMAT_VERSION,
+    REGION_FIELDS,
+    SEGMENT_FIELDS,
+    VIDEO_ARRAYS,
+    array_problems,
+    frame_number_fits_key,
+)
 from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 from vidlabel.video._lru import OpenLRU
@@ -601,10 +609,8 @@ class FrameStore:
             want = (int(data.frame_number.size), height, width, 3)
             if tuple(reader.shape) != want:
                 problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
-            else:
-                own = reader.stored_frame_number()
-                if own is not None and not np.array_equal(own, data.frame_number):
-                    problem = "hold other frames than the video's frame_number says (the frames file's own differs)"
+            elif not frame_number_fits_key(data.attrs, data.frame_number):
+                problem = "hold other frames than the video's frame_number says (its frames key was made from others)"
         if problem is not None:
             raise StoreCorruptError(
                 f"{where} {problem}: the store was changed after export; restore it, or export again into an "

@@ -671,15 +671,6 @@ class HDF5FramesReader(FramesReader):
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self._file, self.path, self.root, "frames_crc32c")
 
-    def stored_frame_number(self) -> np.ndarray | None:
-        """As :meth:`FramesReader.stored_frame_number`; a file cut since it was opened is reported as that (HDF5
-        reads past the cut as zeros), and a file without the array (made by hand) gives None."""
-        self._check_not_cut()
-        try:
-            return _read_array(self._file, self.path, self.root, "frame_number").astype(np.int64)
-        except KeyError:  # a frames file made by hand: nothing to compare with
-            return None
-
     def check_crc(self, index: int, read: int) -> None:
         """As :meth:`FramesReader.check_crc`; a mismatch in a file that is shorter than HDF5 knows it (cut
         since it was opened: HDF5 shares a file opened twice in a process and reads past the cut as zeros, the
@@ -687,14 +678,10 @@ class HDF5FramesReader(FramesReader):
         try:
             super().check_crc(index, read)
         except StoreCorruptError:
-            self._check_not_cut()
+            size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
+            if size < known:
+                raise self._changed(f"it has {size} bytes of the {known} written") from None
             raise
-
-    def _check_not_cut(self) -> None:
-        """Raise :meth:`_changed` if the file is shorter than HDF5 knows it (cut since it was opened)."""
-        size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
-        if size < known:
-            raise self._changed(f"it has {size} bytes of the {known} written") from None
 
     def _changed(self, how: str) -> StoreCorruptError:
         """The error for a frames file that changed since this process opened it (``how``: what changed); the

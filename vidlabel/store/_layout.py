@@ -156,3 +156,13 @@ def pixel_key(
 def frames_key(pixels: str, chunk_frames: int, frame_numbers: np.ndarray) -> str:
     """Key of one stored ``frames`` array: its pixel key, chunking and which frames it holds."""
     return digest("frames", pixels, int(chunk_frames), np.asarray(frame_numbers, dtype=np.int64))
+
+
+def frame_number_fits_key(attrs: dict[str, Any], frame_number: np.ndarray) -> bool:
+    """Whether a stored video's ``frame_number`` is the one its ``frames_key`` was made from (with its
+    ``pixel_key`` and ``chunk_frames``): the key names the frames unit, so an edited ``frame_number`` would
+    label the unit's frames with other numbers. True where the attributes to check with are missing."""
+    key, pixels, chunk_frames = attrs.get("frames_key"), attrs.get("pixel_key"), attrs.get("chunk_frames")
+    if key is None or pixels is None or chunk_frames is None:
+        return True
+    return bool(frames_key(str(pixels), int(chunk_frames), frame_number) == key)

@@ -19,6 +19,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     array_problems,
+    frame_number_fits_key,
 )
 from vidlabel.store._position import positions_by_code
 
@@ -138,9 +139,8 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, report: dict[str, A
         frames = video.frames()
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
-        own = frames.stored_frame_number()
-        if own is not None and frames.shape[0] == t and not np.array_equal(own, arrays["frame_number"]):
-            problems.append(f"{where}: frame_number differs from its frames file's own frame_number")
+        if not frame_number_fits_key(video.attrs, arrays["frame_number"]):
+            problems.append(f"{where}: frame_number differs from the frame numbers its frames key was made from")
         want_key = video.attrs.get("frames_key")
         if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
             problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")

@@ -249,11 +249,6 @@ class ZarrFramesReader(FramesReader):
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self.path.parent / "frames_crc32c", self.root)
 
-    def stored_frame_number(self) -> np.ndarray | None:
-        if not (self.path.parent / "frame_number").exists():  # a unit made by hand: nothing to compare with
-            return None
-        return _read_array(self.path.parent / "frame_number", self.root).astype(np.int64)
-
     def raw_chunk(self, index: int) -> bytes:
         try:
             return _read_file(_chunk_path(self.path, index), "chunk file")
@@ -546,9 +541,6 @@ class ZarrURLFramesReader(FramesReader):
 
     def stored_checksums(self) -> np.ndarray:
         return _url_array(self.store, self.key.rpartition("/")[0], "frames_crc32c", self.video_id)
-
-    def stored_frame_number(self) -> np.ndarray:
-        return _url_array(self.store, self.key.rpartition("/")[0], "frame_number", self.video_id).astype(np.int64)
 
     def _chunk_key(self, index: int) -> str:
         return f"{self.key}/c.{index}.0.0.0"
