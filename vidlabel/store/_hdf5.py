@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 import google_crc32c  # here, not at the first read: DataLoader workers forked later inherit it
@@ -622,14 +622,9 @@ class HDF5FramesReader(FramesReader):
                 except (OSError, ValueError):  # an older kernel: plain faults from now on
                     self._first_touch = "fault"
             elif self._first_touch == "pread" and self._fd >= 0:
-                view, done = memoryview(out.data), 0
-                while done < self._chunk_bytes:
-                    got = os.preadv(self._fd, [view[done:]], offset + done)
-                    if got <= 0:
-                        break
-                    done += got
-                if done == self._chunk_bytes:
-                    return google_crc32c.value(out) if crc else None
+                value = self._pread_chunk(offset, out, crc)
+                if value is not False:
+                    return value
         src = self._mapped[offset:end]
         if not crc:
             np.copyto(out, src)
@@ -640,6 +635,24 @@ class HDF5FramesReader(FramesReader):
             np.copyto(block, src[start : start + _COPY_BLOCK])
             value = google_crc32c.extend(value, block)
         return value
+
+    def _pread_chunk(self, offset: int, out: np.ndarray, crc: bool) -> int | Literal[False] | None:
+        """Copy the chunk at byte ``offset`` into the flat ``out`` with ``os.preadv``, :data:`_COPY_BLOCK` bytes
+        at a time, each block checksummed right after it is read while it is in the core's cache (a pass over
+        the whole chunk after the read took it back from memory: 0.74-0.83 against 0.62-0.71 ms of a forked
+        process's CPU a 1280x720 chunk, ad hoc on issue 15's Xeon VM). Returns the CRC-32C (with ``crc``, else
+        None), or False where the file ended first (the caller copies from the map, which checks the size)."""
+        view, value = memoryview(out.data), 0
+        for start in range(0, self._chunk_bytes, _COPY_BLOCK):
+            end, done = min(start + _COPY_BLOCK, self._chunk_bytes), start
+            while done < end:
+                got = os.preadv(self._fd, [view[done:end]], offset + done)
+                if got <= 0:
+                    return False
+                done += got
+            if crc:
+                value = google_crc32c.extend(value, out[start:end])
+        return value if crc else None
 
     def raw_chunk(self, index: int) -> bytes:
         _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
