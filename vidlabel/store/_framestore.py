@@ -543,7 +543,8 @@ class FrameStore:
             If the video's group was not completely written.
         StoreCorruptError
             If the arrays do not fit together (:func:`~vidlabel.store._layout.array_problems`: lengths, CSR
-            offsets, ``frame_number`` order): the store was changed after export.
+            offsets, ``frame_number`` order, label indices in the vocabulary, segment ranges): the store was
+            changed after export.
         """
         state = self._process()
         data = state.data.get(video_id)
@@ -570,7 +571,12 @@ class FrameStore:
                     opener = None
             finally:
                 reader.close()
-            problems = array_problems(arrays, None if frames_only else regions, None if frames_only else segments)
+            problems = array_problems(
+                arrays,
+                None if frames_only else regions,
+                None if frames_only else segments,
+                n_classes=len(self.class_names),
+            )
             if problems:
                 raise StoreCorruptError(
                     f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "

@@ -83,44 +83,133 @@ SEGMENT_FIELDS: dict[str, Any] = {
 }
 
 
+def _lengths(
+    group: str, arrays: dict[str, np.ndarray], tails: dict[str, tuple[int, ...]]
+) -> tuple[int | None, list[str]]:
+    """The length most of ``arrays`` share (None when no length has a majority) and a phrase for each array
+    that differs from it, or one listing every array's length when they disagree with no majority. ``group``
+    names the arrays in the phrases ("per-row", "segment"); ``tails`` gives each array's trailing shape."""
+    found = {name: (int(arr.shape[0]) if arr.ndim else None) for name, arr in arrays.items()}
+    counts: dict[int | None, int] = {}
+    for length in found.values():
+        counts[length] = counts.get(length, 0) + 1
+    length, votes = max(counts.items(), key=lambda kv: kv[1])
+    if length is None or 2 * votes <= len(arrays):
+        listed = ", ".join(f"{name} {tuple(arrays[name].shape)}" for name in arrays)
+        return None, [f"the {group} arrays' lengths disagree ({listed})"]
+    problems = []
+    for name, arr in arrays.items():
+        want = (length, *tails.get(name, ()))
+        if found[name] is not None and found[name] != length:
+            problems.append(
+                f"{name} has shape {tuple(arr.shape)}: {found[name]} entries, the other {group} arrays {length}"
+            )
+        elif arr.shape != want:
+            problems.append(f"{name} has shape {tuple(arr.shape)}, expected {want}")
+    return length, problems
+
+
 def array_problems(
-    arrays: dict[str, np.ndarray], regions: dict[str, np.ndarray] | None, segments: dict[str, np.ndarray] | None
+    arrays: dict[str, np.ndarray],
+    regions: dict[str, np.ndarray] | None,
+    segments: dict[str, np.ndarray] | None,
+    *,
+    n_classes: int,
 ) -> list[str]:
     """What is wrong with a stored video's small arrays, one phrase each (empty: they fit together).
 
-    ``arrays`` holds :data:`VIDEO_ARRAYS`, ``regions`` :data:`REGION_FIELDS` and ``segments``
-    :data:`SEGMENT_FIELDS` (None for a frames-only store). Checked: every per-row array has T entries,
-    ``frame_number`` strictly increases, ``regions/row_offsets`` is a CSR offset array over the T rows and
-    the N regions, every per-region array has N entries, ``mask_offsets`` covers ``mask_counts``, and the
-    segment arrays have one length. ``vidlabel verify`` and a store's first read of a video's arrays
+    Checked: the per-row arrays have one length T, ``frame_number`` strictly increases,
+    ``regions/row_offsets`` is a CSR offset array over the T rows and the N regions, the per-region arrays
+    have one length N, ``mask_offsets`` covers ``mask_counts``, the segment arrays have one length, every
+    ``label_index`` lies in [0, ``n_classes``), and each segment starts no later than it ends (frames, and
+    stored rows where it has any, which lie in [0, T)). Where arrays that should have one length do not, the
+    phrase names those that differ from the others' length (or lists them all when no length has a
+    majority). ``vidlabel verify`` and a store's first read of a video's arrays
     (:meth:`FrameStore.video_data`) both refuse a video with any.
+
+    Parameters
+    ----------
+    arrays : dict of str to ndarray
+        The per-row arrays, :data:`VIDEO_ARRAYS`.
+    regions, segments : dict of str to ndarray, or None
+        The arrays under ``regions/`` (:data:`REGION_FIELDS`) and ``segments/`` (:data:`SEGMENT_FIELDS`),
+        by their names there; None for a frames-only store.
+    n_classes : int
+        The size of the store's vocabulary (its root's ``class_names``).
+
+    Returns
+    -------
+    list of str
     """
-    problems: list[str] = []
-    t = int(arrays["frame_number"].shape[0])
-    for name, arr in arrays.items():
-        if arr.shape != (t,):
-            problems.append(f"{name} has shape {arr.shape}, expected ({t},)")
+    t, problems = _lengths("per-row", arrays, {})
     fn = arrays["frame_number"]
-    if fn.shape == (t,) and t > 1 and not np.all(np.diff(fn) > 0):
+    if t is not None and fn.shape == (t,) and t > 1 and not np.all(np.diff(fn) > 0):
         problems.append("frame_number is not strictly increasing")
     if regions is not None:
+        tails = {f"regions/{k}": tail for k, (_dtype, tail) in REGION_FIELDS.items()}
+        per_region = {
+            f"regions/{k}": v for k, v in regions.items() if k not in ("row_offsets", "mask_offsets", "mask_counts")
+        }
+        n, found = _lengths("per-region", per_region, tails)
+        problems += found
         off = regions["row_offsets"]
-        n = int(regions["label_index"].shape[0])
-        if off.shape != (t + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
-            problems.append(f"regions/row_offsets is not a CSR offset array over {t} rows and {n} regions")
-        for name, (_dtype, tail) in REGION_FIELDS.items():
-            if name in ("row_offsets", "mask_offsets", "mask_counts"):
-                continue
-            if regions[name].shape != (n, *tail):
-                problems.append(f"regions/{name} has shape {regions[name].shape}, expected {(n, *tail)}")
-        mo = regions["mask_offsets"]
-        if mo.shape != (n + 1,) or (mo[0] != 0 or mo[-1] != regions["mask_counts"].shape[0]):
-            problems.append("regions/mask_offsets does not cover regions/mask_counts")
+        if t is not None and n is not None:
+            if off.shape != (t + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+                problems.append(f"regions/row_offsets is not a CSR offset array over {t} rows and {n} regions")
+        if n is not None:
+            mo = regions["mask_offsets"]
+            if mo.shape != (n + 1,) or (mo[0] != 0 or mo[-1] != regions["mask_counts"].shape[0]):
+                problems.append("regions/mask_offsets does not cover regions/mask_counts")
+        problems += _label_problems("regions/label_index", regions["label_index"], n_classes)
     if segments is not None:
-        m = int(segments["start_frame"].shape[0])
-        for name, arr in segments.items():
-            if arr.shape != (m,):
-                problems.append(f"segments/{name} has shape {arr.shape}, expected ({m},)")
+        m, found = _lengths("segment", {f"segments/{k}": v for k, v in segments.items()}, {})
+        problems += found
+        problems += _label_problems("segments/label_index", segments["label_index"], n_classes)
+        if m is not None and not found:
+            problems += _segment_problems(segments, t)
+    return problems
+
+
+def _count(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless ``n`` is 1 ("1 segment", "2 segments")."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _label_problems(name: str, labels: np.ndarray, n_classes: int) -> list[str]:
+    """A phrase when a ``label_index`` array holds a value outside the vocabulary, [0, ``n_classes``)."""
+    bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
+    if not bad.size:
+        return []
+    i = int(bad[0])
+    return [
+        f"{name} has {_count(bad.size, 'value')} outside [0, {n_classes}) (the store has "
+        f"{_count(n_classes, 'class name')}), the first {int(labels.flat[i])} at entry {i}"
+    ]
+
+
+def _segment_problems(segments: dict[str, np.ndarray], t: int | None) -> list[str]:
+    """Each segment's label, and its start no later than its end in frames and in stored rows (where it has
+    any: both -1 when none, else in [0, T))."""
+    problems: list[str] = []
+    start, end = segments["start_frame"], segments["end_frame"]
+    bad = np.flatnonzero(start > end)
+    if bad.size:
+        i = int(bad[0])
+        problems.append(
+            f"segments/start_frame is after segments/end_frame in {_count(bad.size, 'segment')}, the first "
+            f"(entry {i}) frames {int(start[i])}..{int(end[i])}"
+        )
+    first, last = segments["start_index"], segments["end_index"]
+    none = (first == -1) & (last == -1)
+    inside = (first >= 0) & (first <= last) & (t is None or last < t)
+    bad = np.flatnonzero(~(none | inside))
+    if bad.size:
+        i = int(bad[0])
+        rows = "the stored rows" if t is None else f"[0, {t})"
+        problems.append(
+            f"segments/start_index..end_index is neither a range of rows in {rows} nor -1..-1 (none) in "
+            f"{_count(bad.size, 'segment')}, the first (entry {i}) rows {int(first[i])}..{int(last[i])}"
+        )
     return problems
 
 

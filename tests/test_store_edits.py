@@ -1,0 +1,170 @@
+"""A store whose small arrays were edited after export never gives silently wrong targets (found by a fresh-user
+pass): a label index outside the vocabulary, arrays of disagreeing lengths, and edits that keep every invariant
+(CSR offsets shifted, a box moved, a marker turned inside out) are refused at a video's first read with a
+StoreCorruptError naming the video and the store, and ``vidlabel verify`` lists them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from tests.test_store_support import LABELS, make_dataset
+from vidlabel import export, open_store
+from vidlabel.cli import main
+from vidlabel.errors import StoreCorruptError
+from vidlabel.store import verify_store
+from vidlabel.torch_data import StoreFrames
+
+N_FRAMES = 16  # video a: 16 stored rows (frames="all"), 14 regions, one marker (frames 10..15)
+CHANGED = (
+    r"the store was changed after export; restore it, or export again into an empty folder "
+    r"\(`vidlabel verify` lists the damage\)"
+)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("store_edits")
+    ds = make_dataset(root, videos=("a", "b"), n_frames=N_FRAMES)
+    for fmt in ("hdf5", "zarr"):
+        export(ds, root / fmt, format=fmt, frames="all", kinds=("box", "mask", "marker"), progress=False)
+    return root
+
+
+def copy_store(stores: Path, fmt: str, tmp_path: Path) -> Path:
+    """A private copy (real copies, no hard links) of a fixture store, to edit."""
+    return Path(shutil.copytree(stores / fmt, tmp_path / fmt))
+
+
+def edit(store: Path, video_id: str, name: str, change: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Replace a video's array ``name`` (``regions/...`` for one of a group) by ``change(array)``, with h5py or
+    zarr-python as a user would (each rewrites its own checksum of the array)."""
+    if (store / "store.h5").exists():
+        with h5py.File(store / "videos" / f"{video_id}.h5", "r+") as f:
+            new = change(f[name][()])
+            del f[name]
+            f[name] = new
+        return
+    import zarr
+
+    arr = zarr.open_array(str(store / "videos" / video_id / name), mode="r+")
+    new = change(arr[...])
+    assert new.shape == arr.shape, "zarr edits here keep the shape"
+    arr[...] = new
+
+
+def drop_labels_key(store: Path, video_id: str) -> None:
+    """Delete the video's ``labels_key`` attribute, as in a store exported without one."""
+    with h5py.File(store / "videos" / f"{video_id}.h5", "r+") as f:
+        del f.attrs["labels_key"]
+
+
+def positions(store: str | Path, video_id: str) -> list[int]:
+    """The store's sample positions of ``video_id`` (from the index alone, no video's arrays read)."""
+    fs = open_store(store)
+    return np.flatnonzero(fs.rows[:, 0] == fs.video_ids.index(video_id)).tolist()
+
+
+def assert_refused(store: str | Path, message: str) -> None:
+    """Video a is refused on every path with ``message`` (a regex); video b still reads."""
+    where = rf"video 'a' of store '{re.escape(str(store))}': (.*; )?"
+    a, b = positions(store, "a"), positions(store, "b")
+    with pytest.raises(StoreCorruptError, match=where + message + r".*" + CHANGED):
+        open_store(store).sample(a[0])
+    with pytest.raises(StoreCorruptError, match=where + message):
+        StoreFrames(store)[a[-1]]
+    with pytest.raises(StoreCorruptError, match=where + message):
+        StoreFrames(store, frames="annotated")  # reads every video's arrays
+    assert open_store(store).sample(b[0])["video_id"] == "b"
+
+
+def assert_verify_names(store: str | Path, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert re.search(rf"^problem: {re.escape(str(store))}: video 'a': {message}$", out, re.M), out
+    assert "video 'b'" not in out
+
+
+# -- 1: a label index outside the vocabulary -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "value", "entry"), [("regions/label_index", 99, 0), ("segments/label_index", -1, 0)])
+def test_a_label_index_outside_the_vocabulary_is_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, value: int, entry: int
+) -> None:
+    # before: numpy's IndexError from the sample's label lookup (99), or the marker silently dropped (-1,
+    # which indexes the lookup's last entry), and verify said ok
+    store = copy_store(stores, "hdf5", tmp_path)
+    edit(store, "a", name, lambda arr: np.where(np.arange(arr.size) == entry, value, arr))
+    message = (
+        rf"{name} has 1 value outside \[0, {len(LABELS)}\) \(the store has {len(LABELS)} class names\), "
+        rf"the first {value} at entry {entry}"
+    )
+    assert_refused(store, message)
+    assert_verify_names(store, message, capsys)
+    drop_labels_key(store, "a")  # found without the labels key too
+    assert_refused(store, message)
+
+
+# -- 2: arrays whose lengths disagree are named, not the arrays they disagree with -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "group", "length"),
+    [
+        ("timestamp_us", "per-row", N_FRAMES),
+        ("frame_number", "per-row", N_FRAMES),
+        ("regions/track_id", "per-region", 14),
+        ("segments/start_frame", "segment", 1),
+    ],
+)
+def test_a_shortened_array_is_named_and_no_other(
+    stores: Path, tmp_path: Path, name: str, group: str, length: int
+) -> None:
+    store = copy_store(stores, "hdf5", tmp_path)
+    edit(store, "a", name, lambda arr: arr[:-1])
+    with pytest.raises(StoreCorruptError) as err:
+        open_store(store).video_data("a")
+    message = str(err.value)
+    shape = rf"\({length - 1},\)"
+    assert re.search(rf"{name} has shape {shape}: {length - 1} entries, the other {group} arrays {length}", message)
+    assert message.count(" has shape ") == 1, message  # before: the 7 other segment arrays, not start_frame
+    assert any(re.search(rf"video 'a': {name} has shape {shape}", p) for p in verify_store(store)["problems"])
+
+
+def test_lengths_that_disagree_with_no_majority_are_all_listed(stores: Path, tmp_path: Path) -> None:
+    store = copy_store(stores, "hdf5", tmp_path)
+    edit(store, "a", "timestamp_us", lambda arr: arr[:-1])
+    edit(store, "a", "is_annotated", lambda arr: arr[:-2])
+    with pytest.raises(
+        StoreCorruptError,
+        match=r"video 'a' of store .*: the per-row arrays' lengths disagree \(frame_number \(16,\), "
+        r"timestamp_us \(15,\), is_annotated \(14,\)\)",
+    ):
+        open_store(store).video_data("a")
+
+
+# -- 3: a segment that ends before it starts ---------------------------------------------------------------
+
+
+def turn_inside_out(start: np.ndarray) -> np.ndarray:
+    return start + N_FRAMES  # after the end frame
+
+
+def test_a_segment_that_ends_before_it_starts_is_refused_without_the_labels_key(stores: Path, tmp_path: Path) -> None:
+    store = copy_store(stores, "hdf5", tmp_path)
+    edit(store, "a", "segments/start_frame", turn_inside_out)
+    drop_labels_key(store, "a")
+    message = r"segments/start_frame is after segments/end_frame in 1 segment, the first \(entry 0\) frames 26\.\.15"
+    assert_refused(store, message)
+    assert any(re.search(message, p) for p in verify_store(store)["problems"])
+    edit(store, "a", "segments/start_frame", lambda start: start - N_FRAMES)  # back
+    edit(store, "a", "segments/end_index", lambda end: end + N_FRAMES)  # a row past the video's 16
+    assert_refused(store, r"segments/start_index\.\.end_index is neither a range of rows in \[0, 16\) nor -1\.\.-1 "
+                   r"\(none\) in 1 segment, the first \(entry 0\) rows 10\.\.31")  # fmt: skip
