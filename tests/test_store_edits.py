@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import fsspec
 import h5py
 import numpy as np
 import pytest
@@ -18,7 +20,8 @@ from tests.test_store_support import LABELS, make_dataset
 from vidlabel import export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import StoreCorruptError
-from vidlabel.store import verify_store
+from vidlabel.store import upload, verify_store
+from vidlabel.store._layout import LABELS_KEY_ATTRS
 from vidlabel.torch_data import StoreFrames
 
 N_FRAMES = 16  # video a: 16 stored rows (frames="all"), 14 regions, one marker (frames 10..15)
@@ -26,6 +29,7 @@ CHANGED = (
     r"the store was changed after export; restore it, or export again into an empty folder "
     r"\(`vidlabel verify` lists the damage\)"
 )
+LABELS_KEY = r"its arrays or attributes differ from those exported \(labels_key\)"
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +39,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for fmt in ("hdf5", "zarr"):
         export(ds, root / fmt, format=fmt, frames="all", kinds=("box", "mask", "marker"), progress=False)
     return root
+
+
+@pytest.fixture
+def mem() -> Iterator[str]:
+    prefix = f"memory://vidlabel-edits-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    fs = fsspec.filesystem("memory")
+    if fs.exists(prefix):
+        fs.rm(prefix, recursive=True)
 
 
 def copy_store(stores: Path, fmt: str, tmp_path: Path) -> Path:
@@ -150,11 +163,48 @@ def test_lengths_that_disagree_with_no_majority_are_all_listed(stores: Path, tmp
         open_store(store).video_data("a")
 
 
-# -- 3: a segment that ends before it starts ---------------------------------------------------------------
+# -- 3: edits that keep every invariant ------------------------------------------------------------------------
+
+
+def shift_offsets(offsets: np.ndarray) -> np.ndarray:
+    """Move the first region from row 0 to row 1: still a CSR offset array over the same rows and regions."""
+    assert offsets[0] == 0 and offsets[1] == 1, offsets[:3]
+    out = offsets.copy()
+    out[1] = 0
+    return out
+
+
+def move_box(boxes: np.ndarray) -> np.ndarray:
+    out = boxes.copy()
+    out[3] += 5
+    return out
 
 
 def turn_inside_out(start: np.ndarray) -> np.ndarray:
     return start + N_FRAMES  # after the end frame
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("regions/row_offsets", shift_offsets),
+        ("regions/bbox_xyxy", move_box),
+        ("segments/start_frame", turn_inside_out),
+    ],
+    ids=["offsets", "box", "segment"],
+)
+def test_an_edit_that_keeps_the_invariants_is_refused(
+    stores: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    change: Callable[[np.ndarray], np.ndarray],
+) -> None:
+    # before: every sample of the video read other boxes, or its frames lost their marker, and verify said ok
+    store = copy_store(stores, "hdf5", tmp_path)
+    edit(store, "a", name, change)
+    assert_refused(store, LABELS_KEY)
+    assert_verify_names(store, rf"(.*; )?{LABELS_KEY}", capsys)
 
 
 def test_a_segment_that_ends_before_it_starts_is_refused_without_the_labels_key(stores: Path, tmp_path: Path) -> None:
@@ -168,3 +218,39 @@ def test_a_segment_that_ends_before_it_starts_is_refused_without_the_labels_key(
     edit(store, "a", "segments/end_index", lambda end: end + N_FRAMES)  # a row past the video's 16
     assert_refused(store, r"segments/start_index\.\.end_index is neither a range of rows in \[0, 16\) nor -1\.\.-1 "
                    r"\(none\) in 1 segment, the first \(entry 0\) rows 10\.\.31")  # fmt: skip
+
+
+def test_a_moved_box_is_refused_in_a_zarr_store_and_at_a_url(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mem: str
+) -> None:
+    store = copy_store(stores, "zarr", tmp_path)
+    url = f"{mem}/s"
+    upload(store, url)
+    b = positions(url, "b")
+    assert open_store(url).sample(positions(url, "a")[0])["video_id"] == "a"  # untouched: the key is reproduced
+    edit(store, "a", "regions/bbox_xyxy", move_box)
+    assert_refused(store, LABELS_KEY)
+    assert_verify_names(store, LABELS_KEY, capsys)
+    upload(store, f"{mem}/edited")
+    assert_refused(f"{mem}/edited", LABELS_KEY)
+    assert_verify_names(f"{mem}/edited", LABELS_KEY, capsys)
+    assert open_store(url).sample(b[0])["video_id"] == "b"
+
+
+# -- what stays readable ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_the_labels_key_covers_every_attribute_the_export_gives_a_video(stores: Path, fmt: str) -> None:
+    fs = open_store(stores / fmt)
+    for video_id in fs.video_ids:
+        attrs = fs.video_data(video_id).attrs
+        assert set(attrs) - {"labels_key", "complete", "frames_unit"} == set(LABELS_KEY_ATTRS)
+    assert verify_store(stores / fmt)["ok"]
+
+
+def test_a_video_without_a_labels_key_still_reads(stores: Path, tmp_path: Path) -> None:
+    store = copy_store(stores, "hdf5", tmp_path)
+    drop_labels_key(store, "a")
+    assert open_store(store).sample(positions(store, "a")[0])["video_id"] == "a"
+    assert verify_store(store)["ok"]

@@ -200,10 +200,13 @@ class StoreError(VidlabelError, OSError):
 
 
 class StoreCorruptError(StoreError):
-    """Raised when a stored frame chunk's bytes do not match their CRC-32C checksum (a damaged frames file).
+    """Raised when a stored frame chunk's bytes do not match their CRC-32C checksum (a damaged frames file), or a
+    store was changed after export: a video's small arrays do not fit together or differ from those its export
+    recorded (its ``labels_key``), or its frames are not its own.
 
-    The message names the store, the video, the chunk, its rows and both checksums, and how to repair the store
-    (rerun the export, which rewrites the unit; ``vidlabel verify`` lists every damaged chunk).
+    The message names the store, the video (for a chunk: the chunk, its rows and both checksums), and how to
+    repair the store (rerun the export, which rewrites the unit, or export again into an empty folder;
+    ``vidlabel verify`` lists every damaged chunk and array).
     """
 
 

@@ -27,7 +27,7 @@ from vidlabel.export._units import UnitJob
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_mask, view_boxes, view_mask
 from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._backend import Backend
-from vidlabel.store._layout import digest, frames_key, pixel_key
+from vidlabel.store._layout import frames_key, labels_key, pixel_key
 from vidlabel.store._position import positions_by_code
 from vidlabel.store._verify import damaged_unit_chunks
 
@@ -179,7 +179,7 @@ def _plan_video(
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
         "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
-    attrs["labels_key"] = digest("labels", attrs, *[arrays[k] for k in sorted(arrays)])
+    attrs["labels_key"] = labels_key(attrs, arrays)  # what a reader checks the video against
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)
 
 

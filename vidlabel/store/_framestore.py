@@ -33,7 +33,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     array_problems,
-    frame_number_fits_key,
+    export_problems,
 )
 from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
@@ -543,8 +543,9 @@ class FrameStore:
             If the video's group was not completely written.
         StoreCorruptError
             If the arrays do not fit together (:func:`~vidlabel.store._layout.array_problems`: lengths, CSR
-            offsets, ``frame_number`` order, label indices in the vocabulary, segment ranges): the store was
-            changed after export.
+            offsets, ``frame_number`` order, label indices in the vocabulary, segment ranges) or differ from
+            those exported (:func:`~vidlabel.store._layout.export_problems`: the video's recorded frames key
+            and labels key): the store was changed after export.
         """
         state = self._process()
         data = state.data.get(video_id)
@@ -577,6 +578,7 @@ class FrameStore:
                 None if frames_only else segments,
                 n_classes=len(self.class_names),
             )
+            problems += export_problems(attrs, arrays, regions, segments)
             if problems:
                 raise StoreCorruptError(
                     f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "
@@ -615,8 +617,6 @@ class FrameStore:
             want = (int(data.frame_number.size), height, width, 3)
             if tuple(reader.shape) != want:
                 problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
-            elif not frame_number_fits_key(data.attrs, data.frame_number):
-                problem = "hold other frames than the video's frame_number says (its frames key was made from others)"
         if problem is not None:
             raise StoreCorruptError(
                 f"{where} {problem}: the store was changed after export; restore it, or export again into an "

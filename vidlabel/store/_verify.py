@@ -19,7 +19,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     array_problems,
-    frame_number_fits_key,
+    export_problems,
 )
 from vidlabel.store._position import positions_by_code
 
@@ -136,12 +136,11 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, n_classes: int, rep
             regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
             segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
         found = array_problems(arrays, regions, segments, n_classes=n_classes)
+        found += export_problems(video.attrs, arrays, regions, segments)
         problems.extend(f"{where}: {problem}" for problem in found)
         frames = video.frames()
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
-        if not frame_number_fits_key(video.attrs, arrays["frame_number"]):
-            problems.append(f"{where}: frame_number differs from the frame numbers its frames key was made from")
         want_key = video.attrs.get("frames_key")
         if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
             problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
