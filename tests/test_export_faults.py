@@ -146,12 +146,12 @@ def test_a_rerun_rewrites_a_damaged_unit_instead_of_calling_it_up_to_date(
     export(a, out, format=fmt, progress=False)
     _flip_a_byte_of_chunk(out, fmt, "cam", 2)
     assert not verify_store(out)["ok"]
-    damaged = r"1 stored frames units are damaged and are written again instead of reused \(frames unit \w+ of "
+    damaged = r"1 stored frames unit is damaged and is written again instead of reused \(frames unit \w+ of "
     with pytest.warns(VidlabelWarning, match=damaged + r"video 'cam': chunks 2 fail their CRC-32C\)"):
         report = export(a, out, format=fmt, progress=False)
     cam_frames = len(open_store(out).video_data("cam").frame_number)
     assert report.videos_up_to_date == 1 and report.frames_decoded == cam_frames and report.frames_copied == 0
-    assert len(report.damaged_units) == 1 and "damaged frames units written again" in report.summary()
+    assert len(report.damaged_units) == 1 and "1 damaged frames unit written again" in report.summary()
     assert verify_store(out)["ok"]
     export(a, tmp_path / "clean", format=fmt, progress=False)
     assert store_contents(out) == store_contents(tmp_path / "clean")

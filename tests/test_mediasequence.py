@@ -529,7 +529,7 @@ def test_cli_export_and_import(tmp_path: Path, clip: ClipTruth, capsys: pytest.C
     out = tmp_path / "out"
     args = ["export", str(tmp_path / "ds"), str(out), "--format", "mediasequence", "--clip-frames", "4"]
     assert main([*args, "--codec", "jpeg:70", "--no-progress"]) == 0
-    assert "4 SequenceExamples in 1 TFRecord shards" in capsys.readouterr().out
+    assert "4 SequenceExamples in 1 TFRecord shard\n" in capsys.readouterr().out
     records = read_all(out)
     assert [len(fl(se, "image/timestamp")) for se in records] == [4, 4, 4, 4]  # 16 stored frames
     assert all(ctx(se, "image/format") == [b"JPEG"] for se in records)

@@ -19,6 +19,7 @@ from typing import Any
 
 from vidlabel._version import __version__
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
+from vidlabel.export._report import plural
 
 __all__ = ["build_parser", "main"]
 
@@ -105,10 +106,10 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
     else:
         ds.add_video(meta)
     fps = meta.fps
-    index = f", frame index of {meta.frame_index.frame_count} frames" if meta.frame_index is not None else ""
+    index = f", frame index of {plural(meta.frame_index.frame_count, 'frame')}" if meta.frame_index is not None else ""
     untrusted = f", {meta.untrusted_count} without a trustworthy picture" if meta.untrusted_count else ""
     print(
-        f"{'replaced' if replace else 'added'} video {meta.video_id!r}: {meta.frame_count} frames{untrusted}, "
+        f"{'replaced' if replace else 'added'} video {meta.video_id!r}: {plural(meta.frame_count, 'frame')}{untrusted}, "
         f"{meta.width}x{meta.height}, {fps['num']}/{fps['den']} fps{index}"
     )
     return 0
@@ -203,7 +204,7 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
         span = f" (id {ids[0]})"
     else:
         span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
-    print(f"added {_plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
+    print(f"added {plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
     return 0
 
 
@@ -228,7 +229,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for problem in report.warnings[:20]:
         print(f"  {problem}", file=sys.stderr)
     if len(report.warnings) > 20:
-        print(f"  ... {len(report.warnings) - 20} more warnings (vidlabel validate)", file=sys.stderr)
+        print(f"  ... {plural(len(report.warnings) - 20, 'more warning')} (vidlabel validate)", file=sys.stderr)
     return 0
 
 
@@ -240,7 +241,7 @@ def _cmd_releases(args: argparse.Namespace) -> int:
         print("no releases yet (vidlabel build DATASET)")
     for rec in records:
         latest = "  (latest)" if rec["latest"] else ""
-        print(f"{rec['release_id']}  {rec['created']}  {_plural(rec['rows'], 'row')}{latest}")
+        print(f"{rec['release_id']}  {rec['created']}  {plural(rec['rows'], 'row')}{latest}")
     return 0
 
 
@@ -265,9 +266,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             print(str(problem))
     for code, count in seen.items():
         if count > _VALIDATE_LINES:
-            rest = _plural(count - _VALIDATE_LINES, f"more {code} {severity[code]}")
+            rest = plural(count - _VALIDATE_LINES, f"more {code} {severity[code]}")
             print(f"... and {rest} (vidlabel validate --json lists every problem)")
-    print(f"{_plural(errors, 'error')}, {_plural(len(problems) - errors, 'warning')}")
+    print(f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}")
     return 1 if errors else 0
 
 
@@ -296,7 +297,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         index = "indexed" if meta.frame_index is not None else "no index"
         untrusted = f" ({meta.untrusted_count} without a trustworthy picture)" if meta.untrusted_count else ""
         print(
-            f"  {meta.video_id}: {meta.frame_count} frames{untrusted}, {meta.width}x{meta.height}, "
+            f"  {meta.video_id}: {plural(meta.frame_count, 'frame')}{untrusted}, {meta.width}x{meta.height}, "
             f"{fps['num']}/{fps['den']} fps, {index}, {meta.uri}"
         )
     if info["videos"] > 50:
@@ -304,7 +305,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"labels ({len(info['labels'])}): {', '.join(info['labels'])}")
     if info["views"]:
         print(f"views: {', '.join(info['views'])}")
-    kinds = ", ".join(_plural(n, k) for k, n in info["by_kind"].items())
+    kinds = ", ".join(plural(n, k) for k, n in info["by_kind"].items())
     statuses = ", ".join(f"{n} {s}" for s, n in info["by_status"].items())
     print(f"annotations: {info['annotations']} ({kinds}; {statuses})")
     print(f"releases: {', '.join(info['releases']) or '(none)'}")
@@ -327,7 +328,7 @@ def _info_store(path: Any) -> int:
         print(f"  stores:    {len(info['stores'])} read as one")
     print(f"  release:   {info['release']} (dataset {info['dataset']}, exported {info['created']})")
     print(f"  videos:    {len(videos)}")
-    print(f"  frames:    {frames} stored, {info['samples']} samples")
+    print(f"  frames:    {frames} stored, {plural(info['samples'], 'sample')}")
     print(f"  classes:   {len(info['class_names'])}: {', '.join(info['class_names'])}")
     print(f"  codec:     {exp.get('codec')}")
     print(f"  chunking:  {exp.get('chunk_frames')} frame(s) per chunk")
@@ -350,7 +351,11 @@ def _cmd_index(args: argparse.Namespace) -> int:
     videos = ds.videos()
     todo = [m for m in videos if m.frame_index is None]
     if not todo:
-        print(f"all {len(videos)} videos already have a frame index")
+        print(
+            "the 1 video already has a frame index"
+            if len(videos) == 1
+            else f"all {len(videos)} videos already have a frame index"
+        )
         return 0
     failed = 0
     for meta in tqdm(todo, desc="index", unit="video", file=sys.stderr, leave=False):
@@ -365,8 +370,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 index = read_frame_index(path, method="decode")
             if index.frame_count != meta.frame_count:
                 print(
-                    f"{meta.video_id}: skipped: {index.frame_count} frames decode from {path} but "
-                    f"{meta.frame_count} are registered; register the file again"
+                    f"{meta.video_id}: skipped: {path} decodes to {plural(index.frame_count, 'frame')} but "
+                    f"{plural(meta.frame_count, 'frame')} {'is' if meta.frame_count == 1 else 'are'} registered; "
+                    "register the file again"
                 )
                 failed += 1
                 continue
@@ -376,10 +382,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
             continue
         ds.update_video(meta.replace(frame_index=index, content_hash=index.content_hash))
         print(
-            f"{meta.video_id}: indexed {index.frame_count} frames, {index.keyframes.size} keyframes "
+            f"{meta.video_id}: indexed {plural(index.frame_count, 'frame')}, {plural(index.keyframes.size, 'keyframe')} "
             f"(by {'demuxing' if index.method == 'demux' else 'decoding'})"
         )
-    print(f"indexed {len(todo) - failed} of {len(todo)} videos without a frame index ({len(videos)} in all)")
+    print(f"indexed {len(todo) - failed} of {plural(len(todo), 'video')} without a frame index ({len(videos)} in all)")
     return 1 if failed else 0
 
 
@@ -405,7 +411,10 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
         first_key = np.searchsorted(keys, np.arange(n), side="right") - 1
         expected = float(np.mean(np.arange(n) - keys[first_key] + 1))
         print(f"video {meta.video_id!r}: {reader.path}")
-        print(f"  {n} frames, {meta.width}x{meta.height}, {meta.fps['num']}/{meta.fps['den']} fps, codec {meta.codec}")
+        print(
+            f"  {plural(n, 'frame')}, {meta.width}x{meta.height}, {meta.fps['num']}/{meta.fps['den']} fps, "
+            f"codec {meta.codec}"
+        )
         how = f"stored ({index.method})" if reader.indexed else "none stored (built now; run 'vidlabel index')"
         print(f"  frame index: {how}")
         print(
@@ -438,7 +447,7 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
             per_read = (time.perf_counter() - start) / len(frames)
             measured = (reader.stats["decoded"] - decoded) / len(frames)
             print(
-                f"  measured over {len(frames)} random reads: {per_read * 1000:.1f} ms per frame "
+                f"  measured over {plural(len(frames), 'random read')}: {per_read * 1000:.1f} ms per frame "
                 f"({1 / per_read:.1f} frames/s), {measured:.1f} frames decoded per read"
             )
             if failed:
@@ -524,8 +533,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(f"problem: {problem}")
     status = "ok" if report["ok"] else f"{len(report['problems'])} problem(s)"
     print(
-        f"{status}: {len(report['stores'])} store(s), {report['videos']} videos, {report['frames']} frames, "
-        f"{report['chunks']} chunks ({report['bytes'] / 2**20:.1f} MiB) checked"
+        f"{status}: {len(report['stores'])} store(s), {plural(report['videos'], 'video')}, "
+        f"{plural(report['frames'], 'frame')}, {plural(report['chunks'], 'chunk')} "
+        f"({report['bytes'] / 2**20:.1f} MiB) checked"
     )
     return 0 if report["ok"] else 1
 
@@ -557,13 +567,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     result = run_demo(args.dir, progress=True)
     return 0 if result["ok"] else 1
-
-
-def _plural(n: int, noun: str) -> str:
-    """``"1 annotation"``, ``"3 annotations"``, ``"2 boxes"``."""
-    if n == 1:
-        return f"{n} {noun}"
-    return f"{n} {noun}es" if noun.endswith(("x", "s")) else f"{n} {noun}s"
 
 
 def _json_arg(text: str) -> Any:

@@ -10,7 +10,15 @@ from typing import Any
 from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_damaged", "report_plan"]
+__all__ = [
+    "ExportReport",
+    "changed_failure",
+    "decode_failure",
+    "lost_reasons",
+    "plural",
+    "report_damaged",
+    "report_plan",
+]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -89,9 +97,14 @@ class ExportReport:
         fps = (self.frames_decoded + self.frames_copied) / self.seconds if self.seconds > 0 else 0.0
         lines = [
             f"store {self.out} ({self.format}, codec {self.codec}, release {self.release_id})",
-            *([f"{self.records} SequenceExamples in {self.shards} TFRecord shards"] if self.shards else []),
-            f"{self.videos} videos, {self.samples} frames stored; decoded {self.frames_decoded}, "
-            f"copied {self.frames_copied}, reused {self.frames_reused}; {self.videos_up_to_date} videos up to date",
+            *(
+                [f"{plural(self.records, 'SequenceExample')} in {plural(self.shards, 'TFRecord shard')}"]
+                if self.shards
+                else []
+            ),
+            f"{plural(self.videos, 'video')}, {plural(self.samples, 'frame')} stored; decoded {self.frames_decoded}, "
+            f"copied {self.frames_copied}, reused {self.frames_reused}; {plural(self.videos_up_to_date, 'video')} "
+            "up to date",
             f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",
         ]
         lost = self.not_stored["box"] + self.not_stored["mask"]
@@ -108,16 +121,25 @@ class ExportReport:
                 lines.append(f"  not stored: annotation ids {shown}{more}{where}")
         if self.untrusted_frames:
             lines.append(
-                f"{self.untrusted_frames} frames without a trustworthy picture left out (truncated or corrupt "
+                f"{plural(self.untrusted_frames, 'frame')} without a trustworthy picture left out (truncated or corrupt "
                 "video files; `vidlabel validate` reports the annotations on them as untrusted_frame)"
             )
         if self.damaged_units:
             lines.append(
-                f"{len(self.damaged_units)} damaged frames units written again: {'; '.join(self.damaged_units)}"
+                f"{plural(len(self.damaged_units), 'damaged frames unit')} written again: "
+                f"{'; '.join(self.damaged_units)}"
             )
         if self.markers_without_stored_frames:
-            lines.append(f"{self.markers_without_stored_frames} markers have no stored frame (kept as segments)")
+            n = self.markers_without_stored_frames
+            lines.append(f"{plural(n, 'marker')} {'has' if n == 1 else 'have'} no stored frame (kept as segments)")
         return "\n".join(lines)
+
+
+def plural(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``"1 marker"``, ``"3 markers"``, ``"2 boxes"``."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun}es" if noun.endswith(("x", "s")) else f"{n} {noun}s"
 
 
 def lost_reasons(not_stored: dict[str, Any], other: str = "stride / frames / kinds") -> str:
@@ -220,7 +242,8 @@ def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int =
             "them; the command line's summary names the first ids)"
         )
     if report.untrusted_frames:
-        parts.append(f"{report.untrusted_frames} frames without a trustworthy picture are not stored")
+        n = report.untrusted_frames
+        parts.append(f"{plural(n, 'frame')} without a trustworthy picture {'is' if n == 1 else 'are'} not stored")
     if parts:
         warnings.warn(f"export to {report.out!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=stacklevel + 1)
 
@@ -237,8 +260,9 @@ def report_damaged(report: ExportReport, damaged: dict[str, str], *, stacklevel:
         return
     report.damaged_units = list(damaged.values())
     warnings.warn(
-        f"export to {report.out!r}: {len(damaged)} stored frames units are damaged and are written again instead of "
-        f"reused ({'; '.join(report.damaged_units)})",
+        f"export to {report.out!r}: {plural(len(damaged), 'stored frames unit')} "
+        f"{'is damaged and is' if len(damaged) == 1 else 'are damaged and are'} written again instead of reused "
+        f"({'; '.join(report.damaged_units)})",
         VidlabelWarning,
         stacklevel=stacklevel + 1,
     )
