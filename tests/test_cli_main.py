@@ -59,6 +59,15 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     assert err == "", err  # no "vidlabel: error: BrokenPipeError" and no traceback at exit
 
 
+def test_an_extra_argument_is_refused_with_the_commands_usage(capsys):
+    # before: argparse's top-level usage ("usage: vidlabel [-h] [--version] COMMAND ...") for `verify STORE extra`
+    with pytest.raises(SystemExit, match="2"):
+        cli.main(["verify", "store", "extra"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: vidlabel verify [-h] OUT\n"), err
+    assert err.endswith("vidlabel verify: error: unrecognized arguments: extra\n"), err
+
+
 def test_verify_counts_of_one_are_singular(monkeypatch, capsys):
     import vidlabel.store
 

@@ -586,7 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
-        p.set_defaults(func=func)
+        p.set_defaults(func=func, command_parser=p)  # the parser that names an argument it does not know
         return p
 
     p = add("create", _cmd_create, "Create an empty dataset folder.")
@@ -806,7 +806,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said with the command's usage (argparse's parse_args gives the top-level one)
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
