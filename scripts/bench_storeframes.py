@@ -25,7 +25,11 @@ measured in this run against its baseline, runs alternating; a row prints the me
    first). Each case also prints the most 2 workers could give on this machine (:func:`ceiling`): torch's
    own epoch and CPU plus the samples' work at the main process's cost. Goal >= 1x.
 
-Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3]
+4. CPU a 1280x720 chunk of a chunk's first read in a fresh process (half the chunks in a random order, 8
+   output frames taken in turn, checksums verified) for each way it can meet the file, against a warm read of
+   the same chunks: what a DataLoader worker, a fresh process every epoch, pays on every read.
+
+Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4]
 """
 
 from __future__ import annotations
@@ -145,6 +149,39 @@ def child_reads(store: str, export_from: str | None) -> float:
             data[i]
         rate = len(idx) / (time.perf_counter() - t)
     return rate
+
+
+def child_first_reads(store: str, mode: str) -> dict[str, float]:
+    """In a fresh process (as a DataLoader worker of a new epoch is): read half the chunks of the store's frames
+    file in a random order into 8 output frames taken in turn (already touched, as an adopted slab is), then the
+    same chunks again; CPU ms a chunk of each pass, checksums verified. ``mode`` is how a chunk's first read in
+    a process meets the file (``HDF5FramesReader``: "pread", the workers' way, "populate", "fault"), or
+    "pread_whole": one ``preadv`` of the whole chunk, then its CRC-32C (the workers' way before 2026-12-03)."""
+    import google_crc32c
+
+    from vidlabel.store._hdf5 import HDF5FramesReader
+
+    path = sorted(Path(store).glob("frames/*.h5"))[0]
+    reader = HDF5FramesReader(path, Path(store))
+    reader.verify_checksums = True
+    reader._first_touch = "pread" if mode == "pread_whole" else mode
+    chunks = np.random.default_rng(2).permutation(reader.n_chunks)[: reader.n_chunks // 2].tolist()
+    outs = np.zeros((8, reader.chunk_frames, *reader.shape[1:]), np.uint8)
+    out: dict[str, float] = {}
+    for name in ("first", "warm"):
+        c0 = time.process_time()
+        for k, c in enumerate(chunks):
+            buf = outs[k % 8]
+            if name == "first" and mode == "pread_whole":
+                assert reader._offsets is not None
+                os.preadv(reader._fd, [memoryview(buf.reshape(-1).data)], int(reader._offsets[c]))
+                reader.check_crc(c, google_crc32c.value(buf))
+                reader._touched[c] = 1
+            else:
+                reader.read_chunk(c, buf)
+        out[name] = (time.process_time() - c0) * 1000 / len(chunks)
+    reader.close()
+    return out
 
 
 def run_child(*args: str) -> Any:
@@ -298,6 +335,22 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
             print(f"  the most 2 workers can give here, from torch alone's epoch and the 0-worker CPU: {spread(caps)}")
 
 
+def row4(store720: Path, repeat: int) -> None:
+    """What a chunk's first read in a fresh process costs against a warm read (a DataLoader worker with
+    ``persistent_workers=False`` is a fresh process every epoch, so all its reads are first reads)."""
+    modes = ("pread", "pread_whole", "populate", "fault")
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+    for _ in range(repeat):
+        for m in modes:
+            page_cache(store720)
+            runs[m].append(run_child("firstreads", str(store720), m))
+    med = {m: statistics.median(r["first"] for r in runs[m]) for m in modes}
+    warm = statistics.median(r["warm"] for m in modes for r in runs[m] if m != "pread_whole")
+    print(f"| CPU ms a 1280x720 chunk, first read in a fresh process: pread {med['pread']:.2f} (a whole-chunk pread "
+          f"then its CRC, before 2026-12-03: {med['pread_whole']:.2f}), populate {med['populate']:.2f}, fault "
+          f"{med['fault']:.2f}; a warm read {warm:.2f} (4) | - | - |")  # fmt: skip
+
+
 def ceiling(zero: dict[str, Any], torch_alone: dict[str, Any]) -> float:
     """The best ratio 2 workers could reach on this machine, from two runs of this script: the 0-worker epoch
     takes ``T0`` seconds and ``C0`` seconds of CPU; torch's own 2-worker epoch over integers (fork, start,
@@ -320,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, store, *rest = argv[1:]
         if kind == "passes":
             print(json.dumps(child_passes(store, rest[0], int(rest[1]), rest[2] == "1")))
+        elif kind == "firstreads":
+            print(json.dumps(child_first_reads(store, rest[0])))
         elif kind == "loader":
             print(json.dumps(loader_rate(Path(store), int(rest[0]), int(rest[1]), rest[2] == "1", int(rest[3]))))
         else:
@@ -328,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vidlabel_bench")
-    ap.add_argument("--only", default="1,2,3")
+    ap.add_argument("--only", default="1,2,3,4")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
@@ -347,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     if "3" in only:
         mixed = store_for(args.workdir, "mixed", {"c480": c480, "c576": c576})
         row3(s720, mixed, args.repeat)
+    if "4" in only:
+        row4(s720, args.repeat)
     os.environ.pop("_", None)
     return 0
 
