@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -208,3 +209,15 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskClust
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def mem() -> Iterator[str]:
+    """A fresh ``memory://`` prefix (fsspec's in-process object store), removed afterwards."""
+    import fsspec
+
+    prefix = f"memory://vidlabel-test-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    fs = fsspec.filesystem("memory")
+    if fs.exists(prefix):
+        fs.rm(prefix, recursive=True)

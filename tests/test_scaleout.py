@@ -16,8 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -52,15 +50,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset, Path
     ds = make_dataset(root, videos=VIDEOS, n_frames=24)
     export(ds, root / "local", format="zarr", kinds=EVERY, progress=False)
     return root, ds, root / "local"
-
-
-@pytest.fixture
-def mem() -> Iterator[str]:
-    prefix = f"memory://vidlabel-scaleout-{uuid.uuid4().hex[:8]}"
-    yield prefix
-    fs = fsspec.filesystem("memory")
-    if fs.exists(prefix):
-        fs.rm(prefix, recursive=True)
 
 
 def file_url(path: Path) -> str:

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import fsspec
 import h5py
 import numpy as np
 import pytest
@@ -39,15 +37,6 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for fmt in ("hdf5", "zarr"):
         export(ds, root / fmt, format=fmt, frames="all", kinds=("box", "mask", "marker"), progress=False)
     return root
-
-
-@pytest.fixture
-def mem() -> Iterator[str]:
-    prefix = f"memory://vidlabel-edits-{uuid.uuid4().hex[:8]}"
-    yield prefix
-    fs = fsspec.filesystem("memory")
-    if fs.exists(prefix):
-        fs.rm(prefix, recursive=True)
 
 
 def copy_store(stores: Path, fmt: str, tmp_path: Path) -> Path:

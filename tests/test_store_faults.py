@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
@@ -36,15 +34,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
         export(ds, root / f"{fmt}-zstd4", format=fmt, frames="all", codec="zstd", chunk_frames=4, kinds=EVERY,
                progress=False)  # fmt: skip
     return root, ds
-
-
-@pytest.fixture
-def mem() -> Iterator[str]:
-    prefix = f"memory://vidlabel-faults-{uuid.uuid4().hex[:8]}"
-    yield prefix
-    fs = fsspec.filesystem("memory")
-    if fs.exists(prefix):
-        fs.rm(prefix, recursive=True)
 
 
 def copy_store(world: tuple[Path, Dataset], name: str, tmp_path: Path) -> Path:

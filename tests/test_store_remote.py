@@ -11,9 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +44,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
     export(ds, root / "zarr-all", format="zarr", frames="all", kinds=EVERY, progress=False)
     export(ds, root / "hdf5-none", format="hdf5", kinds=EVERY, progress=False)
     return root, ds
-
-
-@pytest.fixture
-def mem() -> Iterator[str]:
-    """A fresh ``memory://`` prefix, removed afterwards."""
-    prefix = f"memory://vidlabel-test-{uuid.uuid4().hex[:8]}"
-    yield prefix
-    fs = fsspec.filesystem("memory")
-    if fs.exists(prefix):
-        fs.rm(prefix, recursive=True)
 
 
 @pytest.fixture(autouse=True)
