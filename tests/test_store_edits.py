@@ -62,7 +62,7 @@ def edit(store: Path, video_id: str, name: str, change: Callable[[np.ndarray], n
 
 
 def drop_labels_key(store: Path, video_id: str) -> None:
-    """Delete the video's ``labels_key`` attribute, as in a store exported without one."""
+    """Delete the video's ``labels_key`` attribute, as an editor who wants the check off would."""
     with h5py.File(store / "videos" / f"{video_id}.h5", "r+") as f:
         del f.attrs["labels_key"]
 
@@ -238,8 +238,14 @@ def test_the_labels_key_covers_every_attribute_the_export_gives_a_video(stores: 
     assert verify_store(stores / fmt)["ok"]
 
 
-def test_a_video_without_a_labels_key_still_reads(stores: Path, tmp_path: Path) -> None:
+def test_a_video_whose_labels_key_was_deleted_is_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: deleting the key turned the check off, so a box moved after that read silently (found by a
+    # fresh-user pass); every export gives each video a labels_key, so a video without one was changed
     store = copy_store(stores, "hdf5", tmp_path)
     drop_labels_key(store, "a")
-    assert open_store(store).sample(positions(store, "a")[0])["video_id"] == "a"
-    assert verify_store(store)["ok"]
+    edit(store, "a", "regions/bbox_xyxy", lambda boxes: boxes + 5)
+    message = r"it has no labels_key attribute, which every export gives a video"
+    assert_refused(store, message)
+    assert_verify_names(store, message, capsys)

@@ -286,11 +286,12 @@ def export_problems(
 ) -> list[str]:
     """How a stored video differs from what its export recorded, one phrase each (empty: no difference seen).
 
-    Checked, where the video records them: its ``frame_number`` against its ``frames_key``
-    (:func:`frame_number_fits_key`), and its attributes and small arrays against its ``labels_key``
-    (:func:`labels_key`): a box moved, offsets shifted or a label changed in place keeps every invariant
-    :func:`array_problems` checks and is found here. ``vidlabel verify`` and a store's first read of a video's
-    arrays (:meth:`FrameStore.video_data`) both refuse a video with any.
+    Checked: its ``frame_number`` against its ``frames_key`` (:func:`frame_number_fits_key`), and its
+    attributes and small arrays against its ``labels_key`` (:func:`labels_key`): a box moved, offsets shifted or
+    a label changed in place keeps every invariant :func:`array_problems` checks and is found here. Every
+    export gives each video a ``labels_key``, so a video without one was changed too (deleting the key would
+    otherwise turn the check off). ``vidlabel verify`` and a store's first read of a video's arrays
+    (:meth:`FrameStore.video_data`) both refuse a video with any.
 
     Parameters
     ----------
@@ -312,7 +313,9 @@ def export_problems(
     problems = []
     if not frame_number_fits_key(attrs, arrays["frame_number"]):
         problems.append("frame_number differs from the frame numbers its frames key was made from")
-    if want is not None:
+    if want is None:
+        problems.append("it has no labels_key attribute, which every export gives a video")
+    else:
         problems.append("its arrays or attributes differ from those exported (labels_key)")
     return problems
 
