@@ -434,3 +434,5 @@ def test_an_index_row_past_a_videos_rows_is_refused_by_the_sample_list(
         _ = store.index
     with pytest.raises(FrameOutOfRangeError, match=message):
         _ = StoreFrames(store).index
+    with pytest.raises(FrameOutOfRangeError, match=message):  # before: numpy's IndexError (a fresh-user pass)
+        StoreFrames(store, frames="annotated")
