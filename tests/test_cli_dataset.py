@@ -266,6 +266,7 @@ def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pyt
     release_id = out.strip()
     assert re.fullmatch(r"r[0-9a-f]{12}", release_id)  # stdout holds only the id
     assert "new release" in err and "missing_video_file" in err
+    assert re.search(r": new release; 1 row \(1 box\); 1 warning; ", err), err  # counts of 1 say so
     code, out, _ = run(capsys, "build", dataset)
     assert code == 0 and out.strip() == release_id
     code, out, _ = run(capsys, "releases", dataset)

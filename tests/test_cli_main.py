@@ -74,7 +74,7 @@ def test_verify_counts_of_one_are_singular(monkeypatch, capsys):
     report = {"ok": True, "problems": [], "stores": ["s"], "videos": 1, "frames": 1, "chunks": 1, "bytes": 0}
     monkeypatch.setattr(vidlabel.store, "verify_store", lambda path, progress: report)
     assert cli.main(["verify", "s"]) == 0
-    assert capsys.readouterr().out == "ok: 1 store(s), 1 video, 1 frame, 1 chunk (0.0 MiB) checked\n"
+    assert capsys.readouterr().out == "ok: 1 store, 1 video, 1 frame, 1 chunk (0.0 MiB) checked\n"
     monkeypatch.setattr(vidlabel.store, "verify_store", lambda path, progress: {**report, "videos": 2, "chunks": 3})
     assert cli.main(["verify", "s"]) == 0
-    assert capsys.readouterr().out == "ok: 1 store(s), 2 videos, 1 frame, 3 chunks (0.0 MiB) checked\n"
+    assert capsys.readouterr().out == "ok: 1 store, 2 videos, 1 frame, 3 chunks (0.0 MiB) checked\n"

@@ -541,10 +541,10 @@ def test_cli_export_info_verify_cache(
     assert "2 videos" in text and "codec lz4" in text
     assert main(["info", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "release:" in text and "codec:     lz4" in text and "2 frame(s) per chunk" in text and "MiB" in text
+    assert "release:" in text and "codec:     lz4" in text and "2 frames per chunk" in text and "MiB" in text
     assert "classes:   3: obj, person, event" in text
     assert main(["verify", str(out)]) == 0
-    assert capsys.readouterr().out.startswith("ok: 1 store(s), 2 videos")
+    assert capsys.readouterr().out.startswith("ok: 1 store, 2 videos")
     assert main(["cache", str(ds.path), str(tmp_path / "c"), "--format", "jpeg", "--no-progress"]) == 0
     assert "codec jpeg:90" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "nothing")]) == 1

@@ -335,7 +335,9 @@ def test_resolve_video_path_with_roots(tmp_path: Path, clip: ClipTruth) -> None:
     with FrameReader.for_video(meta, roots=[tmp_path / "new_home"]) as reader:
         read_checked(clip, reader, 9)
     with pytest.raises(
-        VideoNotFoundError, match=r"file of video 'clip' not found; tried: /gone/old_home/cams/clip\.mp4"
+        VideoNotFoundError,
+        match=r"file of video 'clip' not found; tried: /gone/old_home/cams/clip\.mp4.* \(pass roots=\[\.\.\.\], --roots on "
+        r"the command line, to search folders\)",
     ):
         resolve_video_path(meta, roots=[tmp_path / "elsewhere"])
     with pytest.raises(VideoNotFoundError, match="has no recorded source path"):

@@ -190,7 +190,7 @@ def test_dask_export_into_s3_equals_the_local_export_and_verify_passes(
     assert bar.startswith("export train: 100%") and f"{total}/{total}" in bar  # fed from the task results
     assert_same_store(url, local, s3_bucket.storage_options)
     assert main(["verify", url]) == 0  # credentials and endpoint from the AWS_* variables
-    assert capsys.readouterr().out.startswith("ok: 1 store(s), 4 videos")
+    assert capsys.readouterr().out.startswith("ok: 1 store, 4 videos")
     # the StoreFrames of the bucket hand out the local store's samples
     remote, here = open_store(url, storage_options=s3_bucket.storage_options), open_store(local)
     for i in (0, len(here) // 2, len(here) - 1):

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from vidlabel._version import __version__
+from vidlabel._words import plural
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
-from vidlabel.export._report import plural
 
 __all__ = ["build_parser", "main"]
 
@@ -331,7 +331,9 @@ def _info_store(path: Any) -> int:
     print(f"  frames:    {frames} stored, {plural(info['samples'], 'sample')}")
     print(f"  classes:   {len(info['class_names'])}: {', '.join(info['class_names'])}")
     print(f"  codec:     {exp.get('codec')}")
-    print(f"  chunking:  {exp.get('chunk_frames')} frame(s) per chunk")
+    chunk_frames = exp.get("chunk_frames")
+    per_chunk = plural(chunk_frames, "frame") if isinstance(chunk_frames, int) else f"{chunk_frames} frames"
+    print(f"  chunking:  {per_chunk} per chunk")
     print(
         f"  selection: frames={exp.get('frames')} kinds={exp.get('kinds')} stride={exp.get('stride')} "
         f"view={exp.get('view_id')} output_size={exp.get('output_size')}"
@@ -531,9 +533,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     report = verify_store(args.out, progress=sys.stderr.isatty())
     for problem in report["problems"]:
         print(f"problem: {problem}")
-    status = "ok" if report["ok"] else f"{len(report['problems'])} problem(s)"
+    status = "ok" if report["ok"] else plural(len(report["problems"]), "problem")
     print(
-        f"{status}: {len(report['stores'])} store(s), {plural(report['videos'], 'video')}, "
+        f"{status}: {plural(len(report['stores']), 'store')}, {plural(report['videos'], 'video')}, "
         f"{plural(report['frames'], 'frame')}, {plural(report['chunks'], 'chunk')} "
         f"({report['bytes'] / 2**20:.1f} MiB) checked"
     )

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vidlabel._words import plural
 from vidlabel.errors import ReleaseCorruptError, ReleaseNotFoundError, SchemaVersionError
 from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View
 
@@ -139,10 +140,10 @@ class BuildReport:
 
     def __str__(self) -> str:
         state = "new release" if self.new else "unchanged content, existing release"
-        kinds = ", ".join(f"{v} {k}" for k, v in self.counts.items() if v)
+        kinds = ", ".join(plural(v, k) for k, v in self.counts.items() if v)
         return (
-            f"{self.release_id}: {state}; {self.rows} rows ({kinds or 'none'}); "
-            f"{len(self.warnings)} warnings; {self.seconds:.2f} s"
+            f"{self.release_id}: {state}; {plural(self.rows, 'row')} ({kinds or 'none'}); "
+            f"{plural(len(self.warnings), 'warning')}; {self.seconds:.2f} s"
         )
 
 

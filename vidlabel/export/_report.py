@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vidlabel._words import plural
 from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
@@ -133,13 +134,6 @@ class ExportReport:
             n = self.markers_without_stored_frames
             lines.append(f"{plural(n, 'marker')} {'has' if n == 1 else 'have'} no stored frame (kept as segments)")
         return "\n".join(lines)
-
-
-def plural(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1: ``"1 marker"``, ``"3 markers"``, ``"2 boxes"``."""
-    if n == 1:
-        return f"{n} {noun}"
-    return f"{n} {noun}es" if noun.endswith(("x", "s")) else f"{n} {noun}s"
 
 
 def lost_reasons(not_stored: dict[str, Any], other: str = "stride / frames / kinds") -> str:

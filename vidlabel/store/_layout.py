@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import plural
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -173,11 +175,6 @@ def array_problems(
     return problems
 
 
-def _count(n: int, word: str) -> str:
-    """``n`` and ``word``, plural unless ``n`` is 1 ("1 segment", "2 segments")."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _label_problems(name: str, labels: np.ndarray, n_classes: int) -> list[str]:
     """A phrase when a ``label_index`` array holds a value outside the vocabulary, [0, ``n_classes``)."""
     bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
@@ -185,8 +182,8 @@ def _label_problems(name: str, labels: np.ndarray, n_classes: int) -> list[str]:
         return []
     i = int(bad[0])
     return [
-        f"{name} has {_count(bad.size, 'value')} outside [0, {n_classes}) (the store has "
-        f"{_count(n_classes, 'class name')}), the first {int(labels.flat[i])} at entry {i}"
+        f"{name} has {plural(bad.size, 'value')} outside [0, {n_classes}) (the store has "
+        f"{plural(n_classes, 'class name')}), the first {int(labels.flat[i])} at entry {i}"
     ]
 
 
@@ -199,7 +196,7 @@ def _segment_problems(segments: dict[str, np.ndarray], t: int | None) -> list[st
     if bad.size:
         i = int(bad[0])
         problems.append(
-            f"segments/start_frame is after segments/end_frame in {_count(bad.size, 'segment')}, the first "
+            f"segments/start_frame is after segments/end_frame in {plural(bad.size, 'segment')}, the first "
             f"(entry {i}) frames {int(start[i])}..{int(end[i])}"
         )
     first, last = segments["start_index"], segments["end_index"]
@@ -211,7 +208,7 @@ def _segment_problems(segments: dict[str, np.ndarray], t: int | None) -> list[st
         rows = "the stored rows" if t is None else f"[0, {t})"
         problems.append(
             f"segments/start_index..end_index is neither a range of rows in {rows} nor -1..-1 (none) in "
-            f"{_count(bad.size, 'segment')}, the first (entry {i}) rows {int(first[i])}..{int(last[i])}"
+            f"{plural(bad.size, 'segment')}, the first (entry {i}) rows {int(first[i])}..{int(last[i])}"
         )
     return problems
 

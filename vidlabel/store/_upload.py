@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from vidlabel._words import plural
 from vidlabel.errors import OptionError, StoreError, StoreIncompleteError
 from vidlabel.store._framestore import _check_root, backend_for, find_stores
 from vidlabel.store._fs import StoreLock
@@ -68,7 +69,7 @@ class UploadReport:
     def summary(self) -> str:
         """One line for the command line."""
         return (
-            f"uploaded {len(self.stores)} store(s) to {self.url}: {self.uploaded} of {self.objects} objects put "
+            f"uploaded {plural(len(self.stores), 'store')} to {self.url}: {self.uploaded} of {self.objects} objects put "
             f"({self.bytes_uploaded / 2**20:.1f} MiB), {self.skipped} already there"
         )
 

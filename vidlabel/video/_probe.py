@@ -651,7 +651,7 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     if not recorded:
         raise VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
     raise VideoNotFoundError(
-        f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} (pass roots=[...] to search folders)",
+        f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} (pass roots=[...], --roots on the command line, to search folders)",
         video_id=meta.video_id,
         path=str(recorded[0]),
     )
