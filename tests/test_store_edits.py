@@ -5,6 +5,7 @@ StoreCorruptError naming the video and the store, and ``vidlabel verify`` lists 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from vidlabel import export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import StoreCorruptError
 from vidlabel.store import upload, verify_store
-from vidlabel.store._layout import LABELS_KEY_ATTRS
+from vidlabel.store._layout import LABELS_KEY_ATTRS, labels_key
 from vidlabel.torch_data import StoreFrames
 
 N_FRAMES = 16  # video a: 16 stored rows (frames="all"), 14 regions, one marker (frames 10..15)
@@ -27,7 +28,7 @@ CHANGED = (
     r"the store was changed after export; restore it, or export again into an empty folder "
     r"\(`vidlabel verify` lists the damage\)"
 )
-LABELS_KEY = r"its arrays or attributes differ from those exported \(labels_key\)"
+LABELS_KEY = r"its arrays, attributes or the store's class names differ from those exported \(labels_key\)"
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +250,52 @@ def test_a_video_whose_labels_key_was_deleted_is_refused(
     message = r"it has no labels_key attribute, which every export gives a video"
     assert_refused(store, message)
     assert_verify_names(store, message, capsys)
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_class_names_renamed_in_the_root_are_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: swapping two class names in the store's root relabelled every region of every video, and every
+    # read and verify said nothing (found by a fresh-user pass); the labels key now covers the class names
+    store = copy_store(stores, fmt, tmp_path)
+    swapped = [LABELS[1], LABELS[0], *LABELS[2:]]
+    if fmt == "hdf5":
+        with h5py.File(store / "store.h5", "r+") as f:
+            assert json.loads(f.attrs["class_names"]) == list(LABELS)
+            f.attrs["class_names"] = json.dumps(swapped)
+    else:
+        meta_path = store / "zarr.json"
+        meta = json.loads(meta_path.read_text())
+        assert meta["attributes"]["class_names"] == list(LABELS)
+        meta["attributes"]["class_names"] = swapped
+        meta_path.write_text(json.dumps(meta))
+    assert open_store(store).class_names == swapped
+    for video_id in ("a", "b"):
+        where = rf"video '{video_id}' of store '{re.escape(str(store))}': (.*; )?"
+        with pytest.raises(StoreCorruptError, match=where + LABELS_KEY + r".*" + CHANGED):
+            open_store(store).sample(positions(store, video_id)[0])
+        with pytest.raises(StoreCorruptError, match=where + LABELS_KEY):
+            StoreFrames(store)[positions(store, video_id)[0]]
+    assert main(["verify", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert all(re.search(rf"^problem: .*: video '{v}': {LABELS_KEY}$", out, re.M) for v in ("a", "b")), out
+
+
+def test_a_video_keyed_as_before_the_class_names_were_covered_still_reads(stores: Path, tmp_path: Path) -> None:
+    # stores exported before 2026-12-03 have keys made without the class names: they read as before, and an
+    # edit of their arrays is still refused
+    store = copy_store(stores, "hdf5", tmp_path)
+    fs = open_store(store)
+    data = fs.video_data("a")
+    arrays = {"frame_number": data.frame_number, "timestamp_us": data.timestamp_us, "is_annotated": data.is_annotated}
+    arrays.update({f"regions/{k}": v for k, v in data.regions.items()})
+    arrays.update({f"segments/{k}": v for k, v in data.segments.items()})
+    old_key = labels_key(data.attrs, arrays)
+    assert old_key != data.attrs["labels_key"] == labels_key(data.attrs, arrays, LABELS)
+    with h5py.File(store / "videos" / "a.h5", "r+") as f:
+        f.attrs["labels_key"] = json.dumps(old_key)
+    sample = open_store(store).sample(positions(store, "a")[0])
+    assert sample["video_id"] == "a" and verify_store(store)["ok"]
+    edit(store, "a", "regions/bbox_xyxy", lambda boxes: boxes + 5)
+    assert_refused(store, LABELS_KEY)

@@ -295,7 +295,7 @@ def test_an_edited_frame_number_is_refused_not_read_as_other_frames(
     data = StoreFrames(store_dir)
     with pytest.raises(
         StoreCorruptError,
-        match=r"video 'a' of store .*: frame_number differs from the frame numbers its frames key was made from; its arrays or attributes differ from those exported \(labels_key\): the store was changed after export",
+        match=r"video 'a' of store .*: frame_number differs from the frame numbers its frames key was made from; its arrays, attributes or the store's class names differ from those exported \(labels_key\): the store was changed after export",
     ):
         data[0]
     report = verify_store(store_dir)

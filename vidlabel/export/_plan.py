@@ -179,7 +179,7 @@ def _plan_video(
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
         "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
-    attrs["labels_key"] = labels_key(attrs, arrays)  # what a reader checks the video against
+    attrs["labels_key"] = labels_key(attrs, arrays, plan.class_names)  # what a reader checks the video against
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)
 
 

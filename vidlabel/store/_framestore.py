@@ -578,7 +578,7 @@ class FrameStore:
                 None if frames_only else segments,
                 n_classes=len(self.class_names),
             )
-            problems += export_problems(attrs, arrays, regions, segments)
+            problems += export_problems(attrs, arrays, regions, segments, self.class_names)
             if problems:
                 raise StoreCorruptError(
                     f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "

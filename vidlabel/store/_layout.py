@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -263,16 +264,21 @@ LABELS_KEY_ATTRS = (
 )  # fmt: skip
 
 
-def labels_key(attrs: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
-    """The key of a stored video's labels: its :data:`LABELS_KEY_ATTRS` attributes (those it has) and every
-    one of its small arrays (``arrays`` by their names in the group, ``regions/...`` and ``segments/...``).
+def labels_key(attrs: dict[str, Any], arrays: dict[str, np.ndarray], class_names: Sequence[str] | None = None) -> str:
+    """The key of a stored video's labels: its :data:`LABELS_KEY_ATTRS` attributes (those it has), the store's
+    class names (what its ``label_index`` values name) and every one of its small arrays (``arrays`` by their
+    names in the group, ``regions/...`` and ``segments/...``).
 
     An export records it as the attribute ``labels_key``; a store's first read of a video and ``vidlabel
     verify`` recompute it from what they read (:func:`export_problems`). Attributes are JSON in both backends,
-    so those read back give the digest the plan's values gave.
+    so those read back give the digest the plan's values gave. ``class_names`` None gives the key of stores
+    exported before 2026-12-03, which did not cover the class names (a store's root holds them: renaming them
+    there relabelled every region without a word).
     """
     covered = {k: attrs[k] for k in LABELS_KEY_ATTRS if k in attrs}
-    return digest("labels", covered, *[arrays[k] for k in sorted(arrays)])
+    if class_names is None:
+        return digest("labels", covered, *[arrays[k] for k in sorted(arrays)])
+    return digest("labels", covered, {"class_names": list(class_names)}, *[arrays[k] for k in sorted(arrays)])
 
 
 def export_problems(
@@ -280,15 +286,17 @@ def export_problems(
     arrays: dict[str, np.ndarray],
     regions: dict[str, np.ndarray] | None,
     segments: dict[str, np.ndarray] | None,
+    class_names: Sequence[str],
 ) -> list[str]:
     """How a stored video differs from what its export recorded, one phrase each (empty: no difference seen).
 
     Checked: its ``frame_number`` against its ``frames_key`` (:func:`frame_number_fits_key`), and its
     attributes and small arrays against its ``labels_key`` (:func:`labels_key`): a box moved, offsets shifted or
-    a label changed in place keeps every invariant :func:`array_problems` checks and is found here. Every
-    export gives each video a ``labels_key``, so a video without one was changed too (deleting the key would
-    otherwise turn the check off). ``vidlabel verify`` and a store's first read of a video's arrays
-    (:meth:`FrameStore.video_data`) both refuse a video with any.
+    a label changed in place keeps every invariant :func:`array_problems` checks and is found here, and so are
+    the store's class names renamed or reordered. Every export gives each video a ``labels_key``, so a video
+    without one was changed too (deleting the key would otherwise turn the check off). A key made the way of
+    stores exported before 2026-12-03 (without the class names) is accepted too. ``vidlabel verify`` and a
+    store's first read of a video's arrays (:meth:`FrameStore.video_data`) both refuse a video with any.
 
     Parameters
     ----------
@@ -296,6 +304,8 @@ def export_problems(
         The video group's attributes, as read.
     arrays, regions, segments : dict of str to ndarray
         As for :func:`array_problems` (``regions`` and ``segments`` None or empty for a frames-only store).
+    class_names : sequence of str
+        The store's class names (its root's ``class_names``).
 
     Returns
     -------
@@ -305,7 +315,7 @@ def export_problems(
     if want is not None:
         stored = {**arrays, **{f"regions/{k}": v for k, v in (regions or {}).items()}}
         stored.update({f"segments/{k}": v for k, v in (segments or {}).items()})
-        if labels_key(attrs, stored) == want:
+        if want in (labels_key(attrs, stored, class_names), labels_key(attrs, stored)):
             return []  # as exported: its frame_number too, from which its frames key was made
     problems = []
     if not frame_number_fits_key(attrs, arrays["frame_number"]):
@@ -313,7 +323,7 @@ def export_problems(
     if want is None:
         problems.append("it has no labels_key attribute, which every export gives a video")
     else:
-        problems.append("its arrays or attributes differ from those exported (labels_key)")
+        problems.append("its arrays, attributes or the store's class names differ from those exported (labels_key)")
     return problems
 
 

@@ -100,7 +100,7 @@ def _verify_one(
         if vid not in on_disk:
             continue
         try:
-            t = _verify_video(backend, vid, frames_only, len(attrs.get("class_names", [])), report, bar)
+            t = _verify_video(backend, vid, frames_only, list(attrs.get("class_names", [])), report, bar)
         except (VidlabelError, OSError, KeyError, ValueError) as err:
             problems.append(f"{where}: video {vid!r}: cannot be read: {err}")
             continue
@@ -122,7 +122,9 @@ def _verify_one(
         problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
 
 
-def _verify_video(backend: Any, vid: str, frames_only: bool, n_classes: int, report: dict[str, Any], bar: Any) -> int:
+def _verify_video(
+    backend: Any, vid: str, frames_only: bool, class_names: list[str], report: dict[str, Any], bar: Any
+) -> int:
     problems: list[str] = report["problems"]
     where = f"{backend.folder}: video {vid!r}"
     video = backend.open_video(vid)
@@ -135,8 +137,8 @@ def _verify_video(backend: Any, vid: str, frames_only: bool, n_classes: int, rep
         if not frames_only:
             regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
             segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
-        found = array_problems(arrays, regions, segments, n_classes=n_classes)
-        found += export_problems(video.attrs, arrays, regions, segments)
+        found = array_problems(arrays, regions, segments, n_classes=len(class_names))
+        found += export_problems(video.attrs, arrays, regions, segments, class_names)
         problems.extend(f"{where}: {problem}" for problem in found)
         frames = video.frames()
         if frames.shape[0] != t:
