@@ -299,3 +299,17 @@ def test_a_video_keyed_as_before_the_class_names_were_covered_still_reads(stores
     assert sample["video_id"] == "a" and verify_store(store)["ok"]
     edit(store, "a", "regions/bbox_xyxy", lambda boxes: boxes + 5)
     assert_refused(store, LABELS_KEY)
+
+
+def test_a_width_that_is_not_a_number_is_named_by_verify(stores: Path, tmp_path: Path) -> None:
+    # before: verify said "cannot be read: invalid literal for int() with base 10: 'abc'" and left the video's
+    # frames and chunks out of its count (found by a fresh-user pass)
+    store = copy_store(stores, "hdf5", tmp_path)
+    with h5py.File(store / "videos" / "a.h5", "r+") as f:
+        f.attrs["width"] = json.dumps("abc")
+    report = verify_store(store)
+    problems = [p for p in report["problems"] if "video 'a'" in p]
+    assert any(re.search(LABELS_KEY, p) for p in problems), problems
+    assert any(re.search(r"video 'a': its width and height attributes are 'abc' and \d+, not whole numbers$", p)
+               for p in problems), problems  # fmt: skip
+    assert not any("cannot be read" in p for p in problems) and report["videos"] == 2, report

@@ -146,9 +146,11 @@ def _verify_video(
         want_key = video.attrs.get("frames_key")
         if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
             problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
-        size = (int(video.attrs.get("height", -1)), int(video.attrs.get("width", -1)))
-        if size != (-1, -1) and tuple(frames.shape[1:3]) != size:
-            problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {size[1]}x{size[0]}")
+        height, width = video.attrs.get("height", -1), video.attrs.get("width", -1)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (height, width)):
+            problems.append(f"{where}: its width and height attributes are {width!r} and {height!r}, not whole numbers")
+        elif (height, width) != (-1, -1) and tuple(frames.shape[1:3]) != (height, width):
+            problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {width}x{height}")
         checks = video.array("frames_crc32c")
         if checks.shape != (frames.n_chunks,):
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
