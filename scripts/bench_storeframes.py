@@ -26,8 +26,12 @@ measured in this run against its baseline, runs alternating; a row prints the me
    own epoch and CPU plus the samples' work at the main process's cost. Goal >= 1x.
 
 4. CPU a 1280x720 chunk of a chunk's first read in a fresh process (half the chunks in a random order, 8
-   output frames taken in turn, checksums verified) for each way it can meet the file, against a warm read of
-   the same chunks: what a DataLoader worker, a fresh process every epoch, pays on every read.
+   output frames taken in turn, checksums verified), one chunk at a time, for each way it can meet the file:
+   "pread" (the DataLoader workers' way, ``_hdf5.WORKER_FIRST_TOUCH``: read and checksummed block by block),
+   "pread_whole" (one ``preadv`` of the whole chunk, then its CRC: the workers' way before 2026-12-03),
+   "populate" and "fault" (as in row 1; "readahead" is left out, as it maps a batch's later chunks on a
+   background thread and one chunk at a time gives it nothing to do), against a warm read of the same chunks
+   (the second pass, from the map): what a DataLoader worker, a fresh process every epoch, pays on every read.
 
 Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4]
 """
