@@ -639,9 +639,10 @@ class HDF5FramesReader(FramesReader):
     def _pread_chunk(self, offset: int, out: np.ndarray, crc: bool) -> int | Literal[False] | None:
         """Copy the chunk at byte ``offset`` into the flat ``out`` with ``os.preadv``, :data:`_COPY_BLOCK` bytes
         at a time, each block checksummed right after it is read while it is in the core's cache (a pass over
-        the whole chunk after the read took it back from memory: 0.74-0.83 against 0.62-0.71 ms of a forked
-        process's CPU a 1280x720 chunk, ad hoc on issue 15's Xeon VM). Returns the CRC-32C (with ``crc``, else
-        None), or False where the file ended first (the caller copies from the map, which checks the size)."""
+        the whole chunk after the read took it back from memory: ``scripts/bench_storeframes.py`` row 4, three
+        runs on issue 15's Xeon VM, 0.59-0.70 ms of a fresh process's CPU a 1280x720 chunk against 0.64-0.69).
+        Returns the CRC-32C (with ``crc``, else None), or False where the file ended first (the caller copies
+        from the map, which checks the size)."""
         view, value = memoryview(out.data), 0
         for start in range(0, self._chunk_bytes, _COPY_BLOCK):
             end, done = min(start + _COPY_BLOCK, self._chunk_bytes), start
