@@ -470,8 +470,9 @@ def test_verify_finds_a_corrupt_chunk(world: tuple[Path, Dataset], tmp_path: Pat
     data[100] ^= 0xFF
     chunk.write_bytes(bytes(data))
     report = verify_store(out)
-    assert not report["ok"] and any(
-        "video 'cam': chunk 2 (rows 2..2) fails its CRC-32C" in p for p in report["problems"]
+    frames = str(out / "videos" / "cam" / "frames")
+    assert not report["ok"] and any(  # the frames array it lies in named too (a fresh-user pass asked)
+        f"video 'cam': chunk 2 (rows 2..2) of {frames!r} fails its CRC-32C" in p for p in report["problems"]
     )
 
 

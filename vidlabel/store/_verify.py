@@ -164,7 +164,7 @@ def _verify_video(
 
             for c in _failing_chunks(frames, checks, on_chunk):
                 rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
-                problems.append(f"{where}: chunk {c} ({rows}) fails its CRC-32C checksum")
+                problems.append(f"{where}: chunk {c} ({rows}) of {_frames_file(frames)} fails its CRC-32C checksum")
         frames.close()
         report["videos"] += 1
         report["frames"] += t
@@ -190,6 +190,12 @@ def _failing_chunks(
         if google_crc32c.value(data) != int(checks[c]):
             failing.append(c)
     return failing
+
+
+def _frames_file(frames: Any) -> str:
+    """The frames file (HDF5), array folder (Zarr) or URL a reader reads, quoted, for a problem line."""
+    path = getattr(frames, "path", None)
+    return repr(str(path)) if path is not None else "its frames"
 
 
 def damaged_unit_chunks(backend: Backend, key: str) -> list[int] | None:
