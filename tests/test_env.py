@@ -45,3 +45,23 @@ def test_anything_else_warns_once_and_gives_the_default(monkeypatch: pytest.Monk
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "O")
     with pytest.warns(RuntimeWarning, match=r"VIDLABEL_SHM_POOL='O' is not an on/off value .*: the switch is on"):
         assert env_switch("VIDLABEL_SHM_POOL", True) is True
+
+
+def test_the_warning_is_a_vidlabel_warning_the_command_line_prints_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: a RuntimeWarning, which the command line printed as Python does, with file and line
+    from vidlabel.cli import _show_warning
+    from vidlabel.errors import SwitchValueWarning, VidlabelWarning
+
+    monkeypatch.setattr(_env, "_WARNED", set())
+    monkeypatch.setenv("VIDLABEL_SHM_POOL", "maybe")
+    with pytest.warns(SwitchValueWarning) as got:
+        env_switch("VIDLABEL_SHM_POOL", True)
+    w = got[0]
+    assert issubclass(w.category, VidlabelWarning) and issubclass(w.category, RuntimeWarning)
+    _show_warning(w.message, w.category, w.filename, w.lineno)
+    assert capsys.readouterr().err == (
+        "vidlabel: warning: VIDLABEL_SHM_POOL='maybe' is not an on/off value (1, true, yes, on / 0, false, no, off): "
+        "the switch is on\n"
+    )

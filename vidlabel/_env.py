@@ -7,6 +7,8 @@ import os
 import warnings
 from typing import overload
 
+from vidlabel.errors import SwitchValueWarning
+
 __all__ = ["env_switch"]
 
 _ON = ("1", "true", "yes", "on")
@@ -21,7 +23,7 @@ def env_switch(name: str, default: None) -> bool | None: ...
 def env_switch(name: str, default: bool | None) -> bool | None:
     """The switch ``name`` from the environment: True for "1", "true", "yes" or "on", False for "0", "false",
     "no" or "off" (any case, spaces ignored); ``default`` when it is unset, empty or anything else (anything else
-    also warns, a RuntimeWarning, once per value).
+    also warns, a :class:`~vidlabel.errors.SwitchValueWarning` (a ``RuntimeWarning`` too), once per value).
 
     Read at each use, not at import, so a DataLoader worker (fork or spawn) and a test see the value set then.
     """
@@ -36,7 +38,7 @@ def env_switch(name: str, default: bool | None) -> bool | None:
         used = "decided by vidlabel" if default is None else ("on" if default else "off")
         warnings.warn(
             f"{name}={raw!r} is not an on/off value (1, true, yes, on / 0, false, no, off): the switch is {used}",
-            RuntimeWarning,
+            SwitchValueWarning,
             stacklevel=2,
         )
     return default

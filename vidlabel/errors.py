@@ -34,6 +34,7 @@ __all__ = [
     "StoreError",
     "StoreIncompleteError",
     "StoreLockedError",
+    "SwitchValueWarning",
     "UnknownVideoError",
     "VidlabelError",
     "VideoChangedError",
@@ -224,6 +225,13 @@ class OptionError(VidlabelError, ValueError):
 
 class VidlabelWarning(UserWarning):
     """Warned when vidlabel recovers from a problem on its own (an index for another file, a disagreeing index, an untrusted frame)."""
+
+
+class SwitchValueWarning(VidlabelWarning, RuntimeWarning):
+    """Warned (once per value) when a ``VIDLABEL_*`` environment switch holds neither an on value (``1``,
+    ``true``, ``yes``, ``on``) nor an off value (``0``, ``false``, ``no``, ``off``): the switch keeps its
+    default. A ``RuntimeWarning`` too, as it was before it had its own class; the command line prints it as
+    ``vidlabel: warning: ...`` like vidlabel's other warnings."""
 
 
 def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, video_id: str) -> str:
