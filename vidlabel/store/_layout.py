@@ -189,8 +189,8 @@ def _label_problems(name: str, labels: np.ndarray, n_classes: int) -> list[str]:
 
 
 def _segment_problems(segments: dict[str, np.ndarray], t: int | None) -> list[str]:
-    """Each segment's label, and its start no later than its end in frames and in stored rows (where it has
-    any: both -1 when none, else in [0, T))."""
+    """Each segment's start no later than its end, in frames and in stored rows (where it has any: both -1 when
+    none, else in [0, T))."""
     problems: list[str] = []
     start, end = segments["start_frame"], segments["end_frame"]
     bad = np.flatnonzero(start > end)
@@ -315,8 +315,8 @@ def export_problems(
     if want is not None:
         stored = {**arrays, **{f"regions/{k}": v for k, v in (regions or {}).items()}}
         stored.update({f"segments/{k}": v for k, v in (segments or {}).items()})
-        if want in (labels_key(attrs, stored, class_names), labels_key(attrs, stored)):
-            return []  # as exported: its frame_number too, from which its frames key was made
+        if want == labels_key(attrs, stored, class_names) or want == labels_key(attrs, stored):
+            return []  # as exported (the second key only for stores exported before 2026-12-03): frame_number too
     problems = []
     if not frame_number_fits_key(attrs, arrays["frame_number"]):
         problems.append("frame_number differs from the frame numbers its frames key was made from")
