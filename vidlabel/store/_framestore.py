@@ -32,8 +32,7 @@ from vidlabel.store._layout import (
     REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
-    array_problems,
-    export_problems,
+    video_problems,
 )
 from vidlabel.store._position import sample_position
 from vidlabel.store._remote import find_url_stores, is_url
@@ -572,13 +571,9 @@ class FrameStore:
                     opener = None
             finally:
                 reader.close()
-            problems = array_problems(
-                arrays,
-                None if frames_only else regions,
-                None if frames_only else segments,
-                n_classes=len(self.class_names),
+            problems = video_problems(
+                attrs, arrays, None if frames_only else regions, None if frames_only else segments, self.class_names
             )
-            problems += export_problems(attrs, arrays, regions, segments, self.class_names)
             if problems:
                 raise StoreCorruptError(
                     f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "
@@ -823,7 +818,7 @@ class FrameStore:
 
 
 def reader_path(reader: FramesReader) -> Any:
-    """Identity of a frames reader for cache keys."""
+    """Identity of a frames reader for cache keys and messages (its path, file or URL)."""
     return getattr(reader, "path", id(reader))
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "frames_key",
     "labels_key",
     "pixel_key",
+    "video_problems",
 ]
 
 #: Value of the root attribute ``format``.
@@ -325,6 +326,31 @@ def export_problems(
     else:
         problems.append("its arrays, attributes or the store's class names differ from those exported (labels_key)")
     return problems
+
+
+def video_problems(
+    attrs: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+    regions: dict[str, np.ndarray] | None,
+    segments: dict[str, np.ndarray] | None,
+    class_names: Sequence[str],
+) -> list[str]:
+    """Every problem of a stored video's small arrays and attributes, one phrase each (empty: none): what
+    :func:`array_problems` and :func:`export_problems` find, in that order. The one check that ``vidlabel
+    verify`` and a store's first read of a video (:meth:`FrameStore.video_data`) both make.
+
+    Parameters
+    ----------
+    attrs, arrays, regions, segments, class_names
+        As for :func:`export_problems` (``regions`` and ``segments`` None for a frames-only store).
+
+    Returns
+    -------
+    list of str
+    """
+    return array_problems(arrays, regions, segments, n_classes=len(class_names)) + export_problems(
+        attrs, arrays, regions, segments, class_names
+    )
 
 
 def frame_number_fits_key(attrs: dict[str, Any], frame_number: np.ndarray) -> bool:

@@ -11,15 +11,14 @@ import numpy as np
 
 from vidlabel.errors import StoreError, VidlabelError
 from vidlabel.store._backend import Backend, FramesReader
-from vidlabel.store._framestore import backend_for, find_stores
+from vidlabel.store._framestore import backend_for, find_stores, reader_path
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
     REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
-    array_problems,
-    export_problems,
+    video_problems,
 )
 from vidlabel.store._position import positions_by_code
 
@@ -137,9 +136,9 @@ def _verify_video(
         if not frames_only:
             regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
             segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
-        found = array_problems(arrays, regions, segments, n_classes=len(class_names))
-        found += export_problems(video.attrs, arrays, regions, segments, class_names)
-        problems.extend(f"{where}: {problem}" for problem in found)
+        problems.extend(
+            f"{where}: {problem}" for problem in video_problems(video.attrs, arrays, regions, segments, class_names)
+        )
         frames = video.frames()
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
@@ -164,7 +163,9 @@ def _verify_video(
 
             for c in _failing_chunks(frames, checks, on_chunk):
                 rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
-                problems.append(f"{where}: chunk {c} ({rows}) of {_frames_file(frames)} fails its CRC-32C checksum")
+                problems.append(
+                    f"{where}: chunk {c} ({rows}) of {str(reader_path(frames))!r} fails its CRC-32C checksum"
+                )
         frames.close()
         report["videos"] += 1
         report["frames"] += t
@@ -190,12 +191,6 @@ def _failing_chunks(
         if google_crc32c.value(data) != int(checks[c]):
             failing.append(c)
     return failing
-
-
-def _frames_file(frames: Any) -> str:
-    """The frames file (HDF5), array folder (Zarr) or URL a reader reads, quoted, for a problem line."""
-    path = getattr(frames, "path", None)
-    return repr(str(path)) if path is not None else "its frames"
 
 
 def damaged_unit_chunks(backend: Backend, key: str) -> list[int] | None:
