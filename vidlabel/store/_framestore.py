@@ -378,6 +378,14 @@ class FrameStore:
         """The global sample list: (video_id, frame_number) of every stored row, in store order."""
         return self._index_at(None)
 
+    def _index_row_error(self, sample: int, row: int, video_id: str, t: int) -> FrameOutOfRangeError:
+        """The error for an ``/index`` entry (sample ``sample``) naming row ``row`` of a video of ``t`` rows."""
+        return FrameOutOfRangeError(
+            f"/index of store {str(self.path)!r}: sample {sample} names row {row} of video {video_id!r}, out of "
+            f"range [0, {t})",
+            video_id=video_id,
+        )
+
     def _index_at(self, positions: np.ndarray | None) -> list[tuple[str, int]]:
         """(video_id, frame_number) of the samples at ``positions`` (int array; None: every sample), in order.
 
@@ -398,12 +406,8 @@ class FrameStore:
         bad = np.flatnonzero((rows < 0) | (rows >= sizes[inverse]))
         if bad.size:
             k = int(bad[0])
-            raise FrameOutOfRangeError(
-                f"/index of store {str(self.path)!r}: sample {k if positions is None else int(positions[k])} names "
-                f"row {int(rows[k])} of video {self._video_ids[int(codes[k])]!r}, out of range "
-                f"[0, {int(sizes[inverse[k]])})",
-                video_id=self._video_ids[int(codes[k])],
-            )
+            sample = k if positions is None else int(positions[k])
+            raise self._index_row_error(sample, int(rows[k]), self._video_ids[int(codes[k])], int(sizes[inverse[k]]))
         starts = np.cumsum(sizes) - sizes
         flat = np.concatenate(numbers).astype(np.int64) if numbers else np.zeros(0, np.int64)
         frames = flat[starts[inverse] + rows]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, OptionError
+from vidlabel.errors import OptionError
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
 from vidlabel.store._position import positions_by_code, sample_position
@@ -142,11 +142,7 @@ class StoreSamples:
             bad = np.flatnonzero((rows[sel, 1] < 0) | (rows[sel, 1] >= t))
             if bad.size:  # a damaged /index: said as FrameStore.index says it, not numpy's IndexError below
                 k = int(sel[int(bad[0])])
-                raise FrameOutOfRangeError(
-                    f"/index of store {str(self.store.path)!r}: sample {k} names row {int(rows[k, 1])} of video "
-                    f"{video_id!r}, out of range [0, {t})",
-                    video_id=video_id,
-                )
+                raise self.store._index_row_error(k, int(rows[k, 1]), video_id, t)
             annotated = np.zeros(t, bool)
             if data.regions:
                 keep = self._keep_regions(data)
