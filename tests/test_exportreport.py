@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from vidlabel.export._report import ExportReport, plural
+from vidlabel._words import plural
+from vidlabel.export._report import ExportReport
 
 
 def report(box: int, mask: int, untrusted: int, ids: list[int]) -> ExportReport:

@@ -11,15 +11,7 @@ from vidlabel._words import plural
 from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = [
-    "ExportReport",
-    "changed_failure",
-    "decode_failure",
-    "lost_reasons",
-    "plural",
-    "report_damaged",
-    "report_plan",
-]
+__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_damaged", "report_plan"]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
