@@ -313,3 +313,60 @@ def test_a_width_that_is_not_a_number_is_named_by_verify(stores: Path, tmp_path:
     assert any(re.search(r"video 'a': its width and height attributes are 'abc' and \d+, not whole numbers$", p)
                for p in problems), problems  # fmt: skip
     assert not any("cannot be read" in p for p in problems) and report["videos"] == 2, report
+
+
+def set_root_attr(store: Path, fmt: str, name: str, value: object) -> None:
+    """Write the store root's attribute ``name`` as each backend keeps it (HDF5: a JSON string; Zarr: zarr.json)."""
+    if fmt == "hdf5":
+        with h5py.File(store / "store.h5", "r+") as f:
+            f.attrs[name] = json.dumps(value)
+        return
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"][name] = value
+    (store / "zarr.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+@pytest.mark.parametrize("names", ["person", [0, 1, 2], {"a": 1}])
+def test_class_names_that_are_not_a_list_of_names_are_refused(
+    stores: Path, tmp_path: Path, fmt: str, names: object
+) -> None:
+    # before: a string became a list of its characters, a dict its keys, and numbers crashed `vidlabel info`
+    # with a Python TypeError (found by a fresh-user pass)
+    store = copy_store(stores, fmt, tmp_path)
+    set_root_attr(store, fmt, "class_names", names)
+    message = (
+        rf"frame store '{re.escape(str(store))}': its class_names {re.escape(repr(names))} are not a list of names"
+    )
+    with pytest.raises(StoreCorruptError, match=message + ": the store was changed after export"):
+        open_store(store)
+    with pytest.raises(StoreCorruptError, match=message):
+        StoreFrames(store)
+    assert any(
+        p.endswith(f"its class_names {names!r} are not a list of names") for p in verify_store(store)["problems"]
+    )
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+@pytest.mark.parametrize("columns", [1, 3, 4])
+def test_an_index_that_is_not_n_by_2_is_refused(stores: Path, tmp_path: Path, fmt: str, columns: int) -> None:
+    # before: numpy's "cannot reshape array" ValueError for 3 columns, and 4 columns read as twice the samples
+    # with no error (found by a fresh-user pass)
+    store = copy_store(stores, fmt, tmp_path)
+    n = len(open_store(store))
+    wide = np.zeros((n, columns), np.int64)
+    if fmt == "hdf5":
+        with h5py.File(store / "store.h5", "r+") as f:
+            del f["index"]
+            f["index"] = wide
+    else:
+        import zarr
+
+        zarr.create_array(str(store / "index"), shape=wide.shape, dtype="int64", overwrite=True)[...] = wide
+    message = (
+        rf"/index of store '{re.escape(str(store))}' is int64 of shape \({n}, {columns}\), not \(N, 2\) integers "
+        r"\(video, row\): the store was changed after export"
+    )
+    for call in (lambda: open_store(store), lambda: StoreFrames(store), lambda: verify_store(store)):
+        with pytest.raises(StoreCorruptError, match=message):
+            call()

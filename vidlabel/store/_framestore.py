@@ -32,6 +32,7 @@ from vidlabel.store._layout import (
     REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
+    class_names_problem,
     video_problems,
 )
 from vidlabel.store._position import sample_position
@@ -845,6 +846,13 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
     if version > FORMAT_VERSION:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
+        )
+    problem = class_names_problem(attrs.get("class_names", []))
+    if problem is not None:
+        raise StoreCorruptError(
+            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
+            "again into an empty folder",
+            path=str(folder),
         )
     if attrs.get("complete") is not True and attrs.get("failed"):
         raise StoreIncompleteError(

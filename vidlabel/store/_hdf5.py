@@ -55,6 +55,7 @@ from vidlabel.store._fs import (
     publish,
     remove,
 )
+from vidlabel.store._layout import index_rows
 
 __all__ = ["HDF5Backend"]
 
@@ -920,7 +921,7 @@ class HDF5Backend(Backend):
         with f:
             attrs = _get_attrs(f)
             has_index = f.get("index", getlink=True) is not None
-            index = _read_array(f, real, self.folder, "index").astype(np.int64).reshape(-1, 2) if has_index else None
+            index = index_rows(_read_array(f, real, self.folder, "index"), str(self.folder)) if has_index else None
         return attrs, index if index is not None else np.zeros((0, 2), np.int64)
 
     def _write_root_file(self, attrs: dict[str, Any], index: np.ndarray | None, video_ids: list[str]) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._words import plural
+from vidlabel.errors import StoreCorruptError
 
 __all__ = [
     "FORMAT",
@@ -42,8 +43,10 @@ __all__ = [
     "REGION_FIELDS",
     "SEGMENT_FIELDS",
     "VIDEO_ARRAYS",
+    "class_names_problem",
     "digest",
     "frames_key",
+    "index_rows",
     "labels_key",
     "pixel_key",
     "video_problems",
@@ -88,6 +91,31 @@ SEGMENT_FIELDS: dict[str, Any] = {
     "label_index": np.int64,
     "annotation_id": np.int64,
 }
+
+
+def index_rows(raw: np.ndarray, store: str) -> np.ndarray:
+    """A store's ``/index`` as read, checked to be what every backend writes: (N, 2) integers (video, row).
+
+    Raises
+    ------
+    StoreCorruptError
+        If it has another shape or holds other values (a hand-edited root: a reshape would read a third
+        column as more samples), naming the store.
+    """
+    if raw.ndim != 2 or raw.shape[1] != 2 or raw.dtype.kind not in "iu":
+        raise StoreCorruptError(
+            f"/index of store {store!r} is {raw.dtype} of shape {raw.shape}, not (N, 2) integers (video, row): "
+            "the store was changed after export; restore it, or export again into an empty folder",
+            path=store,
+        )
+    return raw.astype(np.int64, copy=False)
+
+
+def class_names_problem(value: Any) -> str | None:
+    """A phrase when a store root's ``class_names`` is not a list of names (strings), else None."""
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return None
+    return f"its class_names {value!r} are not a list of names"
 
 
 def _lengths(

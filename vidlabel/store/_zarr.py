@@ -41,6 +41,7 @@ from vidlabel.errors import OptionError, StoreError, StoreLockedError
 from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
+from vidlabel.store._layout import index_rows
 from vidlabel.store._remote import ObjectStore, StoreConflict, is_url, parse_json
 
 __all__ = ["ZarrBackend", "ZarrURLBackend"]
@@ -363,7 +364,7 @@ class ZarrBackend(Backend):
         attrs = dict(meta.get("attributes", {}))
         index = np.zeros((0, 2), np.int64)
         if (self.folder / "index" / "zarr.json").exists():
-            index = _read_array(self.folder / "index", self.folder).astype(np.int64).reshape(-1, 2)
+            index = index_rows(_read_array(self.folder / "index", self.folder), str(self.folder))
         return attrs, index
 
     def mark_incomplete(self, attrs: dict[str, Any]) -> None:
@@ -741,7 +742,7 @@ class ZarrURLBackend(Backend):
         index = np.zeros((0, 2), np.int64)
         index_meta = parse_json(got["index/zarr.json"])
         if index_meta is not None:
-            index = self._index(index_meta).astype(np.int64).reshape(-1, 2)
+            index = index_rows(self._index(index_meta), self.url)
         return dict(meta.get("attributes", {})), index
 
     def _index(self, meta: dict[str, Any]) -> np.ndarray:
