@@ -65,3 +65,28 @@ def test_the_warning_is_a_vidlabel_warning_the_command_line_prints_in_one_line(
         "vidlabel: warning: VIDLABEL_SHM_POOL='maybe' is not an on/off value (1, true, yes, on / 0, false, no, off): "
         "the switch is on\n"
     )
+
+
+def test_the_command_line_writes_a_warning_line_in_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    # DataLoader workers forked from the command line share its stderr: a message and its newline written
+    # separately came out as two warnings on one line (found by a fresh-user pass)
+    import sys
+
+    from vidlabel.cli import _show_warning
+    from vidlabel.errors import SwitchValueWarning
+
+    class Writes:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.parts.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    writes = Writes()
+    monkeypatch.setattr(sys, "stderr", writes)
+    _show_warning(SwitchValueWarning("VIDLABEL_SHM_POOL='x' ..."), SwitchValueWarning, "f.py", 1)
+    assert writes.parts == ["vidlabel: warning: VIDLABEL_SHM_POOL='x' ...\n"]

@@ -777,8 +777,9 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     """Print vidlabel's own warnings as one line, like errors; others as Python would."""
-    if issubclass(category, VidlabelWarning):
-        print(f"vidlabel: warning: {message}", file=sys.stderr)
+    if issubclass(category, VidlabelWarning):  # one write: DataLoader workers forked from here share the stream
+        sys.stderr.write(f"vidlabel: warning: {message}\n")
+        sys.stderr.flush()
     else:
         print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
 
