@@ -116,14 +116,13 @@ class FramesReader(ABC):
 
         self.check_crc(index, google_crc32c.value(data))
 
-    def check_crc(self, index: int, read: int) -> None:
-        """Compare ``read``, the CRC-32C of chunk ``index``'s stored bytes as a reader computed it (one that
-        checksums the bytes block by block while it copies them), with the stored checksum.
+    def stored_crc32c(self) -> np.ndarray:
+        """:meth:`stored_checksums` as (n_chunks,) uint32, read on the first call and kept.
 
         Raises
         ------
         StoreCorruptError
-            As :meth:`check_chunk`.
+            If the stored checksums do not cover the chunks (another count).
         """
         if self._crc32c is None:
             crc = np.asarray(self.stored_checksums()).reshape(-1)
@@ -134,7 +133,18 @@ class FramesReader(ABC):
                     path=str(getattr(self, "path", "")),
                 )
             self._crc32c = crc.astype(np.uint32)
-        stored = int(self._crc32c[index])
+        return self._crc32c
+
+    def check_crc(self, index: int, read: int) -> None:
+        """Compare ``read``, the CRC-32C of chunk ``index``'s stored bytes as a reader computed it (one that
+        checksums the bytes block by block while it copies them), with the stored checksum.
+
+        Raises
+        ------
+        StoreCorruptError
+            As :meth:`check_chunk`.
+        """
+        stored = int(self.stored_crc32c()[index])
         if read != stored:
             raise StoreCorruptError(
                 f"the stored bytes of frames {str(getattr(self, 'path', ''))!r} fail their CRC-32C checksum "

@@ -22,6 +22,7 @@ memory map of the (immutable) frames file (HDF5's own chunk cache is set to
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
@@ -145,6 +146,52 @@ def _link_target(root: Path, path: Path, name: str, filename: str) -> Path:
 def _open_linked_frames(root: Path, path: Path, filename: str) -> HDF5FramesReader:
     """The frames file that file ``path``'s ``frames`` link names (``filename``), checked inside ``root``."""
     return HDF5FramesReader(_link_target(root, path, "frames", filename), root)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """Which file, and which version of it: device, inode, size in bytes, modification time in ns."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FramesIndex:
+    """What reading an uncompressed frames file takes besides the file's bytes, learnt by one full open (HDF5's
+    header, attributes, chunk index and ``frames_crc32c``): a reader rebuilt from it opens the file and maps it,
+    nothing more (:meth:`HDF5FramesReader.reopen`). Plain data, so it survives a fork."""
+
+    path: Path  # resolved, checked inside ``root`` by the full open
+    root: Path
+    identity: tuple[int, int, int, int]  # of the file the full open mapped (:func:`_identity`)
+    shape: tuple[int, ...]
+    chunk_frames: int
+    unit_key: str | None
+    offsets: np.ndarray  # (n_chunks,) int64 byte offset of each chunk in the file, -1 where unknown
+    crc32c: np.ndarray  # (n_chunks,) uint32, checked against the chunk count
+
+
+class _LinkedFramesOpener:
+    """Opens the frames file a video file's ``frames`` link names, as :func:`_open_linked_frames`; after its first
+    open of an uncompressed file it keeps that file's :class:`_FramesIndex`, so that opening it again (a reader
+    closed by :class:`~vidlabel.store.FrameStore`'s LRU of open readers, or a DataLoader worker forked after
+    the file was read) maps the file without HDF5: 1.2-1.3 ms a frames file in a warm process, 3-4 ms in a
+    fresh fork, against tens of microseconds (``scripts/bench_scale.py``, random reads over 1,000 videos).
+    The file is opened in full again, and the index learnt anew, when it is no longer the file indexed
+    (device, inode, size or modification time differ)."""
+
+    def __init__(self, root: Path, path: Path, filename: str) -> None:
+        self.root, self.path, self.filename = root, path, filename
+        self.index: _FramesIndex | None = None
+
+    def __call__(self) -> HDF5FramesReader:
+        index = self.index
+        if index is not None:
+            reader = HDF5FramesReader.reopen(index)
+            if reader is not None:
+                return reader
+            self.index = None
+        reader = _open_linked_frames(self.root, self.path, self.filename)
+        self.index = reader.frames_index()
+        return reader
 
 
 def _check_links(f: h5py.File, path: Path, root: Path) -> None:
@@ -518,17 +565,18 @@ class HDF5FramesReader(FramesReader):
 
     def __init__(self, path: Path, root: Path | None = None) -> None:
         root = path.parent.parent if root is None else root  # OUT/frames/<key>.h5
-        self._file, self.path = _open_inside(root, path, "frames file")
+        file, self.path = _open_inside(root, path, "frames file")
+        self._file: h5py.File | None = file  # None in a reader rebuilt from an index until a read needs it
         self.root = root
         try:
             ds, attrs = self._frames_array()
         except BaseException:
-            self._file.close()
+            file.close()
             raise
         super().__init__(ds.shape, int(attrs["chunk_frames"]), attrs["codec"])
         self.unit_key = attrs.get("key")
-        self._ds = ds
-        self._dsid = ds.id
+        self._ds: h5py.Dataset | None = ds
+        self._dsid: Any = ds.id
         self._mmap: mmap.mmap | None = None
         self._mapped: np.ndarray | None = None  # the whole file as uint8, a view of the map
         self._offsets: np.ndarray | None = None
@@ -538,6 +586,64 @@ class HDF5FramesReader(FramesReader):
         self._map_lock = threading.Lock()  # the readahead thread advises the map under it; close unmaps under it
         if self.codec.name == "none":
             self._map_chunks()
+
+    @classmethod
+    def reopen(cls, index: _FramesIndex) -> HDF5FramesReader | None:
+        """A reader of the file ``index`` describes, opened and mapped without HDF5 (whose handles are opened
+        only if a read needs them: a chunk without a known offset, :meth:`raw_chunk`); None where the file at
+        ``index.path`` is not the file indexed any more, or cannot be mapped (the caller opens it in full)."""
+        try:
+            fd = os.open(index.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            if _identity(os.fstat(fd)) != index.identity:
+                os.close(fd)
+                return None
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
+        self = cls.__new__(cls)
+        FramesReader.__init__(self, index.shape, index.chunk_frames, "none")
+        self.path, self.root, self.unit_key = index.path, index.root, index.unit_key
+        self._file = self._ds = self._dsid = None
+        self._mmap, self._fd = mapped, fd
+        self._mapped = np.frombuffer(mapped, dtype=np.uint8)
+        self._offsets = index.offsets
+        self._chunk_bytes = int(np.prod((self.chunk_frames, *self.shape[1:])))
+        self._touched = bytearray(self.n_chunks)
+        self._first_touch = WORKER_FIRST_TOUCH if _in_dataloader_worker() else FIRST_TOUCH
+        self._map_lock = threading.Lock()
+        self._crc32c = index.crc32c
+        return self
+
+    def frames_index(self) -> _FramesIndex | None:
+        """This open file's :class:`_FramesIndex`, or None where a reopen could not use one (a compressed codec,
+        no chunk offsets or no map, stored checksums that do not cover the chunks)."""
+        if self.codec.name != "none" or self._offsets is None or self._fd < 0:
+            return None
+        try:
+            crc = self.stored_crc32c()
+        except (StoreError, OSError, KeyError):  # reading says so, as before
+            return None
+        return _FramesIndex(
+            self.path, self.root, _identity(os.fstat(self._fd)), self.shape, self.chunk_frames, self.unit_key,
+            self._offsets, crc,
+        )  # fmt: skip
+
+    def _h5(self) -> h5py.h5d.DatasetID:
+        """The HDF5 handle of ``/frames``, opened now where this reader was rebuilt from an index."""
+        if self._dsid is None:
+            self._file, _ = _open_inside(self.root, self.path, "frames file")
+            try:
+                ds, _ = self._frames_array()
+            except BaseException:
+                self._file.close()
+                self._file = None
+                raise
+            self._ds, self._dsid = ds, ds.id
+        return self._dsid
 
     def _frames_array(self) -> tuple[h5py.Dataset, dict[str, Any]]:
         """``/frames`` (checked: (T, H, W, 3) uint8, its data in this file) and the attributes a reader needs.
@@ -550,6 +656,7 @@ class HDF5FramesReader(FramesReader):
             If the file's metadata is damaged (h5py cannot follow it); the message names the file.
         """
         where = f"frames file {str(self.path)!r}"
+        assert self._file is not None
         try:
             ds = self._file.get("frames")
             attrs = _get_attrs(self._file, ("chunk_frames", "codec", "key"))
@@ -657,7 +764,7 @@ class HDF5FramesReader(FramesReader):
         return value if crc else None
 
     def raw_chunk(self, index: int) -> bytes:
-        _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        _, data = self._h5().read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         return bytes(data)
 
     def prefetch(self, indices: Iterable[int]) -> None:
@@ -684,6 +791,8 @@ class HDF5FramesReader(FramesReader):
                 populate(self._mapped.ctypes.data + start, length)
 
     def stored_checksums(self) -> np.ndarray:
+        self._h5()
+        assert self._file is not None
         return _read_array(self._file, self.path, self.root, "frames_crc32c")
 
     def check_crc(self, index: int, read: int) -> None:
@@ -693,6 +802,8 @@ class HDF5FramesReader(FramesReader):
         try:
             super().check_crc(index, read)
         except StoreCorruptError:
+            self._h5()
+            assert self._file is not None
             size, known = os.path.getsize(self.path), int(self._file.id.get_filesize())
             if size < known:
                 raise self._changed(f"it has {size} bytes of the {known} written") from None
@@ -717,10 +828,10 @@ class HDF5FramesReader(FramesReader):
                 if read is not None:
                     self.check_crc(index, read)  # the bytes returned are the stored bytes: check those
             else:
-                self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
+                self._h5().read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
                 self.check_chunk(index, out)
             return out
-        _, data = self._dsid.read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
+        _, data = self._h5().read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         self.check_chunk(index, data)
         return self.codec.decode(data, out, self.backend)
 
@@ -733,7 +844,7 @@ class HDF5FramesReader(FramesReader):
             if self._mmap is not None:
                 self._mmap.close()
                 self._mmap = None
-        if self._file.id.valid:
+        if self._file is not None and self._file.id.valid:
             self._file.close()
 
 
@@ -869,7 +980,7 @@ class HDF5VideoReader(VideoReader):
         link = self._file.get("frames", getlink=True)
         if not isinstance(link, h5py.ExternalLink):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
-        return functools.partial(_open_linked_frames, self.root, self.path, link.filename)
+        return _LinkedFramesOpener(self.root, self.path, link.filename)
 
     def frames_shape(self) -> tuple[int, ...]:
         """The shape of the linked frames array, from the frames file's header (no chunk index, no map).

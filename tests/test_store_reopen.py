@@ -1,0 +1,145 @@
+"""An uncompressed HDF5 frames file closed by the store's LRU of open readers is opened again without HDF5, from
+what its first open learnt (issue 15: random reads over many videos reopened a frames file in full on almost
+every read, 1.2-1.3 ms each); a file that is no longer the one indexed is opened in full again."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.test_store_support import make_dataset, reference_frames
+from vidlabel import export, open_store
+from vidlabel.errors import StoreCorruptError
+from vidlabel.store import FrameStore, _hdf5
+from vidlabel.store._framestore import _ProcessState
+
+VIDEOS = ("cam", "cam2")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("reopen")
+    ds = make_dataset(root, videos=VIDEOS, n_frames=12)
+    export(ds, root / "store", frames="all", codec="none", chunk_frames=2, progress=False)
+    return root, root / "store"
+
+
+@pytest.fixture
+def full_opens(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The frames files opened with HDF5 (``_hdf5._open_inside``), in order, with one reader open at a time."""
+    opened: list[Path] = []
+    real = _hdf5._open_inside
+
+    def counting(root: Path, path: Path, what: str) -> Any:
+        if what == "frames file":
+            opened.append(Path(path))
+        return real(root, path, what)
+
+    monkeypatch.setattr(_hdf5, "_open_inside", counting)
+    monkeypatch.setattr(_ProcessState, "MAX_OPEN", 1)
+    return opened
+
+
+def read_alternating(store: FrameStore, root: Path, rounds: int = 3) -> None:
+    """Read every stored frame of both videos, alternating between them (each read closes the other's reader),
+    and check each against the frame the generator drew (its pixels encode the frame number)."""
+    refs = {v: reference_frames(root, v) for v in VIDEOS}
+    rows = {v: [i for i in range(len(store)) if store.locate(i)[0] == v] for v in VIDEOS}
+    for _ in range(rounds):
+        for a, b in zip(rows["cam"], rows["cam2"]):
+            for i in (a, b):
+                video_id, row = store.locate(i)
+                n = store.video_data(video_id).frame_number[row]
+                np.testing.assert_array_equal(store.frame(i), refs[video_id][n])
+
+
+def frames_file(store: FrameStore, video_id: str) -> Path:
+    return Path(store._frames_reader(store._process(), video_id).path)
+
+
+def test_a_frames_file_closed_by_the_lru_reopens_without_hdf5(world: tuple[Path, Path], full_opens: list[Path]) -> None:
+    root, path = world
+    store = open_store(path)
+    read_alternating(store, root)
+    assert len(store._process().frames) == 1  # every read above closed the other video's reader
+    assert sorted(p.name for p in full_opens) == sorted({frames_file(store, v).name for v in VIDEOS})
+    store.close()
+
+
+def test_a_frames_file_replaced_after_its_reader_closed_is_opened_in_full(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+) -> None:
+    root, _ = world
+    path = Path(shutil.copytree(world[1], tmp_path / "store"))
+    store = open_store(path)
+    read_alternating(store, root, rounds=1)
+    cam = frames_file(store, "cam")
+    full_opens.clear()
+    store._process().frames.close()
+    copy = cam.with_name(cam.name + ".copy")
+    shutil.copyfile(cam, copy)
+    os.replace(copy, cam)  # the same bytes in another file (another inode)
+    read_alternating(store, root, rounds=2)
+    assert [p.name for p in full_opens] == [cam.name]  # opened in full once, then indexed again
+    store.close()
+
+
+def test_a_frames_file_changed_in_place_after_its_reader_closed_is_opened_in_full_and_refused(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+) -> None:
+    root, _ = world
+    path = Path(shutil.copytree(world[1], tmp_path / "store"))
+    store = open_store(path, cache_bytes=0)  # every read reads the file (no chunk cache)
+    read_alternating(store, root, rounds=1)
+    cam = frames_file(store, "cam")
+    reader = store._frames_reader(store._process(), "cam")
+    assert isinstance(reader, _hdf5.HDF5FramesReader) and reader._offsets is not None
+    offset = int(reader._offsets[0])
+    full_opens.clear()
+    store._process().frames.close()
+    with cam.open("r+b") as fh:  # one byte of chunk 0 flipped, the file's size kept
+        fh.seek(offset + 100)
+        value = fh.read(1)[0]
+        fh.seek(offset + 100)
+        fh.write(bytes([value ^ 0xFF]))
+    os.utime(cam, ns=(os.stat(cam).st_atime_ns, os.stat(cam).st_mtime_ns + 1_000_000_000))
+    first_cam_row = next(i for i in range(len(store)) if store.locate(i) == ("cam", 0))
+    with pytest.raises(
+        StoreCorruptError, match=r"fail their CRC-32C checksum \(stored [0-9a-f]{8}, read [0-9a-f]{8}\)"
+    ):
+        store.frame(first_cam_row)
+    assert [p.name for p in full_opens] == [cam.name]
+    store.close()
+
+
+def _read_in_child(store: FrameStore, root: Path, send: Any, count: Callable[[], int]) -> None:
+    try:
+        read_alternating(store, root, rounds=1)
+        send.send(("ok", count()))
+    except BaseException as err:  # reported to the parent
+        send.send(("error", repr(err)))
+
+
+def test_a_process_forked_after_the_frames_were_read_reopens_them_without_hdf5(
+    world: tuple[Path, Path], full_opens: list[Path]
+) -> None:
+    root, path = world
+    store = open_store(path)
+    read_alternating(store, root, rounds=1)
+    before = len(full_opens)
+    receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(
+        target=_read_in_child, args=(store, root, send, lambda: len(full_opens) - before)
+    )
+    child.start()
+    status, value = receive.recv()
+    child.join(timeout=60)
+    assert (status, value) == ("ok", 0)
+    store.close()
