@@ -21,9 +21,10 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``persistent_workers=False`` (each epoch starts new workers), 5 epochs of 150 samples (the clip's frames)
    in a fresh process, rates over epochs 1-2 (the issue's setting), 2-3 and 4-5; over a store holding two frame
    sizes (640x480 + 768x576, ``shuffle=True``, batch 8); epochs of 1,500 samples drawn with replacement;
-   and the same loader over 150 integers (what torch's worker start and hand-over cost alone, measured
-   first). Each case also prints the most 2 workers could give on this machine (:func:`ceiling`): torch's
-   own epoch and CPU plus the samples' work at the main process's cost. Goal >= 1x.
+   each beside the same loader over as many integers (what torch's worker start, hand-over and join cost
+   alone, with the same batch size and epoch length). Each case also prints the most 2 workers could give on
+   this machine (:func:`ceiling`): torch's own epoch and CPU plus the samples' work at the main process's
+   cost. Goal >= 1x.
 
 4. CPU a 1280x720 chunk of a chunk's first read in a fresh process (half the chunks in a random order, 8
    output frames taken in turn, checksums verified), one chunk at a time, for each way it can meet the file:
@@ -256,7 +257,7 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epoch_samp
     """In this (fresh) process: ``epochs`` epochs of a DataLoader; per epoch the samples and seconds, the first
     batch's wait, and CPU seconds and minor faults a sample in this process and in the workers
     (``RUSAGE_CHILDREN``: torch joins an epoch's workers at its end). ``epoch_samples`` > 0: epochs of that
-    many samples drawn with replacement; ``store`` "ints": a dataset of integers (torch's own cost)."""
+    many samples drawn with replacement; ``store`` "ints:N": a dataset of N integers (torch's own cost)."""
     import resource
 
     import torch
@@ -264,8 +265,9 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epoch_samp
 
     from vidlabel.torch_data import StoreFrames, collate_frames
 
-    data: Any = list(range(150)) if str(store) == "ints" else StoreFrames(store)
-    collate = None if str(store) == "ints" else collate_frames
+    ints = str(store).startswith("ints:")
+    data: Any = list(range(int(str(store)[5:]))) if ints else StoreFrames(store)
+    collate = None if ints else collate_frames
     gen = torch.Generator().manual_seed(0)
     sampler = None
     if epoch_samples:
@@ -306,18 +308,27 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
     whose new workers adopt the slabs of the epoch before; "epochs 4-5" the same once the pools have settled
     (a worker that needs one slab more than the pool it adopted makes one, in fresh memory, which a worker of
     a later epoch of this VM's long-running process can take 10-20 times longer to map than the first epoch's
-    workers did: 175 against 20-29 ms for an 88 MB slab, ad hoc)."""
-    cases = [("torch alone: 150 integers, batch 8", Path("ints"), 8, False, 0),
-             ("1280x720, batch 8", store720, 8, False, 0), ("1280x720, batch 32", store720, 32, False, 0),
+    workers did: 175 against 20-29 ms for an 88 MB slab, ad hoc). Each case is measured beside torch alone:
+    the same loader (2 workers, same batch size, sampler and epoch length) over as many integers, whose epoch
+    is what torch's worker start, hand-over of as many batches and join cost with no sample work at all (before
+    2026-12-03 one run over 150 integers in batches of 8 served every case, which understated torch's share of
+    the 450-sample epochs of two frame sizes and so overstated their ceiling)."""
+    cases = [("1280x720, batch 8", store720, 8, False, 0), ("1280x720, batch 32", store720, 32, False, 0),
              ("two frame sizes (640x480 + 768x576), shuffle=True, batch 8", mixed, 8, True, 0),
              ("1280x720, batch 8, epochs of 1,500 samples drawn with replacement", store720, 8, False, 1500)]  # fmt: skip
-    torch_alone: list[dict[str, Any]] = []
     for label, store, batch, shuffle, epoch_samples in cases:
-        zero, two = [], []
+        ints = f"ints:{len(open_store(store))}"
+        zero, two, alone = [], [], []
         for _ in range(repeat):
-            zero.append(run_child("loader", str(store), "0", str(batch), str(int(shuffle)), str(epoch_samples)))
-            two.append(run_child("loader", str(store), "2", str(batch), str(int(shuffle)), str(epoch_samples)))
-        for name, runs in (("0 workers", zero), ("2 workers", two)):
+            args = (str(batch), str(int(shuffle)), str(epoch_samples))
+            zero.append(run_child("loader", str(store), "0", *args))
+            two.append(run_child("loader", str(store), "2", *args))
+            alone.append(run_child("loader", ints, "2", *args))
+        for name, runs in (
+            ("0 workers", zero),
+            ("2 workers", two),
+            (f"torch alone ({ints[5:]} integers), 2 workers", alone),
+        ):
             m = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k not in ("counts", "seconds")}
             print(
                 f"  {label}, {name}: epochs 1-2 {statistics.median(rate(r, slice(0, 2)) for r in runs):,.0f}/s, "
@@ -332,11 +343,8 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
         settled = [rate(b, slice(3, 5)) / rate(a, slice(3, 5)) for a, b in zip(zero, two)]
         print(f"| DataLoader 2 workers vs 0, {label}, persistent_workers=False | epochs 1-2 {spread(early)}; "
               f"epochs 2-3 {spread(late)}; epochs 4-5 {spread(settled)} | >= 1x |")  # fmt: skip
-        if str(store) == "ints":
-            torch_alone = two
-        else:
-            caps = [ceiling(a, t) for a, t in zip(zero, torch_alone)]
-            print(f"  the most 2 workers can give here, from torch alone's epoch and the 0-worker CPU: {spread(caps)}")
+        caps = [ceiling(a, t) for a, t in zip(zero, alone)]
+        print(f"  the most 2 workers can give here, from torch alone's epoch and the 0-worker CPU: {spread(caps)}")
 
 
 def row4(store720: Path, repeat: int) -> None:
