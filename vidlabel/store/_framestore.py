@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -191,6 +193,10 @@ class _ProcessState:
         self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
         self.data: dict[str, VideoData] = {}
         self.openers: dict[str, Callable[[], FramesReader]] = {}  # video id -> opens its frames (no handles)
+        self.indexed: set[str] = set()  # videos whose opener knows its frames file (opens it without HDF5)
+        # in a process other than the store's creator (a DataLoader worker): what it learnt that the creator had
+        # not when it forked (a video's small arrays, its indexed opener), until handed over (FrameStore.learnt)
+        self.learnt: dict[str, list[Any]] = {}
         self.cache = ChunkCache(cache_bytes)
         self.lock = threading.RLock()
         self.pool: ThreadPoolExecutor | None = None
@@ -200,6 +206,30 @@ class _ProcessState:
         if self.pool is not None:
             self.pool.shutdown(wait=False)
             self.pool = None
+
+
+#: The stores created in this process, by token (:meth:`FrameStore.learnt`).
+_LIVE: weakref.WeakValueDictionary[str, FrameStore] = weakref.WeakValueDictionary()
+
+
+def adopt_learnt(token: str, news: Mapping[str, tuple[VideoData | None, Callable[[], FramesReader] | None]]) -> None:
+    """In the process that created the store named ``token``: keep what one of its DataLoader workers learnt
+    (:meth:`FrameStore.learnt`), unless this process knows it already; the workers it forks later start with it.
+    A token of no store of this process (another process's, or a store gone) is ignored."""
+    store = _LIVE.get(token)
+    if store is None or store._creator_pid != os.getpid():
+        return
+    state = store._process()
+    with state.lock:
+        for video_id, (data, opener) in news.items():
+            if data is not None and video_id not in state.data:
+                for arr in (data.frame_number, data.timestamp_us, data.is_annotated, *data.regions.values(),
+                            *data.segments.values()):  # fmt: skip
+                    arr.setflags(write=False)
+                state.data[video_id] = data
+            if opener is not None and video_id not in state.indexed:
+                state.openers[video_id] = opener
+                state.indexed.add(video_id)
 
 
 class FrameStore:
@@ -302,6 +332,10 @@ class FrameStore:
         self._index = np.concatenate(index_parts).astype(np.int64) if index_parts else np.zeros((0, 2), np.int64)
         self._index.setflags(write=False)
         self._state: _ProcessState | None = None
+        # Names this store to the process that created it, which takes what its DataLoader workers learnt
+        # (:meth:`learnt`, :func:`adopt_learnt`) so that the workers of later epochs start with it.
+        self._token, self._creator_pid = uuid.uuid4().hex, os.getpid()
+        _LIVE[self._token] = self
 
     # -- pickling and per-process state --------------------------------------------------------------------
 
@@ -321,8 +355,29 @@ class FrameStore:
                 # every video's arrays and attributes again (a video file's open took 13 ms in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
+                state.indexed.update(old.indexed)
             self._state = state
         return state
+
+    def learnt(self) -> tuple[str, dict[str, tuple[VideoData | None, Callable[[], FramesReader] | None]]] | None:
+        """In a process other than the one that created this store (a DataLoader worker): what it has learnt since
+        it started that the creator had not when it forked, each video once: ``(token, {video_id: (VideoData or
+        None, opener or None)})`` for :func:`adopt_learnt` in the creator (``vidlabel.torch_data`` hands it
+        over with a batch). None where there is nothing new, and always in the creating process.
+
+        With torch's default ``persistent_workers=False`` every epoch starts new workers, forked from the
+        main process, which never reads when ``num_workers > 0``: each worker read every video's small arrays
+        and opened every frames file with HDF5 again, every epoch (3 ms a video's arrays and 3-4 ms a frames
+        file in a fresh fork; over a store of 1,000 tiny videos, 2 workers ran at a tenth of the rate of
+        none). Adopted by the main process, the workers of later epochs inherit it through the fork.
+        """
+        state = self._state
+        if state is None or state.pid != os.getpid() or not state.learnt:
+            return None
+        with state.lock:
+            news = {v: (data, opener) for v, (data, opener) in state.learnt.items()}
+            state.learnt.clear()
+        return self._token, news
 
     def close(self) -> None:
         """Close the files this process opened (they reopen on the next read)."""
@@ -593,6 +648,8 @@ class FrameStore:
             state.data[video_id] = data
             if opener is not None:
                 state.openers[video_id] = opener
+            if state.pid != self._creator_pid:
+                state.learnt.setdefault(video_id, [None, None])[0] = data
         return data
 
     def _check_frames(self, video_id: str, reader: FramesReader) -> None:
@@ -631,6 +688,10 @@ class FrameStore:
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
                     reader = opener()
+                    if video_id not in state.indexed and getattr(opener, "index", None) is not None:
+                        state.indexed.add(video_id)
+                        if state.pid != self._creator_pid:
+                            state.learnt.setdefault(video_id, [None, None])[1] = opener
                 else:
                     video = self._open_video(state, video_id)
                     try:

@@ -41,7 +41,14 @@ old one has no owner; it retains at most what its workers held (at most
 :data:`MAX_SLAB_BYTES` per worker): a container with a small ``/dev/shm``
 should lower those bounds or turn the pool off.
 
-Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off.
+Batches also carry *mail* (:func:`post`): what a worker learnt about a store's
+videos (their small arrays, their frames files' chunk index) rides on the
+first of this module's tensors pickled after it (a slab's images, or a small
+tensor sent by value) and is kept by the main process when the batch arrives,
+so that the workers it forks for later epochs start with it
+(:meth:`vidlabel.store.FrameStore.learnt`).
+
+Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off (and the mail with it).
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ import tempfile
 import threading
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -73,6 +81,7 @@ __all__ = [
     "Slab",
     "SlabPool",
     "by_value",
+    "post",
     "ragged_by_value",
     "slab_of",
     "take_buffer",
@@ -301,6 +310,34 @@ class _HandOverTensor(torch.Tensor):
         return self.as_subclass(torch.Tensor).clone()
 
 
+# -- mail to the main process, carried by pooled batches --------------------------------------------------------
+
+_OUTBOX: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+
+
+def post(deliver: Callable[..., None], *args: Any) -> None:
+    """In a DataLoader worker: call ``deliver(*args)`` in the main process when it receives the next batch this
+    worker hands over with a tensor of this module's own (a slab's images, or the small tensors
+    :func:`~vidlabel.torch_data.collate_frames` sends by value; ``deliver``: a module-level function, ``args``:
+    picklable). What a worker learnt for the workers of later epochs travels so
+    (:meth:`vidlabel.store.FrameStore.learnt`); mail that no such batch carries (the pool off, another
+    collate function) is dropped with the worker: it is never needed, it only saves work."""
+    _OUTBOX.append((deliver, args))
+
+
+def _take_mail() -> list[tuple[Callable[..., None], tuple[Any, ...]]] | None:
+    if not _OUTBOX:
+        return None
+    mail = list(_OUTBOX)
+    _OUTBOX.clear()
+    return mail
+
+
+def _deliver(mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None) -> None:
+    for deliver, args in mail or ():
+        deliver(*args)
+
+
 class _PooledTensor(_HandOverTensor):
     """A worker's batch tensor living in a pool slab; pickles as (pool, slab, layout), the slab itself only once."""
 
@@ -314,7 +351,7 @@ class _PooledTensor(_HandOverTensor):
         pool.sent[index] = True
         pool.flags_sent = True
         layout = (tuple(self.shape), tuple(self.stride()), int(self.storage_offset()), str(self.dtype))
-        return (_rebuild, ((pool.token, pool.pid, pool.slot), index, slab, flags, layout))
+        return (_rebuild, ((pool.token, pool.pid, pool.slot), index, slab, flags, layout, _take_mail()))
 
 
 class _PooledList(list):  # type: ignore[type-arg]
@@ -333,14 +370,21 @@ class _PooledList(list):  # type: ignore[type-arg]
         pool.sent[index] = True
         pool.flags_sent = True
         layouts = [(tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), str(t.dtype)) for t in self]
-        return (_rebuild_list, ((pool.token, pool.pid, pool.slot), index, slab, flags, layouts))
+        return (_rebuild_list, ((pool.token, pool.pid, pool.slot), index, slab, flags, layouts, _take_mail()))
 
 
 class _ByValueTensor(_HandOverTensor):
     """A small tensor that pickles by value (its bytes in the message) instead of through a shared-memory segment."""
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        return (torch.from_numpy, (self.as_subclass(torch.Tensor).numpy(),))
+        return (_rebuild_by_value, (self.as_subclass(torch.Tensor).numpy(), _take_mail()))
+
+
+def _rebuild_by_value(
+    array: np.ndarray, mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None
+) -> torch.Tensor:
+    _deliver(mail)
+    return torch.from_numpy(array)
 
 
 def by_value(tensor: torch.Tensor) -> torch.Tensor:
@@ -366,10 +410,13 @@ class _RaggedByValue(list):  # type: ignore[type-arg]
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         flat = torch.cat(list(self)) if len(self) else torch.empty(0)
-        return (_rebuild_ragged, (flat.numpy(), [int(t.shape[0]) for t in self]))
+        return (_rebuild_ragged, (flat.numpy(), [int(t.shape[0]) for t in self], _take_mail()))
 
 
-def _rebuild_ragged(flat: np.ndarray, sizes: list[int]) -> list[torch.Tensor]:
+def _rebuild_ragged(
+    flat: np.ndarray, sizes: list[int], mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None = None
+) -> list[torch.Tensor]:
+    _deliver(mail)
     return list(torch.split(torch.from_numpy(flat), sizes))
 
 
@@ -600,15 +647,21 @@ def _view(flat: torch.Tensor, layout: tuple[tuple[int, ...], tuple[int, ...], in
 def _rebuild(
     pool: tuple[str, int, int], index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
     layout: tuple[tuple[int, ...], tuple[int, ...], int, str],
+    mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None = None,
 ) -> torch.Tensor:  # fmt: skip
-    """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime."""
+    """Unpickle a pooled batch tensor in the receiving process: a view of the mapped slab, tracked for its lifetime
+    (and deliver the mail it carries, :func:`post`)."""
+    _deliver(mail)
     return _view(_mapped_base(pool, index, slab, flags), layout)
 
 
 def _rebuild_list(
     pool: tuple[str, int, int], index: int, slab: torch.UntypedStorage | None, flags: torch.UntypedStorage | None,
     layouts: list[tuple[tuple[int, ...], tuple[int, ...], int, str]],
+    mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None = None,
 ) -> list[torch.Tensor]:  # fmt: skip
-    """Unpickle a pooled list: views of one mapping of the slab, given back when the last of them is gone."""
+    """Unpickle a pooled list: views of one mapping of the slab, given back when the last of them is gone (and
+    deliver the mail it carries, :func:`post`)."""
+    _deliver(mail)
     flat = _mapped_base(pool, index, slab, flags)
     return [_view(flat, layout) for layout in layouts]

@@ -19,8 +19,9 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError, VidlabelError
 from vidlabel.store import FrameStore, StoreSamples, open_store
+from vidlabel.store._framestore import adopt_learnt
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
-from vidlabel.torch_data._shm import take_buffer, take_slab
+from vidlabel.torch_data._shm import post, take_buffer, take_slab
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
     STREAM_SHUFFLE_BUFFER,
@@ -100,6 +101,14 @@ class _StoreDataset:
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (store, release, options, counts) to log next to a run."""
         return self.samples.describe()
+
+    def _hand_over_learnt(self) -> None:
+        """In a DataLoader worker: send what this process learnt about the store's videos to the main process
+        with the next batch (:meth:`FrameStore.learnt <vidlabel.store.FrameStore.learnt>`), for the workers of
+        later epochs; nothing elsewhere."""
+        learnt = self.store.learnt()
+        if learnt is not None:
+            post(adopt_learnt, *learnt)
 
     def _finish(self, sample: dict[str, Any]) -> dict[str, Any]:
         # to_torch_sample makes the image a zero-copy (3, H, W) view of the freshly read frame;
@@ -220,6 +229,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
                 h, w, c = sample["image"].shape
                 sample["image"] = flat[offset : offset + h * w * c].view(h, w, c).permute(2, 0, 1)
                 offset += h * w * c
+        self._hand_over_learnt()
         return [self._finish(s) for s in samples]
 
     def __repr__(self) -> str:
@@ -353,11 +363,15 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         for piece in pieces:
             batch.extend(piece.tolist())
             if len(batch) >= 32:
-                for sample in self.samples.samples(batch):
+                samples = self.samples.samples(batch)
+                self._hand_over_learnt()
+                for sample in samples:
                     yield self._finish(sample)
                 batch = []
         if batch:
-            for sample in self.samples.samples(batch):
+            samples = self.samples.samples(batch)
+            self._hand_over_learnt()
+            for sample in samples:
                 yield self._finish(sample)
 
     def __repr__(self) -> str:

@@ -1,0 +1,119 @@
+"""DataLoader workers hand what they learnt about a store's videos (small arrays, indexed frames files) to the main
+process with their batches, so that the workers of later epochs (``persistent_workers=False``, torch's default:
+new workers every epoch) start with it and open no HDF5 file (issue 15: over a store of 1,000 tiny videos, 2 workers
+read every video's arrays and opened every frames file again every epoch, at a tenth of the rate of none)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from torch.utils.data import DataLoader
+
+from tests.media import read_frame_number
+from tests.test_store_support import make_dataset
+from vidlabel import export, open_store
+from vidlabel.store import _hdf5
+from vidlabel.store._framestore import adopt_learnt
+from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
+
+VIDEOS = ("a", "b", "c")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("learnt")
+    ds = make_dataset(root, videos=VIDEOS, n_frames=12)
+    export(ds, root / "store", frames="all", codec="none", progress=False)
+    return root / "store"
+
+
+@pytest.fixture
+def open_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file to which every process forked from this one appends ``pid what`` for each store file it opens with
+    HDF5 (``_hdf5._open_inside``: video files and frames files)."""
+    log = tmp_path / "opens.log"
+    log.touch()
+    real = _hdf5._open_inside
+
+    def logged(root: Path, path: Path, what: str) -> Any:
+        with log.open("a") as fh:
+            fh.write(f"{os.getpid()} {what}\n")
+        return real(root, path, what)
+
+    monkeypatch.setattr(_hdf5, "_open_inside", logged)
+    for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS", "VIDLABEL_SHM_POOL"):
+        monkeypatch.delenv(name, raising=False)
+    return log
+
+
+def worker_opens(log: Path) -> list[str]:
+    return [line for line in log.read_text().splitlines() if int(line.split()[0]) != os.getpid()]
+
+
+def expected(store: Path) -> list[tuple[str, int]]:
+    """Every sample's (video id, frame number), read through another FrameStore (this process's StoreFrames must
+    learn nothing itself)."""
+    fs = open_store(store)
+    return sorted((v, int(fs.video_data(v).frame_number[row])) for v, row in (fs.locate(i) for i in range(len(fs))))
+
+
+def check_epoch(loader: DataLoader, want: list[tuple[str, int]]) -> None:  # type: ignore[type-arg]
+    """Every sample once, each image the frame its frame number says (the pixels encode it)."""
+    seen = []
+    for batch in loader:
+        for image, video_id, frame_index in zip(batch["image"], batch["video_id"], batch["frame_index"].tolist()):
+            assert read_frame_number(image.permute(1, 2, 0).numpy()) == frame_index, (video_id, frame_index)
+            seen.append((video_id, frame_index))
+    assert sorted(seen) == want
+
+
+@pytest.mark.parametrize("kind", ["StoreFrames", "StoreStream"])
+def test_workers_of_later_epochs_start_with_what_earlier_workers_learnt(store: Path, open_log: Path, kind: str) -> None:
+    want = expected(store)
+    data: Any
+    if kind == "StoreFrames":
+        data = StoreFrames(store)
+        loader = DataLoader(data, batch_size=4, shuffle=True, num_workers=2, collate_fn=collate_frames)
+    else:
+        data = StoreStream(store, shuffle=True)
+        loader = DataLoader(data, batch_size=4, num_workers=2, collate_fn=collate_frames)
+    check_epoch(loader, want)
+    first = worker_opens(open_log)
+    assert sum(line.endswith("frames file") for line in first) >= len(VIDEOS)  # the first workers open them
+    state = data.store._process()  # the main process read nothing itself, but now knows every video
+    assert set(state.data) == set(VIDEOS) and state.indexed == set(VIDEOS)
+    open_log.write_text("")
+    for _ in range(2):
+        check_epoch(loader, want)
+    assert worker_opens(open_log) == []
+
+
+def test_the_creating_process_hands_nothing_over(store: Path) -> None:
+    fs = open_store(store)
+    for i in range(len(fs)):
+        fs.frame(i)
+    assert fs.learnt() is None
+    assert fs._process().learnt == {}
+
+
+def test_adopting_keeps_what_the_process_knows_and_ignores_unknown_stores(store: Path) -> None:
+    fs = open_store(store)
+    known = fs.video_data("a")
+    other = open_store(store)
+    other._creator_pid = -1  # as if created by another process: what it reads is learnt
+    news = {v: (other.video_data(v), None) for v in VIDEOS}
+    other.frame(0)
+    token, learnt = other.learnt() or ("", {})
+    assert token == other._token and set(learnt) == set(VIDEOS)
+    assert learnt[other.locate(0)[0]][1] is not None  # the indexed opener of the video read
+    adopt_learnt("no such store", news)  # ignored
+    adopt_learnt(fs._token, news)
+    state = fs._process()
+    assert state.data["a"] is known  # kept, not replaced
+    assert set(state.data) == set(VIDEOS)
+    assert not state.data["b"].frame_number.flags.writeable
+    np.testing.assert_array_equal(state.data["b"].frame_number, open_store(store).video_data("b").frame_number)
