@@ -16,7 +16,11 @@ read from the page cache): ``open_store``, ``StoreFrames`` construction over the
 arrays loaded and its frames file indexed, as in a second epoch; at most 64 frames files stay open, the others
 are opened again from their index), 300 random ``__getitems__`` batches of 8, then
 ``StoreFrames(frames="annotated")`` over a newly opened store (it reads every video's arrays) and its
-``index`` (best of 3), each in seconds and as the ratio.
+``index`` (best of 3), each in seconds and as the ratio. Last, over the store of the first count: a DataLoader
+with 2 workers against 0 (``persistent_workers=False``, torch's default: new workers every epoch; batch 8,
+``collate_frames``), 5 epochs of 2,000 samples drawn with replacement in a fresh process, rates over epochs 1-2,
+2-3 and 4-5 (the loader of ``bench_storeframes.py`` row 3; 3 alternating runs, median and range): a worker
+reads videos its epoch's predecessors read, which it starts with only when they handed them over.
 
 Usage: python scripts/bench_scale.py [--counts 1000,10000] [--workdir DIR] [--no-store]
 """
@@ -25,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -235,6 +241,30 @@ def store_rows(workdir: Path, counts: list[int]) -> None:
         print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
 
 
+def loader_row(store: Path, repeat: int = 3) -> None:
+    """DataLoader 2 workers against 0 over ``store``, epochs of 2,000 samples (see the module docstring)."""
+    from bench_storeframes import rate, spread
+
+    def run(workers: int) -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, str(SCRIPT.with_name("bench_storeframes.py")), "--child", "loader",
+                               str(store), str(workers), "8", "0", "2000"], capture_output=True, text=True, check=True)  # fmt: skip
+        return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+    zero, two = [], []
+    for _ in range(repeat):
+        zero.append(run(0))
+        two.append(run(2))
+    for name, runs in (("0 workers", zero), ("2 workers", two)):
+        print(f"  DataLoader over {store.name}, {name}: epoch seconds (median of {repeat}) "
+              + ", ".join(f"{statistics.median(r['seconds'][e] for r in runs):.2f}" for e in range(5))
+              + f"; CPU ms/sample main {statistics.median(r['main_cpu_ms'] for r in runs):.2f} + workers "
+              f"{statistics.median(r['worker_cpu_ms'] for r in runs):.2f}")  # fmt: skip
+    ratios = {k: [rate(b, sl) / rate(a, sl) for a, b in zip(zero, two)]
+              for k, sl in (("1-2", slice(0, 2)), ("2-3", slice(1, 3)), ("4-5", slice(3, 5)))}  # fmt: skip
+    print(f"| DataLoader 2 workers vs 0 over {store.name}, epochs of 2,000 samples, persistent_workers=False | "
+          + "; ".join(f"epochs {k} {spread(v)}" for k, v in ratios.items()) + " | >= 1x |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default="1000,10000")
@@ -261,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
     if not args.no_store:
         store_rows(args.workdir, counts)
+        loader_row(args.workdir / f"store_{counts[0]}")
     return 0
 
 

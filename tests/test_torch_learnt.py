@@ -6,11 +6,13 @@ read every video's arrays and opened every frames file again every epoch, at a t
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
@@ -18,7 +20,7 @@ from tests.test_store_support import make_dataset
 from vidlabel import export, open_store
 from vidlabel.store import _hdf5
 from vidlabel.store._framestore import adopt_learnt
-from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
+from vidlabel.torch_data import StoreFrames, StoreStream, _shm, collate_frames
 
 VIDEOS = ("a", "b", "c")
 
@@ -117,3 +119,22 @@ def test_adopting_keeps_what_the_process_knows_and_ignores_unknown_stores(store:
     assert set(state.data) == set(VIDEOS)
     assert not state.data["b"].frame_number.flags.writeable
     np.testing.assert_array_equal(state.data["b"].frame_number, open_store(store).video_data("b").frame_number)
+
+
+DELIVERED: list[tuple[Any, ...]] = []
+
+
+def _record(*args: Any) -> None:
+    DELIVERED.append(args)
+
+
+def test_mail_rides_on_the_next_tensor_handed_over_and_is_delivered_once() -> None:
+    DELIVERED.clear()
+    _shm.post(_record, "outside a worker")  # nothing to carry it: not posted
+    assert _shm._OUTBOX == []
+    _shm._OUTBOX.append((_record, ("learnt", 1)))  # as post() does in a worker
+    first = torch.arange(3).as_subclass(_shm._ByValueTensor)
+    second = torch.arange(2).as_subclass(_shm._ByValueTensor)
+    out = pickle.loads(pickle.dumps({"a": first, "b": second}))
+    assert DELIVERED == [("learnt", 1)] and _shm._OUTBOX == []
+    assert out["a"].tolist() == [0, 1, 2] and out["b"].tolist() == [0, 1]

@@ -688,7 +688,7 @@ class FrameStore:
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
                     reader = opener()
-                    if video_id not in state.indexed and getattr(opener, "index", None) is not None:
+                    if video_id not in state.indexed and getattr(opener, "frames_index", None) is not None:
                         state.indexed.add(video_id)
                         if state.pid != self._creator_pid:
                             state.learnt.setdefault(video_id, [None, None])[1] = opener

@@ -180,17 +180,17 @@ class _LinkedFramesOpener:
 
     def __init__(self, root: Path, path: Path, filename: str) -> None:
         self.root, self.path, self.filename = root, path, filename
-        self.index: _FramesIndex | None = None
+        self.frames_index: _FramesIndex | None = None
 
     def __call__(self) -> HDF5FramesReader:
-        index = self.index
+        index = self.frames_index
         if index is not None:
             reader = HDF5FramesReader.reopen(index)
             if reader is not None:
                 return reader
-            self.index = None
+            self.frames_index = None
         reader = _open_linked_frames(self.root, self.path, self.filename)
-        self.index = reader.frames_index()
+        self.frames_index = reader.frames_index()
         return reader
 
 

@@ -321,8 +321,10 @@ def post(deliver: Callable[..., None], *args: Any) -> None:
     :func:`~vidlabel.torch_data.collate_frames` sends by value; ``deliver``: a module-level function, ``args``:
     picklable). What a worker learnt for the workers of later epochs travels so
     (:meth:`vidlabel.store.FrameStore.learnt`); mail that no such batch carries (the pool off, another
-    collate function) is dropped with the worker: it is never needed, it only saves work."""
-    _OUTBOX.append((deliver, args))
+    collate function) is dropped with the worker: it is never needed, it only saves work. Nothing is posted
+    where the pool is off or outside a worker (no tensor would carry it)."""
+    if _applies():
+        _OUTBOX.append((deliver, args))
 
 
 def _take_mail() -> list[tuple[Callable[..., None], tuple[Any, ...]]] | None:
