@@ -73,48 +73,57 @@ def test_a_frames_file_closed_by_the_lru_reopens_without_hdf5(world: tuple[Path,
     store.close()
 
 
-def test_a_frames_file_replaced_after_its_reader_closed_is_opened_in_full(
-    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
-) -> None:
-    root, _ = world
-    path = Path(shutil.copytree(world[1], tmp_path / "store"))
-    store = open_store(path)
+def read_a_copy(world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]) -> tuple[FrameStore, Path]:
+    """A private copy of the store, every frame read once (each frames file indexed), no reader left open and
+    ``full_opens`` cleared; and the frames file of video ``cam``. No chunk cache: every read reads the file."""
+    root, path = world
+    store = open_store(Path(shutil.copytree(path, tmp_path / "store")), cache_bytes=0)
     read_alternating(store, root, rounds=1)
     cam = frames_file(store, "cam")
     full_opens.clear()
     store._process().frames.close()
+    return store, cam
+
+
+def test_a_frames_file_replaced_after_its_reader_closed_is_opened_in_full(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+) -> None:
+    store, cam = read_a_copy(world, tmp_path, full_opens)
     copy = cam.with_name(cam.name + ".copy")
     shutil.copyfile(cam, copy)
     os.replace(copy, cam)  # the same bytes in another file (another inode)
-    read_alternating(store, root, rounds=2)
+    read_alternating(store, world[0], rounds=2)
     assert [p.name for p in full_opens] == [cam.name]  # opened in full once, then indexed again
     store.close()
 
 
-def test_a_frames_file_changed_in_place_after_its_reader_closed_is_opened_in_full_and_refused(
-    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+@pytest.mark.parametrize("mtime", ["moved", "kept"])
+def test_a_frames_file_changed_in_place_after_its_reader_closed_is_refused(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path], mtime: str
 ) -> None:
-    root, _ = world
-    path = Path(shutil.copytree(world[1], tmp_path / "store"))
-    store = open_store(path, cache_bytes=0)  # every read reads the file (no chunk cache)
-    read_alternating(store, root, rounds=1)
-    cam = frames_file(store, "cam")
+    """Moved: the file is no longer the one indexed, so it is opened in full; kept (an edit that restores the
+    modification time): it is reopened from the index, whose checksums are the stored ones. Either way the
+    flipped byte fails its chunk's CRC-32C."""
+    store, cam = read_a_copy(world, tmp_path, full_opens)
     reader = store._frames_reader(store._process(), "cam")
     assert isinstance(reader, _hdf5.HDF5FramesReader) and reader._offsets is not None
     offset = int(reader._offsets[0])
-    full_opens.clear()
     store._process().frames.close()
+    full_opens.clear()
+    before = os.stat(cam)
     with cam.open("r+b") as fh:  # one byte of chunk 0 flipped, the file's size kept
         fh.seek(offset + 100)
         value = fh.read(1)[0]
         fh.seek(offset + 100)
         fh.write(bytes([value ^ 0xFF]))
-    os.utime(cam, ns=(os.stat(cam).st_atime_ns, os.stat(cam).st_mtime_ns + 1_000_000_000))
+    shift = 1_000_000_000 if mtime == "moved" else 0
+    os.utime(cam, ns=(before.st_atime_ns, before.st_mtime_ns + shift))
     first_cam_row = next(i for i in range(len(store)) if store.locate(i) == ("cam", 0))
     with pytest.raises(
         StoreCorruptError, match=r"fail their CRC-32C checksum \(stored [0-9a-f]{8}, read [0-9a-f]{8}\)"
     ):
         store.frame(first_cam_row)
+    # moved: opened in full to read; kept: reopened from the index, then opened to name the damage (check_crc)
     assert [p.name for p in full_opens] == [cam.name]
     store.close()
 
