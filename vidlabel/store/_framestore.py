@@ -370,6 +370,12 @@ class FrameStore:
         and opened every frames file with HDF5 again, every epoch (3 ms a video's arrays and 3-4 ms a frames
         file in a fresh fork; over a store of 1,000 tiny videos, 2 workers ran at a tenth of the rate of
         none). Adopted by the main process, the workers of later epochs inherit it through the fork.
+
+        Returns
+        -------
+        tuple of (str, dict) or None
+            The store's token and, by video id, its :class:`VideoData` (None where the creator had it) and the
+            opener of its frames file that knows the file's chunk index (None where not learnt here).
         """
         state = self._state
         if state is None or state.pid != os.getpid() or not state.learnt:
