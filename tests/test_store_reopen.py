@@ -152,3 +152,28 @@ def test_a_process_forked_after_the_frames_were_read_reopens_them_without_hdf5(
     child.join(timeout=60)
     assert (status, value) == ("ok", 0)
     store.close()
+
+
+def test_a_frames_file_overwritten_with_another_units_bytes_is_refused_without_checksums(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+) -> None:
+    """Another video's frames file copied over this one in place (zero-padded to its size), its modification
+    time put back, read with ``verify_checksums=False`` (no CRC to catch it): the change time tells the file is
+    not the one indexed, so it is opened in full and its unit key refused (found by a fresh-user pass: the
+    index was trusted)."""
+    root, path = world
+    store = open_store(Path(shutil.copytree(path, tmp_path / "store")), cache_bytes=0, verify_checksums=False)
+    read_alternating(store, root, rounds=1)
+    files = {v: frames_file(store, v) for v in VIDEOS}
+    store._process().frames.close()
+    small, big = sorted(VIDEOS, key=lambda v: files[v].stat().st_size)
+    before = os.stat(files[big])
+    data = files[small].read_bytes()
+    files[big].write_bytes(data + bytes(before.st_size - len(data)))  # in place: same inode, same size
+    os.utime(files[big], ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(files[big]).st_mtime_ns == before.st_mtime_ns and os.stat(files[big]).st_size == before.st_size
+    row = next(i for i in range(len(store)) if store.locate(i) == (big, 0))
+    with pytest.raises(StoreCorruptError, match=rf"video '{big}' .* are frames unit '\w+', not the video's own unit"):
+        store.frame(row)
+    assert [p.name for p in full_opens][-1] == files[big].name
+    store.close()

@@ -250,6 +250,8 @@ def test_option_errors(world: tuple[Path, Dataset]) -> None:
         StoreFrames(root / "hdf5-none", transform=3)  # type: ignore[arg-type]
     with pytest.raises(OptionError, match=r"unknown kind 'boxes' in kinds=\['boxes'\]; allowed: box, mask, marker"):
         StoreFrames(root / "hdf5-none", kinds=("boxes",))
+    with pytest.raises(OptionError, match=r"^kinds must name at least one of box, mask, marker$"):
+        StoreFrames(root / "hdf5-none", kinds=())
     with pytest.raises(
         OptionError, match=r"unknown label 'dog' in labels=\['dog'\]; the store's labels: obj, person, event"
     ):

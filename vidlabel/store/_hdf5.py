@@ -148,9 +148,11 @@ def _open_linked_frames(root: Path, path: Path, filename: str) -> HDF5FramesRead
     return HDF5FramesReader(_link_target(root, path, "frames", filename), root)
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    """Which file, and which version of it: device, inode, size in bytes, modification time in ns."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """Which file, and which version of it: device, inode, size in bytes, modification and change times in ns
+    (the change time moves with every write and with any setting of the modification time, which a program
+    can put back: an edit in place is never taken for the file indexed)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +163,7 @@ class _FramesIndex:
 
     path: Path  # resolved, checked inside ``root`` by the full open
     root: Path
-    identity: tuple[int, int, int, int]  # of the file the full open mapped (:func:`_identity`)
+    identity: tuple[int, int, int, int, int]  # of the file the full open mapped (:func:`_identity`)
     shape: tuple[int, ...]
     chunk_frames: int
     unit_key: str | None
@@ -176,7 +178,8 @@ class _LinkedFramesOpener:
     the file was read) maps the file without HDF5: 1.2-1.3 ms a frames file in a warm process, 3-4 ms in a
     fresh fork, against tens of microseconds (``scripts/bench_scale.py``, random reads over 1,000 videos).
     The file is opened in full again, and the index learnt anew, when it is no longer the file indexed
-    (device, inode, size or modification time differ)."""
+    (device, inode, size, modification or change time differ), so its unit key and shape are checked again
+    even with ``verify_checksums=False``."""
 
     def __init__(self, root: Path, path: Path, filename: str) -> None:
         self.root, self.path, self.filename = root, path, filename

@@ -27,11 +27,11 @@ def _check(
     kinds: Sequence[str], labels: Sequence[str] | None, box_format: str, label_offset: int, frames: str | None
 ) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
     kinds_t = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not kinds_t:  # as FrameSamples says it
+        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
     bad = [k for k in kinds_t if k not in KINDS]
-    if bad or not kinds_t:
-        raise OptionError(
-            f"unknown kind {bad[0] if bad else None!r} in kinds={list(kinds_t)!r}; allowed: {', '.join(KINDS)}"
-        )
+    if bad:
+        raise OptionError(f"unknown kind {bad[0]!r} in kinds={list(kinds_t)!r}; allowed: {', '.join(KINDS)}")
     labels_t = None if labels is None else ((labels,) if isinstance(labels, str) else tuple(labels))
     if labels_t is not None and not labels_t:
         raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
