@@ -16,7 +16,7 @@ import pytest
 
 from tests.test_store_support import make_dataset, reference_frames
 from vidlabel import export, open_store
-from vidlabel.errors import StoreCorruptError
+from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store import FrameStore, _hdf5
 from vidlabel.store._framestore import _ProcessState
 
@@ -176,4 +176,20 @@ def test_a_frames_file_overwritten_with_another_units_bytes_is_refused_without_c
     with pytest.raises(StoreCorruptError, match=rf"video '{big}' .* are frames unit '\w+', not the video's own unit"):
         store.frame(row)
     assert [p.name for p in full_opens][-1] == files[big].name
+    store.close()
+
+
+def test_a_frames_file_turned_into_a_link_outside_the_store_is_refused(
+    world: tuple[Path, Path], tmp_path: Path, full_opens: list[Path]
+) -> None:
+    """The frames file replaced by a symlink to a hard link of itself outside the store (the same file): the
+    reopen does not follow it, the full open refuses it (as it always did)."""
+    store, cam = read_a_copy(world, tmp_path, full_opens)
+    outside = tmp_path / "outside.h5"
+    os.link(cam, outside)
+    cam.unlink()
+    cam.symlink_to(outside)
+    row = next(i for i in range(len(store)) if store.locate(i) == ("cam", 0))
+    with pytest.raises(StoreError, match=r"outside the store folder"):
+        store.frame(row)
     store.close()

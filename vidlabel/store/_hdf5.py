@@ -596,7 +596,9 @@ class HDF5FramesReader(FramesReader):
         only if a read needs them: a chunk without a known offset, :meth:`raw_chunk`); None where the file at
         ``index.path`` is not the file indexed any more, or cannot be mapped (the caller opens it in full)."""
         try:
-            fd = os.open(index.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # the path was resolved inside the store by the full open: a symlink put there since is not followed
+            # (the full open then checks where it leads)
+            fd = os.open(index.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return None
         try:
