@@ -580,6 +580,12 @@ class HDF5FramesReader(FramesReader):
         self.unit_key = attrs.get("key")
         self._ds: h5py.Dataset | None = ds
         self._dsid: Any = ds.id
+        self._no_map()
+        if self.codec.name == "none":
+            self._map_chunks()
+
+    def _no_map(self) -> None:
+        """The reader's state before (or without) a map of the file: every read through HDF5."""
         self._mmap: mmap.mmap | None = None
         self._mapped: np.ndarray | None = None  # the whole file as uint8, a view of the map
         self._offsets: np.ndarray | None = None
@@ -587,8 +593,15 @@ class HDF5FramesReader(FramesReader):
         self._touched = bytearray()  # per chunk: read through the map in this process already
         self._first_touch = WORKER_FIRST_TOUCH if _in_dataloader_worker() else FIRST_TOUCH
         self._map_lock = threading.Lock()  # the readahead thread advises the map under it; close unmaps under it
-        if self.codec.name == "none":
-            self._map_chunks()
+
+    def _use_map(self, mapped: mmap.mmap, fd: int, offsets: np.ndarray) -> None:
+        """Read uncompressed chunks from ``mapped``, the file's read-only map (``fd``: the file, for ``pread`` and
+        its size), at the byte ``offsets`` of each chunk (-1: unknown, read through HDF5)."""
+        self._mmap, self._fd = mapped, fd
+        self._mapped = np.frombuffer(mapped, dtype=np.uint8)
+        self._offsets = offsets
+        self._chunk_bytes = int(np.prod((self.chunk_frames, *self.shape[1:])))
+        self._touched = bytearray(self.n_chunks)
 
     @classmethod
     def reopen(cls, index: _FramesIndex) -> HDF5FramesReader | None:
@@ -613,13 +626,8 @@ class HDF5FramesReader(FramesReader):
         FramesReader.__init__(self, index.shape, index.chunk_frames, "none")
         self.path, self.root, self.unit_key = index.path, index.root, index.unit_key
         self._file = self._ds = self._dsid = None
-        self._mmap, self._fd = mapped, fd
-        self._mapped = np.frombuffer(mapped, dtype=np.uint8)
-        self._offsets = index.offsets
-        self._chunk_bytes = int(np.prod((self.chunk_frames, *self.shape[1:])))
-        self._touched = bytearray(self.n_chunks)
-        self._first_touch = WORKER_FIRST_TOUCH if _in_dataloader_worker() else FIRST_TOUCH
-        self._map_lock = threading.Lock()
+        self._no_map()
+        self._use_map(mapped, fd, index.offsets)
         self._crc32c = index.crc32c
         return self
 
@@ -702,14 +710,11 @@ class HDF5FramesReader(FramesReader):
             return
         try:
             with open(self.path, "rb") as fh:
-                self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                self._fd = os.dup(fh.fileno())  # its size is checked before each copy out of the map
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                fd = os.dup(fh.fileno())  # its size is checked before each copy out of the map
         except (OSError, ValueError):  # no mmap here
             return
-        self._mapped = np.frombuffer(self._mmap, dtype=np.uint8)
-        self._offsets = offsets
-        self._chunk_bytes = chunk_bytes
-        self._touched = bytearray(self.n_chunks)
+        self._use_map(mapped, fd, offsets)
 
     def _copy_mapped(self, index: int, offset: int, out: np.ndarray, crc: bool) -> int | None:
         """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``; with
