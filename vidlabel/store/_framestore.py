@@ -193,7 +193,6 @@ class _ProcessState:
         self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
         self.data: dict[str, VideoData] = {}
         self.openers: dict[str, Callable[[], FramesReader]] = {}  # video id -> opens its frames (no handles)
-        self.indexed: set[str] = set()  # videos whose opener knows its frames file (opens it without HDF5)
         # in a process other than the store's creator (a DataLoader worker): what it learnt that the creator had
         # not when it forked (a video's small arrays, its indexed opener), until handed over (FrameStore.learnt)
         self.learnt: dict[str, list[Any]] = {}
@@ -206,6 +205,12 @@ class _ProcessState:
         if self.pool is not None:
             self.pool.shutdown(wait=False)
             self.pool = None
+
+
+def _frames_index(opener: Any) -> Any:
+    """What an opener of a video's frames knows of the frames file (an HDF5 opener's chunk index, once it has
+    opened the file), or None."""
+    return getattr(opener, "frames_index", None)
 
 
 #: The stores created in this process, by token (:meth:`FrameStore.learnt`).
@@ -227,9 +232,8 @@ def adopt_learnt(token: str, news: Mapping[str, tuple[VideoData | None, Callable
                             *data.segments.values()):  # fmt: skip
                     arr.setflags(write=False)
                 state.data[video_id] = data
-            if opener is not None and video_id not in state.indexed:
+            if opener is not None and _frames_index(state.openers.get(video_id)) is None:
                 state.openers[video_id] = opener
-                state.indexed.add(video_id)
 
 
 class FrameStore:
@@ -355,7 +359,6 @@ class FrameStore:
                 # every video's arrays and attributes again (a video file's open took 13 ms in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
-                state.indexed.update(old.indexed)
             self._state = state
         return state
 
@@ -693,11 +696,10 @@ class FrameStore:
             with state.lock:
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
+                    known = _frames_index(opener) is not None
                     reader = opener()
-                    if video_id not in state.indexed and getattr(opener, "frames_index", None) is not None:
-                        state.indexed.add(video_id)
-                        if state.pid != self._creator_pid:
-                            state.learnt.setdefault(video_id, [None, None])[1] = opener
+                    if not known and _frames_index(opener) is not None and state.pid != self._creator_pid:
+                        state.learnt.setdefault(video_id, [None, None])[1] = opener
                 else:
                     video = self._open_video(state, video_id)
                     try:
