@@ -165,6 +165,13 @@ class VideoData:
         """(width, height) of the stored frames."""
         return int(self.attrs["width"]), int(self.attrs["height"])
 
+    def read_only(self) -> VideoData:
+        """Make every array read-only (a process's VideoData is shared by all its readers); returns self."""
+        for arr in (self.frame_number, self.timestamp_us, self.is_annotated, *self.regions.values(),
+                    *self.segments.values()):  # fmt: skip
+            arr.setflags(write=False)
+        return self
+
     def row_of(self, frame_number: int) -> int | None:
         """The stored row of a source frame number, or None if that frame is not stored."""
         i = int(np.searchsorted(self.frame_number, frame_number))
@@ -228,10 +235,7 @@ def adopt_learnt(token: str, news: Mapping[str, tuple[VideoData | None, Callable
     with state.lock:
         for video_id, (data, opener) in news.items():
             if data is not None and video_id not in state.data:
-                for arr in (data.frame_number, data.timestamp_us, data.is_annotated, *data.regions.values(),
-                            *data.segments.values()):  # fmt: skip
-                    arr.setflags(write=False)
-                state.data[video_id] = data
+                state.data[video_id] = data.read_only()
             if opener is not None and _frames_index(state.openers.get(video_id)) is None:
                 state.openers[video_id] = opener
 
@@ -651,9 +655,7 @@ class FrameStore:
                     path=str(self.path),
                     video_id=video_id,
                 )
-            for arr in (*arrays.values(), *regions.values(), *segments.values()):
-                arr.setflags(write=False)
-            data = VideoData(video_id, attrs, regions=regions, segments=segments, **arrays)
+            data = VideoData(video_id, attrs, regions=regions, segments=segments, **arrays).read_only()
             state.data[video_id] = data
             if opener is not None:
                 state.openers[video_id] = opener
