@@ -236,6 +236,19 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         return f"StoreFrames({str(self.store.path)!r}, samples={len(self)}, kinds={self.samples.kinds})"
 
 
+def _batches(pieces: list[np.ndarray], size: int) -> Iterator[list[int]]:
+    """The sample indices of ``pieces`` in order, in batches of whole pieces holding at least ``size`` (the last
+    batch what is left)."""
+    batch: list[int] = []
+    for piece in pieces:
+        batch.extend(piece.tolist())
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: ignore[type-arg]
     """Iterable dataset over a frame store: chunks in a seeded order, split between ranks and workers.
 
@@ -359,16 +372,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         return shuffled(self._read(pieces), self.shuffle_buffer, rng)
 
     def _read(self, pieces: list[np.ndarray]) -> Iterator[dict[str, Any]]:
-        batch: list[int] = []
-        for piece in pieces:
-            batch.extend(piece.tolist())
-            if len(batch) >= 32:
-                samples = self.samples.samples(batch)
-                self._hand_over_learnt()
-                for sample in samples:
-                    yield self._finish(sample)
-                batch = []
-        if batch:
+        for batch in _batches(pieces, 32):
             samples = self.samples.samples(batch)
             self._hand_over_learnt()
             for sample in samples:
