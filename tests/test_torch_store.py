@@ -252,6 +252,10 @@ def test_option_errors(world: tuple[Path, Dataset]) -> None:
         StoreFrames(root / "hdf5-none", kinds=("boxes",))
     with pytest.raises(OptionError, match=r"^kinds must name at least one of box, mask, marker$"):
         StoreFrames(root / "hdf5-none", kinds=())
+    with pytest.raises(OptionError, match=r"^label 'person' appears twice in labels=\['person', 'obj', 'person'\]$"):
+        StoreFrames(root / "hdf5-none", labels=["person", "obj", "person"])
+    with pytest.raises(OptionError, match=r"^label 'obj' appears twice in labels=\['obj', 'obj'\]$"):
+        StoreStream(root / "hdf5-none", labels=["obj", "obj"])
     with pytest.raises(
         OptionError, match=r"unknown label 'dog' in labels=\['dog'\]; the store's labels: obj, person, event"
     ):

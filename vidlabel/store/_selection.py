@@ -33,8 +33,12 @@ def _check(
     if bad:
         raise OptionError(f"unknown kind {bad[0]!r} in kinds={list(kinds_t)!r}; allowed: {', '.join(KINDS)}")
     labels_t = None if labels is None else ((labels,) if isinstance(labels, str) else tuple(labels))
-    if labels_t is not None and not labels_t:
-        raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
+    if labels_t is not None:
+        if not labels_t:
+            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
+        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
+        if dup:  # as FrameSamples says it: a repeated name would shift every later class index
+            raise OptionError(f"label {dup[0]!r} appears twice in labels={list(labels_t)!r}")
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
     if isinstance(label_offset, bool) or not isinstance(label_offset, (int, np.integer)):
@@ -72,7 +76,7 @@ class StoreSamples:
     Raises
     ------
     OptionError
-        On an unknown kind, label or box format, or a bad ``label_offset``.
+        On an unknown kind, label or box format, a label named twice, or a bad ``label_offset``.
     """
 
     def __init__(
