@@ -414,6 +414,35 @@ def test_info_reports_a_zarr_video_without_its_frames_array(
     assert err.startswith("vidlabel: error: ") and "frames" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", ["hdf5-none", "zarr-none"])
+def test_info_refuses_another_videos_frames_copied_over_as_reads_do(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # before: `vidlabel info` printed the summary and exited 0 on a store whose video b's frames were a copy of
+    # video a's, which reads and `vidlabel verify` refuse (found by an adversarial pass)
+    from vidlabel.cli import main
+
+    store_dir = copy_store(world, name, tmp_path)
+    if name.startswith("hdf5"):
+        shutil.copyfile(chunk_location(store_dir, "a", 0)[0], chunk_location(store_dir, "b", 0)[0])
+    else:
+        shutil.rmtree(store_dir / "videos" / "b" / "frames")
+        shutil.copytree(store_dir / "videos" / "a" / "frames", store_dir / "videos" / "b" / "frames")
+    with pytest.raises(StoreCorruptError) as read:
+        open_store(store_dir).read_row("b", 0)
+    message = str(read.value)
+    assert re.fullmatch(
+        rf"video 'b' of store '{re.escape(str(store_dir))}': its frames '.*' are frames unit '\w+', not the video's "
+        r"own unit '\w+': the store was changed after export; restore it, or export again into an empty folder",
+        message,
+    ), message
+    with pytest.raises(StoreCorruptError, match=re.escape(message)):
+        open_store(store_dir).check_files()
+    assert main(["info", str(store_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"vidlabel: error: {message}\n"
+
+
 def test_an_index_row_past_a_videos_rows_is_refused_by_the_sample_list(
     world: tuple[Path, Dataset], tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -34,7 +35,7 @@ import numpy as np
 from vidlabel.errors import StoreCorruptError
 from vidlabel.store._codecs import Codec, get_codec
 
-__all__ = ["Backend", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
+__all__ = ["Backend", "FramesHeader", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
 
 
 def node_name(video_id: str) -> str:
@@ -43,6 +44,27 @@ def node_name(video_id: str) -> str:
     if name.startswith(".") or name.startswith("__"):
         name = "%" + f"{ord(name[0]):02X}" + name[1:]
     return name
+
+
+@dataclass(frozen=True)
+class FramesHeader:
+    """What a ``frames`` array's header says, read without its chunk index or any chunk
+    (:meth:`VideoReader.frames_header`): enough for :class:`~vidlabel.store.FrameStore` to check that the frames
+    are the video's own, as it checks a :class:`FramesReader` before reading.
+
+    Attributes
+    ----------
+    path : path, str or None
+        The frames file or array (for messages).
+    shape : tuple of int
+        ``(T, H, W, 3)`` as stored.
+    unit_key : str or None
+        The frames unit's key as the array records it (None where it records none).
+    """
+
+    path: Any
+    shape: tuple[int, ...]
+    unit_key: str | None
 
 
 class FramesReader(ABC):
@@ -212,14 +234,14 @@ class VideoReader(ABC):
         """True when the group was completely written (its ``complete`` attribute is true)."""
         return self.attrs.get("complete") is True
 
-    def frames_shape(self) -> tuple[int, ...]:
-        """The ``(T, H, W, 3)`` shape of the group's ``frames``, from the array's header (no chunk is read).
+    def frames_header(self) -> FramesHeader:
+        """What the header of the group's ``frames`` says (file, shape, unit key); no chunk is read.
 
         A backend whose :meth:`frames` reads more than the header overrides this.
         """
         reader = self.frames()
         try:
-            return reader.shape
+            return FramesHeader(getattr(reader, "path", None), reader.shape, reader.unit_key)
         finally:
             reader.close()
 

@@ -26,7 +26,7 @@ from vidlabel.errors import (
     StoreIncompleteError,
     UnknownVideoError,
 )
-from vidlabel.store._backend import Backend, FramesReader, VideoReader
+from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
 from vidlabel.store._layout import (
     FORMAT,
@@ -525,10 +525,13 @@ class FrameStore:
         return self.video_data(video_id).attrs.get("content_hash")
 
     def check_files(self) -> int:
-        """Open every stored video's file and its frames array's header, reading no pixels (``vidlabel info``).
+        """Open every stored video's file, its small arrays and its frames array's header, reading no pixels
+        (``vidlabel info``), and check the frames as a read does (:meth:`_check_frames`).
 
         Cheaper than :func:`~vidlabel.store.verify_store`, which reads and checks every chunk; this
-        finds a truncated or missing file, a video not completely written, a frames link out of the store.
+        finds a truncated or missing file, a video not completely written, a frames link out of the store,
+        small arrays that do not fit together, and frames that are not the video's own (another unit's file
+        copied over its frames file, frames of another size).
 
         Returns
         -------
@@ -539,6 +542,9 @@ class FrameStore:
         ------
         StoreIncompleteError
             If a video was not completely written.
+        StoreCorruptError
+            If a video's small arrays were changed after export, or its frames are not its own; the message
+            is the one a read of its frames gives.
         StoreError
             If a video's file or its frames file cannot be opened (truncated, missing, not HDF5/Zarr);
             the message names the file.
@@ -548,9 +554,10 @@ class FrameStore:
             for video_id in self._video_ids:
                 reader = self._open_video(state, video_id)
                 try:
-                    reader.frames_shape()
+                    header = reader.frames_header()
                 finally:
                     reader.close()
+                self._check_frames(video_id, header)
         return len(self._video_ids)
 
     def describe(self) -> dict[str, Any]:
@@ -663,11 +670,12 @@ class FrameStore:
                 state.learnt.setdefault(video_id, [None, None])[0] = data
         return data
 
-    def _check_frames(self, video_id: str, reader: FramesReader) -> None:
+    def _check_frames(self, video_id: str, reader: FramesReader | FramesHeader) -> None:
         """Refuse frames that are not the video's own: another unit's (its recorded key differs from the video's
         ``frames_key``), or of another size or row count than the video's arrays say. A frames link edited or
         a file swapped after export would otherwise give another video's pictures without a word (each chunk's
-        CRC is the frames file's own, so it matches).
+        CRC is the frames file's own, so it matches). ``reader`` is the frames' reader (a read), or only their
+        header (:meth:`check_files`).
 
         Raises
         ------
@@ -893,7 +901,7 @@ class FrameStore:
         return StoreSamples(self, all_rows=True, **options).sample_row(video_id, row)
 
 
-def reader_path(reader: FramesReader) -> Any:
+def reader_path(reader: FramesReader | FramesHeader) -> Any:
     """Identity of a frames reader for cache keys and messages (its path, file or URL)."""
     return getattr(reader, "path", id(reader))
 

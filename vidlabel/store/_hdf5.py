@@ -43,7 +43,15 @@ import numpy as np
 
 from vidlabel._env import env_switch
 from vidlabel.errors import StoreCorruptError, StoreError
-from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.store._backend import (
+    Backend,
+    FramesHeader,
+    FramesReader,
+    FramesWriter,
+    VideoReader,
+    folder_size,
+    node_name,
+)
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
     MADV_POPULATE_READ,
@@ -992,8 +1000,9 @@ class HDF5VideoReader(VideoReader):
             raise StoreError(f"video file {str(self.path)!r}: 'frames' is not a link to a frames file")
         return _LinkedFramesOpener(self.root, self.path, link.filename)
 
-    def frames_shape(self) -> tuple[int, ...]:
-        """The shape of the linked frames array, from the frames file's header (no chunk index, no map).
+    def frames_header(self) -> FramesHeader:
+        """The linked frames file's path, its frames array's shape and its unit key, from the file's header (no
+        chunk index, no map).
 
         Raises
         ------
@@ -1010,7 +1019,8 @@ class HDF5VideoReader(VideoReader):
             ds = f.get("frames")
             if not isinstance(ds, h5py.Dataset):
                 raise StoreError(f"frames file {str(real)!r}: 'frames' is not an array", path=str(real))
-            return tuple(int(v) for v in ds.shape)
+            key = _get_attrs(f, ("key",)).get("key")
+            return FramesHeader(real, tuple(int(v) for v in ds.shape), key)
         finally:
             f.close()
 
