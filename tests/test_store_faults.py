@@ -397,8 +397,60 @@ def test_info_reports_a_truncated_hdf5_file_by_name(
         open_store(store_dir).check_files()
     assert main(["info", str(store_dir)]) == 1
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"vidlabel: error: cannot open HDF5 file '{target.resolve()}' of a frame store")
-    assert "truncated" in err
+    assert out == "" and err.startswith(
+        f"vidlabel: error: video 'b' of store '{store_dir}': cannot open HDF5 file '{target.resolve()}' of a frame "
+        "store: it is truncated ("
+    )
+
+
+UNOPENABLE = {
+    "missing": (lambda path: path.unlink(), r"it is missing"),
+    "truncated": (
+        lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+        r"it is truncated \(\d+ bytes of the \d+ its header records\)",
+    ),
+    "garbage": (
+        lambda path: path.write_bytes(b"not a frames file\n" * 64),
+        r"it is not an HDF5 file \(no HDF5 signature in its 1152 bytes\)",
+    ),
+    "directory": (lambda path: (path.unlink(), path.mkdir()), r"it is a directory, not a file"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNOPENABLE))
+def test_a_frames_file_that_cannot_be_opened_is_named_with_its_video_in_one_line(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    # before: reads and `vidlabel info` said "cannot open HDF5 file '.../frames/<key>.h5' of a frame store:
+    # [Errno 2] Unable to synchronously open file (unable to open file: name = ..., errno = 2, ...)", naming no
+    # video, and for a directory in the file's place h5py's text ran over two lines (an adversarial pass)
+    from vidlabel.cli import main
+
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    target = chunk_location(store_dir, "b", 0)[0]
+    damage_file, why = UNOPENABLE[case]
+    damage_file(target)
+    inner = (
+        rf"cannot open HDF5 file '{re.escape(str(target))}' of a frame store: {why}; restore it, or export again "
+        "into an empty folder"
+    )
+    message = rf"video 'b' of store '{re.escape(str(store_dir))}': {inner}"
+    store = open_store(store_dir)
+    with pytest.raises(StoreError, match=rf"^{message}$") as err:
+        store.read_rows("b", [0])
+    assert err.value.video_id == "b" and "\n" not in str(err.value)
+    assert isinstance(err.value.__cause__, StoreError) and isinstance(err.value.__cause__.__cause__, OSError)
+    frames = StoreFrames(store_dir)
+    with pytest.raises(StoreError, match=rf"^{message}$"):
+        frames[frames.index.index(("b", 0))]
+    np.testing.assert_array_equal(store.read_row("a", 0), open_store(world[0] / "hdf5-none").read_row("a", 0))
+    assert main(["info", str(store_dir)]) == 1
+    out, printed = capsys.readouterr()
+    assert out == "" and re.fullmatch(rf"vidlabel: error: {message}\n", printed), printed
+    # the words `vidlabel verify` gives after naming the store and the video
+    assert [p for p in verify_store(store_dir)["problems"] if re.fullmatch(
+        rf"{re.escape(str(store_dir))}: video 'b': cannot be read: {inner}", p
+    )]  # fmt: skip
 
 
 def test_info_reports_a_zarr_video_without_its_frames_array(

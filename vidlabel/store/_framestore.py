@@ -9,8 +9,9 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -552,11 +553,12 @@ class FrameStore:
         state = self._process()
         with state.lock:
             for video_id in self._video_ids:
-                reader = self._open_video(state, video_id)
-                try:
-                    header = reader.frames_header()
-                finally:
-                    reader.close()
+                with self._about(video_id):
+                    reader = self._open_video(state, video_id)
+                    try:
+                        header = reader.frames_header()
+                    finally:
+                        reader.close()
                 self._check_frames(video_id, header)
         return len(self._video_ids)
 
@@ -599,8 +601,23 @@ class FrameStore:
             state.backends[part] = backend
         return backend
 
+    @contextmanager
+    def _about(self, video_id: str) -> Iterator[None]:
+        """A :class:`~vidlabel.errors.StoreError` raised inside, opening or reading a file of video ``video_id``
+        (a missing or truncated file, a link out of the store), names the video and the store first, as
+        ``vidlabel verify`` does; one that names a video already passes as it is. Same class, the error chained."""
+        try:
+            yield
+        except StoreError as err:
+            if err.video_id is not None:
+                raise
+            raise type(err)(
+                f"video {video_id!r} of store {str(self.path)!r}: {err}", path=err.path, video_id=video_id
+            ) from err
+
     def _open_video(self, state: _ProcessState, video_id: str) -> VideoReader:
-        reader = self._backend(state, video_id).open_video(video_id)
+        with self._about(video_id):
+            reader = self._backend(state, video_id).open_video(video_id)
         if not reader.complete():
             reader.close()
             raise StoreIncompleteError(
@@ -630,7 +647,7 @@ class FrameStore:
         data = state.data.get(video_id)
         if data is not None:
             return data
-        with state.lock:
+        with state.lock, self._about(video_id):
             reader = self._open_video(state, video_id)
             try:
                 frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
@@ -703,7 +720,7 @@ class FrameStore:
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
-            with state.lock:
+            with state.lock, self._about(video_id):
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
                     known = _frames_index(opener) is not None
@@ -757,7 +774,8 @@ class FrameStore:
             If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``); names the video, chunk,
             rows and store.
         StoreError
-            If a chunk is missing or does not decode.
+            If a chunk is missing or does not decode, or the video's file or its frames file cannot be opened
+            (missing, truncated, not HDF5, a directory); names the video, the store, the file and why.
         """
         state = self._process()
         reader = self._frames_reader(state, video_id)

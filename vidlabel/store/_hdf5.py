@@ -28,6 +28,8 @@ import functools
 import json
 import mmap
 import os
+import re
+import stat
 import sys
 import threading
 import uuid
@@ -120,12 +122,52 @@ def _in_dataloader_worker() -> bool:
 
 
 def _open(path: Path, mode: str = "r") -> h5py.File:
+    """Open an HDF5 file of a store with h5py.
+
+    Raises
+    ------
+    StoreError
+        If h5py cannot open it; for a read, the message says why in a few words (:func:`_unreadable`) and what
+        to do, on one line (h5py's own words span lines and repeat the path), h5py's error chained.
+    """
     try:
         if mode == "r":
             return h5py.File(path, "r", rdcc_nbytes=0)
         return h5py.File(path, mode)
     except OSError as err:
-        raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {err}", path=str(path)) from err
+        if mode != "r":
+            raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {err}", path=str(path)) from err
+        raise StoreError(
+            f"cannot open HDF5 file {str(path)!r} of a frame store: {_unreadable(path, err)}; restore it, or export "
+            "again into an empty folder",
+            path=str(path),
+        ) from err
+
+
+def _unreadable(path: Path, err: OSError) -> str:
+    """Why h5py could not open ``path`` for reading, in a few words: missing, a directory, empty, truncated (its
+    size and the size its header records), not an HDF5 file, or not readable; else h5py's words on one line."""
+    words = " ".join(str(err).split())
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "it is missing"
+    except OSError as stat_err:
+        return f"it cannot be examined ({stat_err.strerror or stat_err})"
+    if stat.S_ISDIR(st.st_mode):
+        return "it is a directory, not a file"
+    if st.st_size == 0:
+        return "it is empty (0 bytes)"
+    if "truncated file" in words:
+        sizes = re.search(r"\beof = (\d+).*\bstored_eof = (\d+)", words)
+        if sizes is None:
+            return "it is truncated"
+        return f"it is truncated ({sizes[1]} bytes of the {sizes[2]} its header records)"
+    if "file signature not found" in words:
+        return f"it is not an HDF5 file (no HDF5 signature in its {st.st_size} bytes)"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "it cannot be read (permission denied)"
+    return f"h5py cannot read it ({words})"
 
 
 def _open_inside(root: Path, path: Path, what: str) -> tuple[h5py.File, Path]:
@@ -1166,7 +1208,9 @@ class HDF5Backend(Backend):
     def open_video(self, video_id: str) -> HDF5VideoReader:
         path = self._video_path(video_id)
         if not path.exists():
-            raise StoreError(f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path})")
+            raise StoreError(
+                f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path})", video_id=video_id
+            )
         return HDF5VideoReader(path, self.folder)
 
     def remove_video(self, video_id: str) -> None:

@@ -486,7 +486,9 @@ class ZarrBackend(Backend):
     def open_video(self, video_id: str) -> ZarrVideoReader:
         path = self._video_path(video_id)
         if not (path / "zarr.json").exists():
-            raise StoreError(f"frame store {str(self.folder)!r} has no group for video {video_id!r} ({path})")
+            raise StoreError(
+                f"frame store {str(self.folder)!r} has no group for video {video_id!r} ({path})", video_id=video_id
+            )
         return ZarrVideoReader(path, self.folder)
 
     def remove_video(self, video_id: str) -> None:
