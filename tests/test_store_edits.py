@@ -347,6 +347,54 @@ def test_class_names_that_are_not_a_list_of_names_are_refused(
     )
 
 
+ROOT_VIDEOS_EDITS = {
+    "frames-abc": (lambda videos: videos["b"].update(frames="abc"), "its videos entry of video 'b' has frames 'abc'"),
+    "frames-none": (lambda videos: videos["b"].update(frames=None), "its videos entry of video 'b' has frames None"),
+    "width-half": (lambda videos: videos["b"].update(width=2.5), "its videos entry of video 'b' has width 2.5"),
+    "height-negative": (lambda videos: videos["a"].update(height=-3), "its videos entry of video 'a' has height -3"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+@pytest.mark.parametrize("case", list(ROOT_VIDEOS_EDITS))
+def test_a_root_videos_count_that_is_not_a_number_is_refused_naming_the_video_and_field(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, case: str
+) -> None:
+    # before: `vidlabel info` summed the root's per-video counts with a bare int(): "frames": "abc" printed
+    # "vidlabel: error: ValueError: invalid literal for int() with base 10: 'abc'" (no store, video or field),
+    # None was a TypeError traceback, 2.5 and -3 were printed as counts; verify said nothing (an adversarial pass)
+    store = copy_store(stores, fmt, tmp_path)
+    videos = open_store(store).describe()["videos"]
+    change, phrase = ROOT_VIDEOS_EDITS[case]
+    change(videos)
+    set_root_attr(store, fmt, "videos", videos)
+    problem = f"{phrase}, not a whole number >= 0"
+    message = (
+        f"frame store '{store}': {problem}: the store was changed after export; restore it, or export again into "
+        "an empty folder"
+    )
+    for call in (lambda: open_store(store), lambda: StoreFrames(store)):
+        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
+            call()
+    assert main(["info", str(store)]) == 1
+    assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
+    assert f"{store}: {problem}" in verify_store(store)["problems"]
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_a_root_videos_attribute_that_is_not_a_mapping_is_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: `vidlabel info` died with an AttributeError traceback ('list' object has no attribute 'values')
+    store = copy_store(stores, fmt, tmp_path)
+    set_root_attr(store, fmt, "videos", ["a", "b"])
+    problem = "its videos attribute is list ['a', 'b'], not a mapping of video ids"
+    with pytest.raises(StoreCorruptError, match=re.escape(f"frame store '{store}': {problem}: the store was changed")):
+        open_store(store)
+    assert main(["info", str(store)]) == 1
+    assert capsys.readouterr().err.startswith(f"vidlabel: error: frame store '{store}': {problem}: ")
+
+
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
 @pytest.mark.parametrize("columns", [1, 3, 4])
 def test_an_index_that_is_not_n_by_2_is_refused(stores: Path, tmp_path: Path, fmt: str, columns: int) -> None:

@@ -36,6 +36,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     class_names_problem,
+    root_videos_problem,
     video_problems,
 )
 from vidlabel.store._position import sample_position
@@ -275,7 +276,10 @@ class FrameStore:
     Raises
     ------
     StoreCorruptError
-        On reading frames (not here), if a chunk fails its checksum.
+        If a store's root was changed after export: its class names are not a list of names, or its per-video
+        summary (``videos``, which ``vidlabel info`` reads) holds a count that is not a whole number >= 0
+        (the message names the store, the video and the field). On reading frames (not here), if a chunk
+        fails its checksum.
     StoreError
         If there is no store at ``path``, or the stores of a folder disagree
         on their class names or share a video id, or a URL holds an HDF5 store.
@@ -944,7 +948,7 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
         )
-    problem = class_names_problem(attrs.get("class_names", []))
+    problem = class_names_problem(attrs.get("class_names", [])) or root_videos_problem(attrs.get("videos", {}))
     if problem is not None:
         raise StoreCorruptError(
             f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "

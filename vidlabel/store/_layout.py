@@ -49,6 +49,7 @@ __all__ = [
     "index_rows",
     "labels_key",
     "pixel_key",
+    "root_videos_problem",
     "video_problems",
 ]
 
@@ -116,6 +117,32 @@ def class_names_problem(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return None
     return f"its class_names {value!r} are not a list of names"
+
+
+#: The fields of a root ``videos`` entry that are counts (``vidlabel info`` adds up ``frames``).
+_ROOT_VIDEO_COUNTS = ("frames", "width", "height")
+
+
+def root_videos_problem(value: Any) -> str | None:
+    """A phrase when a store root's ``videos`` (per video id, a summary of the video: ``frames``, ``width``,
+    ``height``, ``content_hash``, ...) is not a mapping of video ids to mappings whose counts
+    (:data:`_ROOT_VIDEO_COUNTS`) are whole numbers >= 0, else None. Names the first video and field found wrong."""
+    if not isinstance(value, dict):
+        return f"its videos attribute is {type(value).__name__} {_short(value)}, not a mapping of video ids"
+    for video_id, entry in value.items():
+        if not isinstance(entry, dict):
+            return f"its videos entry of video {video_id!r} is {_short(entry)}, not a mapping of fields"
+        for field in _ROOT_VIDEO_COUNTS:
+            count = entry.get(field, 0)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                return f"its videos entry of video {video_id!r} has {field} {_short(count)}, not a whole number >= 0"
+    return None
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters (a message names an edited value, not a whole file of it)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _lengths(

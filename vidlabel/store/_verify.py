@@ -19,6 +19,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     class_names_problem,
+    root_videos_problem,
     video_problems,
 )
 from vidlabel.store._position import positions_by_code
@@ -90,9 +91,9 @@ def _verify_one(
         problems.append(f"{where}: root is not marked complete: its export failed: {attrs['failed']}")
     elif attrs.get("complete") is not True:
         problems.append(f"{where}: root is not marked complete (export interrupted or running)")
-    problem = class_names_problem(attrs.get("class_names", []))
-    if problem is not None:
-        problems.append(f"{where}: {problem}")
+    for problem in (class_names_problem(attrs.get("class_names", [])), root_videos_problem(attrs.get("videos", {}))):
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
     video_ids = list(attrs.get("video_ids", []))
     on_disk = backend.video_ids()
     for v in sorted(set(video_ids) - set(on_disk)):
