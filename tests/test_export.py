@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -572,7 +573,7 @@ def test_open_frame_files_are_bounded(
     store.close()
 
 
-def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path) -> None:
+def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from vidlabel.errors import VideoNotFoundError
 
     ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=12)
@@ -580,6 +581,11 @@ def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path) -> None:
     moved.mkdir()
     (tmp_path / "d" / "b.mp4").rename(moved / "b.mp4")
     out = tmp_path / "out"
+    with pytest.raises(VideoNotFoundError, match=r"'b'"):  # found missing before anything is written
+        export(ds, out, workers=2, progress=False)
+    assert not out.exists()
+    # a file that goes missing once the export has started: the unit's job finds it so
+    monkeypatch.setattr(sys.modules["vidlabel.export._run"], "check_video_files", lambda videos, roots: None)
     with pytest.raises(VideoNotFoundError, match=r"'b'"):
         export(ds, out, workers=2, progress=False)
     with pytest.raises(StoreIncompleteError, match=r"incomplete"):
@@ -588,6 +594,70 @@ def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path) -> None:
     report = export(ds, out, workers=2, progress=False, roots=[moved])
     assert report.videos_up_to_date == 1 and report.frames_decoded == len(FrameSamples(ds, videos=["b"]))
     assert open_store(out).index == list(FrameSamples(ds).index)
+
+
+def files_of(folder: Path) -> dict[str, tuple[int, int] | None]:
+    """Every file (size, modification time) and folder (None) under ``folder``, by relative path."""
+    return {
+        str(p.relative_to(folder)): None if p.is_dir() else (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+    }
+
+
+@pytest.mark.parametrize("fmt", [*BACKENDS, "mediasequence"])
+def test_an_export_refused_for_a_missing_video_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: the export created OUT, wrote the videos it found and only then failed on the missing one, leaving
+    # the folder behind (an incomplete store with video a; for MediaSequence its plan and a partial shard)
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=8)
+    (tmp_path / "d" / "b.mp4").rename(tmp_path / "d" / "b.moved")
+    message = (
+        rf"^file of video 'b' not found; tried: {re.escape(str(tmp_path / 'd' / 'b.mp4'))} \(pass roots=\[\.\.\.\], "
+        r"--roots on the command line, to search folders\)$"
+    )
+    out = tmp_path / "new" / "out"  # neither folder exists
+    with pytest.raises(VideoNotFoundError, match=message):
+        export(ds, out, format=fmt, progress=False)
+    assert not (tmp_path / "new").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(VideoNotFoundError, match=message):
+        export(ds, empty, format=fmt, progress=False)
+    assert list(empty.iterdir()) == []
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    before = files_of(mine)
+    with pytest.raises(StoreError, match=r"export to a new or empty folder"):
+        export(ds, mine, format=fmt, progress=False)
+    assert files_of(mine) == before
+    assert main(["export", str(ds.path), str(out), "--format", fmt, "--no-progress"]) == 1
+    out_text, err = capsys.readouterr()
+    assert out_text == "" and re.fullmatch(f"vidlabel: error: {message[1:-1]}\n", err), err
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_an_update_refused_for_a_missing_video_leaves_the_store_as_it_was(tmp_path: Path, fmt: str) -> None:
+    # before: the store was marked incomplete (unreadable until a rerun) and the videos found were rewritten
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=8)
+    out = tmp_path / "out"
+    export(ds, out, format=fmt, progress=False)
+    (tmp_path / "d" / "b.mp4").rename(tmp_path / "d" / "b.moved")
+    before, samples = files_of(out), open_store(out).index
+    with pytest.raises(VideoNotFoundError, match=r"^file of video 'b' not found"):
+        export(ds, out, format=fmt, frames="all", progress=False)  # new frames: b must be decoded
+    after = files_of(out)
+    assert after.pop(".vidlabel-lock")[0] == before.pop(".vidlabel-lock")[0] == 0  # the store's lock: taken, no more
+    assert after == before and open_store(out).index == samples
+    report = export(ds, out, format=fmt, progress=False)  # b's frames are stored: its file is not needed
+    assert report.videos_up_to_date == 2 and report.frames_decoded == 0
 
 
 def test_an_hdf5_export_does_not_import_zarr(world: tuple[Path, Dataset], tmp_path: Path) -> None:

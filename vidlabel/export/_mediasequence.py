@@ -40,7 +40,7 @@ import numpy as np
 from vidlabel._version import __version__
 from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
-from vidlabel.export._plan import ExportPlan, VideoPlan
+from vidlabel.export._plan import ExportPlan, VideoPlan, check_video_files
 from vidlabel.export._tfrecord import TFRecordWriter
 from vidlabel.export._units import UnitJob, inline_frame_threads, unit_frames
 from vidlabel.geometry import decode_rle
@@ -108,8 +108,8 @@ def plan_key(plan: ExportPlan, opts: ExportOptions, spans: list[RecordSpan]) -> 
 # -- the folder ------------------------------------------------------------------------------------------------
 
 
-def _prepare_folder(folder: Path, key: str, names: list[str]) -> set[str]:
-    """Check ``folder`` holds nothing but this export's files; return the shards already in place.
+def _check_folder(folder: Path, key: str, names: list[str]) -> set[str]:
+    """Check ``folder`` holds nothing but this export's files (writing nothing); return the names it holds.
 
     Raises
     ------
@@ -139,6 +139,13 @@ def _prepare_folder(folder: Path, key: str, names: list[str]) -> set[str]:
             "export to a new or empty folder",
             path=str(folder),
         )
+    return present
+
+
+def _prepare_folder(folder: Path, key: str, names: list[str], present: set[str]) -> set[str]:
+    """Set ``folder`` (checked by :func:`_check_folder`, holding ``present``) up for the export: drop what a
+    killed export left, write the plan; return the shards already in place."""
+    plan_file = folder / PLAN_NAME
     for name in present:
         if name.endswith(_PARTIAL):  # left by a killed export
             (folder / name).unlink()
@@ -173,7 +180,9 @@ def export_mediasequence(
     ------
     StoreError
         If ``opts.out`` holds other files or another plan's shards.
-    VideoDecodeError, VideoChangedError, VideoNotFoundError
+    VideoNotFoundError
+        If the file of a video with a record to write cannot be found, before anything is written.
+    VideoDecodeError, VideoChangedError
         From the reader.
     """
     folder = Path(opts.out)
@@ -181,7 +190,11 @@ def export_mediasequence(
     n_shards = (spans[-1].shard + 1) if spans else 0
     names = [shard_name(i, n_shards) for i in range(n_shards)]
     key = plan_key(plan, opts, spans)
-    kept = _prepare_folder(folder, key, names)
+    present = _check_folder(folder, key, names)
+    if images:  # every video with a record to write is decoded: find their files before writing anything
+        todo = {s.video for s in spans if s.frames and names[s.shard] not in present}
+        check_video_files((plan.videos[v].meta for v in sorted(todo)), opts.roots)
+    kept = _prepare_folder(folder, key, names, present)
     context = _MarkerContext(plan)
     writer: Any = None
     current = -1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,8 @@ from vidlabel.store._position import positions_by_code
 from vidlabel.store._verify import damaged_unit_chunks
 
 __all__ = [
-    "ExportPlan", "Selection", "UnitWork", "VideoPlan", "plan_export", "plan_units", "select_frames", "timestamps_us",
+    "ExportPlan", "Selection", "UnitWork", "VideoPlan", "check_video_files", "plan_export", "plan_units",
+    "select_frames", "timestamps_us",
 ]  # fmt: skip
 
 _KIND_BOX, _KIND_MASK, _KIND_MARKER = (KINDS.index(k) for k in ("box", "mask", "marker"))
@@ -397,6 +398,28 @@ def _segments(
         "label_index": table.label[rows].astype(np.int64),
         "annotation_id": table.annotation_id[rows].astype(np.int64),
     }
+
+
+def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str]) -> None:
+    """Find the file of every video an export is about to decode, so that one that cannot be found refuses the
+    export before it writes anything (a unit job would find it missing only after others were written).
+
+    Parameters
+    ----------
+    videos : iterable of VideoMetadata
+        The videos whose frames are to be decoded.
+    roots : sequence of str
+        The export's ``roots``.
+
+    Raises
+    ------
+    VideoNotFoundError
+        Naming the first video whose file is found nowhere and every path tried.
+    """
+    from vidlabel.video._reader import resolve_video_path
+
+    for meta in videos:
+        resolve_video_path(meta, roots)
 
 
 # -- what is left to write ---------------------------------------------------------------------------------------

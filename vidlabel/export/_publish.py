@@ -32,6 +32,7 @@ __all__ = [
     "warn_if_narrower",
     "refuse_file_target",
     "resumable_when_disk_full",
+    "take_over",
     "write_root",
 ]
 
@@ -73,8 +74,9 @@ def prepare_folder(
     folder: Path, format: str, source: StoreSource, *, overwrite: bool = False
 ) -> tuple[Backend, dict[str, Any]]:
     """The backend for ``folder``: refuses a folder holding anything but a store of this format, or a store
-    written from another dataset (unless ``overwrite``); marks it incomplete. Also returns the root attributes
-    the folder's store had before (empty for a new folder), for :func:`warn_if_narrower`.
+    written from another dataset (unless ``overwrite``). Writes nothing: :func:`take_over` marks the root
+    incomplete once the export knows it can start. Also returns the root attributes the folder's store had
+    before (empty for a new folder), for :func:`warn_if_narrower`.
 
     Raises
     ------
@@ -99,12 +101,12 @@ def prepare_folder(
             path=str(folder),
         )
     attrs, _ = backend.read_root()
-    _take_over(backend, str(folder), attrs, source, overwrite)
+    _refuse_another(str(folder), attrs, source, overwrite)
     return backend, dict(attrs)
 
 
-def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
-    """Refuse a store of another dataset (unless ``overwrite``); mark the root incomplete, recording the writer."""
+def _refuse_another(where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
+    """Refuse a store of another dataset (unless ``overwrite``)."""
     if not overwrite and not source.wrote(attrs):
         raise StoreError(
             f"{where!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
@@ -113,6 +115,18 @@ def _take_over(backend: Backend, where: str, attrs: dict[str, Any], source: Stor
             "(`vidlabel export ... --overwrite`) to replace that store",
             path=where,
         )
+
+
+def take_over(backend: Backend, attrs: dict[str, Any], source: StoreSource) -> None:
+    """Mark the root of the store an export writes incomplete, recording the writer: an export's first write.
+
+    Parameters
+    ----------
+    backend : Backend
+    attrs : dict
+        The root's attributes before this export (``{}`` for a new store).
+    source : StoreSource
+    """
     kept = {k: v for k, v in attrs.items() if k in ("format", "format_version")} or {"format": FORMAT}
     backend.mark_incomplete({**kept, **source.root_attrs()})
 
@@ -156,7 +170,8 @@ def prepare_url(
                 path=url,
             )
     attrs = dict((root or {}).get("attributes", {}))
-    _take_over(backend, url, attrs, source, overwrite)
+    _refuse_another(url, attrs, source, overwrite)
+    take_over(backend, attrs, source)
     return backend, attrs
 
 

@@ -55,7 +55,7 @@ from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDecodeError, VidlabelError
 from vidlabel.export._mediasequence import export_mediasequence
 from vidlabel.export._options import MEDIASEQUENCE, ExportOptions, check_options
-from vidlabel.export._plan import ExportPlan, UnitWork, plan_export, plan_units, select_frames
+from vidlabel.export._plan import ExportPlan, UnitWork, check_video_files, plan_export, plan_units, select_frames
 from vidlabel.export._pool import UnitsFailed, progress_bar, run_units
 from vidlabel.export._publish import (
     Publisher,
@@ -64,6 +64,7 @@ from vidlabel.export._publish import (
     prepare_url,
     refuse_file_target,
     resumable_when_disk_full,
+    take_over,
     warn_if_narrower,
     write_root,
 )
@@ -183,8 +184,13 @@ def export(
     StoreLockedError
         If another process is writing ``out`` (for a URL: if another export took its root over, at the start
         or while this one ran; this one then does not publish).
-    ReleaseNotFoundError, VideoNotFoundError, VideoDecodeError
+    ReleaseNotFoundError, VideoDecodeError
         From the dataset and the reader.
+    VideoNotFoundError
+        If the file of a video whose frames are to be decoded cannot be found (nor under ``roots``): refused
+        before anything is written, so a folder that did not exist still does not, and an existing one (a
+        store, or a folder with files of its own) is left as it was. With an ``executor``, whose workers may
+        see other files than this process, the unit's task says so instead.
     VideoChangedError
         If a video's file no longer holds the registered bytes (its content
         hash differs from the release's): its frames are not decoded, and the
@@ -208,6 +214,7 @@ def export(
     rel = _resolve_release(ds, release)
     selection = select_frames(rel, opts, str(getattr(ds, "path", "")) or rel.info.get("dataset"))
     source = StoreSource(selection.dataset_path, rel.release_id, frozenset(_releases_of(ds)))
+    plan = plan_export(selection, opts)  # reads the release (and hashes a video registered without a hash) only
     lock: Any
     if opts.is_url:  # no lock on an object store: the root's conditional writes keep exports apart
         where, lock = opts.out.rstrip("/"), contextlib.nullcontext()
@@ -218,7 +225,6 @@ def export(
     report = ExportReport(out=where, format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
     if opts.format == MEDIASEQUENCE:
         with StoreLock(folder):
-            plan = plan_export(selection, opts)
             report_plan(report, plan, opts, stacklevel=2)
             total = sum(int(v.frame_number.size) for v in plan.videos)
             bar = progress_bar(opts.progress and total > 0, total, f"export {folder.name}")
@@ -235,10 +241,13 @@ def export(
             backend, previous = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
         else:
             backend, previous = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
-        plan = plan_export(selection, opts)
         report_plan(report, plan, opts, stacklevel=2)
         warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
+        if executor is None:  # an executor's workers may see files the driver does not: each unit says so there
+            check_video_files((job.meta for job in work.jobs if job.decode.size), opts.roots)
+        if not opts.is_url:  # (a URL's root was taken over by prepare_url, with a conditional write)
+            take_over(backend, previous, source)  # the first write: nothing was written before a refusal
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
         report_damaged(report, work.damaged, stacklevel=2)
         with resumable_when_disk_full(backend):

@@ -126,7 +126,10 @@ class StoreLock:
     The OS releases it when the process ends, even by SIGKILL, so a killed
     export never leaves a stale lock behind. When the ``with`` block raises,
     a lock file this lock created is removed: a folder the writer refused (not
-    empty, another format, another export's shards) keeps nothing of ours.
+    empty, another format, another export's shards) keeps nothing of ours; and
+    the folders this lock created (the folder, and parents that did not exist)
+    are removed again if they are left empty (an export refused before it
+    wrote anything leaves no folder behind; one that wrote keeps its files).
 
     Raises
     ------
@@ -142,10 +145,16 @@ class StoreLock:
         self.path = self.folder / LOCK_NAME
         self._fh: IO[str] | None = None
         self._created = False  # this lock made the lock file: a block that fails takes it away again
+        self._made: list[Path] = []  # the folders this lock made, deepest first: removed if a block fails on them empty
 
     def __enter__(self) -> StoreLock:
+        made, missing = [], self.folder
+        while not os.path.lexists(missing) and missing.parent != missing:
+            made.append(missing)
+            missing = missing.parent
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = made
             self._created = not self.path.exists()
             fh = open(self.path, "a+", encoding="utf-8")
         except OSError as err:  # a parent that is a file, a read-only or missing file system, no permission
@@ -185,6 +194,12 @@ class StoreLock:
             _unlock(self._fh)
             self._fh.close()
             self._fh = None
+            if exc_type is not None:
+                for folder in self._made:  # rmdir: only an empty folder goes, never a file put there
+                    try:
+                        folder.rmdir()
+                    except OSError:
+                        break
 
 
 def _lock(fh: IO[str]) -> None:
