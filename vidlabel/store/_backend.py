@@ -35,7 +35,16 @@ import numpy as np
 from vidlabel.errors import StoreCorruptError
 from vidlabel.store._codecs import Codec, get_codec
 
-__all__ = ["Backend", "FramesHeader", "FramesReader", "FramesWriter", "VideoReader", "node_name"]
+__all__ = [
+    "Backend",
+    "FramesHeader",
+    "FramesReader",
+    "FramesWriter",
+    "VideoReader",
+    "chunk_crc_problem",
+    "chunk_size_problem",
+    "node_name",
+]
 
 
 def node_name(video_id: str) -> str:
@@ -168,11 +177,12 @@ class FramesReader(ABC):
         """
         stored = int(self.stored_crc32c()[index])
         if read != stored:
-            raise StoreCorruptError(
-                f"the stored bytes of frames {str(getattr(self, 'path', ''))!r} fail their CRC-32C checksum "
-                f"(stored {stored:08x}, read {read:08x}): the file is damaged",
-                path=str(getattr(self, "path", "")),
-            )
+            raise StoreCorruptError(chunk_crc_problem(self, stored, read), path=str(getattr(self, "path", "")))
+
+    def chunk_file(self, index: int) -> str:
+        """The file (or object) holding chunk ``index``, for messages: the frames file, unless a backend keeps
+        each chunk in its own file."""
+        return str(getattr(self, "path", ""))
 
     def prefetch(self, indices: Iterable[int]) -> None:  # noqa: B027 - optional hook
         """Chunks ``indices`` are about to be read: a reader of an object store fetches them concurrently now
@@ -187,11 +197,40 @@ class FramesReader(ABC):
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
         data = self.raw_chunk(index)
+        problem = chunk_size_problem(self, index, len(data))
+        if problem is not None:
+            raise StoreCorruptError(problem, path=str(getattr(self, "path", "")))
         self.check_chunk(index, data)
         return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release file handles."""
+
+
+def chunk_size_problem(reader: FramesReader, index: int, size: int) -> str | None:
+    """The words for chunk ``index`` of ``reader`` when its stored bytes, ``size`` of them, cannot be the whole
+    chunk, else None: an uncompressed chunk holds exactly ``chunk_frames * H * W * 3`` bytes (the last one
+    padded); a compressed chunk's size is not recorded (one cut short fails its CRC-32C,
+    :func:`chunk_crc_problem`). Reads and ``vidlabel verify`` say it in these words.
+    """
+    if reader.codec.name != "none":
+        return None
+    expected = reader.chunk_frames * int(np.prod(reader.shape[1:]))
+    if size == expected:
+        return None
+    where = f"chunk file {reader.chunk_file(index)!r}"
+    if size < expected:
+        return f"{where} is truncated: {size} of its {expected} bytes"
+    return f"{where} holds {size} bytes, not its {expected}"
+
+
+def chunk_crc_problem(reader: FramesReader, stored: int, read: int) -> str:
+    """The words for a chunk of ``reader`` whose stored bytes' CRC-32C is ``read``, not the ``stored`` checksum.
+    Reads and ``vidlabel verify`` say it in these words."""
+    return (
+        f"the stored bytes of frames {str(getattr(reader, 'path', ''))!r} fail their CRC-32C checksum "
+        f"(stored {stored:08x}, read {read:08x}): the file is damaged"
+    )
 
 
 class FramesWriter(ABC):

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from vidlabel.errors import StoreError, VidlabelError
-from vidlabel.store._backend import Backend, FramesReader
-from vidlabel.store._framestore import backend_for, find_stores, reader_path
+from vidlabel.store._backend import Backend, FramesReader, chunk_crc_problem, chunk_size_problem
+from vidlabel.store._framestore import backend_for, find_stores
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
@@ -166,11 +166,15 @@ def _verify_video(
                 if bar is not None:
                     bar.update(1)
 
+            import google_crc32c
+
             for c in _failing_chunks(frames, checks, on_chunk):
                 rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
-                problems.append(
-                    f"{where}: chunk {c} ({rows}) of {str(reader_path(frames))!r} fails its CRC-32C checksum"
+                data = frames.raw_chunk(c)  # read again, as a read of it would: the words are the read's
+                problem = chunk_size_problem(frames, c, len(data)) or chunk_crc_problem(
+                    frames, int(checks[c]), google_crc32c.value(data)
                 )
+                problems.append(f"{where}: chunk {c} ({rows}): {problem}")
         frames.close()
         report["videos"] += 1
         report["frames"] += t

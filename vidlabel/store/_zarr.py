@@ -37,8 +37,16 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from vidlabel.errors import OptionError, StoreError, StoreLockedError
-from vidlabel.store._backend import Backend, FramesReader, FramesWriter, VideoReader, folder_size, node_name
+from vidlabel.errors import OptionError, StoreCorruptError, StoreError, StoreLockedError
+from vidlabel.store._backend import (
+    Backend,
+    FramesReader,
+    FramesWriter,
+    VideoReader,
+    chunk_size_problem,
+    folder_size,
+    node_name,
+)
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
 from vidlabel.store._layout import index_rows
@@ -250,6 +258,9 @@ class ZarrFramesReader(FramesReader):
     def stored_checksums(self) -> np.ndarray:
         return _read_array(self.path.parent / "frames_crc32c", self.root)
 
+    def chunk_file(self, index: int) -> str:
+        return str(_chunk_path(self.path, index))
+
     def raw_chunk(self, index: int) -> bytes:
         try:
             return _read_file(_chunk_path(self.path, index), "chunk file")
@@ -266,8 +277,9 @@ class ZarrFramesReader(FramesReader):
                     n = fh.readinto(memoryview(out.reshape(-1)))  # type: ignore[arg-type]
             except FileNotFoundError as err:
                 raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
-            if n != out.nbytes:
-                raise StoreError(f"chunk {index} of {str(self.path)!r} holds {n} bytes, expected {out.nbytes}")
+            problem = chunk_size_problem(self, index, n)
+            if problem is not None:
+                raise StoreCorruptError(problem, path=str(self.path))
             self.check_chunk(index, out)  # the bytes returned are the stored bytes: check those
             return out
         return super().read_chunk(index, out)  # raw_chunk, check_chunk, decode
@@ -547,6 +559,9 @@ class ZarrURLFramesReader(FramesReader):
 
     def _chunk_key(self, index: int) -> str:
         return f"{self.key}/c.{index}.0.0.0"
+
+    def chunk_file(self, index: int) -> str:
+        return self.store.url_of(self._chunk_key(index))
 
     def prefetch(self, indices: Iterable[int]) -> None:
         """Fetch chunks ``indices`` concurrently now; the next :meth:`raw_chunk` of each takes its bytes."""
