@@ -396,6 +396,28 @@ def test_a_root_videos_attribute_that_is_not_a_mapping_is_refused(
 
 
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+@pytest.mark.parametrize("version", ["abc", None, 1.5, -1])
+def test_a_format_version_that_is_not_a_number_is_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, version: object
+) -> None:
+    # before: open_store and verify read it with a bare int(): "abc" raised Python's ValueError ("invalid literal
+    # for int()"), None a TypeError, and 1.5 was taken for version 1 (found by the adversarial pass of 2026-12-03)
+    store = copy_store(stores, fmt, tmp_path)
+    set_root_attr(store, fmt, "format_version", version)
+    problem = f"its format_version {version!r} is not a whole number >= 0"
+    message = (
+        f"frame store '{store}': {problem}: the store was changed after export; restore it, or export again into "
+        "an empty folder"
+    )
+    for call in (lambda: open_store(store), lambda: StoreFrames(store)):
+        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
+            call()
+    assert main(["info", str(store)]) == 1
+    assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
+    assert f"{store}: {problem}" in verify_store(store)["problems"]
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
 @pytest.mark.parametrize("columns", [1, 3, 4])
 def test_an_index_that_is_not_n_by_2_is_refused(stores: Path, tmp_path: Path, fmt: str, columns: int) -> None:
     # before: numpy's "cannot reshape array" ValueError for 3 columns, and 4 columns read as twice the samples

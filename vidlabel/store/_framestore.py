@@ -36,6 +36,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     class_names_problem,
+    format_version_problem,
     root_videos_problem,
     video_problems,
 )
@@ -943,7 +944,14 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
         )
     if attrs.get("format") != FORMAT:
         raise StoreError(f"{str(folder)!r} is not a vidlabel frame store (format {attrs.get('format')!r})")
-    version = int(attrs.get("format_version", 0))
+    version = attrs.get("format_version", 0)
+    problem = format_version_problem(version)
+    if problem is not None:
+        raise StoreCorruptError(
+            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
+            "again into an empty folder",
+            path=str(folder),
+        )
     if version > FORMAT_VERSION:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"

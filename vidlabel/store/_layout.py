@@ -44,6 +44,7 @@ __all__ = [
     "SEGMENT_FIELDS",
     "VIDEO_ARRAYS",
     "class_names_problem",
+    "format_version_problem",
     "digest",
     "frames_key",
     "index_rows",
@@ -117,6 +118,14 @@ def class_names_problem(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return None
     return f"its class_names {value!r} are not a list of names"
+
+
+def format_version_problem(value: Any) -> str | None:
+    """A phrase when a store root's ``format_version`` (missing: 0, a store older than the attribute) is not a
+    whole number >= 0, else None (a bare ``int()`` of an edited value raised Python's own error)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return f"its format_version {_short(value)} is not a whole number >= 0"
+    return None
 
 
 #: The fields of a root ``videos`` entry that are counts (``vidlabel info`` adds up ``frames``).

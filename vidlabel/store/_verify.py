@@ -19,6 +19,7 @@ from vidlabel.store._layout import (
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     class_names_problem,
+    format_version_problem,
     root_videos_problem,
     video_problems,
 )
@@ -85,7 +86,10 @@ def _verify_one(
         return
     if attrs.get("format") != FORMAT:
         problems.append(f"{where}: root format is {attrs.get('format')!r}, expected {FORMAT!r}")
-    if int(attrs.get("format_version", 0)) > FORMAT_VERSION:
+    version_problem = format_version_problem(attrs.get("format_version", 0))
+    if version_problem is not None:
+        problems.append(f"{where}: {version_problem}")
+    elif attrs.get("format_version", 0) > FORMAT_VERSION:
         problems.append(f"{where}: format version {attrs.get('format_version')} is newer than {FORMAT_VERSION}")
     if attrs.get("complete") is not True and attrs.get("failed"):
         problems.append(f"{where}: root is not marked complete: its export failed: {attrs['failed']}")
