@@ -33,6 +33,10 @@ measured in this run against its baseline, runs alternating; a row prints the me
    "populate" and "fault" (as in row 1; "readahead" is left out, as it maps a batch's later chunks on a
    background thread and one chunk at a time gives it nothing to do), against a warm read of the same chunks
    (the second pass, from the map): what a DataLoader worker, a fresh process every epoch, pays on every read.
+   Then what mapping an adopted batch slab costs a forked worker (``_shm.SlabPool._ready``): an 88 MB shared
+   slab (32 frames of 1280x720) filled by this process, mapped by a forked child with
+   ``MADV_POPULATE_READ`` (the way since 2026-12-03, afternoon) or ``MADV_POPULATE_WRITE`` (before), and a new
+   slab of the same size mapped both ways (milliseconds, runs alternating).
 
 Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4]
 """
@@ -363,6 +367,41 @@ def row4(store720: Path, repeat: int) -> None:
           f"{med['fault']:.2f}; a warm read {warm:.2f} (4) | - | - |")  # fmt: skip
 
 
+def slab_mapping(repeat: int) -> None:
+    """Milliseconds a forked child takes to map an 88 MB shared slab in one ``madvise`` call, read or write
+    advice, for a slab this process filled (an adopted pool's) and for a new one (row 4's second line)."""
+    import torch
+
+    from vidlabel.store._fs import populate, populate_available
+
+    if not populate_available() or not hasattr(os, "fork"):
+        print("  slab mapping: not measured here (no madvise(MADV_POPULATE_*) or no fork)")
+        return
+    nbytes = 32 * 1280 * 720 * 3
+    filled = torch.UntypedStorage._new_shared(nbytes)
+    torch.empty(0, dtype=torch.uint8).set_(filled).fill_(1)
+    out: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for case in ("filled read", "filled write", "new read", "new write"):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: map and say how long it took
+                os.close(r)
+                slab = filled if case.startswith("filled") else torch.UntypedStorage._new_shared(nbytes)
+                t = time.perf_counter()
+                populate(slab.data_ptr(), nbytes, write=case.endswith("write"))
+                os.write(w, str(time.perf_counter() - t).encode())
+                os._exit(0)
+            os.close(w)
+            with os.fdopen(r) as fh:
+                out.setdefault(case, []).append(float(fh.read()) * 1000)
+            os.waitpid(pid, 0)
+    m = {k: statistics.median(v) for k, v in out.items()}
+    print(f"| ms to map an 88 MB slab in a forked worker, filled by an earlier worker (adopted): read advice "
+          f"{m['filled read']:.1f}, write advice {m['filled write']:.1f}; a new slab: read {m['new read']:.1f}, write "
+          f"{m['new write']:.1f} (4) | - | - |")  # fmt: skip
+
+
 def ceiling(zero: dict[str, Any], torch_alone: dict[str, Any]) -> float:
     """The best ratio 2 workers could reach on this machine, from two runs of this script: the 0-worker epoch
     takes ``T0`` seconds and ``C0`` seconds of CPU; torch's own 2-worker epoch over integers (fork, start,
@@ -416,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         row3(s720, mixed, args.repeat)
     if "4" in only:
         row4(s720, args.repeat)
+        slab_mapping(args.repeat)
     os.environ.pop("_", None)
     return 0
 

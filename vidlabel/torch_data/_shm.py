@@ -176,9 +176,9 @@ class SlabPool:
 
         A fork maps none of a shared memory's pages in the child. A slab of an adopted pool has its pages
         already, and ``MADV_POPULATE_READ`` maps them writable (shared memory needs no write tracking) 16 at a
-        time: 2.1-3.4 ms for an 88 MB slab (32 frames of 1280x720) against 5.0-5.6 ms for
-        ``MADV_POPULATE_WRITE``, one fault a page (a forked child, issue 15's Xeon VM, one run). A new slab's
-        pages are made by write faults (21-26 ms, where read faults took 30-32 ms)."""
+        time: 2.2 ms for an 88 MB slab (32 frames of 1280x720) against 5.5 ms for ``MADV_POPULATE_WRITE``, one
+        fault a page, in a forked child (``scripts/bench_storeframes.py`` row 4, issue 15's Xeon VM). A new
+        slab's pages are made by write faults (22.1 ms, where read faults took 31.0 ms)."""
         if index not in self.populated:
             self.populated.add(index)
             slab = self.slabs[index]
