@@ -355,6 +355,21 @@ ROOT_VIDEOS_EDITS = {
 }
 
 
+def assert_root_refused(store: Path, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Opening ``store`` (open_store, StoreFrames) and `vidlabel info` refuse its edited root with one message
+    naming the store and ``problem``; `vidlabel verify` lists the problem."""
+    message = (
+        f"frame store '{store}': {problem}: the store was changed after export; restore it, or export again into "
+        "an empty folder"
+    )
+    for call in (lambda: open_store(store), lambda: StoreFrames(store)):
+        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
+            call()
+    assert main(["info", str(store)]) == 1
+    assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
+    assert f"{store}: {problem}" in verify_store(store)["problems"]
+
+
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
 @pytest.mark.parametrize("case", list(ROOT_VIDEOS_EDITS))
 def test_a_root_videos_count_that_is_not_a_number_is_refused_naming_the_video_and_field(
@@ -369,16 +384,7 @@ def test_a_root_videos_count_that_is_not_a_number_is_refused_naming_the_video_an
     change(videos)
     set_root_attr(store, fmt, "videos", videos)
     problem = f"{phrase}, not a whole number >= 0"
-    message = (
-        f"frame store '{store}': {problem}: the store was changed after export; restore it, or export again into "
-        "an empty folder"
-    )
-    for call in (lambda: open_store(store), lambda: StoreFrames(store)):
-        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
-            call()
-    assert main(["info", str(store)]) == 1
-    assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
-    assert f"{store}: {problem}" in verify_store(store)["problems"]
+    assert_root_refused(store, problem, capsys)
 
 
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
@@ -388,11 +394,7 @@ def test_a_root_videos_attribute_that_is_not_a_mapping_is_refused(
     # before: `vidlabel info` died with an AttributeError traceback ('list' object has no attribute 'values')
     store = copy_store(stores, fmt, tmp_path)
     set_root_attr(store, fmt, "videos", ["a", "b"])
-    problem = "its videos attribute is list ['a', 'b'], not a mapping of video ids"
-    with pytest.raises(StoreCorruptError, match=re.escape(f"frame store '{store}': {problem}: the store was changed")):
-        open_store(store)
-    assert main(["info", str(store)]) == 1
-    assert capsys.readouterr().err.startswith(f"vidlabel: error: frame store '{store}': {problem}: ")
+    assert_root_refused(store, "its videos attribute is list ['a', 'b'], not a mapping of video ids", capsys)
 
 
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
@@ -405,16 +407,7 @@ def test_a_format_version_that_is_not_a_number_is_refused(
     store = copy_store(stores, fmt, tmp_path)
     set_root_attr(store, fmt, "format_version", version)
     problem = f"its format_version {version!r} is not a whole number >= 0"
-    message = (
-        f"frame store '{store}': {problem}: the store was changed after export; restore it, or export again into "
-        "an empty folder"
-    )
-    for call in (lambda: open_store(store), lambda: StoreFrames(store)):
-        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
-            call()
-    assert main(["info", str(store)]) == 1
-    assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
-    assert f"{store}: {problem}" in verify_store(store)["problems"]
+    assert_root_refused(store, problem, capsys)
 
 
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
