@@ -433,3 +433,28 @@ def test_an_index_that_is_not_n_by_2_is_refused(stores: Path, tmp_path: Path, fm
     for call in (lambda: open_store(store), lambda: StoreFrames(store), lambda: verify_store(store)):
         with pytest.raises(StoreCorruptError, match=message):
             call()
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_another_videos_file_copied_in_its_place_is_refused(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: with videos/b copied over videos/a, every read of video 'a' returned b's frames and boxes labelled
+    # as a's, and `vidlabel info` and `vidlabel verify` passed the store (the copy is consistent in itself: its
+    # labels key, frames key and frames unit are b's own); found by a fresh-user pass
+    store = copy_store(stores, fmt, tmp_path)
+    if fmt == "hdf5":
+        shutil.copyfile(store / "videos" / "b.h5", store / "videos" / "a.h5")
+    else:
+        shutil.rmtree(store / "videos" / "a")
+        shutil.copytree(store / "videos" / "b", store / "videos" / "a")
+    problem = "its file is the file of video 'b', not of video 'a'"
+    with pytest.raises(StoreCorruptError, match=rf"^video 'a' of store '{re.escape(str(store))}': {problem}: "):
+        open_store(store).video_data("a")
+    assert open_store(store).video_data("b").video_id == "b"  # the other video still reads
+    data = StoreFrames(store)
+    with pytest.raises(StoreCorruptError, match=problem):
+        [data[i] for i in range(len(data))]  # every sample: those of video 'a' among them
+    assert main(["info", str(store)]) == 1
+    assert problem in capsys.readouterr().err
+    assert f"{store}: video 'a': {problem}" in verify_store(store)["problems"]

@@ -674,7 +674,12 @@ class FrameStore:
             finally:
                 reader.close()
             problems = video_problems(
-                attrs, arrays, None if frames_only else regions, None if frames_only else segments, self.class_names
+                video_id,
+                attrs,
+                arrays,
+                None if frames_only else regions,
+                None if frames_only else segments,
+                self.class_names,
             )
             if problems:
                 raise StoreCorruptError(

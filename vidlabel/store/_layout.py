@@ -44,9 +44,10 @@ __all__ = [
     "SEGMENT_FIELDS",
     "VIDEO_ARRAYS",
     "class_names_problem",
-    "format_version_problem",
     "digest",
+    "format_version_problem",
     "frames_key",
+    "identity_problem",
     "index_rows",
     "labels_key",
     "pixel_key",
@@ -393,18 +394,22 @@ def export_problems(
 
 
 def video_problems(
+    video_id: str,
     attrs: dict[str, Any],
     arrays: dict[str, np.ndarray],
     regions: dict[str, np.ndarray] | None,
     segments: dict[str, np.ndarray] | None,
     class_names: Sequence[str],
 ) -> list[str]:
-    """Every problem of a stored video's small arrays and attributes, one phrase each (empty: none): what
-    :func:`array_problems` and :func:`export_problems` find, in that order. The one check that ``vidlabel
-    verify`` and a store's first read of a video (:meth:`FrameStore.video_data`) both make.
+    """Every problem of a stored video's small arrays and attributes, one phrase each (empty: none): another
+    video's file in its place (:func:`identity_problem`), then what :func:`array_problems` and
+    :func:`export_problems` find, in that order. The one check that ``vidlabel verify`` and a store's first read
+    of a video (:meth:`FrameStore.video_data`) both make.
 
     Parameters
     ----------
+    video_id : str
+        The video the store's root says this file is.
     attrs, arrays, regions, segments, class_names
         As for :func:`export_problems` (``regions`` and ``segments`` None for a frames-only store).
 
@@ -412,9 +417,24 @@ def video_problems(
     -------
     list of str
     """
-    return array_problems(arrays, regions, segments, n_classes=len(class_names)) + export_problems(
-        attrs, arrays, regions, segments, class_names
+    identity = identity_problem(video_id, attrs)
+    return ([identity] if identity else []) + (
+        array_problems(arrays, regions, segments, n_classes=len(class_names))
+        + export_problems(attrs, arrays, regions, segments, class_names)
     )
+
+
+def identity_problem(video_id: str, attrs: dict[str, Any]) -> str | None:
+    """A phrase when a stored video's file (its attributes ``attrs``) is another video's, else None.
+
+    Every export records the video's id in its file (attribute ``video_id``). Another video's file copied into
+    this one's place is consistent in itself (its labels key, its frames key and its frames are that video's),
+    so only its recorded id tells: without this check its frames and boxes were read as this video's.
+    """
+    recorded = attrs.get("video_id")
+    if recorded is None or recorded == video_id:
+        return None
+    return f"its file is the file of video {recorded!r}, not of video {video_id!r}"
 
 
 def frame_number_fits_key(attrs: dict[str, Any], frame_number: np.ndarray) -> bool:

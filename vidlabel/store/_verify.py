@@ -146,7 +146,8 @@ def _verify_video(
             regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
             segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
         problems.extend(
-            f"{where}: {problem}" for problem in video_problems(video.attrs, arrays, regions, segments, class_names)
+            f"{where}: {problem}"
+            for problem in video_problems(vid, video.attrs, arrays, regions, segments, class_names)
         )
         frames = video.frames()
         if frames.shape[0] != t:
