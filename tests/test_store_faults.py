@@ -4,6 +4,7 @@ that leave the store folder are refused, never followed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -221,6 +222,30 @@ def test_a_truncated_zarr_chunk_is_worded_alike_by_reads_and_verify(
     assert (
         f"{store_at}: video 'b': chunk 2 (rows {2 * cf}..{3 * cf - 1}): {said[0]}" in verify_store(store_at)["problems"]
     )
+
+
+def test_a_zarr_chunk_replaced_by_a_directory_is_named_and_leaks_no_descriptor(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # before: a read raised Python's own "IsADirectoryError: [Errno 21] Is a directory: 3" (a descriptor number,
+    # no store, video or chunk named; also in DataLoader workers), and each failed read left that descriptor open
+    # (200 reads: 200 descriptors); found by a fresh-user pass
+    store = copy_store(world, "zarr-none", tmp_path)
+    chunk = store / "videos" / "b" / "frames" / "c.2.0.0.0"
+    chunk.unlink()
+    chunk.mkdir()
+    problem = f"chunk file '{chunk}' is a directory, not a file: the store was changed after export"
+    fs = open_store(store)
+    fds = len(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
+    for _ in range(20):
+        with pytest.raises(
+            StoreCorruptError, match=rf"^video 'b', chunk 2 \(rows 2\.\.2\) of store .*: {re.escape(problem)}"
+        ):
+            fs.read_rows("b", [2])
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) <= fds
+    assert np.array_equal(fs.read_rows("b", [1])[0], fs.read_rows("b", [1])[0])  # other chunks still read
+    assert any(problem in p for p in verify_store(store)["problems"])
 
 
 # -- item 9: nothing followed outside the store folder --------------------------------------------------------

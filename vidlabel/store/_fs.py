@@ -11,13 +11,14 @@ import os
 import queue
 import shutil
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from vidlabel.errors import StoreError, StoreLockedError
+from vidlabel.errors import StoreCorruptError, StoreError, StoreLockedError
 
 __all__ = [
     "LOCK_NAME",
@@ -352,15 +353,31 @@ def open_no_follow(path: Path, what: str) -> int:
     ------
     StoreError
         If ``path`` is a symbolic link.
+    StoreCorruptError
+        If ``path`` is a directory or another thing that is not a plain file (the store was changed).
     FileNotFoundError
         If there is no such file.
     """
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        return os.open(path, flags)
+        fd = os.open(path, flags)
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise StoreError(
                 f"{what} {str(path)!r} is a symbolic link: refused (a store's files must be its own)", path=str(path)
             ) from err
         raise
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):  # a directory opens read-only too; reading it then failed with Python's own words
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a plain file"
+        raise StoreCorruptError(
+            f"{what} {str(path)!r} is {kind}, not a file: the store was changed after export; restore it, or export "
+            "again into an empty folder",
+            path=str(path),
+        )
+    return fd
