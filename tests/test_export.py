@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -586,7 +587,7 @@ def test_a_failing_video_leaves_a_resumable_store(tmp_path: Path, monkeypatch: p
         export(ds, out, workers=2, progress=False)
     assert not out.exists()
     # a file that goes missing once the export has started: the unit's job finds it so
-    monkeypatch.setattr(sys.modules["vidlabel.export._run"], "check_video_files", lambda videos, roots: None)
+    monkeypatch.setattr(sys.modules["vidlabel.export._run"], "check_video_files", lambda videos, roots, **_: None)
     with pytest.raises(VideoNotFoundError, match=r"'b'"):
         export(ds, out, workers=2, progress=False)
     with pytest.raises(StoreIncompleteError, match=r"incomplete"):
@@ -659,6 +660,27 @@ def test_an_update_refused_for_a_missing_video_leaves_the_store_as_it_was(tmp_pa
     assert after == before and open_store(out).index == samples
     report = export(ds, out, format=fmt, progress=False)  # b's frames are stored: its file is not needed
     assert report.videos_up_to_date == 2 and report.frames_decoded == 0
+
+
+@pytest.mark.parametrize("fmt", BACKENDS)
+def test_an_update_refused_for_a_changed_video_leaves_the_store_as_it_was(tmp_path: Path, fmt: str) -> None:
+    # before: the update found b's file changed only when its unit was decoded, after it had marked the store
+    # incomplete: the store of the earlier release could not be read until a rerun (a fresh-user pass)
+    from vidlabel.errors import VideoChangedError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=8)
+    out = tmp_path / "out"
+    export(ds, out, format=fmt, progress=False)
+    shutil.copyfile(tmp_path / "d" / "a.mp4", tmp_path / "d" / "b.mp4")  # b's file now holds a's video
+    before, samples = files_of(out), open_store(out).index
+    with pytest.raises(
+        VideoChangedError, match=r"^export to '.*' refused: video 'b' changed on disk: .* \(Nothing was written: the"
+    ):
+        export(ds, out, format=fmt, frames="all", progress=False)  # new frames: b must be decoded
+    after = files_of(out)
+    assert after.pop(".vidlabel-lock")[0] == before.pop(".vidlabel-lock")[0] == 0
+    assert after == before and open_store(out).index == samples
+    assert len(open_store(out).read_rows("b", [0])) == 1  # the earlier release still reads
 
 
 def test_an_hdf5_export_does_not_import_zarr(world: tuple[Path, Dataset], tmp_path: Path) -> None:

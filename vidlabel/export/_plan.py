@@ -400,7 +400,7 @@ def _segments(
     }
 
 
-def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str]) -> None:
+def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str], *, check_hash: bool = False) -> None:
     """Find the file of every video an export is about to decode, so that one that cannot be found refuses the
     export before it writes anything (a unit job would find it missing only after others were written).
 
@@ -410,16 +410,24 @@ def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str]) -> 
         The videos whose frames are to be decoded.
     roots : sequence of str
         The export's ``roots``.
+    check_hash : bool
+        Also check that each file holds the registered bytes (its content hash; the unit job checks it again):
+        an update of an existing store does, so that a file changed on disk refuses it before it marks the
+        store incomplete (a store of an earlier release was otherwise unreadable until a rerun).
 
     Raises
     ------
     VideoNotFoundError
         Naming the first video whose file is found nowhere and every path tried.
+    VideoChangedError
+        With ``check_hash``: naming the first video whose file is not the registered file.
     """
-    from vidlabel.video._reader import resolve_video_path
+    from vidlabel.video._reader import registered_file, resolve_video_path
 
     for meta in videos:
-        resolve_video_path(meta, roots)
+        path = resolve_video_path(meta, roots)
+        if check_hash and meta.content_hash is not None:
+            registered_file(meta, path, roots)
 
 
 # -- what is left to write ---------------------------------------------------------------------------------------

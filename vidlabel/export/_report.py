@@ -172,10 +172,11 @@ def decode_failure(err: VideoDecodeError, rel: Release, folder: Path, dataset: s
 
 
 def changed_failure(
-    err: VideoChangedError, folder: Path, dataset: str | None, ds: Any, rel: Release
+    err: VideoChangedError, folder: Path, dataset: str | None, ds: Any, rel: Release, *, written: bool = True
 ) -> VideoChangedError:
     """The error for a video whose file changed since the release was built, naming the dataset in the remedy
-    (or, when the dataset already holds the file's new registration, saying to build a new release)."""
+    (or, when the dataset already holds the file's new registration, saying to build a new release).
+    ``written`` False: found before the export wrote anything (an update checks first), which it says."""
     from vidlabel.video._reader import video_changed_message
 
     why = str(err)
@@ -191,6 +192,15 @@ def changed_failure(
                 f"but the video was re-registered since with the file now at {str(err.path)!r} "
                 f"({err.actual_hash[:19]}...): build a new release (`vidlabel build {dataset or 'DATASET'}`)"
             )
+    if not written:
+        return VideoChangedError(
+            f"export to {str(folder)!r} refused: {why}; then export again. (Nothing was written: the store is as it "
+            "was.)",
+            path=err.path,
+            video_id=err.video_id,
+            expected_hash=err.expected_hash,
+            actual_hash=err.actual_hash,
+        )
     return VideoChangedError(
         f"export to {str(folder)!r} stopped: {why}; then export again. {_LEFT_INCOMPLETE}",
         path=err.path,

@@ -245,7 +245,12 @@ def export(
         warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
         if executor is None:  # an executor's workers may see files the driver does not: each unit says so there
-            check_video_files((job.meta for job in work.jobs if job.decode.size), opts.roots)
+            try:  # an update checks the files' bytes too: a changed file would leave the store incomplete
+                check_video_files(
+                    (job.meta for job in work.jobs if job.decode.size), opts.roots, check_hash=bool(previous)
+                )
+            except VideoChangedError as err:
+                raise changed_failure(err, backend.folder, plan.dataset_path, ds, plan.release, written=False) from err
         if not opts.is_url:  # (a URL's root was taken over by prepare_url, with a conditional write)
             take_over(backend, previous, source)  # the first write: nothing was written before a refusal
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused

@@ -62,7 +62,7 @@ from vidlabel.video._probe import (
     video_path_candidates,
 )
 
-__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "resolve_video_path", "usable_index"]
+__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "registered_file", "resolve_video_path", "usable_index"]
 
 OnCorrupt = Literal["raise", "skip"]
 
@@ -91,7 +91,7 @@ def video_changed_message(
     )
 
 
-def _registered_file(meta: VideoMetadata, path: Path, roots: Iterable[str | os.PathLike[str]]) -> Path:
+def registered_file(meta: VideoMetadata, path: Path, roots: Iterable[str | os.PathLike[str]]) -> Path:
     """``path`` if it holds the registered bytes, else a candidate under ``roots`` that does; VideoChangedError if none."""
     expected = str(meta.content_hash)
     actual = content_hash(path)
@@ -321,7 +321,7 @@ class FrameReader(DecodeEngine):
         """
         path = resolve_video_path(meta, roots)
         if check_hash and meta.content_hash is not None:
-            path = _registered_file(meta, path, roots)
+            path = registered_file(meta, path, roots)
         index, why_not = usable_index(meta)
         if why_not is not None:
             warnings.warn(why_not, VidlabelWarning, stacklevel=2)
