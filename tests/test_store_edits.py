@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -370,6 +371,18 @@ def assert_root_refused(store: Path, problem: str, capsys: pytest.CaptureFixture
     assert f"{store}: {problem}" in verify_store(store)["problems"]
 
 
+def edit_summary(
+    stores: Path, fmt: str, tmp_path: Path, edit: tuple[Callable[[dict[str, Any]], object], str]
+) -> tuple[Path, str]:
+    """A copy of a fixture store whose root ``videos`` summary ``edit``'s function changed; and ``edit``'s phrase."""
+    store = copy_store(stores, fmt, tmp_path)
+    videos = open_store(store).describe()["videos"]
+    change, phrase = edit
+    change(videos)
+    set_root_attr(store, fmt, "videos", videos)
+    return store, phrase
+
+
 @pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
 @pytest.mark.parametrize("case", list(ROOT_VIDEOS_EDITS))
 def test_a_root_videos_count_that_is_not_a_number_is_refused_naming_the_video_and_field(
@@ -378,11 +391,7 @@ def test_a_root_videos_count_that_is_not_a_number_is_refused_naming_the_video_an
     # before: `vidlabel info` summed the root's per-video counts with a bare int(): "frames": "abc" printed
     # "vidlabel: error: ValueError: invalid literal for int() with base 10: 'abc'" (no store, video or field),
     # None was a TypeError traceback, 2.5 and -3 were printed as counts; verify said nothing (an adversarial pass)
-    store = copy_store(stores, fmt, tmp_path)
-    videos = open_store(store).describe()["videos"]
-    change, phrase = ROOT_VIDEOS_EDITS[case]
-    change(videos)
-    set_root_attr(store, fmt, "videos", videos)
+    store, phrase = edit_summary(stores, fmt, tmp_path, ROOT_VIDEOS_EDITS[case])
     problem = f"{phrase}, not a whole number >= 0"
     assert_root_refused(store, problem, capsys)
 
@@ -458,3 +467,33 @@ def test_another_videos_file_copied_in_its_place_is_refused(
     assert main(["info", str(store)]) == 1
     assert problem in capsys.readouterr().err
     assert f"{store}: video 'a': {problem}" in verify_store(store)["problems"]
+
+
+SUMMARY_EDITS = {
+    "frames": (lambda videos: videos["b"].update(frames=1000), "its videos summary says video 'b' has frames 1000"),
+    "width": (lambda videos: videos["a"].update(width=7), "its videos summary says video 'a' has width 7"),
+    "hash": (
+        lambda videos: videos["b"].update(content_hash="sha256:" + "0" * 64),
+        "its videos summary says video 'b' has content_hash 'sha256:000",
+    ),
+    "no entry": (lambda videos: videos.pop("a"), "its videos summary has no entry for video 'a'"),
+    "extra": (
+        lambda videos: videos.update(c=dict(videos["a"])),
+        "its videos summary lists video 'c', which the store does not hold",
+    ),
+}
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+@pytest.mark.parametrize("case", list(SUMMARY_EDITS))
+def test_a_root_summary_that_disagrees_with_the_videos_is_refused_by_info_and_verify(
+    stores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, case: str
+) -> None:
+    # before: `vidlabel info` printed the edited summary ("frames: 1030 stored", "videos: 0") and exited 0, and
+    # verify said ok: the summary was only checked for its types (a fresh-user pass)
+    store, phrase = edit_summary(stores, fmt, tmp_path, SUMMARY_EDITS[case])
+    assert main(["info", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"vidlabel: error: frame store '{store}': {phrase}"), err
+    assert err.endswith(": the store was changed after export; restore it, or export again into an empty folder\n")
+    assert any(p.startswith(f"{store}: {phrase}") for p in verify_store(store)["problems"])

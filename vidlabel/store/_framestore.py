@@ -38,6 +38,8 @@ from vidlabel.store._layout import (
     class_names_problem,
     format_version_problem,
     root_videos_problem,
+    summary_problem,
+    summary_problems,
     video_problems,
 )
 from vidlabel.store._position import sample_position
@@ -556,6 +558,10 @@ class FrameStore:
             the message names the file.
         """
         state = self._process()
+        for part in self._parts:
+            problems = summary_problems(part.attrs.get("videos", {}), part.video_ids)
+            if problems:
+                raise self._summary_changed(part.folder, problems[0])
         with state.lock:
             for video_id in self._video_ids:
                 with self._about(video_id):
@@ -565,7 +571,26 @@ class FrameStore:
                     finally:
                         reader.close()
                 self._check_frames(video_id, header)
+                part = self._parts[self._video_part[video_id]]
+                data = self.video_data(video_id)
+                own = {
+                    "frames": int(data.frame_number.size),
+                    "width": data.size[0],
+                    "height": data.size[1],
+                    "content_hash": data.attrs.get("content_hash"),
+                }
+                problem = summary_problem(video_id, part.attrs.get("videos", {}).get(video_id, {}), own)
+                if problem is not None:
+                    raise self._summary_changed(part.folder, problem)
         return len(self._video_ids)
+
+    @staticmethod
+    def _summary_changed(folder: Any, problem: str) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
+            "again into an empty folder",
+            path=str(folder),
+        )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: release, stores, videos, frames, classes, codec, chunking, export parameters."""

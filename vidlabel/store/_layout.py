@@ -52,6 +52,8 @@ __all__ = [
     "labels_key",
     "pixel_key",
     "root_videos_problem",
+    "summary_problem",
+    "summary_problems",
     "video_problems",
 ]
 
@@ -146,6 +148,30 @@ def root_videos_problem(value: Any) -> str | None:
             count = entry.get(field, 0)
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 return f"its videos entry of video {video_id!r} has {field} {_short(count)}, not a whole number >= 0"
+    return None
+
+
+def summary_problems(summary: dict[str, Any], video_ids: Sequence[str]) -> list[str]:
+    """Phrases for a store root's ``videos`` summary whose videos are not the store's ``video_ids`` (an entry
+    missing, or one for a video the store does not hold); ``vidlabel info`` prints its counts."""
+    problems = [f"its videos summary has no entry for video {v!r}" for v in video_ids if v not in summary]
+    held = set(video_ids)
+    problems += [
+        f"its videos summary lists video {v!r}, which the store does not hold" for v in summary if v not in held
+    ]
+    return problems
+
+
+def summary_problem(video_id: str, entry: dict[str, Any], own: dict[str, Any]) -> str | None:
+    """A phrase when a store root's summary of a video (``entry``, its ``videos`` item) differs from what the
+    video's own file says (``own``: ``frames``, ``width``, ``height``, ``content_hash``; a value None is not
+    compared), else None. The export writes both from one plan: they differ only where one was changed."""
+    for field, value in own.items():
+        if value is not None and field in entry and entry[field] != value:
+            return (
+                f"its videos summary says video {video_id!r} has {field} {_short(entry[field])}, its file says "
+                f"{_short(value)}"
+            )
     return None
 
 

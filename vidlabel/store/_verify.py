@@ -21,6 +21,8 @@ from vidlabel.store._layout import (
     class_names_problem,
     format_version_problem,
     root_videos_problem,
+    summary_problem,
+    summary_problems,
     video_problems,
 )
 from vidlabel.store._position import positions_by_code
@@ -99,6 +101,9 @@ def _verify_one(
         if problem is not None:
             problems.append(f"{where}: {problem}")
     video_ids = list(attrs.get("video_ids", []))
+    summary = attrs.get("videos", {}) if root_videos_problem(attrs.get("videos", {})) is None else {}
+    if summary:
+        problems.extend(f"{where}: {problem}" for problem in summary_problems(summary, video_ids))
     on_disk = backend.video_ids()
     for v in sorted(set(video_ids) - set(on_disk)):
         problems.append(f"{where}: video {v!r} is listed in the root but has no group")
@@ -108,7 +113,9 @@ def _verify_one(
         if vid not in on_disk:
             continue
         try:
-            t = _verify_video(backend, vid, frames_only, list(attrs.get("class_names", [])), report, bar)
+            t = _verify_video(
+                backend, vid, frames_only, list(attrs.get("class_names", [])), report, bar, summary.get(vid, {})
+            )
         except (VidlabelError, OSError, KeyError, ValueError) as err:
             problems.append(f"{where}: video {vid!r}: cannot be read: {err}")
             continue
@@ -131,7 +138,13 @@ def _verify_one(
 
 
 def _verify_video(
-    backend: Any, vid: str, frames_only: bool, class_names: list[str], report: dict[str, Any], bar: Any
+    backend: Any,
+    vid: str,
+    frames_only: bool,
+    class_names: list[str],
+    report: dict[str, Any],
+    bar: Any,
+    summary: dict[str, Any],
 ) -> int:
     problems: list[str] = report["problems"]
     where = f"{backend.folder}: video {vid!r}"
@@ -160,6 +173,15 @@ def _verify_video(
             problems.append(f"{where}: its width and height attributes are {width!r} and {height!r}, not whole numbers")
         elif (height, width) != (-1, -1) and tuple(frames.shape[1:3]) != (height, width):
             problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {width}x{height}")
+        own = {
+            "frames": t,
+            "width": video.attrs.get("width"),
+            "height": video.attrs.get("height"),
+            "content_hash": video.attrs.get("content_hash"),
+        }
+        problem = summary_problem(vid, summary, own)
+        if problem is not None:
+            problems.append(f"{backend.folder}: {problem}")
         checks = video.array("frames_crc32c")
         if checks.shape != (frames.n_chunks,):
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
