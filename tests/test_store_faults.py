@@ -248,6 +248,23 @@ def test_a_zarr_chunk_replaced_by_a_directory_is_named_and_leaks_no_descriptor(
     assert any(problem in p for p in verify_store(store)["problems"])
 
 
+def test_verify_lists_every_missing_zarr_chunk_and_checks_the_rest(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    # before: verify stopped checking a Zarr video at its first missing chunk ("cannot be read: chunk 2 ... is
+    # missing"): chunk 5, also missing, and chunk 9, damaged, went unreported (a fresh-user pass)
+    store = copy_store(world, "zarr-none", tmp_path)
+    frames = store / "videos" / "b" / "frames"
+    (frames / "c.2.0.0.0").unlink()
+    (frames / "c.5.0.0.0").unlink()
+    damaged = frames / "c.9.0.0.0"
+    data = bytearray(damaged.read_bytes())
+    data[0] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    problems = [p for p in verify_store(store)["problems"] if "video 'b'" in p]
+    assert [re.search(r"chunk (\d+) \(", p)[1] for p in problems] == ["2", "5", "9"], problems  # type: ignore[index]
+    assert problems[0] == f"{store}: video 'b': chunk 2 (rows 2..2): chunk 2 of '{frames}' is missing"
+    assert "fail their CRC-32C checksum" in problems[2]
+
+
 # -- item 9: nothing followed outside the store folder --------------------------------------------------------
 
 

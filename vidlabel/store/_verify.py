@@ -195,8 +195,14 @@ def _verify_video(
 
             import google_crc32c
 
-            for c in _failing_chunks(frames, checks, on_chunk):
+            unreadable: list[tuple[int, str]] = []
+            failing = _failing_chunks(frames, checks, on_chunk, unreadable)
+            words = dict(unreadable)
+            for c in sorted([*failing, *words]):
                 rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
+                if c in words:
+                    problems.append(f"{where}: chunk {c} ({rows}): {words[c]}")
+                    continue
                 data = frames.raw_chunk(c)  # read again, as a read of it would: the words are the read's
                 problem = chunk_size_problem(frames, c, len(data)) or chunk_crc_problem(
                     frames, int(checks[c]), google_crc32c.value(data)
@@ -211,17 +217,28 @@ def _verify_video(
 
 
 def _failing_chunks(
-    frames: FramesReader, checks: np.ndarray, on_chunk: Callable[[int], None] | None = None
+    frames: FramesReader,
+    checks: np.ndarray,
+    on_chunk: Callable[[int], None] | None = None,
+    unreadable: list[tuple[int, str]] | None = None,
 ) -> list[int]:
     """Indices of the chunks of ``frames`` whose stored bytes fail their CRC-32C in ``checks`` ((n_chunks,)
-    uint32); ``on_chunk`` hears the size of each chunk read."""
+    uint32); ``on_chunk`` hears the size of each chunk read. A chunk that cannot be read at all (a Zarr chunk
+    file missing, or a directory) raises the reader's StoreError, or with ``unreadable`` is listed there with
+    its words and the others are still checked (``vidlabel verify`` lists every damaged chunk)."""
     import google_crc32c
 
     failing = []
     for c in range(frames.n_chunks):
         if c % 64 == 0:  # a store at a URL fetches 64 chunks at a time (no-op for local files)
             frames.prefetch(range(c, min(c + 64, frames.n_chunks)))
-        data = frames.raw_chunk(c)
+        try:
+            data = frames.raw_chunk(c)
+        except StoreError as err:
+            if unreadable is None:
+                raise
+            unreadable.append((c, str(err)))
+            continue
         if on_chunk is not None:
             on_chunk(len(data))
         if google_crc32c.value(data) != int(checks[c]):
