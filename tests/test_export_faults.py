@@ -345,28 +345,3 @@ def test_a_store_folder_that_cannot_be_created_is_a_store_error_naming_it(
     err = capsys.readouterr().err
     assert f"cannot write the frame store folder '{target}': Not a directory (NotADirectoryError)" in err
     assert "Traceback" not in err
-
-
-def test_a_ctrl_c_while_the_pool_runs_is_deferred_to_the_drivers_next_look() -> None:
-    # a KeyboardInterrupt raised by Python's handler at any byte code could leave a lock of concurrent.futures
-    # held (the pool's manager thread then never ends, nor shutdown); the driver now only notes the Ctrl-C and
-    # raises it itself between its waits (run_on_executor)
-    import threading
-
-    from vidlabel.export import _pool
-
-    interrupted, previous = _pool._defer_sigint()
-    assert interrupted is not None and previous is signal.default_int_handler
-    try:
-        os.kill(os.getpid(), signal.SIGINT)  # Python's handler would raise KeyboardInterrupt here
-        deadline = time.monotonic() + 30
-        while not interrupted.is_set() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert interrupted.is_set()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    found: list[object] = []
-    thread = threading.Thread(target=lambda: found.append(_pool._defer_sigint()))
-    thread.start()
-    thread.join()
-    assert found == [(None, None)]  # only the main thread takes signals: elsewhere nothing changes

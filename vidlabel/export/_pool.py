@@ -81,38 +81,16 @@ def run_units(
         max_workers=min(opts.workers, len(jobs)), mp_context=ctx, initializer=_init_worker,
         initargs=(progress_queue, os.getpid()),
     )  # fmt: skip
-    interrupted, previous = _defer_sigint()
     try:
-        yield from run_on_executor(pool, jobs, opts, bar, progress_queue, interrupted=interrupted)
+        yield from run_on_executor(pool, jobs, opts, bar, progress_queue)
     except BaseException:
         # Ctrl-C / SIGINT of the driver, or its own failure (a worker's error is raised only once none runs):
         # stop the workers now; their unfinished units have temporary names, so the same command resumes
         _stop_workers(pool)
         raise
     finally:
-        if previous is not None:  # a second Ctrl-C from here on interrupts at once, as usual
-            signal.signal(signal.SIGINT, previous)
         # running units finish before returning, so no worker still writes once the lock is released
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _defer_sigint() -> tuple[threading.Event | None, Any]:
-    """While the local pool runs: a SIGINT of the driver sets the returned event, and :func:`run_on_executor`
-    raises KeyboardInterrupt at its next look (every :data:`_POLL_SECONDS`), outside concurrent.futures' and
-    multiprocessing's own code, which an exception raised by the signal handler at any byte code could leave
-    with a lock held (the pool's manager thread then never ends, and neither does ``shutdown``). Only where
-    Python's own handler is installed, in the main thread; returns (None, None) elsewhere. Also returns the
-    handler to put back."""
-    if threading.current_thread() is not threading.main_thread():
-        return None, None
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return None, None
-    interrupted = threading.Event()
-
-    def on_sigint(signum: int, frame: Any) -> None:
-        interrupted.set()
-
-    return interrupted, signal.signal(signal.SIGINT, on_sigint)
 
 
 def _init_worker(progress_queue: Any, driver_pid: int) -> None:
@@ -153,7 +131,7 @@ def _stop_workers(pool: Any) -> None:
 
 def run_on_executor(
     executor: Executor, jobs: list[UnitJob], opts: ExportOptions, bar: Any, progress_queue: Any = None,
-    *, keep_going: bool = False, interrupted: threading.Event | None = None,
+    *, keep_going: bool = False,
 ) -> Iterator[UnitResult]:  # fmt: skip
     """Submit one :func:`run_unit` task per job to ``executor``; yield the results as they come.
 
@@ -161,8 +139,7 @@ def run_on_executor(
     the rest of each unit's frames are counted when its result arrives. With ``keep_going`` a failed unit
     does not stop the others and :class:`UnitsFailed` is raised at the end; else the first failure cancels
     the units not started and is raised once those running have finished. A caller that stops early
-    (an error while publishing) cancels the units not yet started. ``interrupted`` set (a Ctrl-C deferred by
-    :func:`_defer_sigint`) raises KeyboardInterrupt at the next look.
+    (an error while publishing) cancels the units not yet started.
     """
     submission = uuid.uuid4().hex  # engines that key tasks by their arguments (Dask) never merge two exports' tasks
     futures: dict[Future[UnitResult], UnitJob] = {
@@ -177,8 +154,6 @@ def run_on_executor(
     try:
         while pending:
             done, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
-            if interrupted is not None and interrupted.is_set():  # a Ctrl-C deferred by _defer_sigint
-                raise KeyboardInterrupt
             _drain_progress(progress_queue, bar, reported, finished)
             for fut in done:
                 if fut in cancelled_here:
