@@ -235,6 +235,11 @@ def test_a_full_disk_is_one_line_on_the_command_line(
 HOLD_HOOK = textwrap.dedent(
     """
     import os
+    import signal
+    # Ctrl-C reaches the driver as a terminal's would, however pytest was started: a run started in the
+    # background by a non-interactive shell ignores SIGINT, and its children inherit that (Python then installs
+    # no KeyboardInterrupt handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if os.environ.get("VIDLABEL_TEST_HOLD"):
         import importlib, time
         units = importlib.import_module("vidlabel.export._units")  # vidlabel.export is also the function
