@@ -561,7 +561,7 @@ class FrameStore:
         for part in self._parts:
             problems = summary_problems(part.attrs.get("videos", {}), part.video_ids)
             if problems:
-                raise self._summary_changed(part.folder, problems[0])
+                raise _root_changed(part.folder, problems[0])
         with state.lock:
             for video_id in self._video_ids:
                 with self._about(video_id):
@@ -581,16 +581,8 @@ class FrameStore:
                 }
                 problem = summary_problem(video_id, part.attrs.get("videos", {}).get(video_id, {}), own)
                 if problem is not None:
-                    raise self._summary_changed(part.folder, problem)
+                    raise _root_changed(part.folder, problem)
         return len(self._video_ids)
-
-    @staticmethod
-    def _summary_changed(folder: Any, problem: str) -> StoreCorruptError:
-        return StoreCorruptError(
-            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
-            "again into an empty folder",
-            path=str(folder),
-        )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: release, stores, videos, frames, classes, codec, chunking, export parameters."""
@@ -964,6 +956,15 @@ def _name(folder: Path | str) -> str:
     return folder.name if isinstance(folder, Path) else folder.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _root_changed(folder: Path | str, problem: str) -> StoreCorruptError:
+    """The error for a store root edited after export (``problem``: what is wrong with it, in a phrase)."""
+    return StoreCorruptError(
+        f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export again "
+        "into an empty folder",
+        path=str(folder),
+    )
+
+
 def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
     # a URL's store comes from an upload, or from an export straight into it (whose root holds its token)
     job = "upload (vidlabel upload)" if is_url(folder) and "export_token" not in attrs else "export"
@@ -977,22 +978,14 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
     version = attrs.get("format_version", 0)
     problem = format_version_problem(version)
     if problem is not None:
-        raise StoreCorruptError(
-            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
-            "again into an empty folder",
-            path=str(folder),
-        )
+        raise _root_changed(folder, problem)
     if version > FORMAT_VERSION:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
         )
     problem = class_names_problem(attrs.get("class_names", [])) or root_videos_problem(attrs.get("videos", {}))
     if problem is not None:
-        raise StoreCorruptError(
-            f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export "
-            "again into an empty folder",
-            path=str(folder),
-        )
+        raise _root_changed(folder, problem)
     if attrs.get("complete") is not True and attrs.get("failed"):
         raise StoreIncompleteError(
             f"frame store {str(folder)!r} is incomplete: its {job} failed: {attrs['failed']}", path=str(folder)
