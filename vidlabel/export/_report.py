@@ -192,17 +192,11 @@ def changed_failure(
                 f"but the video was re-registered since with the file now at {str(err.path)!r} "
                 f"({err.actual_hash[:19]}...): build a new release (`vidlabel build {dataset or 'DATASET'}`)"
             )
+    outcome = f"stopped: {why}; then export again. {_LEFT_INCOMPLETE}"
     if not written:
-        return VideoChangedError(
-            f"export to {str(folder)!r} refused: {why}; then export again. (Nothing was written: the store is as it "
-            "was.)",
-            path=err.path,
-            video_id=err.video_id,
-            expected_hash=err.expected_hash,
-            actual_hash=err.actual_hash,
-        )
+        outcome = f"refused: {why}; then export again. (Nothing was written: the store is as it was.)"
     return VideoChangedError(
-        f"export to {str(folder)!r} stopped: {why}; then export again. {_LEFT_INCOMPLETE}",
+        f"export to {str(folder)!r} {outcome}",
         path=err.path,
         video_id=err.video_id,
         expected_hash=err.expected_hash,
