@@ -97,11 +97,12 @@ def _verify_one(
         problems.append(f"{where}: root is not marked complete: its export failed: {attrs['failed']}")
     elif attrs.get("complete") is not True:
         problems.append(f"{where}: root is not marked complete (export interrupted or running)")
-    for problem in (class_names_problem(attrs.get("class_names", [])), root_videos_problem(attrs.get("videos", {}))):
+    videos_problem = root_videos_problem(attrs.get("videos", {}))
+    for problem in (class_names_problem(attrs.get("class_names", [])), videos_problem):
         if problem is not None:
             problems.append(f"{where}: {problem}")
     video_ids = list(attrs.get("video_ids", []))
-    summary = attrs.get("videos", {}) if root_videos_problem(attrs.get("videos", {})) is None else {}
+    summary = attrs.get("videos", {}) if videos_problem is None else {}
     if summary:
         problems.extend(f"{where}: {problem}" for problem in summary_problems(summary, video_ids))
     on_disk = backend.video_ids()
