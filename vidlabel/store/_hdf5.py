@@ -135,13 +135,8 @@ def _open(path: Path, mode: str = "r") -> h5py.File:
             return h5py.File(path, "r", rdcc_nbytes=0)
         return h5py.File(path, mode)
     except OSError as err:
-        if mode != "r":
-            raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {err}", path=str(path)) from err
-        raise StoreError(
-            f"cannot open HDF5 file {str(path)!r} of a frame store: {_unreadable(path, err)}; restore it, or export "
-            "again into an empty folder",
-            path=str(path),
-        ) from err
+        why = f"{_unreadable(path, err)}; restore it, or export again into an empty folder" if mode == "r" else err
+        raise StoreError(f"cannot open HDF5 file {str(path)!r} of a frame store: {why}", path=str(path)) from err
 
 
 def _unreadable(path: Path, err: OSError) -> str:
