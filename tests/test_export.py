@@ -643,6 +643,56 @@ def test_an_export_refused_for_a_missing_video_creates_nothing(
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("fmt", [*BACKENDS, "mediasequence"])
+def test_an_export_refused_for_missing_videos_names_every_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: the refusal named only the first missing video ('b'); moving 'b' back, the next export named 'c'
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b", "c"), n_frames=8)
+    for v in ("b", "c"):
+        (tmp_path / "d" / f"{v}.mp4").rename(tmp_path / "d" / f"{v}.moved")
+    message = (
+        rf"^files of 2 videos not found: 'b' \(tried: {re.escape(str(tmp_path / 'd' / 'b.mp4'))}\); "
+        rf"'c' \(tried: {re.escape(str(tmp_path / 'd' / 'c.mp4'))}\) \(pass roots=\[\.\.\.\], --roots on the "
+        r"command line, to search folders\)$"
+    )
+    out = tmp_path / "new" / "out"
+    with pytest.raises(VideoNotFoundError, match=message) as err:
+        export(ds, out, format=fmt, progress=False)
+    assert err.value.video_id == "b" and err.value.path == str(tmp_path / "d" / "b.mp4")
+    assert not (tmp_path / "new").exists()  # nothing was written
+    assert main(["export", str(ds.path), str(out), "--format", fmt, "--no-progress"]) == 1
+    out_text, printed = capsys.readouterr()
+    assert out_text == "" and re.fullmatch(f"vidlabel: error: {message[1:-1]}\n", printed), printed
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_refusal_for_many_missing_videos_names_ten_and_counts_the_rest(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # before: check_video_files raised for 'v00' alone, saying nothing of the 12 others
+    from vidlabel.errors import VideoNotFoundError
+    from vidlabel.export._plan import check_video_files
+
+    _, ds = world
+    found = ds.video("cam")
+    gone = [found.replace(video_id=f"v{i:02d}", sources=[{"uri": f"/gone/cams/v{i:02d}.mp4"}]) for i in range(13)]
+    root = tmp_path / "r"
+    first = ", ".join(f"{p}/v00.mp4" for p in ("/gone/cams", root / "gone" / "cams", root / "cams", root))
+    others = "; ".join(f"'v{i:02d}' (tried: /gone/cams/v{i:02d}.mp4 and 3 paths under the roots)" for i in range(1, 10))
+    message = (
+        f"files of 13 videos not found: 'v00' (tried: {first}); {others}; and 3 more (pass roots=[...], --roots on "
+        "the command line, to search folders)"
+    )
+    with pytest.raises(VideoNotFoundError, match=f"^{re.escape(message)}$") as err:
+        check_video_files([found, *gone, gone[0]], [str(root)])  # the video found is not named; nor 'v00' twice
+    assert err.value.video_id == "v00"
+    check_video_files([found], [str(root)])  # a video found: no error
+
+
 @pytest.mark.parametrize("fmt", BACKENDS)
 def test_an_update_refused_for_a_missing_video_leaves_the_store_as_it_was(tmp_path: Path, fmt: str) -> None:
     # before: the store was marked incomplete (unreadable until a rerun) and the videos found were rewritten

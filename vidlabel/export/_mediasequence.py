@@ -181,7 +181,8 @@ def export_mediasequence(
     StoreError
         If ``opts.out`` holds other files or another plan's shards.
     VideoNotFoundError
-        If the file of a video with a record to write cannot be found, before anything is written.
+        If the file of a video with a record to write cannot be found, before anything is written (one error
+        names every such video).
     VideoDecodeError, VideoChangedError
         From the reader.
     """

@@ -418,16 +418,20 @@ def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str], *, 
     Raises
     ------
     VideoNotFoundError
-        Naming the first video whose file is found nowhere and every path tried.
+        Naming every video whose file is found nowhere (the first ten, and how many more) and the paths tried;
+        every file is looked for before any is hashed.
     VideoChangedError
         With ``check_hash``: naming the first video whose file is not the registered file.
     """
-    from vidlabel.video._reader import registered_file, resolve_video_path
+    from vidlabel.video._probe import resolve_video_paths
+    from vidlabel.video._reader import registered_file
 
-    for meta in videos:
-        path = resolve_video_path(meta, roots)
-        if check_hash and meta.content_hash is not None:
-            registered_file(meta, path, roots)
+    videos = list(videos)
+    paths = resolve_video_paths(videos, roots)
+    if check_hash:
+        for meta, path in zip(videos, paths, strict=True):
+            if meta.content_hash is not None:
+                registered_file(meta, path, roots)
 
 
 # -- what is left to write ---------------------------------------------------------------------------------------

@@ -187,8 +187,8 @@ def export(
     ReleaseNotFoundError, VideoDecodeError
         From the dataset and the reader.
     VideoNotFoundError
-        If the file of a video whose frames are to be decoded cannot be found (nor under ``roots``): refused
-        before anything is written, so a folder that did not exist still does not, and an existing one (a
+        If the file of a video whose frames are to be decoded cannot be found (nor under ``roots``): one error
+        names every such video, refused before anything is written, so a folder that did not exist still does not, and an existing one (a
         store, or a folder with files of its own) is left as it was. With an ``executor``, whose workers may
         see other files than this process, the unit's task says so instead.
     VideoChangedError

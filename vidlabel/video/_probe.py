@@ -642,19 +642,86 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     VideoNotFoundError
         Naming the video id and every path tried.
     """
-    recorded = [_uri_path(s["uri"]) for s in meta.sources]
-    tried: list[str] = []
+    path, tried = _find_video(meta, roots)
+    if path is None:
+        raise _not_found([(meta, tried)])
+    return path
+
+
+def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """:func:`resolve_video_path` of every video in ``metas``, in their order; looks for every file before it
+    refuses, so that one error names every video whose file is missing, not only the first.
+
+    Raises
+    ------
+    VideoNotFoundError
+        For one video, :func:`resolve_video_path`'s; for several, one naming the first
+        :data:`NAMED_MISSING` with the paths tried (every path for the first; for the others their recorded
+        paths and how many more were tried under ``roots``) and counting the rest.
+    """
+    roots = list(roots)
+    found: list[Path] = []
+    missing: dict[str, tuple[VideoMetadata, list[Path]]] = {}
+    for meta in metas:
+        path, tried = _find_video(meta, roots)
+        if path is None:
+            missing.setdefault(meta.video_id, (meta, tried))
+        else:
+            found.append(path)
+    if missing:
+        raise _not_found(list(missing.values()))
+    return found
+
+
+#: Videos a refusal for missing files names one by one (:func:`resolve_video_paths`); it counts the rest.
+NAMED_MISSING = 10
+
+_ROOTS_HINT = "(pass roots=[...], --roots on the command line, to search folders)"
+
+
+def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[Path]]:
+    """The file of a registered video and the paths tried up to it; None and every path tried if none is one."""
+    tried: list[Path] = []
     for cand in video_path_candidates(meta, roots):
-        tried.append(str(cand))
+        tried.append(cand)
         if cand.is_file():
-            return cand
-    if not recorded:
-        raise VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
-    raise VideoNotFoundError(
-        f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} (pass roots=[...], --roots on the command line, to search folders)",
+            return cand, tried
+    return None, tried
+
+
+def _not_found(missing: list[tuple[VideoMetadata, list[Path]]]) -> VideoNotFoundError:
+    """The error for videos whose files were found nowhere (each with the paths tried), the first named first."""
+    meta, tried = missing[0]
+    recorded = [_uri_path(s["uri"]) for s in meta.sources]
+    where = str(recorded[0]) if recorded else None
+    if len(missing) == 1:
+        if not recorded:
+            return VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
+        return VideoNotFoundError(
+            f"file of video {meta.video_id!r} not found; tried: {', '.join(map(str, tried))} {_ROOTS_HINT}",
+            video_id=meta.video_id,
+            path=where,
+        )
+    named = [_tried_words(m, t, every=i == 0) for i, (m, t) in enumerate(missing[:NAMED_MISSING])]
+    more = len(missing) - len(named)
+    return VideoNotFoundError(
+        f"files of {len(missing)} videos not found: {'; '.join(named)}{f'; and {more} more' if more else ''} "
+        f"{_ROOTS_HINT}",
         video_id=meta.video_id,
-        path=str(recorded[0]),
+        path=where,
     )
+
+
+def _tried_words(meta: VideoMetadata, tried: list[Path], *, every: bool) -> str:
+    """One video of a refusal for missing files: its id and the paths tried (with ``every`` False, the recorded
+    paths and how many were tried under the roots: the same trailing parts as for the first video named)."""
+    n_recorded = len(meta.sources)
+    if not n_recorded:
+        return f"{meta.video_id!r} (no recorded source path)"
+    shown = tried if every else tried[:n_recorded]
+    under = len(tried) - len(shown)
+    rest = f" and {under} path{'s' if under != 1 else ''} under the roots" if under else ""
+    return f"{meta.video_id!r} (tried: {', '.join(map(str, shown))}{rest})"
 
 
 def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Iterator[Path]:
