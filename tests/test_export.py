@@ -670,6 +670,33 @@ def test_an_export_refused_for_missing_videos_names_every_one(
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("fmt", [*BACKENDS, "mediasequence"])
+def test_an_export_refused_for_a_video_path_that_is_a_folder_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: "file of video 'b' not found; tried: .../b.mp4", as if nothing were there
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=8)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (tmp_path / "d" / "b.mp4").rename(moved / "b.mp4")
+    (tmp_path / "d" / "b.mp4").mkdir()
+    message = (
+        rf"^file of video 'b' not found; tried: {re.escape(str(tmp_path / 'd' / 'b.mp4'))} \(a folder, not a video "
+        r"file\) \(pass roots=\[\.\.\.\], --roots on the command line, to search folders\)$"
+    )
+    out = tmp_path / "new" / "out"
+    with pytest.raises(VideoNotFoundError, match=message):
+        export(ds, out, format=fmt, progress=False)
+    assert not (tmp_path / "new").exists()
+    assert main(["export", str(ds.path), str(out), "--format", fmt, "--no-progress"]) == 1
+    out_text, printed = capsys.readouterr()
+    assert out_text == "" and re.fullmatch(f"vidlabel: error: {message[1:-1]}\n", printed), printed
+    export(ds, out, format=fmt, progress=False, roots=[str(moved)])  # the folder does not stop the search
+
+
 def test_a_refusal_for_many_missing_videos_names_ten_and_counts_the_rest(
     world: tuple[Path, Dataset], tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -344,6 +345,27 @@ def test_resolve_video_path_with_roots(tmp_path: Path, clip: ClipTruth) -> None:
         resolve_video_path(meta.replace(sources=[]))
     file_uri = meta.replace(sources=[{"uri": (moved / "clip.mp4").as_uri()}])
     assert resolve_video_path(file_uri) == moved / "clip.mp4"
+
+
+def test_a_registered_path_that_is_a_folder_is_named_as_one(tmp_path: Path, clip: ClipTruth) -> None:
+    # before: "file of video 'clip' not found; tried: .../cams/clip.mp4", as if nothing were there
+    folder = tmp_path / "cams" / "clip.mp4"
+    folder.mkdir(parents=True)
+    meta = _meta(clip.path).replace(sources=[{"uri": str(folder)}])
+    message = (
+        rf"^file of video 'clip' not found; tried: {re.escape(str(folder))} \(a folder, not a video file\) "
+        r"\(pass roots=\[\.\.\.\], --roots on the command line, to search folders\)$"
+    )
+    with pytest.raises(VideoNotFoundError, match=message):
+        FrameReader.for_video(meta)
+    with pytest.raises(VideoNotFoundError, match=message):
+        resolve_video_path(meta)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copy(clip.path, moved / "clip.mp4")
+    with FrameReader.for_video(meta, roots=[moved]) as reader:  # the folder does not stop the search
+        assert reader.path == moved / "clip.mp4"
+        read_checked(clip, reader, 3)
 
 
 def test_bad_files_raise_clear_errors(

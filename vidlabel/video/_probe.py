@@ -640,7 +640,7 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     Raises
     ------
     VideoNotFoundError
-        Naming the video id and every path tried.
+        Naming the video id and every path tried; a path that is a folder is said to be one.
     """
     path, tried = _find_video(meta, roots)
     if path is None:
@@ -661,7 +661,7 @@ def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os
     """
     roots = list(roots)
     found: list[Path] = []
-    missing: dict[str, tuple[VideoMetadata, list[Path]]] = {}
+    missing: dict[str, tuple[VideoMetadata, list[str]]] = {}
     for meta in metas:
         path, tried = _find_video(meta, roots)
         if path is None:
@@ -679,17 +679,18 @@ NAMED_MISSING = 10
 _ROOTS_HINT = "(pass roots=[...], --roots on the command line, to search folders)"
 
 
-def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[Path]]:
-    """The file of a registered video and the paths tried up to it; None and every path tried if none is one."""
-    tried: list[Path] = []
+def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[str]]:
+    """The file of a registered video, else None and the words for every path tried (a folder is said to be one:
+    a folder where the file was registered is otherwise taken for a file gone missing)."""
+    tried: list[str] = []
     for cand in video_path_candidates(meta, roots):
-        tried.append(cand)
         if cand.is_file():
             return cand, tried
+        tried.append(f"{cand} (a folder, not a video file)" if cand.is_dir() else str(cand))
     return None, tried
 
 
-def _not_found(missing: list[tuple[VideoMetadata, list[Path]]]) -> VideoNotFoundError:
+def _not_found(missing: list[tuple[VideoMetadata, list[str]]]) -> VideoNotFoundError:
     """The error for videos whose files were found nowhere (each with the paths tried), the first named first."""
     meta, tried = missing[0]
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
@@ -698,7 +699,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[Path]]]) -> VideoNotFound
         if not recorded:
             return VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
         return VideoNotFoundError(
-            f"file of video {meta.video_id!r} not found; tried: {', '.join(map(str, tried))} {_ROOTS_HINT}",
+            f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} {_ROOTS_HINT}",
             video_id=meta.video_id,
             path=where,
         )
@@ -712,7 +713,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[Path]]]) -> VideoNotFound
     )
 
 
-def _tried_words(meta: VideoMetadata, tried: list[Path], *, every: bool) -> str:
+def _tried_words(meta: VideoMetadata, tried: list[str], *, every: bool) -> str:
     """One video of a refusal for missing files: its id and the paths tried (with ``every`` False, the recorded
     paths and how many were tried under the roots: the same trailing parts as for the first video named)."""
     n_recorded = len(meta.sources)
@@ -721,7 +722,7 @@ def _tried_words(meta: VideoMetadata, tried: list[Path], *, every: bool) -> str:
     shown = tried if every else tried[:n_recorded]
     under = len(tried) - len(shown)
     rest = f" and {under} path{'s' if under != 1 else ''} under the roots" if under else ""
-    return f"{meta.video_id!r} (tried: {', '.join(map(str, shown))}{rest})"
+    return f"{meta.video_id!r} (tried: {', '.join(shown)}{rest})"
 
 
 def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Iterator[Path]:

@@ -313,7 +313,8 @@ class FrameReader(DecodeEngine):
         Raises
         ------
         VideoNotFoundError
-            If the file is neither at its recorded path nor under ``roots``.
+            If the file is neither at its recorded path nor under ``roots`` (a folder in its place is named as
+            one).
         VideoChangedError
             If the file's content hash differs from ``meta.content_hash``: its
             frames are not the registered video's frames (a file replaced on
