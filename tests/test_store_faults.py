@@ -261,8 +261,58 @@ def test_verify_lists_every_missing_zarr_chunk_and_checks_the_rest(world: tuple[
     damaged.write_bytes(bytes(data))
     problems = [p for p in verify_store(store)["problems"] if "video 'b'" in p]
     assert [re.search(r"chunk (\d+) \(", p)[1] for p in problems] == ["2", "5", "9"], problems  # type: ignore[index]
-    assert problems[0] == f"{store}: video 'b': chunk 2 (rows 2..2): chunk 2 of '{frames}' is missing"
+    assert problems[0] == f"{store}: video 'b': chunk 2 (rows 2..2): chunk file '{frames / 'c.2.0.0.0'}' is missing"
     assert "fail their CRC-32C checksum" in problems[2]
+
+
+@pytest.mark.parametrize("name", ["zarr-none", "zarr-zstd4"])
+def test_a_missing_zarr_chunk_file_is_damage_worded_alike_by_reads_and_verify(
+    world: tuple[Path, Dataset], tmp_path: Path, name: str
+) -> None:
+    # before: a read raised plain StoreError "video 'b', chunk 2 (rows 2..2) of store '...': chunk 2 of
+    # '.../videos/b/frames' is missing (`vidlabel verify` checks every chunk)", naming no chunk file, while a
+    # truncated chunk or one replaced by a directory was StoreCorruptError
+    store = copy_store(world, name, tmp_path)
+    cf = 4 if "zstd4" in name else 1
+    chunk = store / "videos" / "b" / "frames" / "c.2.0.0.0"
+    chunk.unlink()
+    problem = f"chunk file '{chunk}' is missing"
+    rows = f"chunk 2 (rows {2 * cf}..{3 * cf - 1})"
+    message = (
+        f"video 'b', {rows} of store '{store}': {problem} (`vidlabel verify` lists every damaged chunk; export "
+        "again into an empty folder to rewrite it)"
+    )
+    fs = open_store(store)
+    for read in (lambda: fs.read_rows("b", [2 * cf]), lambda: fs.read_row("b", 2 * cf)):
+        with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$") as err:
+            read()
+        assert type(err.value) is StoreCorruptError and err.value.video_id == "b"
+    frames = StoreFrames(store)
+    with pytest.raises(StoreCorruptError, match=f"^{re.escape(message)}$"):
+        frames[frames.index.index(("b", 2 * cf))]
+    np.testing.assert_array_equal(fs.read_row("b", 0), reference_frames(world[0], "b")[0])  # the rest still reads
+    assert f"{store}: video 'b': {rows}: {problem}" in verify_store(store)["problems"]
+
+
+def test_a_missing_chunk_of_a_zarr_store_at_a_url_is_damage(world: tuple[Path, Dataset], mem: str) -> None:
+    # before: plain StoreError, unlike a truncated chunk there (StoreCorruptError)
+    url = f"{mem}/s"
+    upload(world[0] / "zarr-none", url)
+    fsspec.filesystem("memory").rm(f"{url}/videos/b/frames/c.2.0.0.0")
+    store = open_store(url)
+    with pytest.raises(
+        StoreCorruptError,
+        match=rf"^video 'b', chunk 2 \(rows 2\.\.2\) of store '{re.escape(url)}': chunk 2 \(rows 2\.\.2\) of video 'b' "
+        rf"is missing at '{re.escape(url)}/videos/b/frames/c\.2\.0\.0\.0' \(`vidlabel verify` lists every damaged "
+        r"chunk; export again into an empty folder to rewrite it\)$",
+    ) as err:
+        store.read_rows("b", [2])
+    assert type(err.value) is StoreCorruptError
+    # a store this process cannot see at all (a memory:// store of another process) is not called damaged
+    fsspec.filesystem("memory").rm(url, recursive=True)
+    with pytest.raises(StoreError, match=r"is missing at .*: nothing is stored at .* in this process") as err:
+        store.read_rows("b", [3])
+    assert type(err.value) is StoreError
 
 
 # -- item 9: nothing followed outside the store folder --------------------------------------------------------

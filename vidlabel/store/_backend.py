@@ -42,6 +42,7 @@ __all__ = [
     "FramesWriter",
     "VideoReader",
     "chunk_crc_problem",
+    "chunk_missing_problem",
     "chunk_size_problem",
     "node_name",
 ]
@@ -222,6 +223,12 @@ def chunk_size_problem(reader: FramesReader, index: int, size: int) -> str | Non
     if size < expected:
         return f"{where} is truncated: {size} of its {expected} bytes"
     return f"{where} holds {size} bytes, not its {expected}"
+
+
+def chunk_missing_problem(reader: FramesReader, index: int) -> str:
+    """The words for chunk ``index`` of ``reader`` when its file (a backend that keeps each chunk in its own file)
+    is not there. Reads and ``vidlabel verify`` say it in these words."""
+    return f"chunk file {reader.chunk_file(index)!r} is missing"
 
 
 def chunk_crc_problem(reader: FramesReader, stored: int, read: int) -> str:

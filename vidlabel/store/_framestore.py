@@ -282,7 +282,7 @@ class FrameStore:
         If a store's root was changed after export: its class names are not a list of names, or its per-video
         summary (``videos``, which ``vidlabel info`` reads) holds a count that is not a whole number >= 0
         (the message names the store, the video and the field). On reading frames (not here), if a chunk
-        fails its checksum.
+        fails its checksum or its file is missing.
     StoreError
         If there is no store at ``path``, or the stores of a folder disagree
         on their class names or share a video id, or a URL holds an HDF5 store.
@@ -798,11 +798,11 @@ class FrameStore:
         FrameOutOfRangeError
             If a row is outside ``[0, T)``.
         StoreCorruptError
-            If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``); names the video, chunk,
-            rows and store.
+            If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``), or a Zarr chunk file of
+            the published store is missing, truncated or a directory; names the video, chunk, rows and store.
         StoreError
-            If a chunk is missing or does not decode, or the video's file or its frames file cannot be opened
-            (missing, truncated, not HDF5, a directory); names the video, the store, the file and why.
+            If a chunk does not decode, or the video's file or its frames file cannot be opened (missing,
+            truncated, not HDF5, a directory); names the video, the store, the file and why.
         """
         state = self._process()
         reader = self._frames_reader(state, video_id)

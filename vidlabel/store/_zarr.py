@@ -43,6 +43,7 @@ from vidlabel.store._backend import (
     FramesReader,
     FramesWriter,
     VideoReader,
+    chunk_missing_problem,
     chunk_size_problem,
     folder_size,
     node_name,
@@ -265,7 +266,15 @@ class ZarrFramesReader(FramesReader):
         try:
             return _read_file(_chunk_path(self.path, index), "chunk file")
         except FileNotFoundError as err:
-            raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
+            raise self._missing(index) from err
+
+    def _missing(self, index: int) -> StoreError:
+        """The error for chunk ``index`` whose file is not there: StoreCorruptError in a complete unit (every
+        chunk of one is written before ``complete``, so the store was damaged), else StoreError."""
+        problem = chunk_missing_problem(self, index)
+        if self.attrs.get("complete") is True:
+            return StoreCorruptError(problem, path=str(self.path))
+        return StoreError(problem, path=str(self.path))
 
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
@@ -276,7 +285,7 @@ class ZarrFramesReader(FramesReader):
                 with os.fdopen(fd, "rb", buffering=0) as fh:
                     n = fh.readinto(memoryview(out.reshape(-1)))  # type: ignore[arg-type]
             except FileNotFoundError as err:
-                raise StoreError(f"chunk {index} of {str(self.path)!r} is missing", path=str(self.path)) from err
+                raise self._missing(index) from err
             problem = chunk_size_problem(self, index, n)
             if problem is not None:
                 raise StoreCorruptError(problem, path=str(self.path))
@@ -575,7 +584,10 @@ class ZarrURLFramesReader(FramesReader):
             first = index * self.chunk_frames
             rows = f"rows {first}..{first + max(1, self.chunk_rows(index)) - 1}"
             absent = self.store.absent_from_process()
-            raise StoreError(
+            # a complete unit's every chunk was written before its ``complete``: one missing is damage, unless
+            # this process cannot see the store at all (a memory:// store in another process)
+            damaged = absent is None and self.attrs.get("complete") is True
+            raise (StoreCorruptError if damaged else StoreError)(
                 f"chunk {index} ({rows}) of video {self.video_id!r} is missing at {self.store.url_of(self._chunk_key(index))!r}"
                 + ("" if absent is None else f": {absent}"),
                 path=self.path,
