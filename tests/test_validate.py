@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
-from vidlabel.dataset._validate import PROBLEM_CODES, Problem, validate_table
+from vidlabel.dataset._validate import PROBLEM_CODES, Problem, for_export, validate_table
 from vidlabel.spec import AnnotationTable
 from vidlabel.video._probe import content_hash
 
@@ -78,6 +78,17 @@ def test_missing_video_file(ds: Dataset, tmp_path: Path) -> None:
     assert "/missing/gone.mp4" in problems[0].message
     assert "no source file is recorded" in problems[1].message
     assert not ds.validate(check_files=False)
+
+
+def test_a_folder_where_the_video_file_was_is_a_missing_file_named_as_a_folder(ds: Dataset, tmp_path: Path) -> None:
+    # export refuses such a video (resolve_video_path takes files only): validate --for-export must say so first
+    (tmp_path / "was_a_file.mp4").mkdir()
+    ds.add_video(video("folder", uri=str(tmp_path / "was_a_file.mp4")))
+    (p,) = ds.validate(hash_files=False)
+    assert (p.code, p.video_id, p.severity) == ("missing_video_file", "folder", "warning")
+    assert p.message == f"video file not found (tried {tmp_path / 'was_a_file.mp4'} (a folder, not a video file))"
+    (e,) = for_export(ds.validate())
+    assert (e.code, e.video_id, e.severity) == ("missing_video_file", "folder", "error")
 
 
 def test_frame_index_stale_and_length(ds: Dataset) -> None:

@@ -212,9 +212,9 @@ def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool, h
                 candidates = [Path(path)]
                 if base is not None and not Path(path).is_absolute():
                     candidates.append(base / path)
-                found = [c for c in candidates if os.path.exists(c)]
+                found = [c for c in candidates if c.is_file()]  # as export looks (resolve_video_path)
                 if not found:
-                    tried = ", ".join(str(c) for c in candidates)
+                    tried = ", ".join(f"{c} (a folder, not a video file)" if c.is_dir() else str(c) for c in candidates)
                     out.append(_problem("missing_video_file", f"video file not found (tried {tried})", vid))
                 elif hash_files:
                     changed = _changed_problem(meta, found[0], base)
