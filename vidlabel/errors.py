@@ -234,6 +234,22 @@ class SwitchValueWarning(VidlabelWarning, RuntimeWarning):
     ``vidlabel: warning: ...`` like vidlabel's other warnings."""
 
 
+def check_flag(name: str, value: object) -> bool:
+    """``value`` of the True/False option ``name``, as a bool (NumPy's bool too).
+
+    Anything else is refused rather than taken for its truth value: a string from a config file such as
+    ``"false"`` or ``"no"`` is true to Python, and ``overwrite="no"`` must not overwrite a store.
+
+    Raises
+    ------
+    OptionError
+        If ``value`` is not True or False; names the option and the value.
+    """
+    if isinstance(value, bool) or (type(value).__name__ == "bool" and type(value).__module__ == "numpy"):
+        return bool(value)
+    raise OptionError(f"{name} must be True or False, got {value!r}")
+
+
 def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, video_id: str) -> str:
     """The shell command that re-registers video ``video_id`` from its file, as error messages give it.
 

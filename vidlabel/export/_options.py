@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, check_flag
 from vidlabel.spec import MAX_SIDE
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
@@ -151,10 +151,10 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         output_size=output_size,
         chunk_frames=int(chunk_frames),
         workers=int(workers),
-        progress=bool(options["progress"]),
+        progress=check_flag("progress", options["progress"]),
         roots=roots_of(options["roots"]),
-        frames_only=bool(options["frames_only"]),
-        overwrite=bool(options.get("overwrite", False)),
+        frames_only=check_flag("frames_only", options["frames_only"]),
+        overwrite=check_flag("overwrite", options.get("overwrite", False)),
         clip_frames=None if options.get("clip_frames") is None else int(options["clip_frames"]),
         shard_frames=int(options.get("shard_frames") or 1024),
         storage_options=None if storage_options is None else dict(storage_options),

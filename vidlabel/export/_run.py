@@ -174,7 +174,9 @@ def export(
     Raises
     ------
     OptionError
-        On a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), a URL ``out`` with
+        If ``ds`` is not a Dataset or a Release (a path to a dataset folder is refused: open it first); a flag
+        (``progress``, ``frames_only``, ``overwrite``) that is not True or False (``"no"`` is not False);
+        on a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), a URL ``out`` with
         ``format="hdf5"`` or on a filesystem without conditional writes (not ``s3://``, ``file://``,
         ``memory://``), an ``executor`` that is not a ``concurrent.futures.Executor``, or a ``memory://``
         ``out`` with worker processes (memory stores live in one process).
@@ -204,6 +206,15 @@ def export(
         leaves out frames it held, with other selection options.
     """
     t0 = time.perf_counter()
+    if not isinstance(ds, Release) and not callable(getattr(ds, "release", None)):
+        raise OptionError(
+            f"export takes a Dataset or a Release, got {ds!r}"
+            + (
+                " (open a dataset folder with vidlabel.Dataset.open(path) first)"
+                if isinstance(ds, (str, os.PathLike))
+                else ""
+            )
+        )
     opts = check_options(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Dataset, Release
-from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning
+from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
 from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
 from ._report import ExportLabelsReport, ImportReport, VideoImport
@@ -140,7 +140,7 @@ def import_labels(
     if video_id is not None:
         ds.video(video_id)  # UnknownVideoError with the known ids
     options = dict(format_options)
-    clip = bool(options.pop("clip", True))
+    clip = check_flag("clip", options.pop("clip", True))
     track_ids = options.pop("track_ids", "new")
     if track_ids not in ("new", "keep"):
         raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning
+from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning, check_flag
 from vidlabel.geometry import view_boxes
 from vidlabel.spec import (
     BOX_FORMATS,
@@ -663,9 +663,9 @@ def check_options(
         "min_confidence": min_confidence,
         "frames": frames,
         "stride": int(stride),
-        "with_masks": bool(with_masks),
+        "with_masks": check_flag("with_masks", with_masks),
         "box_format": box_format,
-        "normalized": bool(normalized),
+        "normalized": check_flag("normalized", normalized),
         "label_offset": int(label_offset),
         "roots": tuple(str(r) for r in roots),
         "cache": None if cache is None else str(cache),

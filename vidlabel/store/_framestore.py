@@ -26,6 +26,7 @@ from vidlabel.errors import (
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
+    check_flag,
 )
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
@@ -290,7 +291,8 @@ class FrameStore:
         If a store's export (or upload) did not finish (no ``complete``
         marker): rerun it to resume it.
     OptionError
-        If ``storage_options`` are given with a local path.
+        If ``storage_options`` are given with a local path, ``path`` is not a path or a URL (a Dataset is
+        exported first), or ``verify_checksums`` is not True or False.
     SchemaVersionError
         If a store was written by a newer vidlabel.
     """
@@ -303,9 +305,13 @@ class FrameStore:
         storage_options: Mapping[str, Any] | None = None,
         verify_checksums: bool = True,
     ) -> None:
-        if not isinstance(verify_checksums, (bool, np.bool_)):
-            raise OptionError(f"verify_checksums must be True or False, got {verify_checksums!r}")
-        self.verify_checksums = bool(verify_checksums)
+        if not isinstance(path, (str, os.PathLike)):
+            hint = " (a Dataset is read through a store: export it with vidlabel.export(ds, out), then open out)"
+            raise OptionError(
+                f"a frame store is opened from a folder path or a URL, got {path!r}"
+                + (hint if callable(getattr(path, "release", None)) else "")
+            )
+        self.verify_checksums = check_flag("verify_checksums", verify_checksums)
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         ChunkCache(cache_bytes)  # validates
         self.cache_bytes = int(cache_bytes)

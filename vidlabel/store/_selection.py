@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, check_flag
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
 from vidlabel.store._position import positions_by_code, sample_position
@@ -96,9 +96,9 @@ class StoreSamples:
         self.store = store
         self.kinds = kinds_t
         self.box_format = box_format
-        self.normalized = bool(normalized)
+        self.normalized = check_flag("normalized", normalized)
         self.label_offset = int(label_offset)
-        self.with_masks = bool(with_masks)
+        self.with_masks = check_flag("with_masks", with_masks)
         vocabulary = list(store.class_names)
         if labels_t is None:
             self._class_names = list(vocabulary)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
-from vidlabel.errors import OptionError, VidlabelError
+from vidlabel.errors import OptionError, VidlabelError, check_flag
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.store._framestore import adopt_learnt
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
@@ -310,10 +310,10 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
             frames=frames, verify_checksums=verify_checksums,
         )  # fmt: skip
-        self.shuffle = bool(shuffle)
+        self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
         self.seed = int(seed)
-        self.drop_last = bool(drop_last)
+        self.drop_last = check_flag("drop_last", drop_last)
         self._epoch = SharedEpoch(0)  # before any DataLoader worker starts: set_epoch reaches persistent workers
         self._units = self._chunk_units()
 

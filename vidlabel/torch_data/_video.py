@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
-from vidlabel.errors import OptionError
+from vidlabel.errors import OptionError, check_flag
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.store._position import sample_position
 from vidlabel.torch_data._common import (
@@ -113,7 +113,7 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         transform: Transform | None = None,
     ) -> None:
         self.samples = _check_samples(samples)
-        self.shuffle_videos = bool(shuffle_videos)
+        self.shuffle_videos = check_flag("shuffle_videos", shuffle_videos)
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
         self.transform = _check_transform(transform)
@@ -280,7 +280,7 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
         self.plan = plan
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.transform = _check_transform(transform)
-        self.drop_last = bool(drop_last)
+        self.drop_last = check_flag("drop_last", drop_last)
         self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
 
     def __len__(self) -> int:
