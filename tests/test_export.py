@@ -472,9 +472,9 @@ def test_verify_finds_a_corrupt_chunk(world: tuple[Path, Dataset], tmp_path: Pat
     data[100] ^= 0xFF
     chunk.write_bytes(bytes(data))
     report = verify_store(out)
-    frames = str(out / "videos" / "cam" / "frames")
-    assert not report["ok"] and any(  # the frames array it lies in named too (a fresh-user pass asked)
-        f"video 'cam': chunk 2 (rows 2..2): the stored bytes of frames {frames!r} fail their CRC-32C checksum" in p
+    assert not report["ok"] and any(  # the chunk file named (a fresh-user pass asked)
+        f"video 'cam': chunk 2 (rows 2..2): the stored bytes of chunk file {str(chunk)!r} fail their CRC-32C checksum"
+        in p
         for p in report["problems"]
     )
 

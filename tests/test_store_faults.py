@@ -71,11 +71,21 @@ def damage(store: Path, video_id: str, chunk: int) -> None:
     flip_byte(path, offset + size // 2)
 
 
-def corrupt_message(store: str, video_id: str, chunk: int, rows: tuple[int, int]) -> str:
+def crc_problem(where: str | Path) -> str:
+    """The words (a regex) for a chunk that fails its CRC-32C in file ``where``: a Zarr chunk's own file (a
+    ``c.<i>.0.0.0`` file or URL) is named as a chunk file, an HDF5 store's frames file as frames."""
+    what = "frames" if str(where).endswith(".h5") else "chunk file"
     return (
-        rf"video '{video_id}', chunk {chunk} \(rows {rows[0]}\.\.{rows[1]}\) of store '{re.escape(store)}': "
-        r"the stored bytes of frames .* fail their CRC-32C checksum \(stored [0-9a-f]{8}, read [0-9a-f]{8}\): "
-        r"the file is damaged \(`vidlabel verify` lists every damaged chunk"
+        rf"the stored bytes of {what} '{re.escape(str(where))}' fail their CRC-32C checksum "
+        r"\(stored [0-9a-f]{8}, read [0-9a-f]{8}\): the file is damaged"
+    )
+
+
+def corrupt_message(store: str, video_id: str, chunk: int, rows: tuple[int, int], where: str | Path) -> str:
+    return (
+        rf"^video '{video_id}', chunk {chunk} \(rows {rows[0]}\.\.{rows[1]}\) of store '{re.escape(store)}': "
+        rf"{crc_problem(where)} \(`vidlabel verify` lists every damaged chunk; export again into an empty folder "
+        r"to rewrite it\)$"
     )
 
 
@@ -91,8 +101,9 @@ def test_a_flipped_byte_is_refused_not_returned_as_pixels(
     cf = 4 if "zstd4" in name else 1
     chunk = 2
     damage(store_dir, "b", chunk)
+    where = chunk_location(store_dir, "b", chunk)[0]  # Zarr: the chunk's own file; HDF5: the frames file
     bad_rows = list(range(chunk * cf, chunk * cf + cf))
-    message = corrupt_message(str(store_dir), "b", chunk, (bad_rows[0], bad_rows[-1]))
+    message = corrupt_message(str(store_dir), "b", chunk, (bad_rows[0], bad_rows[-1]), where)
     truth = reference_frames(root, "b")
     store = open_store(store_dir)
     for r in bad_rows:
@@ -114,9 +125,14 @@ def test_a_flipped_byte_is_refused_not_returned_as_pixels(
         frames.__getitems__([0, position])
     with pytest.raises(StoreCorruptError, match=message):
         list(StoreStream(store_dir, shuffle=False))
-    # and verify_store still lists the chunk
+    # and verify_store still lists the chunk, in the read's words
     report = verify_store(store_dir)
-    assert not report["ok"] and any(f"chunk {chunk} " in p and "CRC-32C" in p for p in report["problems"])
+    rows = rf"chunk {chunk} \(rows {bad_rows[0]}\.\.{bad_rows[-1]}\)"
+    assert not report["ok"] and [
+        p
+        for p in report["problems"]
+        if re.fullmatch(rf"{re.escape(str(store_dir))}: video 'b': {rows}: {crc_problem(where)}", p)
+    ], report["problems"]
 
 
 @pytest.mark.parametrize("name", ["hdf5-none", "zarr-none"])
@@ -160,9 +176,10 @@ def test_a_flipped_byte_in_a_store_at_a_url_is_refused(world: tuple[Path, Datase
     data[len(data) // 2] ^= 0x10
     fs.pipe_file(key, bytes(data))
     store = open_store(url)
-    with pytest.raises(StoreCorruptError, match=corrupt_message(url, "a", 1, (4, 7))):
+    message = corrupt_message(url, "a", 1, (4, 7), f"{url}/videos/a/frames/c.1.0.0.0")
+    with pytest.raises(StoreCorruptError, match=message):
         store.read_rows("a", [5])
-    with pytest.raises(StoreCorruptError, match=corrupt_message(url, "a", 1, (4, 7))):
+    with pytest.raises(StoreCorruptError, match=message):
         store.read_rows("a", [0, 5, 9])  # chunks fetched together
     truth = reference_frames(root, "a")
     np.testing.assert_array_equal(store.read_row("a", 8), truth[8])
@@ -200,10 +217,7 @@ def test_a_truncated_zarr_chunk_is_worded_alike_by_reads_and_verify(
     cf = 4 if "zstd4" in name else 1
     chunk_file = truncate_chunk(store_at, "b", 2)
     if "zstd" in name:  # a compressed chunk's size is not recorded: cut short, it fails its CRC-32C
-        problem = (
-            rf"the stored bytes of frames '{re.escape(str(store_at))}/videos/b/frames' fail their CRC-32C checksum "
-            r"\(stored [0-9a-f]{8}, read [0-9a-f]{8}\): the file is damaged"
-        )
+        problem = crc_problem(chunk_file)
     else:
         problem = rf"chunk file '{re.escape(chunk_file)}' is truncated: \d+ of its \d+ bytes"
     rows = rf"chunk 2 \(rows {2 * cf}\.\.{3 * cf - 1}\)"

@@ -178,7 +178,7 @@ class FramesReader(ABC):
         """
         stored = int(self.stored_crc32c()[index])
         if read != stored:
-            raise StoreCorruptError(chunk_crc_problem(self, stored, read), path=str(getattr(self, "path", "")))
+            raise StoreCorruptError(chunk_crc_problem(self, index, stored, read), path=str(getattr(self, "path", "")))
 
     def chunk_file(self, index: int) -> str:
         """The file (or object) holding chunk ``index``, for messages: the frames file, unless a backend keeps
@@ -231,11 +231,14 @@ def chunk_missing_problem(reader: FramesReader, index: int) -> str:
     return f"chunk file {reader.chunk_file(index)!r} is missing"
 
 
-def chunk_crc_problem(reader: FramesReader, stored: int, read: int) -> str:
-    """The words for a chunk of ``reader`` whose stored bytes' CRC-32C is ``read``, not the ``stored`` checksum.
-    Reads and ``vidlabel verify`` say it in these words."""
+def chunk_crc_problem(reader: FramesReader, index: int, stored: int, read: int) -> str:
+    """The words for chunk ``index`` of ``reader`` whose stored bytes' CRC-32C is ``read``, not the ``stored``
+    checksum: they name the chunk's own file where a backend keeps each chunk in one (Zarr), else the frames file
+    (HDF5). Reads and ``vidlabel verify`` say it in these words."""
+    where = reader.chunk_file(index)
+    what = "frames" if where == str(getattr(reader, "path", "")) else "chunk file"
     return (
-        f"the stored bytes of frames {str(getattr(reader, 'path', ''))!r} fail their CRC-32C checksum "
+        f"the stored bytes of {what} {where!r} fail their CRC-32C checksum "
         f"(stored {stored:08x}, read {read:08x}): the file is damaged"
     )
 

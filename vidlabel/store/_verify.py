@@ -206,7 +206,7 @@ def _verify_video(
                     continue
                 data = frames.raw_chunk(c)  # read again, as a read of it would: the words are the read's
                 problem = chunk_size_problem(frames, c, len(data)) or chunk_crc_problem(
-                    frames, int(checks[c]), google_crc32c.value(data)
+                    frames, c, int(checks[c]), google_crc32c.value(data)
                 )
                 problems.append(f"{where}: chunk {c} ({rows}): {problem}")
         frames.close()
