@@ -71,10 +71,13 @@ def test_an_extra_argument_is_refused_with_the_commands_usage(capsys):
 def test_verify_counts_of_one_are_singular(monkeypatch, capsys):
     import vidlabel.store
 
-    report = {"ok": True, "problems": [], "stores": ["s"], "videos": 1, "frames": 1, "chunks": 1, "bytes": 0}
+    report = {"ok": True, "problems": [], "stores": ["s"], "videos": 1, "frames": 1, "bytes": 0}
+    report |= {"chunks": 1, "chunks_total": 1}
     monkeypatch.setattr(vidlabel.store, "verify_store", lambda path, progress: report)
     assert cli.main(["verify", "s"]) == 0
     assert capsys.readouterr().out == "ok: 1 store, 1 video, 1 frame, 1 chunk (0.0 MiB) checked\n"
-    monkeypatch.setattr(vidlabel.store, "verify_store", lambda path, progress: {**report, "videos": 2, "chunks": 3})
+    monkeypatch.setattr(
+        vidlabel.store, "verify_store", lambda path, progress: {**report, "videos": 2, "chunks": 3, "chunks_total": 3}
+    )
     assert cli.main(["verify", "s"]) == 0
     assert capsys.readouterr().out == "ok: 1 store, 2 videos, 1 frame, 3 chunks (0.0 MiB) checked\n"

@@ -280,6 +280,38 @@ def test_verify_lists_every_missing_zarr_chunk_and_checks_the_rest(world: tuple[
 
 
 @pytest.mark.parametrize("name", ["zarr-none", "zarr-zstd4"])
+def test_verify_counts_only_the_chunks_it_could_check(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # before: with one of 33 chunk files missing and one a folder, `vidlabel verify` said "31 chunks (...) checked",
+    # read as every chunk of the store (a fresh-user pass)
+    from vidlabel.cli import main
+
+    store = copy_store(world, name, tmp_path)
+    chunks = sorted((store / "videos").glob("*/frames/c.*"))
+    total = len(chunks)  # the store's own count of chunk files, 1 or 4 frames each
+    n_frames = len(open_store(store))  # frames="all": a sample per stored frame
+    frames = store / "videos" / "b" / "frames"
+    (frames / "c.1.0.0.0").unlink()
+    (frames / "c.2.0.0.0").unlink()
+    (frames / "c.2.0.0.0").mkdir()
+    read = sum(c.stat().st_size for c in chunks if c.is_file())
+    assert main(["verify", str(store)]) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (
+        f"2 problems: 1 store, 2 videos, {n_frames} frames, {total - 2} of {total} chunks ({read / 2**20:.1f} MiB) checked"
+    ), last
+    report = verify_store(store)
+    assert (report["chunks"], report["chunks_total"], report["bytes"]) == (total - 2, total, read)
+    whole = sum(c.stat().st_size for c in (world[0] / name / "videos").glob("*/frames/c.*"))
+    assert main(["verify", str(world[0] / name)]) == 0  # an intact store: every chunk checked, said as before
+    assert (
+        capsys.readouterr().out
+        == f"ok: 1 store, 2 videos, {n_frames} frames, {total} chunks ({whole / 2**20:.1f} MiB) checked\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["zarr-none", "zarr-zstd4"])
 def test_a_missing_zarr_chunk_file_is_damage_worded_alike_by_reads_and_verify(
     world: tuple[Path, Dataset], tmp_path: Path, name: str
 ) -> None:

@@ -534,10 +534,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     for problem in report["problems"]:
         print(f"problem: {problem}")
     status = "ok" if report["ok"] else plural(len(report["problems"]), "problem")
+    chunks = plural(report["chunks_total"], "chunk")
+    if report["chunks"] != report["chunks_total"]:  # a chunk file missing or a folder could not be checked
+        chunks = f"{report['chunks']} of {chunks}"
     print(
         f"{status}: {plural(len(report['stores']), 'store')}, {plural(report['videos'], 'video')}, "
-        f"{plural(report['frames'], 'frame')}, {plural(report['chunks'], 'chunk')} "
-        f"({report['bytes'] / 2**20:.1f} MiB) checked"
+        f"{plural(report['frames'], 'frame')}, {chunks} ({report['bytes'] / 2**20:.1f} MiB) checked"
     )
     return 0 if report["ok"] else 1
 

@@ -49,7 +49,9 @@ def verify_store(
     dict
         ``ok`` (bool), ``problems`` (list of str, each naming the store, video
         and chunk or array), ``stores``, ``videos``, ``frames``, ``chunks``
-        (checked), ``bytes`` (of chunk data read).
+        (checked: read and compared with their CRC-32C), ``chunks_total`` (of
+        the frames arrays opened, checked or not: a chunk file missing or a
+        folder cannot be checked), ``bytes`` (of chunk data read).
 
     Raises
     ------
@@ -60,7 +62,7 @@ def verify_store(
     if not folders:
         raise StoreError(f"no vidlabel frame store at {str(path)!r}", path=str(path))
     report: dict[str, Any] = {"ok": True, "problems": [], "stores": [str(f) for f in folders], "videos": 0,
-                              "frames": 0, "chunks": 0, "bytes": 0}  # fmt: skip
+                              "frames": 0, "chunks": 0, "chunks_total": 0, "bytes": 0}  # fmt: skip
     bar = None
     if progress:
         from tqdm import tqdm
@@ -164,6 +166,7 @@ def _verify_video(
             for problem in video_problems(vid, video.attrs, arrays, regions, segments, class_names)
         )
         frames = video.frames()
+        report["chunks_total"] += frames.n_chunks  # "chunks" counts those that could be checked
         if frames.shape[0] != t:
             problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
         want_key = video.attrs.get("frames_key")
