@@ -594,6 +594,24 @@ def test_info_reports_a_truncated_hdf5_file_by_name(
     )
 
 
+def test_verify_names_a_deleted_hdf5_video_file_as_reads_do(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: verify said "video 'b' is listed in the root but has no group", naming no file, while reads and
+    # `vidlabel info` named videos/b.h5 (a fresh-user pass)
+    from vidlabel.cli import main
+
+    store_dir = copy_store(world, "hdf5-none", tmp_path)
+    video_file = store_dir / "videos" / "b.h5"
+    video_file.unlink()
+    with pytest.raises(StoreError, match=rf"has no file for video 'b' \({re.escape(str(video_file))}\)$"):
+        open_store(store_dir).read_rows("b", [0])
+    problem = f"{store_dir}: video 'b' is listed in the root but its file '{video_file}' is missing"
+    assert verify_store(store_dir)["problems"] == [problem]
+    assert main(["verify", str(store_dir)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == f"problem: {problem}"
+
+
 UNOPENABLE = {
     "missing": (lambda path: path.unlink(), r"it is missing"),
     "truncated": (

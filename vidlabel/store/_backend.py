@@ -391,6 +391,11 @@ class Backend(ABC):
     def open_video(self, video_id: str) -> VideoReader:
         """A reader of a published video group."""
 
+    def missing_video_problem(self, video_id: str) -> str:
+        """The words for video ``video_id``, listed in the root, when :meth:`video_ids` does not hold it
+        (``vidlabel verify``); a backend that keeps each video in its own file names that file."""
+        return f"video {video_id!r} is listed in the root but has no group"
+
     @abstractmethod
     def remove_video(self, video_id: str) -> None:
         """Delete a published video group."""

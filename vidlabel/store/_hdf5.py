@@ -1208,6 +1208,9 @@ class HDF5Backend(Backend):
             )
         return HDF5VideoReader(path, self.folder)
 
+    def missing_video_problem(self, video_id: str) -> str:
+        return f"video {video_id!r} is listed in the root but its file {str(self._video_path(video_id))!r} is missing"
+
     def remove_video(self, video_id: str) -> None:
         remove(self._video_path(video_id))
 

@@ -109,7 +109,7 @@ def _verify_one(
         problems.extend(f"{where}: {problem}" for problem in summary_problems(summary, video_ids))
     on_disk = backend.video_ids()
     for v in sorted(set(video_ids) - set(on_disk)):
-        problems.append(f"{where}: video {v!r} is listed in the root but has no group")
+        problems.append(f"{where}: {backend.missing_video_problem(v)}")
     frames_only = bool(attrs.get("frames_only"))
     lengths: dict[int, int] = {}
     for code, vid in enumerate(video_ids):
