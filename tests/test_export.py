@@ -670,6 +670,41 @@ def test_an_export_refused_for_missing_videos_names_every_one(
     assert not (tmp_path / "new").exists()
 
 
+def test_an_export_refused_for_missing_videos_with_roots_given_does_not_say_to_pass_roots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: "(pass roots=[...], --roots on the command line, to search folders)" though roots were passed
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b", "c"), n_frames=8)
+    root = tmp_path / "elsewhere"
+    root.mkdir()
+    recorded = {v: tmp_path / "d" / f"{v}.mp4" for v in ("b", "c")}
+    under = {v: [root.joinpath(*p.parts[i:]) for i in range(1, len(p.parts))] for v, p in recorded.items()}
+    out = tmp_path / "out"
+    cases = {  # the videos moved away: the words
+        ("b",): (
+            f"file of video 'b' not found; tried: {', '.join(map(str, [recorded['b'], *under['b']]))} (not found "
+            "under the roots given either: check the file is there, or pass other roots)"
+        ),
+        ("b", "c"): (
+            f"files of 2 videos not found: 'b' (tried: {', '.join(map(str, [recorded['b'], *under['b']]))}); 'c' "
+            f"(tried: {recorded['c']} and {len(under['c'])} paths under the roots) (not found under the roots given "
+            "either: check the files are there, or pass other roots)"
+        ),
+    }
+    for moved, message in cases.items():
+        for v in moved:
+            if recorded[v].exists():
+                recorded[v].rename(recorded[v].with_suffix(".moved"))
+        with pytest.raises(VideoNotFoundError, match=f"^{re.escape(message)}$"):
+            export(ds, out, progress=False, roots=[str(root)])
+        assert main(["export", str(ds.path), str(out), "--roots", str(root), "--no-progress"]) == 1
+        assert capsys.readouterr() == ("", f"vidlabel: error: {message}\n")
+        assert not out.exists()
+
+
 @pytest.mark.parametrize("fmt", [*BACKENDS, "mediasequence"])
 def test_an_export_refused_for_a_video_path_that_is_a_folder_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
@@ -710,9 +745,9 @@ def test_a_refusal_for_many_missing_videos_names_ten_and_counts_the_rest(
     root = tmp_path / "r"
     first = ", ".join(f"{p}/v00.mp4" for p in ("/gone/cams", root / "gone" / "cams", root / "cams", root))
     others = "; ".join(f"'v{i:02d}' (tried: /gone/cams/v{i:02d}.mp4 and 3 paths under the roots)" for i in range(1, 10))
-    message = (
-        f"files of 13 videos not found: 'v00' (tried: {first}); {others}; and 3 more (pass roots=[...], --roots on "
-        "the command line, to search folders)"
+    message = (  # before: "(pass roots=[...], --roots on the command line, to search folders)", with roots passed
+        f"files of 13 videos not found: 'v00' (tried: {first}); {others}; and 3 more (not found under the roots given "
+        "either: check the files are there, or pass other roots)"
     )
     with pytest.raises(VideoNotFoundError, match=f"^{re.escape(message)}$") as err:
         check_video_files([found, *gone, gone[0]], [str(root)])  # the video found is not named; nor 'v00' twice

@@ -642,9 +642,10 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     VideoNotFoundError
         Naming the video id and every path tried; a path that is a folder is said to be one.
     """
+    roots = list(roots)
     path, tried = _find_video(meta, roots)
     if path is None:
-        raise _not_found([(meta, tried)])
+        raise _not_found([(meta, tried)], searched=bool(roots))
     return path
 
 
@@ -669,7 +670,7 @@ def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os
         else:
             found.append(path)
     if missing:
-        raise _not_found(list(missing.values()))
+        raise _not_found(list(missing.values()), searched=bool(roots))
     return found
 
 
@@ -677,6 +678,15 @@ def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os
 NAMED_MISSING = 10
 
 _ROOTS_HINT = "(pass roots=[...], --roots on the command line, to search folders)"
+
+
+def _roots_hint(searched: bool, n_videos: int) -> str:
+    """What to do about videos not found: pass roots, or, when roots were searched, look at the files or the
+    roots."""
+    if not searched:
+        return _ROOTS_HINT
+    files = "the file is" if n_videos == 1 else "the files are"
+    return f"(not found under the roots given either: check {files} there, or pass other roots)"
 
 
 def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[str]]:
@@ -690,8 +700,9 @@ def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) ->
     return None, tried
 
 
-def _not_found(missing: list[tuple[VideoMetadata, list[str]]]) -> VideoNotFoundError:
-    """The error for videos whose files were found nowhere (each with the paths tried), the first named first."""
+def _not_found(missing: list[tuple[VideoMetadata, list[str]]], *, searched: bool) -> VideoNotFoundError:
+    """The error for videos whose files were found nowhere (each with the paths tried), the first named first;
+    ``searched``: roots were given and searched too."""
     meta, tried = missing[0]
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     where = str(recorded[0]) if recorded else None
@@ -699,7 +710,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[str]]]) -> VideoNotFoundE
         if not recorded:
             return VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
         return VideoNotFoundError(
-            f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} {_ROOTS_HINT}",
+            f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} {_roots_hint(searched, 1)}",
             video_id=meta.video_id,
             path=where,
         )
@@ -707,7 +718,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[str]]]) -> VideoNotFoundE
     more = len(missing) - len(named)
     return VideoNotFoundError(
         f"files of {len(missing)} videos not found: {'; '.join(named)}{f'; and {more} more' if more else ''} "
-        f"{_ROOTS_HINT}",
+        f"{_roots_hint(searched, len(missing))}",
         video_id=meta.video_id,
         path=where,
     )
