@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  sample 0     video {first['video_id']!r} frame {first['frame_index']}: image "
               f"{first['image'].shape} {first['image'].dtype}, {len(first['boxes'])} boxes")  # fmt: skip
     if check is not None:
-        print(f"  verify       {'ok' if check['ok'] else 'FAILED'}: {check['chunks']} chunks checked")
+        print(
+            f"  verify       {'ok' if check['ok'] else 'FAILED'}: {check['chunks']} of {check['chunks_total']} chunks checked"
+        )
         for problem in check["problems"][:10]:
             print(f"    {problem}")
         if not check["ok"]:
