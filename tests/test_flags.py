@@ -5,6 +5,7 @@ not overwrite a store; a path where a Dataset is expected, a Dataset or None whe
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -117,4 +118,55 @@ def test_import_clip_flag_is_checked(exported: tuple[Dataset, Path], tmp_path: P
     (tmp_path / "gt.txt").write_text("1,1,10,10,20,20,1,-1,-1,-1\n")
     with pytest.raises(OptionError, match=r"^clip must be True or False, got 'no'$"):
         import_labels(ds, "mot", tmp_path / "gt.txt", video_id="cam", clip="no")
+    assert len(ds.annotations()) == n
+
+
+def test_frame_samples_takes_a_dataset_and_says_what_to_do_with_anything_else(
+    exported: tuple[Dataset, Path],
+) -> None:
+    ds, store = exported
+    with pytest.raises(
+        OptionError,
+        match=r"^FrameSamples takes a Dataset, got '.*ds' \(open a dataset folder with vidlabel\.Dataset\.open\(path\) "
+        r"first\)$",
+    ):
+        FrameSamples(str(ds.path))
+    release = ds.release("latest")
+    with pytest.raises(
+        OptionError,
+        match=r"^FrameSamples takes a Dataset, got .* \(for a Release in hand: FrameSamples\.from_release\(release\)\)$",
+    ):
+        FrameSamples(release)
+    with pytest.raises(OptionError, match=r"^FrameSamples takes a Dataset, got None$"):
+        FrameSamples(None)
+    with pytest.raises(OptionError, match=r"^FrameSamples takes a Dataset, got FrameStore\(.*\)$"):
+        FrameSamples(open_store(store))
+    assert len(FrameSamples.from_release(release)) == len(FrameSamples(ds)) > 0
+
+
+def test_dataset_validate_flags_are_checked(exported: tuple[Dataset, Path]) -> None:
+    ds, _ = exported
+    for name in ("check_files", "hash_files", "for_export"):
+        with pytest.raises(OptionError, match=rf"^{name} must be True or False, got 'no'$"):
+            ds.validate(**{name: "no"})
+    assert ds.validate(for_export=np.bool_(True)) == []
+
+
+def test_cli_import_refuses_an_option_that_has_a_flag_of_its_own(
+    exported: tuple[Dataset, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: clip=false reached import_labels twice, a TypeError traceback ("got multiple values for 'clip'")
+    from vidlabel.cli import main
+
+    ds, _ = exported
+    n = len(ds.annotations())
+    (tmp_path / "gt.txt").write_text("1,1,10,10,20,20,1,-1,-1,-1\n")
+    for option, flag in (("clip=false", r"--no-clip \(clipping is the default\)"), ("dry_run=true", "--dry-run")):
+        key = option.split("=")[0]
+        args = ["import", str(ds.path), "mot", str(tmp_path / "gt.txt"), "--video", "cam", "--option", option]
+        assert main(args) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and re.fullmatch(
+            rf"vidlabel: error: --option {key}=\.\.\. is set by a flag of its own here: use {flag}\n", err
+        ), err
     assert len(ds.annotations()) == n

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 
+import numpy as np
+
 __all__ = [
     "AnnotationError",
     "BuildError",
@@ -245,7 +247,7 @@ def check_flag(name: str, value: object) -> bool:
     OptionError
         If ``value`` is not True or False; names the option and the value.
     """
-    if isinstance(value, bool) or (type(value).__name__ == "bool" and type(value).__module__ == "numpy"):
+    if isinstance(value, (bool, np.bool_)):  # np.bool_: NumPy 1's bool_ and NumPy 2's bool alike
         return bool(value)
     raise OptionError(f"{name} must be True or False, got {value!r}")
 

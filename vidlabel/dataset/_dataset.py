@@ -82,6 +82,7 @@ from vidlabel.errors import (
     ReleaseNotFoundError,
     UnknownVideoError,
     VidlabelWarning,
+    check_flag,
 )
 from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetadata, View, video_id_problem
 
@@ -741,7 +742,7 @@ class Dataset:
         Parameters
         ----------
         check_files : bool
-            Report ``missing_video_file`` (``os.path.exists``).
+            Report ``missing_video_file`` (no file at the recorded path: missing, or a folder).
         hash_files : bool
             With ``check_files``, also read every video file once (per process)
             to report ``video_file_changed`` when it no longer holds the
@@ -757,6 +758,8 @@ class Dataset:
             With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
             ``build()`` refuses while any has severity ``"error"``.
         """
+        check_files, hash_files = check_flag("check_files", check_files), check_flag("hash_files", hash_files)
+        for_export = check_flag("for_export", for_export)
         problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
         return export_severity(problems) if for_export else problems
 

@@ -721,7 +721,8 @@ def _check_box_bounds(
             "box",
             lambda i: (
                 f"{_show(box_v[i])} leaves the frame; allowed: 0 <= x0 < x1 <= {W}, 0 <= y0 < y1 <= {H}"
-                " (pass clip=True / --clip to clip boxes to the frame)"
+                " (pass clip=True to clip boxes to the frame: --clip of add-annotations; import clips unless"
+                " --no-clip)"
             ),
         )
         return xyxy

@@ -40,10 +40,21 @@ def _option(text: str) -> tuple[str, Any]:
     return key, parsed
 
 
+#: import_labels' keywords that ``vidlabel import`` sets from flags of its own, with the flag.
+_OWN_FLAGS = {
+    "video_id": "--video", "videos": "--video-map", "label_map": "--label-map", "label": "--label",
+    "add_labels": "--add-labels", "dry_run": "--dry-run", "clip": "--no-clip (clipping is the default)",
+}  # fmt: skip
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     from vidlabel.dataset import Dataset
+    from vidlabel.errors import OptionError
     from vidlabel.formats import import_labels
 
+    for key, _ in args.option:
+        if key in _OWN_FLAGS:
+            raise OptionError(f"--option {key}=... is set by a flag of its own here: use {_OWN_FLAGS[key]}")
     report = import_labels(
         Dataset.open(args.dataset),
         args.format,

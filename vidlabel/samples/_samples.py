@@ -111,7 +111,9 @@ class FrameSamples:
         On an unknown label, view, kind, origin, frames mode or box format,
         ``stride < 1``, a non-integer ``label_offset``, a bad
         ``min_confidence``, or a view whose crop does not fit inside a
-        selected video's frame.
+        selected video's frame; if ``ds`` is not a Dataset (a path is
+        opened first, a Release goes through :meth:`from_release`), or a
+        True/False option is given anything else.
     UnknownVideoError
         On a video id the release does not hold.
     ReleaseNotFoundError
@@ -155,6 +157,13 @@ class FrameSamples:
             min_confidence=min_confidence, frames=frames, stride=stride, with_masks=with_masks,
             box_format=box_format, normalized=normalized, label_offset=label_offset, roots=roots, cache=cache,
         )  # fmt: skip
+        if not callable(getattr(ds, "release", None)) or not callable(getattr(ds, "snapshot", None)):
+            hint = ""
+            if isinstance(ds, (str, os.PathLike)):
+                hint = " (open a dataset folder with vidlabel.Dataset.open(path) first)"
+            elif isinstance(ds, Release):
+                hint = " (for a Release in hand: FrameSamples.from_release(release))"
+            raise OptionError(f"FrameSamples takes a Dataset, got {ds!r}{hint}")
         if release is not None and not isinstance(release, str):
             raise OptionError(f"release must be a release id, 'latest' or None, got {release!r}")
         rel = ds.snapshot() if release is None else ds.release(release)
