@@ -612,6 +612,33 @@ def test_verify_names_a_deleted_hdf5_video_file_as_reads_do(
     assert capsys.readouterr().out.splitlines()[0] == f"problem: {problem}"
 
 
+@pytest.mark.parametrize("name", ["hdf5-none", "zarr-none"])
+def test_verify_counts_the_chunks_of_a_video_it_could_not_open(
+    world: tuple[Path, Dataset], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # before: with video b's file (HDF5) or frames array (Zarr) gone, verify said "N chunks checked" with N the
+    # chunks of video a alone, as if the store held no others (an adversarial pass)
+    from vidlabel.cli import main
+
+    store = copy_store(world, name, tmp_path)
+    if name.startswith("hdf5"):  # the truth from the frames files themselves: rows over rows a chunk, rounded up
+        per_video = {}
+        for vid in ("a", "b"):
+            with h5py.File(store / "videos" / f"{vid}.h5", "r") as f:
+                frames_file = store / "frames" / Path(f.get("frames", getlink=True).filename).name
+            with h5py.File(frames_file, "r") as f:
+                per_video[vid] = -(-f["frames"].shape[0] // f["frames"].chunks[0])
+        (store / "videos" / "b.h5").unlink()
+    else:  # the truth from the chunk files on disk
+        per_video = {vid: len(list((store / "videos" / vid / "frames").glob("c.*"))) for vid in ("a", "b")}
+        shutil.rmtree(store / "videos" / "b" / "frames")
+    report = verify_store(store)
+    assert not report["ok"] and per_video["b"] > 0
+    assert (report["chunks"], report["chunks_total"]) == (per_video["a"], per_video["a"] + per_video["b"])
+    assert main(["verify", str(store)]) == 1
+    assert f" {per_video['a']} of {per_video['a'] + per_video['b']} chunks (" in capsys.readouterr().out
+
+
 UNOPENABLE = {
     "missing": (lambda path: path.unlink(), r"it is missing"),
     "truncated": (

@@ -50,8 +50,10 @@ def verify_store(
         ``ok`` (bool), ``problems`` (list of str, each naming the store, video
         and chunk or array), ``stores``, ``videos``, ``frames``, ``chunks``
         (checked: read and compared with their CRC-32C), ``chunks_total`` (of
-        the frames arrays opened, checked or not: a chunk file missing or a
-        folder cannot be checked), ``bytes`` (of chunk data read).
+        every video, checked or not: a chunk file missing or a folder cannot
+        be checked; a video whose file or frames array cannot be opened counts
+        its stored frames over the export's ``chunk_frames``, from the root),
+        ``bytes`` (of chunk data read).
 
     Raises
     ------
@@ -114,13 +116,17 @@ def _verify_one(
     lengths: dict[int, int] = {}
     for code, vid in enumerate(video_ids):
         if vid not in on_disk:
+            report["chunks_total"] += _expected_chunks(attrs, summary.get(vid, {}))
             continue
+        before = report["chunks_total"]
         try:
             t = _verify_video(
                 backend, vid, frames_only, list(attrs.get("class_names", [])), report, bar, summary.get(vid, {})
             )
         except (VidlabelError, OSError, KeyError, ValueError) as err:
             problems.append(f"{where}: video {vid!r}: cannot be read: {err}")
+            if report["chunks_total"] == before:  # its frames were not reached: count them from the root
+                report["chunks_total"] += _expected_chunks(attrs, summary.get(vid, {}))
             continue
         lengths[code] = t
     if index.size:
@@ -138,6 +144,16 @@ def _verify_one(
     expected = attrs.get("samples")
     if expected is not None and int(expected) != int(index.shape[0]):
         problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
+
+
+def _expected_chunks(attrs: dict[str, Any], summary: dict[str, Any]) -> int:
+    """Chunks of a video that verify could not open, from the root: its stored frames (the ``videos`` summary)
+    over the export's ``chunk_frames`` (a unit of fewer frames has one chunk of them all), rounded up; 0 where the
+    root does not say. So that "N of M chunks checked" counts the chunks of a video whose file is gone."""
+    frames, chunk_frames = summary.get("frames"), attrs.get("export", {}).get("chunk_frames")
+    if not isinstance(frames, int) or not isinstance(chunk_frames, int) or frames <= 0 or chunk_frames <= 0:
+        return 0
+    return -(-frames // min(chunk_frames, frames))
 
 
 def _verify_video(
