@@ -194,3 +194,27 @@ def test_validate_for_export_rates_what_export_refuses_as_errors(
     shutil.copy2(original, path.parent / "b.mp4")  # 'b' back with the wrong bytes: still an error
     assert main(["validate", str(ds.path), "--for-export"]) == 1
     assert "error video_file_changed (video 'b')" in capsys.readouterr().out
+
+
+def test_validate_for_export_looks_under_the_roots_export_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: validate had no roots, so with a file moved under a root `validate --for-export` refused (exit 1)
+    # while `export --roots` read every video (a fresh-user pass)
+    ds = make_dataset(tmp_path, videos=("a", "b"), n_frames=N_FRAMES)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (tmp_path / "b.mp4").rename(moved / "b.mp4")
+    assert [(p.code, p.video_id, p.severity) for p in ds.validate(for_export=True)] == [
+        ("missing_video_file", "b", "error")
+    ]
+    assert ds.validate(for_export=True, roots=[moved]) == []
+    assert main(["validate", str(ds.path), "--for-export"]) == 1
+    assert main(["validate", str(ds.path), "--for-export", "--roots", str(moved)]) == 0
+    assert capsys.readouterr().out.endswith("0 errors, 0 warnings\n")
+    assert main(["export", str(ds.path), str(tmp_path / "out"), "--roots", str(moved), "--no-progress"]) == 0
+    capsys.readouterr()
+    shutil.copy2(tmp_path / "a.mp4", moved / "b.mp4")  # other bytes under the root: export refuses, so must validate
+    (problem,) = ds.validate(for_export=True, roots=[moved])
+    assert (problem.code, problem.video_id, problem.severity) == ("video_file_changed", "b", "error")
+    assert str(moved / "b.mp4") in problem.message

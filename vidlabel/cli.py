@@ -251,7 +251,7 @@ _VALIDATE_LINES = 20  # `vidlabel validate` prints at most this many problems of
 def _cmd_validate(args: argparse.Namespace) -> int:
     from vidlabel.dataset._dataset import Dataset
 
-    problems = Dataset.open(args.dataset).validate(for_export=args.for_export)
+    problems = Dataset.open(args.dataset).validate(for_export=args.for_export, roots=args.roots)
     errors = sum(p.severity == "error" for p in problems)
     if args.json:
         for problem in problems:
@@ -651,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rate missing_video_file and video_file_changed as errors (export refuses those videos): "
         "exit 0 means export will read every video",
     )
+    p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files, as export's")
 
     p = add("info", _cmd_info, "Describe a dataset or a frame store.")
     p.add_argument("path", metavar="PATH", help="a dataset folder, a frame store, or a Zarr store's URL")

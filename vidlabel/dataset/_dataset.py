@@ -736,7 +736,14 @@ class Dataset:
             },
         )
 
-    def validate(self, *, check_files: bool = True, hash_files: bool = True, for_export: bool = False) -> list[Problem]:
+    def validate(
+        self,
+        *,
+        check_files: bool = True,
+        hash_files: bool = True,
+        for_export: bool = False,
+        roots: Sequence[str | os.PathLike[str]] = (),
+    ) -> list[Problem]:
         """Check the live unreviewed and approved rows, the videos and the views.
 
         Parameters
@@ -751,6 +758,9 @@ class Dataset:
             Rate ``missing_video_file`` and ``video_file_changed`` as errors
             (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
             so no error here means export will read every video.
+        roots : sequence of path
+            Folders to look under for moved video files, as export's ``roots``
+            (pass the same to both).
 
         Returns
         -------
@@ -760,13 +770,21 @@ class Dataset:
         """
         check_files, hash_files = check_flag("check_files", check_files), check_flag("hash_files", hash_files)
         for_export = check_flag("for_export", for_export)
-        problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files)
+        problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files, roots=roots)
         return export_severity(problems) if for_export else problems
 
-    def _validate(self, rel: Release, *, check_files: bool = True, hash_files: bool = False) -> list[Problem]:
+    def _validate(
+        self,
+        rel: Release,
+        *,
+        check_files: bool = True,
+        hash_files: bool = False,
+        roots: Sequence[str | os.PathLike[str]] = (),
+    ) -> list[Problem]:
         return validate_table(
-            rel.table, rel.videos, rel.views, check_files=check_files, hash_files=hash_files, base=self._path
-        )
+            rel.table, rel.videos, rel.views, check_files=check_files, hash_files=hash_files, base=self._path,
+            roots=roots,
+        )  # fmt: skip
 
     def build(self) -> tuple[Release, BuildReport]:
         """Pin an immutable release of the live unreviewed and approved annotations.

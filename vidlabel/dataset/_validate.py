@@ -200,7 +200,9 @@ def _changed_problem(meta: VideoMetadata, path: Path, base: Path | None) -> Prob
     return _problem("video_file_changed", message, meta.video_id)
 
 
-def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool, hash_files: bool) -> list[Problem]:
+def _video_problems(
+    meta: VideoMetadata, base: Path | None, check_files: bool, hash_files: bool, roots: Sequence[str | os.PathLike[str]]
+) -> list[Problem]:
     vid = meta.video_id
     out: list[Problem] = []
     if check_files:
@@ -212,6 +214,10 @@ def _video_problems(meta: VideoMetadata, base: Path | None, check_files: bool, h
                 candidates = [Path(path)]
                 if base is not None and not Path(path).is_absolute():
                     candidates.append(base / path)
+                if roots:  # then where export looks under its roots (the recorded paths come first)
+                    from vidlabel.video._probe import video_path_candidates
+
+                    candidates += list(video_path_candidates(meta, roots))[len(meta.sources) :]
                 found = [c for c in candidates if c.is_file()]  # as export looks (resolve_video_path)
                 if not found:
                     tried = ", ".join(f"{c} (a folder, not a video file)" if c.is_dir() else str(c) for c in candidates)
@@ -298,6 +304,7 @@ def validate_table(
     check_files: bool = True,
     hash_files: bool = False,
     base: str | os.PathLike[str] | None = None,
+    roots: Sequence[str | os.PathLike[str]] = (),
 ) -> list[Problem]:
     """Check annotation rows against their videos and views; vectorised over the rows.
 
@@ -310,13 +317,16 @@ def validate_table(
         Every registered video (each is checked, with or without rows).
     views : mapping view_id -> View
     check_files : bool
-        Report ``missing_video_file`` (``os.path.exists``).
+        Report ``missing_video_file`` (no file at the recorded path, nor under
+        ``roots``: missing, or a folder).
     hash_files : bool
         With ``check_files``, also hash every existing file (once per process)
         and report ``video_file_changed`` when it differs from the registered
         content hash.
     base : path, optional
         Folder that relative source paths are also tried against (the dataset folder).
+    roots : sequence of path
+        Folders to look under for moved files, as export's ``roots`` (:func:`~vidlabel.video.video_path_candidates`).
 
     Returns
     -------
@@ -326,7 +336,7 @@ def validate_table(
     problems: list[Problem] = []
     base_path = Path(base) if base is not None else None
     for vid in sorted(videos):
-        problems.extend(_video_problems(videos[vid], base_path, check_files, hash_files))
+        problems.extend(_video_problems(videos[vid], base_path, check_files, hash_files, roots))
     problems.extend(_view_problems(table, videos, views))
     if len(table) == 0:
         return _sorted(problems)
