@@ -705,6 +705,30 @@ def test_an_export_refused_for_missing_videos_with_roots_given_does_not_say_to_p
         assert not out.exists()
 
 
+def test_a_root_that_is_no_folder_here_is_named_when_a_video_is_not_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: a mistyped --roots was searched in silence; the refusal only said "or pass other roots". Not
+    # refused upfront: with an executor the roots are folders of the workers' machines
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path / "d", videos=("a", "b"), n_frames=8)
+    (tmp_path / "d" / "b.mp4").rename(tmp_path / "d" / "b.moved")
+    real, typo, a_file = tmp_path / "real", tmp_path / "tpyo", tmp_path / "d" / "a.mp4"
+    real.mkdir()
+    tail = rf"or pass other roots; no folder at {re.escape(repr(str(typo)))}, {re.escape(repr(str(a_file)))}\)$"
+    with pytest.raises(VideoNotFoundError, match=r"^file of video 'b' not found; tried: .*" + tail):
+        export(ds, tmp_path / "out", progress=False, roots=[real, typo, a_file])
+    args = ["export", str(ds.path), str(tmp_path / "out"), "--roots", str(real), str(typo), str(a_file)]
+    assert main([*args, "--no-progress"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and re.search(tail, err.rstrip("\n")), err
+    with pytest.raises(VideoNotFoundError, match=r"check the file is there, or pass other roots\)$"):
+        export(ds, tmp_path / "out", progress=False, roots=[real])  # every root a folder: none named
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("fmt", [*BACKENDS, "mediasequence"])
 def test_an_export_refused_for_a_video_path_that_is_a_folder_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str

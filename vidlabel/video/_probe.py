@@ -645,7 +645,7 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     roots = list(roots)
     path, tried = _find_video(meta, roots)
     if path is None:
-        raise _not_found([(meta, tried)], searched=bool(roots))
+        raise _not_found([(meta, tried)], roots=roots)
     return path
 
 
@@ -670,7 +670,7 @@ def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os
         else:
             found.append(path)
     if missing:
-        raise _not_found(list(missing.values()), searched=bool(roots))
+        raise _not_found(list(missing.values()), roots=roots)
     return found
 
 
@@ -680,13 +680,15 @@ NAMED_MISSING = 10
 _ROOTS_HINT = "(pass roots=[...], --roots on the command line, to search folders)"
 
 
-def _roots_hint(searched: bool, n_videos: int) -> str:
+def _roots_hint(roots: list[str | os.PathLike[str]], n_videos: int) -> str:
     """What to do about videos not found: pass roots, or, when roots were searched, look at the files or the
-    roots."""
-    if not searched:
+    roots (naming a root that is no folder here: a typo, or a folder of another machine)."""
+    if not roots:
         return _ROOTS_HINT
     files = "the file is" if n_videos == 1 else "the files are"
-    return f"(not found under the roots given either: check {files} there, or pass other roots)"
+    absent = [str(r) for r in roots if not Path(r).is_dir()]
+    where = f"; no folder at {', '.join(map(repr, absent))}" if absent else ""
+    return f"(not found under the roots given either: check {files} there, or pass other roots{where})"
 
 
 def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[str]]:
@@ -700,9 +702,11 @@ def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) ->
     return None, tried
 
 
-def _not_found(missing: list[tuple[VideoMetadata, list[str]]], *, searched: bool) -> VideoNotFoundError:
+def _not_found(
+    missing: list[tuple[VideoMetadata, list[str]]], *, roots: list[str | os.PathLike[str]]
+) -> VideoNotFoundError:
     """The error for videos whose files were found nowhere (each with the paths tried), the first named first;
-    ``searched``: roots were given and searched too."""
+    ``roots``: the folders searched too."""
     meta, tried = missing[0]
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     where = str(recorded[0]) if recorded else None
@@ -710,7 +714,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[str]]], *, searched: bool
         if not recorded:
             return VideoNotFoundError(f"video {meta.video_id!r} has no recorded source path", video_id=meta.video_id)
         return VideoNotFoundError(
-            f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} {_roots_hint(searched, 1)}",
+            f"file of video {meta.video_id!r} not found; tried: {', '.join(tried)} {_roots_hint(roots, 1)}",
             video_id=meta.video_id,
             path=where,
         )
@@ -718,7 +722,7 @@ def _not_found(missing: list[tuple[VideoMetadata, list[str]]], *, searched: bool
     more = len(missing) - len(named)
     return VideoNotFoundError(
         f"files of {len(missing)} videos not found: {'; '.join(named)}{f'; and {more} more' if more else ''} "
-        f"{_roots_hint(searched, len(missing))}",
+        f"{_roots_hint(roots, len(missing))}",
         video_id=meta.video_id,
         path=where,
     )
