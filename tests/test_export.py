@@ -767,6 +767,7 @@ def test_a_refusal_for_many_missing_videos_names_ten_and_counts_the_rest(
     found = ds.video("cam")
     gone = [found.replace(video_id=f"v{i:02d}", sources=[{"uri": f"/gone/cams/v{i:02d}.mp4"}]) for i in range(13)]
     root = tmp_path / "r"
+    root.mkdir()  # a root that is a folder here (one that is not is named: the test below)
     first = ", ".join(f"{p}/v00.mp4" for p in ("/gone/cams", root / "gone" / "cams", root / "cams", root))
     others = "; ".join(f"'v{i:02d}' (tried: /gone/cams/v{i:02d}.mp4 and 3 paths under the roots)" for i in range(1, 10))
     message = (  # before: "(pass roots=[...], --roots on the command line, to search folders)", with roots passed
