@@ -89,6 +89,12 @@ def test_a_store_is_opened_from_a_path_or_a_url_only(opener: object, exported: t
         r"a store: export it with vidlabel\.export\(ds, out\), then open out\)$",
     ):
         opener(ds)  # type: ignore[operator]
+    with pytest.raises(
+        OptionError,
+        match=r"^a frame store is opened from a folder path or a URL, got .*Release.* \(a Release is read through "
+        r"a store: export it with vidlabel\.export\(ds, out\), then open out\)$",
+    ):
+        opener(ds.release("latest"))  # type: ignore[operator]
 
 
 def test_sample_flags_are_checked(exported: tuple[Dataset, Path]) -> None:

@@ -306,11 +306,13 @@ class FrameStore:
         verify_checksums: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
-            hint = " (a Dataset is read through a store: export it with vidlabel.export(ds, out), then open out)"
-            raise OptionError(
-                f"a frame store is opened from a folder path or a URL, got {path!r}"
-                + (hint if callable(getattr(path, "release", None)) else "")
-            )
+            from vidlabel.dataset import Dataset, Release
+
+            hint = ""
+            if isinstance(path, (Dataset, Release)):
+                kind = type(path).__name__
+                hint = f" (a {kind} is read through a store: export it with vidlabel.export(ds, out), then open out)"
+            raise OptionError(f"a frame store is opened from a folder path or a URL, got {path!r}{hint}")
         self.verify_checksums = check_flag("verify_checksums", verify_checksums)
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         ChunkCache(cache_bytes)  # validates
