@@ -9,14 +9,14 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``for batch in loader`` keeps it; "dropped": each batch dropped at once, so that one batch buffer serves the
    whole pass and stays in the processor's cache, the setting of this row before 2026-12-03), at 640x480 and
    1280x720, for each way the
-   first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "readahead", the
-   default, "populate", "pread" and "fault", the plain page faults), and "readahead" over the same frames
+   first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "readahead", "populate",
+   the default since 2026-12-03 evening, "pread" and "fault", the plain page faults), and the default over the same frames
    exported in whole 2 MiB blocks of the file (``_hdf5.BUFFERED_REGION_WRITE = True``, off by default:
    "2mib"). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
    of the first pass (its buffer is fresh memory of the process). The store is read once before each
    measurement (page-cached). Then what the machine itself charges for a first pass (:func:`child_bare`: a bare
    loop of copies and checksums in a fresh process, a second thread mapping every chunk ahead of it), and the
-   most a reader could give here: readahead's own warm pass plus that charge. The charge depends on how the
+   most a reader could give here: the default's own warm pass plus that charge. The charge depends on how the
    kernel holds the file in the page cache (the 2 MiB share above). Then "readahead", "populate" and "fault"
    over a store at least 3 times the L3 cache and 1 GiB (:func:`large_frames`), closer to a training set: the
    stores above (277 and 415 MB) fit the L3 cache of some machines (480 MiB on issue 15's Xeon VM), so their
@@ -313,6 +313,9 @@ def row1_lines(label: str, runs: dict[str, list[dict[str, float]]], reference: s
 
 
 def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
+    from vidlabel.store import _hdf5
+
+    default = _hdf5.FIRST_TOUCH  # "dropped" and "2mib" read the default way, and the table line gives it
     modes = ("readahead", "dropped", "populate", "pread", "fault", "2mib")
     large_modes = ("readahead", "populate", "fault")
     for label, (store, store_2mib, large) in stores.items():
@@ -323,7 +326,7 @@ def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
             for m in modes:
                 path = store_2mib if m == "2mib" else store
                 page_cache(path)
-                mode = "readahead" if m in ("2mib", "dropped") else m
+                mode = default if m in ("2mib", "dropped") else m
                 runs[m].append(run_child("passes", str(path), mode, "8", "0" if m == "dropped" else "1"))
             page_cache(store)
             bare.append(run_child("bare", str(store), "8"))
@@ -337,21 +340,21 @@ def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
         # the machine's own first-pass charge (the bare loop's first pass less its second), added to this
         # run's own warm pass: about the best first/warm a reader that copies the frames out could reach here
         bare_ratio = [r["warm_s"] / r["first_s"] for r in bare]
-        caps = [r["warm_s"] / (r["warm_s"] + b["first_s"] - b["warm_s"]) for r, b in zip(runs["readahead"], bare)]
+        caps = [r["warm_s"] / (r["warm_s"] + b["first_s"] - b["warm_s"]) for r, b in zip(runs[default], bare)]
         print(
             f"  {label} bare loop (copy and CRC-32C, a second thread mapping ahead): first/warm {spread(bare_ratio)} "
             f"(first pass {statistics.median(b['first_s'] for b in bare) * 1000:.1f} ms, warm "
             f"{statistics.median(b['warm_s'] for b in bare) * 1000:.1f} ms); the most a reader could give here "
-            f"(readahead's warm pass plus the bare loop's first-pass charge): {spread(caps)}"
+            f"({default}'s warm pass, the default's, plus the bare loop's first-pass charge): {spread(caps)}"
         )
         print(f"  {label}, a store of {large_mb:,.0f} MB (larger than {l3}, from which a warm pass over the store "
               "above can read; a longer pass, over which the first batch's fixed cost weighs less):")  # fmt: skip
         row1_lines(label, large_runs, "fault")
-        firsts = [r["first"] / r["warm"] for r in runs["readahead"]]
-        large_firsts = [r["first"] / r["warm"] for r in large_runs["readahead"]]
+        firsts = [r["first"] / r["warm"] for r in runs[default]]
+        large_firsts = [r["first"] / r["warm"] for r in large_runs[default]]
         old = [r["first"] / r["warm"] for r in runs["2mib"]]
         dropped = [r["first"] / r["warm"] for r in runs["dropped"]]
-        print(f"| StoreFrames first pass vs warm, fresh process, {label} | {large_mb:,.0f} MB store: "
+        print(f"| StoreFrames first pass vs warm, fresh process, {label} ({default}) | {large_mb:,.0f} MB store: "
               f"{spread(large_firsts)}; {small_mb:,.0f} MB store: {spread(firsts)} (written in 2 MiB blocks: "
               f"{spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
 

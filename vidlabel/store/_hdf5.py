@@ -74,16 +74,19 @@ ROOT_FILE = "store.h5"
 PARTIAL = ".partial"
 
 #: How the first read of an uncompressed chunk in a process meets the read-only memory map of the frames file:
-#: "readahead" (the default) hands the chunks of a batch (several chunks read at once, as StoreFrames'
-#: ``__getitems__`` does) to a background thread of this process that maps their pages with
-#: ``madvise(MADV_POPULATE_READ)`` from the batch's last chunk backwards while the reading thread copies from
-#: the first forwards (each chunk's pages are mapped by whichever gets there first; the thread runs without
-#: the GIL); "populate" maps a chunk's pages in one such call just before its first copy, in the reading
-#: thread; "pread" copies a chunk's first read with ``os.preadv`` (later reads use the map); "fault" lets
-#: the copy fault the pages in (15-45 minor faults per 480p/720p frame on issue 15's machines). Where
-#: ``MADV_POPULATE_READ`` is missing (before Linux 5.14, not Linux) the pages are faulted in as by "fault".
-#: ``scripts/bench_storeframes.py`` measures all four in one run.
-FIRST_TOUCH = "readahead"
+#: "populate" (the default) maps a chunk's pages with one ``madvise(MADV_POPULATE_READ)`` call just before its
+#: first copy, in the reading thread; "readahead" hands the chunks of a batch (several chunks read at once, as
+#: StoreFrames' ``__getitems__`` does) to a background thread of this process that maps their pages so from the
+#: batch's last chunk backwards while the reading thread copies from the first forwards (each chunk's pages are
+#: mapped by whichever gets there first; the thread runs without the GIL); "pread" copies a chunk's first read
+#: with ``os.preadv`` (later reads use the map); "fault" lets the copy fault the pages in (15-45 minor faults
+#: per 480p/720p frame on issue 15's machines). Where ``MADV_POPULATE_READ`` is missing (before Linux 5.14, not
+#: Linux) the pages are faulted in as by "fault". ``scripts/bench_storeframes.py`` row 1 measures all four in
+#: one run. "readahead" was the default until 2026-12-03. On issue 15's Xeon VM, row 1's first pass against warm
+#: over a 1.5 GB store (medians of 3 runs): 640x480 0.87x against 0.73x for "readahead", 1280x720 0.88x
+#: against 0.87x; the goal is 0.8x. Handing each batch to the thread costs more than it saves when the chunks
+#: are small.
+FIRST_TOUCH = "populate"
 #: How the first read of a chunk meets the file in a PyTorch DataLoader worker process. With torch's default
 #: ``persistent_workers=False`` every epoch starts new workers, so every epoch is a worker's first pass: the
 #: pages of the frames file are mapped again in each (a fork does not copy the parent's page tables of a file
