@@ -209,6 +209,9 @@ def test_validate_for_export_looks_under_the_roots_export_is_given(
         ("missing_video_file", "b", "error")
     ]
     assert ds.validate(for_export=True, roots=[moved]) == []
+    typo = tmp_path / "no_such_dir"
+    (problem,) = ds.validate(for_export=True, roots=[typo])  # a root that is no folder here is named, as export does
+    assert problem.message.endswith(f"; no folder at {str(typo)!r})"), problem.message
     assert main(["validate", str(ds.path), "--for-export"]) == 1
     assert main(["validate", str(ds.path), "--for-export", "--roots", str(moved)]) == 0
     assert capsys.readouterr().out.endswith("0 errors, 0 warnings\n")

@@ -221,7 +221,9 @@ def _video_problems(
                 found = [c for c in candidates if c.is_file()]  # as export looks (resolve_video_path)
                 if not found:
                     tried = ", ".join(f"{c} (a folder, not a video file)" if c.is_dir() else str(c) for c in candidates)
-                    out.append(_problem("missing_video_file", f"video file not found (tried {tried})", vid))
+                    absent = [repr(str(r)) for r in roots if not Path(r).is_dir()]  # as export names them
+                    where = f"; no folder at {', '.join(absent)}" if absent else ""
+                    out.append(_problem("missing_video_file", f"video file not found (tried {tried}{where})", vid))
                 elif hash_files:
                     changed = _changed_problem(meta, found[0], base)
                     if changed is not None:
