@@ -206,6 +206,8 @@ def _video_problems(
     vid = meta.video_id
     out: list[Problem] = []
     if check_files:
+        from vidlabel.video._probe import roots_not_here, tried_words, video_path_candidates  # as export looks
+
         if not meta.sources:
             out.append(_problem("missing_video_file", "no source file is recorded for this video", vid))
         else:
@@ -215,15 +217,11 @@ def _video_problems(
                 if base is not None and not Path(path).is_absolute():
                     candidates.append(base / path)
                 if roots:  # then where export looks under its roots (the recorded paths come first)
-                    from vidlabel.video._probe import video_path_candidates
-
                     candidates += list(video_path_candidates(meta, roots))[len(meta.sources) :]
                 found = [c for c in candidates if c.is_file()]  # as export looks (resolve_video_path)
                 if not found:
-                    tried = ", ".join(f"{c} (a folder, not a video file)" if c.is_dir() else str(c) for c in candidates)
-                    absent = [repr(str(r)) for r in roots if not Path(r).is_dir()]  # as export names them
-                    where = f"; no folder at {', '.join(absent)}" if absent else ""
-                    out.append(_problem("missing_video_file", f"video file not found (tried {tried}{where})", vid))
+                    tried = ", ".join(tried_words(c) for c in candidates) + roots_not_here(roots)
+                    out.append(_problem("missing_video_file", f"video file not found (tried {tried})", vid))
                 elif hash_files:
                     changed = _changed_problem(meta, found[0], base)
                     if changed is not None:

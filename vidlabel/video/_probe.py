@@ -686,9 +686,14 @@ def _roots_hint(roots: list[str | os.PathLike[str]], n_videos: int) -> str:
     if not roots:
         return _ROOTS_HINT
     files = "the file is" if n_videos == 1 else "the files are"
-    absent = [str(r) for r in roots if not Path(r).is_dir()]
-    where = f"; no folder at {', '.join(map(repr, absent))}" if absent else ""
-    return f"(not found under the roots given either: check {files} there, or pass other roots{where})"
+    return f"(not found under the roots given either: check {files} there, or pass other roots{roots_not_here(roots)})"
+
+
+def roots_not_here(roots: Iterable[str | os.PathLike[str]]) -> str:
+    """``"; no folder at '/a', '/b'"`` for the ``roots`` that are no folder on this machine (a typo, or a folder of
+    another machine), else ``""``: the words that end a refusal for files not found under them."""
+    absent = [repr(str(r)) for r in roots if not Path(r).is_dir()]
+    return f"; no folder at {', '.join(absent)}" if absent else ""
 
 
 def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) -> tuple[Path | None, list[str]]:
@@ -698,8 +703,14 @@ def _find_video(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]]) ->
     for cand in video_path_candidates(meta, roots):
         if cand.is_file():
             return cand, tried
-        tried.append(f"{cand} (a folder, not a video file)" if cand.is_dir() else str(cand))
+        tried.append(tried_words(cand))
     return None, tried
+
+
+def tried_words(path: Path) -> str:
+    """A path tried for a video's file, for a refusal: a folder there is said to be one (it is otherwise taken for
+    a file gone missing)."""
+    return f"{path} (a folder, not a video file)" if path.is_dir() else str(path)
 
 
 def _not_found(
