@@ -30,6 +30,7 @@ from vidlabel.errors import (
 )
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
@@ -708,9 +709,8 @@ class FrameStore:
             )
             if problems:
                 raise StoreCorruptError(
-                    f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: the store was changed "
-                    "after export; restore it, or export again into an empty folder (`vidlabel verify` lists the "
-                    "damage)",
+                    f"video {video_id!r} of store {str(self.path)!r}: {'; '.join(problems)}: {STORE_CHANGED} "
+                    "(`vidlabel verify` lists the damage)",
                     path=str(self.path),
                     video_id=video_id,
                 )
@@ -747,8 +747,7 @@ class FrameStore:
                 problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
         if problem is not None:
             raise StoreCorruptError(
-                f"{where} {problem}: the store was changed after export; restore it, or export again into an "
-                "empty folder",
+                f"{where} {problem}: {STORE_CHANGED}",
                 path=str(self.path),
                 video_id=video_id,
             )
@@ -967,8 +966,7 @@ def _name(folder: Path | str) -> str:
 def _root_changed(folder: Path | str, problem: str) -> StoreCorruptError:
     """The error for a store root edited after export (``problem``: what is wrong with it, in a phrase)."""
     return StoreCorruptError(
-        f"frame store {str(folder)!r}: {problem}: the store was changed after export; restore it, or export again "
-        "into an empty folder",
+        f"frame store {str(folder)!r}: {problem}: {STORE_CHANGED}",
         path=str(folder),
     )
 

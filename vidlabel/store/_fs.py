@@ -24,6 +24,7 @@ __all__ = [
     "LOCK_NAME",
     "MADV_POPULATE_READ",
     "PAGE",
+    "STORE_CHANGED",
     "StoreLock",
     "fsync_dir",
     "in_background",
@@ -116,6 +117,9 @@ def _reset_background_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_background_in_child)
 
+
+#: What every refusal of a store changed after export says, after what it found.
+STORE_CHANGED = "the store was changed after export; restore it, or export again into an empty folder"
 
 #: Lock file kept in the store folder while a writer works on it.
 LOCK_NAME = ".vidlabel-lock"
@@ -376,8 +380,7 @@ def open_no_follow(path: Path, what: str) -> int:
         os.close(fd)
         kind = "a directory" if stat.S_ISDIR(mode) else "not a plain file"
         raise StoreCorruptError(
-            f"{what} {str(path)!r} is {kind}, not a file: the store was changed after export; restore it, or export "
-            "again into an empty folder",
+            f"{what} {str(path)!r} is {kind}, not a file: {STORE_CHANGED}",
             path=str(path),
         )
     return fd

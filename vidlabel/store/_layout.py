@@ -35,6 +35,7 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.errors import StoreCorruptError
+from vidlabel.store._fs import STORE_CHANGED
 
 __all__ = [
     "FORMAT",
@@ -110,7 +111,7 @@ def index_rows(raw: np.ndarray, store: str) -> np.ndarray:
     if raw.ndim != 2 or raw.shape[1] != 2 or raw.dtype.kind not in "iu":
         raise StoreCorruptError(
             f"/index of store {store!r} is {raw.dtype} of shape {raw.shape}, not (N, 2) integers (video, row): "
-            "the store was changed after export; restore it, or export again into an empty folder",
+            f"{STORE_CHANGED}",
             path=store,
         )
     return raw.astype(np.int64, copy=False)
