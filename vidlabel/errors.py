@@ -252,6 +252,27 @@ def check_flag(name: str, value: object) -> bool:
     raise OptionError(f"{name} must be True or False, got {value!r}")
 
 
+def check_label_offset(value: object) -> int:
+    """``value`` of the ``label_offset`` option (added to every class index), as an int.
+
+    A negative offset is refused: it turns class 0 into -1 (or lower), a value that PyTorch's losses may
+    ignore (``ignore_index``) or index from the end, so a class would silently stop being trained.
+
+    Raises
+    ------
+    OptionError
+        If ``value`` is not an integer >= 0 (bools refused); names the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise OptionError(f"label_offset must be an integer, got {value!r}")
+    if value < 0:
+        raise OptionError(
+            f"label_offset must be an integer >= 0, got {value!r}: a negative offset turns class 0 into "
+            f"{int(value)}, which losses may ignore or index from the end"
+        )
+    return int(value)
+
+
 def replace_command(dataset: str | None, path: str | os.PathLike[str] | None, video_id: str) -> str:
     """The shell command that re-registers video ``video_id`` from its file, as error messages give it.
 

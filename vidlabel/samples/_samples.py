@@ -97,7 +97,7 @@ class FrameSamples:
     normalized : bool
         Boxes as fractions of the image width and height.
     label_offset : int
-        Added to ``labels`` (not to ``frame_labels`` positions).
+        Added to ``labels`` (not to ``frame_labels`` positions); an integer >= 0.
     roots : sequence of path
         Folders to search for videos whose recorded path is stale.
     cache : path, optional

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning, check_flag
+from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning, check_flag, check_label_offset
 from vidlabel.geometry import view_boxes
 from vidlabel.spec import (
     BOX_FORMATS,
@@ -650,8 +650,7 @@ def check_options(
         raise OptionError(f"stride must be an integer >= 1, got {stride!r}")
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-    if isinstance(label_offset, bool) or not isinstance(label_offset, (int, np.integer)):
-        raise OptionError(f"label_offset must be an integer, got {label_offset!r}")
+    check_label_offset(label_offset)
     if isinstance(roots, (str, os.PathLike)):
         roots = (roots,)
     return {

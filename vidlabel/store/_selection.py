@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError, check_flag
+from vidlabel.errors import OptionError, check_flag, check_label_offset
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
 from vidlabel.store._position import positions_by_code, sample_position
@@ -41,8 +41,7 @@ def _check(
             raise OptionError(f"label {dup[0]!r} appears twice in labels={list(labels_t)!r}")
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-    if isinstance(label_offset, bool) or not isinstance(label_offset, (int, np.integer)):
-        raise OptionError(f"label_offset must be an integer, got {label_offset!r}")
+    check_label_offset(label_offset)
     if frames not in (None, "annotated", "stored"):
         raise OptionError(f"unknown frames mode {frames!r}; allowed: None (as exported), 'annotated', 'stored'")
     return kinds_t, labels_t
@@ -64,6 +63,7 @@ class StoreSamples:
     box_format : {"xyxy", "xywh", "cxcywh"}
     normalized : bool
     label_offset : int
+        Added to ``labels``; an integer >= 0.
     with_masks : bool
         Decode masks into the samples (all-zero for box regions).
     frames : {None, "annotated", "stored"}

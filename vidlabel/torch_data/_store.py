@@ -133,6 +133,7 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
     box_format : {"xyxy", "xywh", "cxcywh"}
     normalized : bool
     label_offset : int
+        Added to ``labels``; an integer >= 0.
     with_masks : bool
     transform : callable, optional
         Receives the sample dict (tensors) and returns one.
