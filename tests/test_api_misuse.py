@@ -3,6 +3,7 @@ raw Python error or a silently wrong result; a refused call leaves the dataset u
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,30 @@ def test_negative_label_offset_is_refused_everywhere(world: tuple[Path, Dataset]
     with pytest.raises(OptionError, match=rf"label_offset must be an integer >= 0, got {offset}"):
         store.select(label_offset=offset)
     assert FrameSamples(ds, label_offset=0).describe()["options"]["label_offset"] == 0
+
+
+# -- a Dataset where a path is expected -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [None, 3, 2.5, b"ds"], ids=repr)
+def test_dataset_open_create_is_dataset_refuse_what_is_no_path(world: tuple[Path, Dataset], bad: object) -> None:
+    # Each was a raw TypeError from pathlib ("expected str, bytes or os.PathLike object").
+    with pytest.raises(OptionError, match=rf"Dataset\.open takes a dataset folder path .*, got {re.escape(repr(bad))}"):
+        Dataset.open(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"Dataset\.open takes a dataset folder path"):
+        Dataset(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"Dataset\.create takes a dataset folder path"):
+        Dataset.create(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"Dataset\.is_dataset takes a dataset folder path"):
+        Dataset.is_dataset(bad)  # type: ignore[arg-type]
+
+
+def test_dataset_open_of_an_open_dataset_or_a_store_says_what_to_pass(world: tuple[Path, Dataset]) -> None:
+    root, ds = world
+    with pytest.raises(OptionError, match=r"got Dataset\(.*\) \(this Dataset is already open: use it as it is"):
+        Dataset.open(ds)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"Dataset\.create takes a dataset folder path .*got Dataset\("):
+        Dataset.create(ds)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"Dataset\.open takes a dataset folder path .*got FrameStore\("):
+        Dataset.open(open_store(root / "store"))  # type: ignore[arg-type]
+    assert Dataset.open(ds.path).labels() == ds.labels() and Dataset.is_dataset(ds.path)

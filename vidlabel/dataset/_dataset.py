@@ -78,6 +78,7 @@ from vidlabel.errors import (
     DatasetError,
     DatasetExistsError,
     DatasetReadOnlyError,
+    OptionError,
     ReleaseCorruptError,
     ReleaseNotFoundError,
     UnknownVideoError,
@@ -131,6 +132,23 @@ _LIVE_STATUSES = ("unreviewed", "approved")
 _before_commit: Callable[[str], None] | None = None
 
 
+def folder_path(path: object, what: str) -> Path:
+    """``path`` (a str or os.PathLike naming a dataset folder) as an absolute Path.
+
+    Raises
+    ------
+    OptionError
+        If ``path`` is anything else (None, a number, an open Dataset, a FrameStore, ...); names the value
+        and ``what`` was called.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        hint = ""
+        if isinstance(path, Dataset):
+            hint = " (this Dataset is already open: use it as it is, or pass its .path)"
+        raise OptionError(f"{what} takes a dataset folder path (str or os.PathLike), got {path!r}{hint}")
+    return Path(path).absolute()
+
+
 class Dataset:
     """A folder holding the live annotations of a project, and its frozen releases.
 
@@ -152,7 +170,7 @@ class Dataset:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = Path(path).absolute()
+        self._path = folder_path(path, "Dataset.open")
         self._local = LocalConnection()
         self._releases: dict[str, Release] = {}
         self._check()
@@ -178,8 +196,10 @@ class Dataset:
             If the folder already holds a dataset, is a file, or is not empty.
         DatasetCreateError
             If the folder cannot be made (a parent is a file; the filesystem refuses new folders there).
+        OptionError
+            If ``path`` is not a str or os.PathLike (None, a number, a Dataset, ...).
         """
-        p = Path(path).absolute()
+        p = folder_path(path, "Dataset.create")
         if p.exists():
             if not p.is_dir():
                 raise DatasetExistsError(f"cannot create a dataset at {p}: it is a file", path=str(p))
@@ -209,13 +229,21 @@ class Dataset:
             If the folder does not exist or holds no vidlabel dataset.
         SchemaVersionError
             If the dataset was written by a newer vidlabel.
+        OptionError
+            If ``path`` is not a str or os.PathLike (None, a number, a Dataset, a FrameStore, ...).
         """
         return cls(path)
 
     @staticmethod
     def is_dataset(path: str | os.PathLike[str]) -> bool:
-        """True if ``path`` is a folder holding a vidlabel database (not checked further)."""
-        return (Path(path) / DB_NAME).is_file()
+        """True if ``path`` is a folder holding a vidlabel database (not checked further).
+
+        Raises
+        ------
+        OptionError
+            If ``path`` is not a str or os.PathLike.
+        """
+        return (folder_path(path, "Dataset.is_dataset") / DB_NAME).is_file()
 
     @property
     def path(self) -> Path:
