@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_store_support import make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError
+from vidlabel.errors import AnnotationError, OptionError
 from vidlabel.store import StoreSamples
 
 
@@ -64,3 +64,33 @@ def test_dataset_open_of_an_open_dataset_or_a_store_says_what_to_pass(world: tup
     with pytest.raises(OptionError, match=r"Dataset\.open takes a dataset folder path .*got FrameStore\("):
         Dataset.open(open_store(root / "store"))  # type: ignore[arg-type]
     assert Dataset.open(ds.path).labels() == ds.labels() and Dataset.is_dataset(ds.path)
+
+
+# -- sizes and crops that are not integers --------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(True, 2), (1.5, 2), (32, 24.0), ("32", "24")], ids=repr)
+def test_export_output_size_that_is_not_two_integers_is_refused(
+    world: tuple[Path, Dataset], tmp_path: Path, size: tuple[object, object]
+) -> None:
+    # (True, 2) and (1.5, 2) wrote a store of 1-pixel-wide frames; ("32", "24") was taken as 32x24.
+    _, ds = world
+    with pytest.raises(
+        OptionError, match=rf"output_size must be 2 integers \(width, height\), got {re.escape(repr(size))}"
+    ):
+        export(ds, tmp_path / "out", output_size=size, progress=False)  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("crop", "output_size"), [((0, 0, 10.5, 10), None), ((True, 0, 10, 10), None), ((0, 0, 10, 10), (8.9, 8))], ids=repr
+)
+def test_add_view_with_a_crop_or_size_that_is_not_integers_is_refused(
+    world: tuple[Path, Dataset], crop: tuple[object, ...], output_size: tuple[object, ...] | None
+) -> None:
+    # (0, 0, 10.5, 10) was stored as (0, 0, 10, 10) and (True, 0, 10, 10) as (1, 0, 10, 10), without a word.
+    _, ds = world
+    before = ds.views()
+    with pytest.raises(AnnotationError, match=r"view 'odd': (crop must be 4 integers|output_size must be 2 integers)"):
+        ds.add_view("odd", crop, output_size)  # type: ignore[arg-type]
+    assert ds.views() == before

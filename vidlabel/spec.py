@@ -259,6 +259,20 @@ def video_id_problem(video_id: str) -> str | None:
 
 
 #: Display rotations a video may have, degrees counter-clockwise (``probe`` gives 0, 90, 180 or -90).
+def integers(value: Any, n: int) -> tuple[int, ...] | None:
+    """``value`` as a tuple of ``n`` ints when it is exactly ``n`` integers (Python or NumPy), else None.
+
+    Floats (``10.5`` would be cut to 10), bools (``True`` would be 1) and strings are not integers here.
+    """
+    try:
+        items = tuple(value)
+    except TypeError:
+        return None
+    if len(items) != n or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in items):
+        return None
+    return tuple(int(v) for v in items)
+
+
 _ROTATIONS = (0, 90, 180, 270, -90)
 
 
@@ -431,7 +445,8 @@ class View:
     Raises
     ------
     AnnotationError
-        On an empty id, an empty or negative crop, or a non-positive output size.
+        On an empty id, a crop or output size that is not integers (a float, a bool), an empty or negative
+        crop, or a non-positive output size.
     """
 
     view_id: str
@@ -441,24 +456,22 @@ class View:
     def __post_init__(self) -> None:
         if not isinstance(self.view_id, str) or not self.view_id:
             raise AnnotationError(f"view_id must be a non-empty string, got {self.view_id!r}")
-        try:
-            x0, y0, x1, y1 = (int(v) for v in self.crop)
-        except (TypeError, ValueError) as err:
-            raise AnnotationError(
-                f"view {self.view_id!r}: crop must be 4 integers (x0, y0, x1, y1), got {self.crop!r}"
-            ) from err
+        crop = integers(self.crop, 4)
+        if crop is None:
+            raise AnnotationError(f"view {self.view_id!r}: crop must be 4 integers (x0, y0, x1, y1), got {self.crop!r}")
+        x0, y0, x1, y1 = crop
         if not (0 <= x0 < x1 and 0 <= y0 < y1):
             raise AnnotationError(
                 f"view {self.view_id!r}: crop must satisfy 0 <= x0 < x1 and 0 <= y0 < y1, got {self.crop!r}"
             )
         object.__setattr__(self, "crop", (x0, y0, x1, y1))
         if self.output_size is not None:
-            try:
-                w, h = (int(v) for v in self.output_size)
-            except (TypeError, ValueError) as err:
+            size = integers(self.output_size, 2)
+            if size is None:
                 raise AnnotationError(
-                    f"view {self.view_id!r}: output_size must be (width, height), got {self.output_size!r}"
-                ) from err
+                    f"view {self.view_id!r}: output_size must be 2 integers (width, height), got {self.output_size!r}"
+                )
+            w, h = size
             if w <= 0 or h <= 0:
                 raise AnnotationError(f"view {self.view_id!r}: output_size must be positive, got {self.output_size!r}")
             object.__setattr__(self, "output_size", (w, h))

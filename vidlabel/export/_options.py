@@ -18,7 +18,7 @@ import numpy as np
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, check_flag
-from vidlabel.spec import MAX_SIDE
+from vidlabel.spec import MAX_SIDE, integers
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
 from vidlabel.store._remote import is_url, refuse_url_output
@@ -188,10 +188,10 @@ def _is_count(value: Any) -> bool:
 def _check_size(value: Any, name: str) -> tuple[int, int] | None:
     if value is None:
         return None
-    try:
-        w, h = (int(v) for v in value)
-    except (TypeError, ValueError) as err:
-        raise OptionError(f"{name} must be (width, height), got {value!r}") from err
+    size = integers(value, 2)
+    if size is None:  # 1.5 was cut to 1 and True taken for 1: a store of 1-pixel-wide frames
+        raise OptionError(f"{name} must be 2 integers (width, height), got {value!r}")
+    w, h = size
     if w <= 0 or h <= 0:
         raise OptionError(f"{name} must be positive, got {value!r}")
     if w > MAX_SIDE or h > MAX_SIDE:
