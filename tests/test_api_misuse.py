@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.test_store_support import make_dataset
@@ -94,3 +95,24 @@ def test_add_view_with_a_crop_or_size_that_is_not_integers_is_refused(
     with pytest.raises(AnnotationError, match=r"view 'odd': (crop must be 4 integers|output_size must be 2 integers)"):
         ds.add_view("odd", crop, output_size)  # type: ignore[arg-type]
     assert ds.views() == before
+
+
+# -- annotation ids that are not integers ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "1", np.float64(1.0)], ids=repr)
+def test_set_status_and_delete_refuse_ids_that_are_not_integers(tmp_path: Path, bad: object) -> None:
+    # int() took each of these for annotation 1: set_status([1.5], ...) approved it, delete deleted it.
+    ds = make_dataset(tmp_path, n_frames=6)
+    first = ds.annotations()[0]
+    assert first["annotation_id"] == 1 and first["status"] == "unreviewed"
+    before = ds.annotations()
+    with pytest.raises(AnnotationError, match=rf"set_status: ids must be integers, got {re.escape(repr(bad))}"):
+        ds.set_status([bad], "approved")  # type: ignore[list-item]
+    with pytest.raises(AnnotationError, match=rf"delete_annotations: ids must be integers, got {re.escape(repr(bad))}"):
+        ds.delete_annotations([2, bad])  # type: ignore[list-item]
+    with pytest.raises(AnnotationError, match=r"set_status: ids must be a list of integer annotation ids, got '12'"):
+        ds.set_status("12", "approved")  # type: ignore[arg-type]
+    assert ds.annotations() == before
+    ds.set_status(np.array([1]), "approved")
+    assert ds.annotations()[0]["status"] == "approved"

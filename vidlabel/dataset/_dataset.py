@@ -570,10 +570,22 @@ class Dataset:
 
     def _edit(self, ids: Iterable[int], operation: str, change: Callable[[Cols, np.ndarray], Cols | None]) -> None:
         """Apply ``change(cols, hit)`` to every chunk holding some of ``ids``; all ids must exist."""
+        if isinstance(ids, (str, bytes, Mapping)):
+            raise AnnotationError(f"{operation}: ids must be a list of integer annotation ids, got {ids!r}")
         try:
-            wanted = np.unique(np.fromiter((int(i) for i in ids), np.int64))
-        except (TypeError, ValueError) as err:
+            given = list(ids)
+        except TypeError as err:
             raise AnnotationError(f"{operation}: ids must be integers ({err})") from err
+        # int() would take 1.5, True and "1" for annotation 1 and edit it without a word.
+        bad = [i for i in given if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer))]
+        if bad:
+            raise AnnotationError(
+                f"{operation}: ids must be integers, got {bad[0]!r} ({type(bad[0]).__name__}); nothing was changed"
+            )
+        try:
+            wanted = np.unique(np.array([int(i) for i in given], np.int64))
+        except OverflowError as err:
+            raise AnnotationError(f"{operation}: an id does not fit in 64 bits ({err}); nothing was changed") from err
         if wanted.size == 0:
             return
         with self._write(operation) as con:
@@ -593,7 +605,8 @@ class Dataset:
         Raises
         ------
         AnnotationError
-            On an unknown status or an unknown id; nothing is changed.
+            On an unknown status, an id that is not an integer (1.5, True, "1") or an unknown id;
+            nothing is changed.
         """
         if status not in STATUSES:
             raise AnnotationError(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}")
@@ -612,7 +625,7 @@ class Dataset:
         Raises
         ------
         AnnotationError
-            On an unknown id; nothing is deleted.
+            On an id that is not an integer (1.5, True, "1") or an unknown id; nothing is deleted.
         """
         self._edit(ids, "delete_annotations", lambda cols, hit: take(cols, np.flatnonzero(~hit)))
 
