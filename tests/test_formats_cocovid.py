@@ -89,6 +89,33 @@ def test_polygon_and_rle_segmentations(tmp_path: Path) -> None:
     assert rep.skipped == {"polygon with < 3 points": 1}
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), True, 1e12, "7"])
+def test_polygon_coordinate_not_a_finite_pixel_is_refused(tmp_path: Path, value) -> None:
+    # NaN or infinity reached pycocotools' rasteriser, which crashed the process (segfault, or all memory)
+    ds = dataset(tmp_path / "ds")
+    poly = [[30, 10, 40, 10, value, 20, 30, 20]]
+    anns = [{"id": 1, "image_id": 101, "category_id": 1, "instance_id": 0, "segmentation": poly}]
+    with pytest.raises(
+        FormatError, match=r"a\.json annotations\[0\]: segmentation polygon .* not a list of x, y numbers"
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    assert ds.annotations() == []
+
+
+def test_polygon_vertex_far_outside_is_cut_to_the_frame(tmp_path: Path) -> None:
+    # a vertex 1e9 pixels out made pycocotools walk a billion-pixel outline (memory, then a crash)
+    ds = dataset(tmp_path / "ds")
+    far = [[0, 0, 1e9, 0, 1e9, 1e9, 0, 1e9]]  # covers the whole 64x48 frame
+    near = [[-100, -100, 200, -100, 200, 200, -100, 200]]
+    anns = [
+        {"id": 1, "image_id": 101, "category_id": 1, "instance_id": 0, "segmentation": far},
+        {"id": 2, "image_id": 102, "category_id": 1, "instance_id": 0, "segmentation": near},
+    ]
+    import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    rows = sorted(ds.annotations(), key=lambda r: r["start_frame"])
+    assert [int(decode_rle(r["mask"]).sum()) for r in rows] == [48 * 64, 48 * 64]
+
+
 @pytest.mark.parametrize(
     ("frames", "match"),
     [

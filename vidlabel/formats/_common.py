@@ -239,12 +239,19 @@ def coco_segmentation(
 
     if isinstance(seg, list):
         polys = [p for p in seg if isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0]
-        bad = [p for p in seg if not isinstance(p, list) or any(not isinstance(v, int | float) for v in p)]
+        bad = [p for p in seg if not isinstance(p, list) or not all(map(_coordinate, p))]
         if bad:
-            raise fail(path, where, f"segmentation polygon {bad[0]!r} is not a list of x, y numbers")
+            raise fail(
+                path,
+                where,
+                f"segmentation polygon {str(bad[0])[:80]!r} is not a list of x, y numbers "
+                f"(finite, within ±{_FAR:.0e} pixels)",
+            )
         if not polys:
             skipped["polygon with < 3 points"] += 1
             return None
+        polys = [_clip_polygon(p, width, height) for p in polys]
+        polys = [p for p in polys if len(p) >= 6] or [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
         rle = mask_utils.merge(mask_utils.frPyObjects(polys, height, width))
         if not mask_utils.area(rle):
             skipped["polygon of zero area"] += 1
@@ -267,6 +274,49 @@ def coco_segmentation(
         if isinstance(counts, str):
             return {"size": [height, width], "counts": counts.encode("ascii")}
     raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
+
+
+#: Polygon coordinates are refused beyond this many pixels: no frame is that large, and pycocotools' rasteriser
+#: allocates by the polygon's length in pixels (a vertex at 1e10 crashed the process, NaN too).
+_FAR = 1e9
+
+
+def _coordinate(v: Any) -> bool:
+    """A polygon coordinate: a finite number (not a bool) within ``_FAR`` pixels."""
+    if type(v) is float or (isinstance(v, int) and not isinstance(v, bool)):
+        return -_FAR <= v <= _FAR  # False for NaN
+    return False
+
+
+def _clip_polygon(flat: list[Any], width: int, height: int) -> list[float]:
+    """A polygon ``[x1, y1, x2, y2, ...]`` cut to the frame grown by 8 times its size on every side.
+
+    Polygons inside that rectangle (every real one) are returned unchanged; a vertex further out
+    (pycocotools walks every pixel of the outline, inside the frame or not: a vertex at 1e7 took
+    0.8 GB) is replaced by the points where the outline crosses the rectangle (Sutherland-Hodgman).
+    The part inside the frame is the same polygon; its rasterised edge may differ by a pixel.
+    """
+    lo_x, lo_y, hi_x, hi_y = -8.0 * width, -8.0 * height, 9.0 * width, 9.0 * height
+    xs, ys = flat[0::2], flat[1::2]
+    if min(xs) >= lo_x and max(xs) <= hi_x and min(ys) >= lo_y and max(ys) <= hi_y:
+        return flat
+    pts = [(float(x), float(y)) for x, y in zip(xs, ys)]
+    for axis, bound, above in ((0, lo_x, True), (0, hi_x, False), (1, lo_y, True), (1, hi_y, False)):
+        out: list[tuple[float, float]] = []
+        for i, cur in enumerate(pts):
+            prev = pts[i - 1]
+            cur_in = cur[axis] >= bound if above else cur[axis] <= bound
+            prev_in = prev[axis] >= bound if above else prev[axis] <= bound
+            if cur_in != prev_in:
+                t = (bound - prev[axis]) / (cur[axis] - prev[axis])
+                cross = (prev[0] + t * (cur[0] - prev[0]), prev[1] + t * (cur[1] - prev[1]))
+                out.append((bound, cross[1]) if axis == 0 else (cross[0], bound))
+            if cur_in:
+                out.append(cur)
+        pts = out
+        if not pts:
+            return []
+    return [v for p in pts for v in p]
 
 
 def mask_of(table: AnnotationTable, i: int) -> dict[str, Any]:
