@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.test_store_support import make_dataset
-from vidlabel import Dataset, FrameSamples, export, open_store
+from vidlabel import Dataset, FrameSamples, VideoMetadata, export, open_store
 from vidlabel.errors import AnnotationError, OptionError
 from vidlabel.store import StoreSamples
 
@@ -116,3 +116,48 @@ def test_set_status_and_delete_refuse_ids_that_are_not_integers(tmp_path: Path, 
     assert ds.annotations() == before
     ds.set_status(np.array([1]), "approved")
     assert ds.annotations()[0]["status"] == "approved"
+
+
+# -- video metadata -------------------------------------------------------------------------------
+
+
+def _meta(**changes: object) -> dict[str, object]:
+    return {"video_id": "extra", "frame_count": 10, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48,
+            "sources": [{"uri": "extra.mp4"}], **changes}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"frame_count": 1.5}, r"frame_count of video 'extra' must be an integer, got 1\.5"),
+        ({"width": True}, r"width of video 'extra' must be an integer, got True"),
+        (
+            {"sources": "extra.mp4"},
+            r"sources of video 'extra' must be a list of \{'uri': \.\.\.\} dicts, got 'extra.mp4'",
+        ),
+        ({"video_id": "a/b"}, r"video_id must be a non-empty string without '/', got 'a/b'"),
+        ({"frame_count": -1}, r"frame_count must be >= 0 for video 'extra', got -1"),
+        ({"fps": {"num": 0, "den": 1}}, r"fps of video 'extra' must be positive"),
+    ],
+    ids=repr,
+)
+def test_add_video_refuses_bad_metadata_with_a_vidlabel_error(
+    world: tuple[Path, Dataset], changes: dict[str, object], match: str
+) -> None:
+    # frame_count=1.5 was stored as 1, width=True as 1 and sources="extra.mp4" as five one-letter files;
+    # the rest were raw ValueErrors.
+    _, ds = world
+    before = [v.video_id for v in ds.videos()]
+    with pytest.raises(AnnotationError, match=match):
+        ds.add_video(_meta(**changes))
+    with pytest.raises(AnnotationError, match=match):
+        VideoMetadata(**_meta(**changes))  # type: ignore[arg-type]
+    assert [v.video_id for v in ds.videos()] == before
+
+
+def test_add_video_of_something_that_is_no_metadata_is_refused(world: tuple[Path, Dataset]) -> None:
+    _, ds = world
+    with pytest.raises(AnnotationError, match=r"expected a VideoMetadata or a dict of its fields, got NoneType"):
+        ds.add_video(None)  # type: ignore[arg-type]
+    with pytest.raises(AnnotationError, match=r"VideoMetadata fields \['frame_count'\] are missing"):
+        ds.add_video({k: v for k, v in _meta().items() if k != "frame_count"})

@@ -7,6 +7,7 @@ The spec's separate ``vidlabel_spec`` package is folded in here; its
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -274,6 +275,7 @@ def integers(value: Any, n: int) -> tuple[int, ...] | None:
 
 
 _ROTATIONS = (0, 90, 180, 270, -90)
+_REQUIRED_META = ("video_id", "frame_count", "fps", "width", "height")
 
 
 @dataclass(frozen=True)
@@ -314,8 +316,9 @@ class VideoMetadata:
 
     Raises
     ------
-    ValueError
-        On an empty or slash-containing id, a negative frame count, a
+    AnnotationError
+        (a ValueError) On an empty or slash-containing id, a frame count, width or height that is not an
+        integer (1.5, True), sources given as one string, a negative frame count, a
         non-positive size, a non-rational fps, a rotation other than 0, 90,
         180, 270 or -90, or an untrusted range that is not two integers
         ``0 <= first <= last < frame_count``.
@@ -339,15 +342,25 @@ class VideoMetadata:
 
     def __post_init__(self) -> None:
         if not isinstance(self.video_id, str) or not self.video_id or "/" in self.video_id:
-            raise ValueError(f"video_id must be a non-empty string without '/', got {self.video_id!r}")
+            raise AnnotationError(f"video_id must be a non-empty string without '/', got {self.video_id!r}")
+        for name in ("frame_count", "width", "height"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                # int() cut 1.5 to 1 and took True for 1
+                raise AnnotationError(f"{name} of video {self.video_id!r} must be an integer, got {value!r}")
+        if isinstance(self.sources, (str, bytes, os.PathLike, Mapping)) or not isinstance(self.sources, Sequence):
+            # a str was split into one-character sources
+            raise AnnotationError(
+                f"sources of video {self.video_id!r} must be a list of {{'uri': ...}} dicts, got {self.sources!r}"
+            )
         if int(self.frame_count) < 0:
-            raise ValueError(f"frame_count must be >= 0 for video {self.video_id!r}, got {self.frame_count}")
+            raise AnnotationError(f"frame_count must be >= 0 for video {self.video_id!r}, got {self.frame_count}")
         if int(self.width) <= 0 or int(self.height) <= 0:
-            raise ValueError(
+            raise AnnotationError(
                 f"width and height must be positive for video {self.video_id!r}, got {self.width}x{self.height}"
             )
         if isinstance(self.rotation, bool) or self.rotation not in _ROTATIONS:
-            raise ValueError(
+            raise AnnotationError(
                 f"rotation of video {self.video_id!r} must be one of 0, 90, 180, 270, -90 (degrees counter-clockwise, "
                 f"as in the display matrix), got {self.rotation!r}"
             )
@@ -355,11 +368,15 @@ class VideoMetadata:
         object.__setattr__(self, "frame_count", int(self.frame_count))
         object.__setattr__(self, "width", int(self.width))
         object.__setattr__(self, "height", int(self.height))
-        object.__setattr__(self, "fps", as_rational(self.fps, what=f"fps of video {self.video_id!r}"))
+        try:
+            fps = as_rational(self.fps, what=f"fps of video {self.video_id!r}")
+        except ValueError as err:
+            raise AnnotationError(str(err)) from err
+        object.__setattr__(self, "fps", fps)
         sources = tuple(dict(s) if isinstance(s, Mapping) else {"uri": str(s)} for s in self.sources)
         for s in sources:
             if "uri" not in s:
-                raise ValueError(f"each source of video {self.video_id!r} needs a 'uri', got {s!r}")
+                raise AnnotationError(f"each source of video {self.video_id!r} needs a 'uri', got {s!r}")
         object.__setattr__(self, "sources", sources)
         if self.untrusted_frames is not None:
             object.__setattr__(self, "untrusted_frames", self._checked_ranges(self.untrusted_frames))
@@ -370,11 +387,11 @@ class VideoMetadata:
             try:
                 first, last = (int(v) for v in item)
             except (TypeError, ValueError) as err:
-                raise ValueError(
+                raise AnnotationError(
                     f"untrusted_frames of video {self.video_id!r} must be (first, last) frame pairs, got {item!r}"
                 ) from err
             if not 0 <= first <= last < self.frame_count:
-                raise ValueError(
+                raise AnnotationError(
                     f"untrusted frames {first}..{last} of video {self.video_id!r} must satisfy "
                     f"0 <= first <= last < frame_count ({self.frame_count})"
                 )
@@ -426,7 +443,10 @@ class VideoMetadata:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ValueError(f"unknown VideoMetadata fields {unknown}; allowed: {sorted(names)}")
+            raise AnnotationError(f"unknown VideoMetadata fields {unknown}; allowed: {sorted(names)}")
+        missing = [f.name for f in dataclasses.fields(cls) if f.name in _REQUIRED_META and f.name not in data]
+        if missing:
+            raise AnnotationError(f"VideoMetadata fields {missing} are missing; required: {list(_REQUIRED_META)}")
         return cls(**data, frame_index=FrameIndex.from_dict(fi) if fi else None)
 
 

@@ -28,6 +28,7 @@ from vidlabel.dataset._chunks import pack_ints, unpack_ints
 from vidlabel.dataset._release import index_dict, index_from_dict, video_dict
 from vidlabel.dataset._rows import listing
 from vidlabel.errors import (
+    AnnotationError,
     DatasetError,
     DatasetExistsError,
     DatasetNotFoundError,
@@ -365,7 +366,7 @@ def as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:
         return meta
     if isinstance(meta, Mapping):
         return VideoMetadata.from_dict(meta)
-    raise TypeError(f"expected a VideoMetadata, got {type(meta).__name__}")
+    raise AnnotationError(f"expected a VideoMetadata or a dict of its fields, got {type(meta).__name__}: {meta!r}")
 
 
 def unknown_video(con: sqlite3.Connection, dataset_path: Path, video_id: Any) -> UnknownVideoError:
