@@ -162,6 +162,44 @@ def test_bad_files(tmp_path: Path) -> None:
     assert ds.annotations() == []
 
 
+def _ann(**fields):
+    return [{"id": 1, "image_id": 100, "category_id": 1, "instance_id": 0, "bbox": [1, 2, 3, 4], **fields}]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        # each raised a raw OverflowError, RecursionError, TypeError or UnicodeEncodeError before
+        (json.dumps(doc(_ann())).replace("[1, 2, 3, 4]", "[1" + "0" * 400 + ", 2, 3, 4]"),
+         r"annotations\[0\]: bbox is 1000000000.*\.\.\.; expected a finite number"),
+        ('{"videos": ' + "[" * 100_000 + "]" * 100_000 + "}", r"a\.json: JSON nested too deeply to read"),
+        (json.dumps(doc(_ann(bbox=["1", 2, 3, 4]))), r"annotations\[0\]: bbox is '1'; expected a finite number"),
+        (json.dumps(doc(_ann(segmentation={"size": 48, "counts": [3072]}))),
+         r"annotations\[0\]: segmentation size 48 is not the frame's \[height, width\] = \[48, 64\]"),
+        (json.dumps(doc(_ann(segmentation={"size": [48, 64], "counts": "\u00e9"}))),
+         r"annotations\[0\]: compressed RLE counts 'é' hold a character that is not ASCII"),
+    ],
+    ids=["huge-int", "deep-nesting", "text-number", "size-not-a-list", "non-ascii-counts"],
+)  # fmt: skip
+def test_hostile_json_is_a_format_error(tmp_path: Path, text: str, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    path = tmp_path / "a.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "coco-vid", path)
+    assert ds.annotations() == []
+
+
+def test_a_file_of_several_unknown_videos_names_the_cli_flag(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    two = doc([])
+    two["videos"] = [{"id": 5, "name": "a"}, {"id": 6, "name": "b"}]
+    with pytest.raises(
+        FormatError, match=r"the file holds 2 videos: pass videos=\{file key: video id\} \(--video-map K="
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "two.json", two))
+
+
 def test_multi_video_file_is_one_transaction(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds", videos=[meta("cam1"), meta("cam2")])
     d = doc([{"id": 1, "image_id": 100, "category_id": 1, "bbox": [1, 1, 2, 2], "instance_id": 0}])

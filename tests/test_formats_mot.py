@@ -241,3 +241,15 @@ def test_a_second_file_gets_new_track_ids_unless_keep(tmp_path: Path) -> None:
     assert sorted(r["track_id"] for r in kept.annotations("cam1")) == [0, 0, 0, 1, 1]
     with pytest.raises(FormatError, match=r"option track_ids='renumber'; allowed: 'new' \(the default\), 'keep'"):
         import_labels(kept, "mot", second, video_id="cam1", label_map={1: "person"}, track_ids="renumber")
+
+
+def test_frame_number_past_int64_is_outside_the_video(tmp_path: Path) -> None:
+    # a 20-digit frame overflowed NumPy's int64 in the frame check: a raw OverflowError
+    ds = dataset(tmp_path / "ds")
+    gt = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n20000000000000000000,1,10,20,5,6,1,1,1\n")
+    with pytest.raises(
+        FormatError,
+        match=r"gt\.txt line 2: frame 19999999999999999999 \(0-based\) is outside video 'cam1': frames 0..29",
+    ):
+        import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
+    assert ds.annotations() == []

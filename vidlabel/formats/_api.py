@@ -262,12 +262,20 @@ def _check_frames(path: Path, parsed: Parsed) -> None:
     """A row on a frame outside its video is an error naming the file's line or element and the range."""
     for vid, vr in parsed.videos.items():
         n = vr.meta.frame_count
-        starts = np.fromiter((r["start_frame"] for r in vr.rows), np.int64, len(vr.rows))
-        ends = np.fromiter((r.get("end_frame", r["start_frame"]) for r in vr.rows), np.int64, len(vr.rows))
-        bad = np.flatnonzero((starts < 0) | (starts >= n) | (ends < 0) | (ends >= n))
-        if bad.size:
-            i = int(bad[0])
-            f = int(starts[i]) if not 0 <= starts[i] < n else int(ends[i])
+        try:
+            starts = np.fromiter((r["start_frame"] for r in vr.rows), np.int64, len(vr.rows))
+            ends = np.fromiter((r.get("end_frame", r["start_frame"]) for r in vr.rows), np.int64, len(vr.rows))
+            bad = np.flatnonzero((starts < 0) | (starts >= n) | (ends < 0) | (ends >= n)).tolist()
+        except OverflowError:  # a frame number past int64 (a 20-digit number in the file): found row by row
+            bad = [
+                i
+                for i, r in enumerate(vr.rows)
+                if not (0 <= r["start_frame"] < n and 0 <= r.get("end_frame", r["start_frame"]) < n)
+            ]
+        if bad:
+            i = bad[0]
+            start = vr.rows[i]["start_frame"]
+            f = start if not 0 <= start < n else vr.rows[i].get("end_frame", start)
             raise fail(
                 path,
                 vr.where[i],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,7 +115,7 @@ class ImportContext:
                     hint = (
                         "pass video_id= (--video) for a file of one video"
                         if n_in_file == 1
-                        else f"the file holds {n_in_file} videos: pass videos={{file key: video id}} (--videos K=ID,...)"
+                        else f"the file holds {n_in_file} videos: pass videos={{file key: video id}} (--video-map K=ID,...)"
                     )
                     raise fail(
                         self.path,
@@ -170,18 +171,25 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise fail(path, err.lineno, f"not valid JSON ({err.msg} at column {err.colno})") from err
+    except RecursionError as err:
+        raise fail(path, None, "JSON nested too deeply to read (thousands of [ or { inside each other)") from err
     if not isinstance(doc, expect):
         names = expect.__name__ if isinstance(expect, type) else " or ".join(t.__name__ for t in expect)
         raise fail(path, None, f"expected a JSON {names} at the top, got {type(doc).__name__}")
     return doc
 
 
+_MAX_FLOAT = sys.float_info.max
+
+
 def number(path: Path, where: Where, value: Any, what: str) -> float:
     if type(value) is float and math.isfinite(value):  # the common case first: it runs once per coordinate
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise fail(path, where, f"{what} is {value!r}; expected a finite number")
-    return float(value)
+    v = float(value) if isinstance(value, int | float) and abs(value) <= _MAX_FLOAT else math.nan  # 10**400: nan
+    if isinstance(value, bool) or not math.isfinite(v):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+        raise fail(path, where, f"{what} is {shown}; expected a finite number")
+    return v
 
 
 def whole_number(path: Path, where: Where, value: Any, what: str) -> int:
@@ -203,9 +211,11 @@ def integer(path: Path, where: Where, value: Any, what: str) -> int:
 def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "bbox") -> list[list[float]]:
     """Corners of many xywh boxes at once (NumPy); a bad one is found and named by :func:`xywh_box`."""
     try:
-        arr = np.array(values, dtype=np.float64)
-        ok = arr.ndim == 2 and arr.shape[1] == 4 and bool(np.isfinite(arr).all())
-    except (TypeError, ValueError):
+        arr = np.array(values)  # numbers only: np.array(["1", ...], np.float64) would read text as numbers
+        ok = arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == 4
+        arr = arr.astype(np.float64, copy=False)
+        ok = ok and bool(np.isfinite(arr).all())
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
         for v, w in zip(values, wheres):
@@ -259,7 +269,7 @@ def coco_segmentation(
         return {"size": [height, width], "counts": bytes(rle["counts"])}
     if isinstance(seg, dict) and "counts" in seg and "size" in seg:
         size = seg["size"]
-        if list(size) != [height, width]:
+        if not isinstance(size, list) or size != [height, width]:
             raise fail(
                 path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]"
             )
@@ -272,6 +282,8 @@ def coco_segmentation(
             rle = mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
             return {"size": [height, width], "counts": bytes(rle["counts"])}
         if isinstance(counts, str):
+            if not counts.isascii():
+                raise fail(path, where, f"compressed RLE counts {counts[:40]!r} hold a character that is not ASCII")
             return {"size": [height, width], "counts": counts.encode("ascii")}
     raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
 
