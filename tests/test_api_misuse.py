@@ -161,3 +161,34 @@ def test_add_video_of_something_that_is_no_metadata_is_refused(world: tuple[Path
         ds.add_video(None)  # type: ignore[arg-type]
     with pytest.raises(AnnotationError, match=r"VideoMetadata fields \['frame_count'\] are missing"):
         ds.add_video({k: v for k, v in _meta().items() if k != "frame_count"})
+
+
+# -- FrameSamples.sample with an image of another size or dtype -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("view_id", "image"),
+    [
+        (None, np.zeros((10, 10, 3), np.uint8)),
+        (None, np.zeros((48, 64, 3), np.float32)),
+        (None, np.zeros((64, 48, 3), np.uint8)),
+        ("left", np.zeros((40, 40, 3), np.uint8)),
+        ("left", np.zeros((20, 20, 3), np.int64)),
+    ],
+    ids=["10x10", "float32", "transposed", "view-40x40", "view-int64"],
+)
+def test_sample_refuses_an_image_that_is_not_the_videos_size_or_uint8(
+    world: tuple[Path, Dataset], view_id: str | None, image: np.ndarray
+) -> None:
+    # A 10x10 or float32 image was taken as it was: boxes in 64x48 pixels on a 10x10 picture.
+    _, ds = world
+    samples = FrameSamples(ds, view_id=view_id)
+    with pytest.raises(
+        OptionError,
+        match=rf"image must be \(H, W, 3\) uint8 RGB, got shape {re.escape(str(image.shape))} {image.dtype} "
+        r"for video 'cam' frame 2; allowed: (48x64|20x20 or 48x64) uint8",
+    ):
+        samples.sample("cam", 2, image)
+    width, height = samples.image_size("cam")
+    for shape in [(48, 64, 3)] if view_id is None else [(20, 20, 3), (48, 64, 3)]:
+        assert samples.sample("cam", 2, np.zeros(shape, np.uint8))["image"].shape == (height, width, 3)

@@ -349,18 +349,28 @@ class FrameSamples:
             If the video is not selected.
         FrameOutOfRangeError
             If ``frame`` is outside ``[0, frame_count)``.
+        OptionError
+            If ``frame`` is not an integer, or ``image`` is not uint8 of shape
+            (H, W, 3) with the size of the video's images (:meth:`image_size`),
+            or with a view, of the full displayed frame.
         """
         code = self._locate(video_id, frame)
         image = np.asarray(image)
-        if image.ndim != 3 or image.shape[2] != 3:
+        width, height = self._sizes[code]
+        meta = self._sel.videos[video_id]
+        full = (meta.height, meta.width, 3)
+        allowed = [(height, width, 3)] + ([full] if self._sel.view is not None and full != (height, width, 3) else [])
+        if image.shape not in allowed or image.dtype != np.uint8:
+            shown = " or ".join(f"{h}x{w}" for h, w, _ in allowed)
+            what = "the view's size" if self._sel.view is not None else "the video's displayed frame size"
+            if len(allowed) > 1:
+                what += ", or the full displayed frame to crop"
             raise OptionError(
-                f"image must be (H, W, 3) uint8 RGB, got shape {image.shape} for {video_id!r} frame {frame}"
+                f"image must be (H, W, 3) uint8 RGB, got shape {image.shape} {image.dtype} for video {video_id!r} "
+                f"frame {frame}; allowed: {shown} uint8 (H x W: {what}); boxes would not match its pixels"
             )
-        if self._sel.view is not None:
-            meta = self._sel.videos[video_id]
-            vw, vh = self._sel.view.size
-            if image.shape[:2] == (meta.height, meta.width) and image.shape[:2] != (vh, vw):
-                image = view_image(image, self._sel.view)
+        if self._sel.view is not None and image.shape != (height, width, 3):
+            image = view_image(image, self._sel.view)
         lo, hi = self._region_range(code, int(frame))
         masks = self._masks(lo, hi, video_id, image.shape[0], image.shape[1]) if self._with_masks else None
         return make_sample(
