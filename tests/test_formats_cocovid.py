@@ -190,6 +190,31 @@ def test_hostile_json_is_a_format_error(tmp_path: Path, text: str, match: str) -
     assert ds.annotations() == []
 
 
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        # a list or an object as an id raised a raw TypeError (unhashable type)
+        (lambda d: d["annotations"][0].update(image_id=[100]), r"annotations\[0\]: image_id is \[100\]; expected a number"),
+        (lambda d: d["annotations"][0].update(category_id={}), r"annotations\[0\]: category_id is \{\}; expected a number"),
+        (lambda d: d["images"][0].update(video_id=[5]), r"images\[0\]: video_id is \[5\]; expected a number"),
+        (lambda d: d["videos"][0].update(id=[5]), r"videos\[0\]: id is \[5\]; expected a number or a string"),
+        # a repeated id silently replaced the first: the annotation landed on another frame, or got another label
+        (lambda d: d["images"][1].update(id=100), r"images\[1\]: image id 100 repeats \(images\[0\] has it too\)"),
+        (lambda d: d["categories"].append({"id": 1, "name": "car"}), r"categories\[2\]: category id 1 repeats \('person', 'car'\)"),
+        (lambda d: d["videos"].append({"id": 5, "name": "cam1"}), r"videos\[1\]: video id 5 repeats"),
+    ],
+    ids=["image_id-list", "category_id-object", "video_id-list", "video-id-list", "image-id-twice", "category-id-twice",
+         "video-id-twice"],
+)  # fmt: skip
+def test_ids_that_are_lists_or_repeat_are_refused(tmp_path: Path, change, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    d = doc(_ann())
+    change(d)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
+    assert ds.annotations() == []
+
+
 def test_a_file_of_several_unknown_videos_names_the_cli_flag(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     two = doc([])

@@ -113,6 +113,24 @@ def test_bad_files(tmp_path: Path) -> None:
     assert ds.annotations() == []
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        # raw ValueError / TypeError before
+        ("score", "high", r"annotations\[0\]: score is 'high'; expected a finite number"),
+        ("score", [1], r"annotations\[0\]: score is \[1\]; expected a finite number"),
+        ("video_id", [3], r"annotations\[0\]: video_id is \[3\]; expected a number or a string"),
+        ("category_id", [1], r"annotations\[0\]: category_id is \[1\]; expected a number or a string"),
+    ],
+)
+def test_fields_of_the_wrong_type_are_refused(tmp_path: Path, field: str, value, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    ann = {"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 2, 3, 4]], field: value}
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "ytvis", write(tmp_path / "a.json", doc([ann], ["00000.jpg"])))
+    assert ds.annotations() == []
+
+
 def test_file_names_are_never_opened(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     anns = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2]]}]

@@ -31,6 +31,7 @@ from ._common import (
     coco_segmentation,
     fail,
     integer,
+    json_key,
     mask_of,
     number,
     read_json,
@@ -49,7 +50,10 @@ def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
     for i, c in enumerate(cats if isinstance(cats, list) else []):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
             raise fail(path, f"categories[{i}]", f"{str(c)[:60]!r} needs an id and a name")
-        out[integer(path, f"categories[{i}]", c.get("id"), "category id")] = c["name"]
+        cid = integer(path, f"categories[{i}]", c.get("id"), "category id")
+        if cid in out:
+            raise fail(path, f"categories[{i}]", f"category id {cid} repeats ({out[cid]!r}, {c['name']!r})")
+        out[cid] = c["name"]
     return out
 
 
@@ -66,22 +70,29 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
     for i, v in enumerate(doc["videos"]):
         if not isinstance(v, dict) or "id" not in v:
             raise fail(path, f"videos[{i}]", f"{str(v)[:60]!r} needs an id")
-        m = ctx.resolve([v["id"], v.get("name")], len(doc["videos"]), f"videos[{i}]")
-        vids[v["id"]] = parsed.videos.setdefault(m.video_id, VideoRows(m))
+        key = json_key(path, f"videos[{i}]", v["id"], "id")
+        if key in vids:
+            raise fail(path, f"videos[{i}]", f"video id {key!r} repeats")
+        m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
+        vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
     images: dict[Any, tuple[VideoRows, int]] = {}
+    image_at: dict[Any, int] = {}
     frames: dict[Any, list[tuple[int, int]]] = {}
     for i, im in enumerate(doc["images"]):
         at = f"images[{i}]"
         if not isinstance(im, dict):
             raise fail(path, at, "an image must be an object")
-        if im.get("video_id") not in vids:
+        if json_key(path, at, im.get("video_id"), "video_id") not in vids:
             raise fail(path, at, f"video_id {im.get('video_id')!r} is not in videos[] (ids {list(vids)[:10]})")
         vr = vids[im["video_id"]]
         f = integer(path, at, im.get("frame_id"), "frame_id")
         for key, have in (("width", vr.meta.width), ("height", vr.meta.height)):
             if key in im and im[key] != have:
                 raise fail(path, at, f"{key} {im[key]} disagrees with video {vr.meta.video_id!r}'s {key} {have}")
-        images[im.get("id")] = (vr, f)
+        image_id = json_key(path, at, im.get("id"), "id")
+        if image_id in images:
+            raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
+        images[image_id], image_at[image_id] = (vr, f), i
         frames.setdefault(im["video_id"], []).append((f, i))
     for v, fl in frames.items():
         got = sorted(fl)
@@ -107,17 +118,23 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         where: Where = ("annotations", i)
         if type(a) is not dict:
             raise fail(path, where, "an annotation must be an object")
-        found = images.get(a.get("image_id"))
+        try:
+            found = images.get(a.get("image_id"))
+            cat: Any = a.get("category_id")
+            label = cats.get(cat)
+        except TypeError:  # a list or an object as the id
+            for key in ("image_id", "category_id"):
+                json_key(path, where, a.get(key), key)
+            raise
         if found is None:
             raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
         vr, frame = found
-        cat = a.get("category_id")
-        if cat not in cats:
+        if label is None:
             raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
-        row: dict[str, Any] = {"kind": "box", "label": cats[cat], "start_frame": frame}
+        row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
         seg = a.get("segmentation")
         if seg:
             rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)

@@ -179,6 +179,13 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
     return doc
 
 
+def json_key(path: Path, where: Where, value: Any, what: str) -> Any:
+    """An id read from JSON that keys a dict (a number, a string or null); a list or an object is a FormatError."""
+    if isinstance(value, list | dict):
+        raise fail(path, where, f"{what} is {str(value)[:40]}; expected a number or a string")
+    return value
+
+
 _MAX_FLOAT = sys.float_info.max
 
 

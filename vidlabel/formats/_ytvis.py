@@ -34,7 +34,9 @@ from ._common import (
     VideoRows,
     coco_segmentation,
     fail,
+    json_key,
     mask_of,
+    number,
     read_json,
     tracks_of,
     video_tables,
@@ -93,21 +95,24 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         folder = (
             PurePosixPath(str(names[0])).parts[0] if names and len(PurePosixPath(str(names[0])).parts) > 1 else None
         )
-        m = ctx.resolve([v["id"], folder], len(doc["videos"]), at)
+        vkey = json_key(path, at, v["id"], "id")
+        if vkey in vids:
+            raise fail(path, at, f"video id {vkey!r} repeats")
+        m = ctx.resolve([vkey, folder], len(doc["videos"]), at)
         for key, have in (("width", m.width), ("height", m.height)):
             if key in v and v[key] != have:
                 raise fail(path, at, f"{key} {v[key]} disagrees with video {m.video_id!r}'s {key} {have}")
-        vids[v["id"]] = (
+        vids[vkey] = (
             parsed.videos.setdefault(m.video_id, VideoRows(m)),
             _frame_numbers(path, at, names, mode, parsed.notes),
         )
     next_track: dict[str, int] = {}
     for i, a in enumerate(doc["annotations"]):
         at = f"annotations[{i}]"
-        if not isinstance(a, dict) or a.get("video_id") not in vids:
+        if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
             raise fail(path, at, f"video_id {a.get('video_id') if isinstance(a, dict) else a!r} is not in videos[]")
         vr, frames = vids[a["video_id"]]
-        cat = a.get("category_id")
+        cat = json_key(path, at, a.get("category_id"), "category_id")
         if cat not in cats:
             raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
         bboxes = a.get("bboxes") or [None] * len(frames)
@@ -125,7 +130,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         next_track[vid] = track + 1
         origin: dict[str, Any] = {}
         if a.get("score") is not None:
-            origin = {"origin": "model", "confidence": float(a["score"])}
+            origin = {"origin": "model", "confidence": number(path, at, a["score"], "score")}
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
