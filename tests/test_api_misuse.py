@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.media import ClipTruth
 from tests.test_store_support import make_dataset
-from vidlabel import Dataset, FrameSamples, VideoMetadata, export, open_store
+from vidlabel import Dataset, FrameReader, FrameSamples, VideoMetadata, export, open_store
 from vidlabel.errors import AnnotationError, OptionError
 from vidlabel.store import StoreSamples
 
@@ -192,3 +193,30 @@ def test_sample_refuses_an_image_that_is_not_the_videos_size_or_uint8(
     width, height = samples.image_size("cam")
     for shape in [(48, 64, 3)] if view_id is None else [(20, 20, 3), (48, 64, 3)]:
         assert samples.sample("cam", 2, np.zeros(shape, np.uint8))["image"].shape == (height, width, 3)
+
+
+# -- FrameReader(untrusted_frames=) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ranges", "match"),
+    [
+        ([(5, 2)], r"untrusted_frames range \(5, 2\) of video 'clip' must satisfy 0 <= first <= last"),
+        ([(-1, 2)], r"untrusted_frames range \(-1, 2\) of video 'clip' must satisfy 0 <= first <= last"),
+        ([(85, 200)], r"untrusted_frames range \(85, 200\) of video 'clip' .* out of range: frames are \[0, 48\)"),
+        ([(40, 48)], r"untrusted_frames range \(40, 48\) of video 'clip' .* out of range: frames are \[0, 48\)"),
+        ([(1.5, 3)], r"untrusted_frames of video 'clip' must be \(first, last\) integer frame pairs, got \(1\.5, 3\)"),
+        ([(True, 3)], r"must be \(first, last\) integer frame pairs, got \(True, 3\)"),
+        ([4], r"must be \(first, last\) integer frame pairs, got 4"),
+        ("12", r"untrusted_frames of video 'clip' must be \(first, last\) frame pairs, got '12'"),
+    ],
+    ids=repr,
+)
+def test_frame_reader_refuses_untrusted_ranges_that_are_inverted_or_outside_the_video(
+    clip: ClipTruth, ranges: object, match: str
+) -> None:
+    # (5, 2) marked no frame and (85, 200) frames the video does not have, without a word.
+    with pytest.raises(OptionError, match=match):
+        FrameReader(clip.path, untrusted_frames=ranges)  # type: ignore[arg-type]
+    with FrameReader(clip.path, untrusted_frames=[(2, 5), (47, 47)]) as reader:
+        assert reader.untrusted_frames == ((2, 5), (47, 47))

@@ -49,7 +49,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, VideoChangedError, VideoDecodeError, VidlabelWarning, replace_command
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    OptionError,
+    VideoChangedError,
+    VideoDecodeError,
+    VidlabelWarning,
+    replace_command,
+)
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
 from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
@@ -148,6 +155,36 @@ def usable_index(meta: VideoMetadata) -> tuple[FrameIndex | None, str | None]:
     return index, None
 
 
+def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
+    """``untrusted_frames`` given to a reader, as (first, last) int pairs with ``0 <= first <= last``
+    (that ``last`` lies inside the video is checked once its frame count is known).
+
+    Raises
+    ------
+    OptionError
+        On anything but a sequence of pairs of integers (bools refused), or an inverted or negative range.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise OptionError(f"untrusted_frames of video {video_id!r} must be (first, last) frame pairs, got {value!r}")
+    pairs: list[tuple[int, int]] = []
+    for item in value:
+        ok = isinstance(item, (tuple, list, np.ndarray)) and len(item) == 2
+        if not ok or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in item):
+            raise OptionError(
+                f"untrusted_frames of video {video_id!r} must be (first, last) integer frame pairs, got {item!r}"
+            )
+        first, last = int(item[0]), int(item[1])
+        if not 0 <= first <= last:
+            raise OptionError(
+                f"untrusted_frames range ({first}, {last}) of video {video_id!r} must satisfy 0 <= first <= last "
+                "(frame numbers, both inclusive)"
+            )
+        pairs.append((first, last))
+    return tuple(pairs)
+
+
 class FrameReader(DecodeEngine):
     """Exact displayed frames of one video file, as RGB arrays.
 
@@ -171,9 +208,9 @@ class FrameReader(DecodeEngine):
     check_hash : bool
         Hash the file to check a given index belongs to it (cached per process).
     untrusted_frames : sequence of (int, int), optional
-        Inclusive ranges of frames to refuse whatever this reader's own decoding
-        finds, as :attr:`VideoMetadata.untrusted_frames` records them (probe's
-        full pass sees what a reader positioned by seeks may not: frames the
+        Inclusive (first, last) ranges of frames, ``0 <= first <= last < frame_count``,
+        to refuse whatever this reader's own decoding finds, as
+        :attr:`VideoMetadata.untrusted_frames` records them (probe's full pass sees what a reader positioned by seeks may not: frames the
         decoder gave out only when drained at the end of a cut file).
     frame_threads : int
         Decode with FFmpeg frame threading on this many threads (0 or 1: PyAV's default, slice threads).
@@ -207,6 +244,9 @@ class FrameReader(DecodeEngine):
         If the file is missing, holds no video, or no frame decodes.
     ValueError
         On an unknown ``on_corrupt``, or ``frame_threads`` not an integer >= 0.
+    OptionError
+        (a ValueError) On ``untrusted_frames`` that are not (first, last) integer pairs with
+        ``0 <= first <= last < frame_count``.
 
     Notes
     -----
@@ -242,8 +282,7 @@ class FrameReader(DecodeEngine):
         self.on_corrupt: OnCorrupt = on_corrupt
         self.stats = {"decoded": 0, "converted": 0, "seeks": 0, "rewinds": 0}
         self.skipped: list[int] = []
-        self.untrusted_frames = tuple((int(a), int(b)) for a, b in untrusted_frames or ())
-        self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
+        self.untrusted_frames = _untrusted_ranges(untrusted_frames, self.video_id)
         self._container: Any = None
         self._pid = os.getpid()
         self._stream: Any = None
@@ -267,6 +306,13 @@ class FrameReader(DecodeEngine):
             # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
             self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
             self._use_index(self._index)
+            for first, last in self.untrusted_frames:
+                if last >= self.frame_count:
+                    raise OptionError(
+                        f"untrusted_frames range ({first}, {last}) of video {self.video_id!r} ({self.path}) is out "
+                        f"of range: frames are [0, {self.frame_count}), ranges (first, last) inclusive"
+                    )
+            self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
             self._mode = "label"
             self._rotation: int | None = None
             self._coded_size: tuple[int, int] | None = None
