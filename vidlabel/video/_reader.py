@@ -210,8 +210,9 @@ class FrameReader(DecodeEngine):
     untrusted_frames : sequence of (int, int), optional
         Inclusive (first, last) ranges of frames, ``0 <= first <= last < frame_count``,
         to refuse whatever this reader's own decoding finds, as
-        :attr:`VideoMetadata.untrusted_frames` records them (probe's full pass sees what a reader positioned by seeks may not: frames the
-        decoder gave out only when drained at the end of a cut file).
+        :attr:`VideoMetadata.untrusted_frames` records them (probe's full pass
+        sees what a reader positioned by seeks may not: frames the decoder gave
+        out only when drained at the end of a cut file).
     frame_threads : int
         Decode with FFmpeg frame threading on this many threads (0 or 1: PyAV's default, slice threads).
         It pays off for long sequential reads (:meth:`iter_frames` over many frames) on a free core. It is
