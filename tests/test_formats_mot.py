@@ -253,3 +253,40 @@ def test_frame_number_past_int64_is_outside_the_video(tmp_path: Path) -> None:
     ):
         import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
     assert ds.annotations() == []
+
+
+@pytest.mark.parametrize(
+    ("seqinfo", "line", "match"),
+    [
+        # raw ValueError / OverflowError / InterpolationError before; a class 1.7 was read as class 1
+        ("", "1,1,10,20,5,6,1,nan,1", r"gt\.txt line 1: class nan \(column 8\) is not a whole number"),
+        ("", "1,1,10,20,5,6,1,inf,1", r"gt\.txt line 1: class inf \(column 8\) is not a whole number"),
+        ("", "1,1,10,20,5,6,1,1.7,1", r"gt\.txt line 1: class 1.7 \(column 8\) is not a whole number"),
+        ("imWidth=wide\n", "1,1,10,20,5,6,1,1,1", r"seqinfo\.ini imWidth: imWidth='wide'; expected a whole number"),
+        (
+            "seqLength=30.5\n",
+            "1,1,10,20,5,6,1,1,1",
+            r"seqinfo\.ini seqLength: seqLength='30.5'; expected a whole number",
+        ),
+        ("frameRate=fast\n", "1,1,10,20,5,6,1,1,1", r"seqinfo\.ini frameRate: frameRate='fast'; expected a number"),
+        ("frameRate=nan\n", "1,1,10,20,5,6,1,1,1", r"seqinfo\.ini frameRate: frameRate='nan'; expected a number"),
+    ],
+)
+def test_bad_class_and_seqinfo_numbers_are_refused(tmp_path: Path, seqinfo: str, line: str, match: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    write(tmp_path / "seq" / "seqinfo.ini", f"[Sequence]\n{seqinfo}")
+    gt = write(tmp_path / "seq" / "gt" / "gt.txt", line + "\n")
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
+    assert ds.annotations() == []
+
+
+def test_seqinfo_name_with_a_percent_sign_is_text(tmp_path: Path) -> None:
+    # configparser's interpolation read '%' as a reference: a raw InterpolationSyntaxError
+    ds = dataset(tmp_path / "ds")
+    write(tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1 100%\nimWidth=64\n")
+    gt = write(tmp_path / "seq" / "gt" / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
+    with pytest.raises(FormatError, match=r"video 'cam1 100%' of the file is not a registered video"):
+        import_labels(ds, "mot", gt, label_map={1: "person"})
+    import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
+    assert len(ds.annotations()) == 1

@@ -46,7 +46,7 @@ def _seqinfo(path: Path) -> tuple[Path, configparser.SectionProxy] | None:
     for folder in (path.parent, path.parent.parent):
         ini = folder / "seqinfo.ini"
         if ini.is_file():
-            cp = configparser.ConfigParser()
+            cp = configparser.ConfigParser(interpolation=None)  # a '%' in a name is text, not a reference
             try:
                 cp.read_string(read_text(ini))
             except configparser.Error as err:
@@ -118,14 +118,25 @@ def _check_seqinfo(ini: Path, seq: Mapping[str, str], meta: Any) -> None:
     checks = [("imWidth", meta.width, "width"), ("imHeight", meta.height, "height")]
     checks.append(("seqLength", meta.frame_count, "frame count"))
     for key, have, what in checks:
-        if key in seq and int(seq[key]) != have:
+        if key in seq and _seq_number(ini, seq, key, whole=True) != have:
             raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}'s {what} {have}")
     if "frameRate" in seq:
         fps = meta.fps["num"] / meta.fps["den"]
-        if abs(float(seq["frameRate"]) - fps) > 0.5:
+        if abs(_seq_number(ini, seq, "frameRate", whole=False) - fps) > 0.5:
             raise fail(
                 ini, "frameRate", f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}'s {fps:.3f} fps"
             )
+
+
+def _seq_number(ini: Path, seq: Mapping[str, str], key: str, *, whole: bool) -> float:
+    """A ``seqinfo.ini`` value as a number (a whole one for sizes and lengths); anything else names the key."""
+    try:
+        value = float(seq[key])
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (whole and not value.is_integer()):
+        raise fail(ini, key, f"{key}={seq[key]!r}; expected {'a whole number' if whole else 'a number'}")
+    return value
 
 
 def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[str, Any], int, list[float]]:
@@ -165,6 +176,8 @@ def _label_row(
     """The row's label (9-column gt: column 8 through the label map; else ``label=``) and, for 7- and
     10-column results, origin ``model`` with the score as confidence."""
     if n == 9:
+        if not extra[1].is_integer():  # 1.5, nan and inf name no class
+            raise fail(path, number, f"class {extra[1]} (column 8) is not a whole number")
         cls = int(extra[1])
         if ctx.label is not None:
             row["label"] = ctx.label
