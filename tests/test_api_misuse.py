@@ -13,6 +13,7 @@ from tests.media import ClipTruth
 from tests.test_store_support import make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, VideoMetadata, export, open_store
 from vidlabel.errors import AnnotationError, OptionError
+from vidlabel.readplan import ReadPlan
 from vidlabel.store import StoreSamples
 
 
@@ -220,3 +221,44 @@ def test_frame_reader_refuses_untrusted_ranges_that_are_inverted_or_outside_the_
         FrameReader(clip.path, untrusted_frames=ranges)  # type: ignore[arg-type]
     with FrameReader(clip.path, untrusted_frames=[(2, 5), (47, 47)]) as reader:
         assert reader.untrusted_frames == ((2, 5), (47, 47))
+
+
+# -- ReadPlan.from_arrays -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("codes", "frames", "match"),
+    [
+        (
+            np.array([0, 0]),
+            np.array([1.7, 3.0]),
+            r"frames must be a 1-D array of integers, got dtype float64 \(first value 1\.7\)",
+        ),
+        (np.array([0.0]), np.array([1]), r"video_codes must be a 1-D array of integers, got dtype float64"),
+        (np.array([0]), np.array([True]), r"frames must be a 1-D array of integers, got dtype bool"),
+        (np.array([0]), np.array(["3"]), r"frames must be a 1-D array of integers, got dtype <U1 \(first value '3'\)"),
+        (
+            np.zeros((2, 2), int),
+            np.zeros((2, 2), int),
+            r"video_codes must be a 1-D array of integers, got an array of shape \(2, 2\)",
+        ),
+        (
+            np.array([0, 0]),
+            np.array([[1], [2]]),
+            r"frames must be a 1-D array of integers, got an array of shape \(2, 1\)",
+        ),
+        (np.array([0, 1]), np.array([1, 2]), r"video_codes must lie in \[0, 1\), got 1"),
+    ],
+    ids=["float-frames", "float-codes", "bool-frames", "str-frames", "2d-codes", "2d-frames", "code-range"],
+)
+def test_read_plan_from_arrays_refuses_non_integer_or_not_1d_columns(
+    codes: np.ndarray, frames: np.ndarray, match: str
+) -> None:
+    # Frame 1.7 was read as frame 1 and 2-D arrays were flattened, without a word.
+    with pytest.raises(OptionError, match=match):
+        ReadPlan.from_arrays(("v",), codes, frames, indexes={}, seed=0)
+    with pytest.raises(OptionError, match=r"video_ids must be a sequence of video ids, got the single string 'ab'"):
+        ReadPlan.from_arrays("ab", np.array([0]), np.array([1]), indexes={}, seed=0)  # type: ignore[arg-type]
+    plan = ReadPlan.from_arrays(("v",), np.array([0, 0], np.uint8), [3, 1], indexes={}, seed=0)  # type: ignore[arg-type]
+    assert plan.chunks[0].frames.tolist() == [1, 3]
+    assert ReadPlan.from_arrays(("v",), [], [], indexes={}, seed=0).summary()["samples"] == 0  # type: ignore[arg-type]

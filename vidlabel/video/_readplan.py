@@ -37,6 +37,22 @@ def check_nonneg_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def _int_column(value: Any, name: str) -> np.ndarray:
+    """``value`` (an array-like of integers, 1-D) as an int64 array; OptionError on another dtype or shape."""
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise OptionError(f"{name} must be a 1-D array of integers, got an array of shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        first = arr.reshape(-1)[:1].tolist()[0]
+        raise OptionError(
+            f"{name} must be a 1-D array of integers, got dtype {arr.dtype} (first value {first!r}); "
+            "frame numbers and codes are never rounded"
+        )
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise OptionError(f"{name} holds {int(arr.max())}, beyond int64")
+    return arr.astype(np.int64)
+
+
 def epoch_rng(seed: int, epoch: int, stream: int, *extra: int) -> np.random.Generator:
     """The deterministic generator for one purpose of one epoch.
 
@@ -225,13 +241,26 @@ class ReadPlan:
             Frame of each request.
         indexes, seed, block
             As for :class:`ReadPlan`.
+
+        Raises
+        ------
+        OptionError
+            If ``video_codes`` or ``frames`` is not a 1-D array of integers
+            (floats such as 1.7 and bools are refused, never rounded), they
+            differ in length, a code lies outside ``[0, len(video_ids))``, or
+            ``video_ids`` is one string; as for :class:`ReadPlan` otherwise.
+        FrameOutOfRangeError
+            As for :class:`ReadPlan`.
         """
-        codes = np.asarray(video_codes, dtype=np.int64).reshape(-1)
-        fr = np.asarray(frames, dtype=np.int64).reshape(-1)
+        if isinstance(video_ids, (str, bytes)):
+            raise OptionError(f"video_ids must be a sequence of video ids, got the single string {video_ids!r}")
+        codes = _int_column(video_codes, "video_codes")
+        fr = _int_column(frames, "frames")
         if codes.shape != fr.shape:
             raise OptionError(f"video_codes and frames differ in length: {codes.size} and {fr.size}")
         if codes.size and (codes.min() < 0 or codes.max() >= len(video_ids)):
-            raise OptionError(f"video_codes must lie in [0, {len(video_ids)})")
+            bad = int(codes[(codes < 0) | (codes >= len(video_ids))][0])
+            raise OptionError(f"video_codes must lie in [0, {len(video_ids)}), got {bad}")
         plan = cls.__new__(cls)
         plan._build(tuple(video_ids), codes, fr, indexes=indexes, seed=seed, block=block)
         return plan
