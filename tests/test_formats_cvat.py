@@ -318,6 +318,19 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
             ),
             r"""<mask frame="1">: attribute outside='Y'; allowed: '0', '1'""",
         ),
+        # raw ValueError / OverflowError before
+        (
+            cvat('<track id="4" label="car">' + box(1, 0, 0, 1, 1, extra=' rotation="abc"') + "</track>"),
+            r"""<box frame="1">: attribute rotation='abc'; expected a number""",
+        ),
+        (
+            cvat("", width="wide"),  # type: ignore[arg-type]
+            r"""<meta><task><original_size>: width='wide'; expected an integer""",
+        ),
+        (
+            cvat('<track id="4" label="car">' + mask_el(1, "99999999999999999999999, 6", 3, 2) + "</track>"),
+            r"""<mask frame="1">: rle is not comma-separated integers""",
+        ),
     ],
 )
 def test_bad_files(tmp_path: Path, xml: str, match: str) -> None:

@@ -140,7 +140,7 @@ def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width
     w, h = _int(path, elem, where, "width"), _int(path, elem, where, "height")
     try:
         runs = np.array([int(v) for v in elem.attrib.get("rle", "").split(",") if v.strip()], np.int64)
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:  # OverflowError: a run past int64
         raise fail(path, where, f"rle is not comma-separated integers ({err})") from err
     if w <= 0 or h <= 0:
         raise fail(path, where, f"mask box width={w} height={h}; width and height must be positive (pixels)")
@@ -218,7 +218,7 @@ def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, i
     if size is not None:
         for key, have in (("width", meta.width), ("height", meta.height)):
             got = size.findtext(key)
-            if got is not None and int(got) != have:
+            if got is not None and _int(path, size, f"{mw}<original_size>", key) != have:
                 raise fail(path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}")
     if not 0 <= start <= stop < meta.frame_count:
         raise fail(
@@ -297,7 +297,7 @@ class _CvatRead:
             gid = elem.attrib.get("group_id", "0")
             own = self.new_track() if gid in ("", "0") else None  # grouped: the group's box track, known later
             self.waiting_polygons.append((elem, tw, base, own))
-        elif any(float(c.attrib.get("rotation", 0) or 0) != 0 for c in keyed):
+        elif any(c.attrib.get("rotation") and _float(self.path, c, _el(c, tw), "rotation") != 0 for c in keyed):
             self.parsed.skipped["rotated box (track)"] += 1
         else:
             self.box_track(elem, tw, base, keyed)
