@@ -197,3 +197,32 @@ def test_round_trip_matches_tasks_by_the_written_video_id(tmp_path: Path, capsys
     out.write_text(json.dumps(tasks))
     with pytest.raises(FormatError, match=r"\[1\]: video 'gone', '2', 'clip-a' of the file is not a registered video"):
         import_labels(dataset(tmp_path / "c", videos=videos), "label-studio", out)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        # each raised a raw TypeError ('int' object is not iterable)
+        (lambda t: t.update(annotations=5), r"ls\.json \[0\]\.annotations: is '5'; expected a list"),
+        (lambda t: t.update(predictions=7), r"ls\.json \[0\]\.predictions: is '7'; expected a list"),
+        (
+            lambda t: t["annotations"][0]["result"][0]["value"].update(sequence=3),
+            r"\[0\]\.annotations\[0\]\.result\[0\]\.sequence: is '3'; expected a list",
+        ),
+        (
+            lambda t: t["annotations"][0]["result"].append(
+                {"type": "timelinelabels", "value": {"ranges": 2, "timelinelabels": ["goal"]}}
+            ),
+            r"\[0\]\.annotations\[0\]\.result\[1\]\.ranges: is '2'; expected a list",
+        ),
+    ],
+)
+def test_lists_that_are_numbers_are_refused(tmp_path: Path, change, match: str) -> None:
+    t = task([region("a", [key(1, 0, 0)])])
+    change(t)
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "ls.json"
+    f.write_text(json.dumps([t]))
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    assert ds.annotations() == []

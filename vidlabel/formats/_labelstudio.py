@@ -81,9 +81,12 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         tracks: dict[str, int] = {}
         all_frames = np.arange(meta.frame_count, dtype=np.int64)
-        groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in task.get("annotations") or []]
-        groups += [("predictions", p, {"origin": "model"}) for p in task.get("predictions") or []]
-        if len(task.get("annotations") or []) > 1:
+        annotations = _list(path, f"{at}.annotations", task.get("annotations"))
+        groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in annotations]
+        groups += [
+            ("predictions", p, {"origin": "model"}) for p in _list(path, f"{at}.predictions", task.get("predictions"))
+        ]
+        if len(annotations) > 1:
             parsed.notes.append(f"task {task.get('id')!r}: {len(task['annotations'])} annotations, all imported")
         for gi, (name, group, base) in enumerate(groups):
             if not isinstance(group, dict) or not isinstance(group.get("result", []), list):
@@ -114,7 +117,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     if not labels:
                         parsed.skipped["timelinelabels region without a label"] += 1
                         continue
-                    for k, rng in enumerate(value.get("ranges") or []):
+                    for k, rng in enumerate(_list(path, f"{rat}.ranges", value.get("ranges"))):
                         if not isinstance(rng, dict):
                             raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
                         a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
@@ -132,7 +135,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     continue
                 if len(labels) > 1:
                     parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
-                seq = value.get("sequence") or []
+                seq = _list(path, f"{rat}.sequence", value.get("sequence"))
                 rotations = [
                     number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
                     for k, item in enumerate(seq)
@@ -175,6 +178,15 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                     }
                     vr.add(row, key.where)
     return parsed
+
+
+def _list(path: Path, where: str, value: Any) -> list[Any]:
+    """A JSON list of the file (absent, null or empty: none); anything else is a FormatError naming where."""
+    if not value:
+        return []
+    if not isinstance(value, list):
+        raise fail(path, where, f"is {str(value)[:40]!r}; expected a list")
+    return value
 
 
 def _labels(path: Path, where: str, value: dict[str, Any], key: str) -> list[str]:
