@@ -262,3 +262,39 @@ def test_read_plan_from_arrays_refuses_non_integer_or_not_1d_columns(
     plan = ReadPlan.from_arrays(("v",), np.array([0, 0], np.uint8), [3, 1], indexes={}, seed=0)  # type: ignore[arg-type]
     assert plan.chunks[0].frames.tolist() == [1, 3]
     assert ReadPlan.from_arrays(("v",), [], [], indexes={}, seed=0).summary()["samples"] == 0  # type: ignore[arg-type]
+
+
+# -- roots: one folder alone, or a list of folders ------------------------------------------------
+
+
+def test_one_root_given_alone_is_one_folder_everywhere(tmp_path: Path) -> None:
+    # Dataset.validate(roots="/data") searched the folders '/', 'd', 'a', ... (one per letter).
+    ds = make_dataset(tmp_path, n_frames=6)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (tmp_path / "cam.mp4").rename(moved / "cam.mp4")
+    assert [p.code for p in ds.validate()] == ["missing_video_file"]
+    for roots in (str(moved), moved, [str(moved)]):
+        assert [p.code for p in ds.validate(roots=roots)] == []  # type: ignore[arg-type]
+        samples = FrameSamples(ds, roots=roots)  # type: ignore[arg-type]
+        assert samples.describe()["options"]["roots"] == [str(moved)]
+        with samples.reader("cam") as reader:
+            assert reader.read(0).shape == (48, 64, 3)
+    export(ds, tmp_path / "store", roots=str(moved), progress=False)
+    assert len(open_store(tmp_path / "store")) > 0
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"/data", ["/data", None], [Path("/data"), 3.5]], ids=repr)
+def test_roots_that_are_no_folder_paths_are_refused_everywhere(
+    world: tuple[Path, Dataset], tmp_path: Path, bad: object
+) -> None:
+    # [None] searched a folder named 'None'; None and 3 were raw TypeErrors.
+    _, ds = world
+    match = r"roots must be a folder path or a list of folder paths, got "
+    with pytest.raises(OptionError, match=match):
+        FrameSamples(ds, roots=bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=match):
+        ds.validate(roots=bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=match):
+        export(ds, tmp_path / "out", roots=bad, progress=False)  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()

@@ -783,7 +783,7 @@ class Dataset:
         check_files: bool = True,
         hash_files: bool = True,
         for_export: bool = False,
-        roots: Sequence[str | os.PathLike[str]] = (),
+        roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     ) -> list[Problem]:
         """Check the live unreviewed and approved rows, the videos and the views.
 
@@ -799,15 +799,21 @@ class Dataset:
             Rate ``missing_video_file`` and ``video_file_changed`` as errors
             (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
             so no error here means export will read every video.
-        roots : sequence of path
+        roots : path or sequence of path
             Folders to look under for moved video files, as export's ``roots``
-            (pass the same to both).
+            (pass the same to both); one folder may be given alone.
 
         Returns
         -------
         list of Problem
             With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
             ``build()`` refuses while any has severity ``"error"``.
+
+        Raises
+        ------
+        OptionError
+            If a True/False option is given anything else, or ``roots`` is
+            neither a path nor a sequence of paths.
         """
         check_files, hash_files = check_flag("check_files", check_files), check_flag("hash_files", hash_files)
         for_export = check_flag("for_export", for_export)
@@ -820,7 +826,7 @@ class Dataset:
         *,
         check_files: bool = True,
         hash_files: bool = False,
-        roots: Sequence[str | os.PathLike[str]] = (),
+        roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     ) -> list[Problem]:
         return validate_table(
             rel.table, rel.videos, rel.views, check_files=check_files, hash_files=hash_files, base=self._path,

@@ -304,7 +304,7 @@ def validate_table(
     check_files: bool = True,
     hash_files: bool = False,
     base: str | os.PathLike[str] | None = None,
-    roots: Sequence[str | os.PathLike[str]] = (),
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
 ) -> list[Problem]:
     """Check annotation rows against their videos and views; vectorised over the rows.
 
@@ -325,14 +325,23 @@ def validate_table(
         content hash.
     base : path, optional
         Folder that relative source paths are also tried against (the dataset folder).
-    roots : sequence of path
-        Folders to look under for moved files, as export's ``roots`` (:func:`~vidlabel.video.video_path_candidates`).
+    roots : path or sequence of path
+        Folders to look under for moved files, as export's ``roots`` (:func:`~vidlabel.video.video_path_candidates`);
+        one folder may be given alone.
 
     Returns
     -------
     list of Problem
         Sorted by video id, annotation id and code. See :data:`PROBLEM_CODES`.
+
+    Raises
+    ------
+    OptionError
+        If ``roots`` is neither a path nor a sequence of paths.
     """
+    from vidlabel.video._probe import roots_of
+
+    roots = roots_of(roots)
     problems: list[Problem] = []
     base_path = Path(base) if base is not None else None
     for vid in sorted(videos):

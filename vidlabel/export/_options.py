@@ -203,8 +203,11 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
 
 
 def roots_of(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
-    """Video search folders as strings (one folder may be given alone)."""
-    return tuple(str(r) for r in ([roots] if isinstance(roots, (str, os.PathLike)) else roots))
+    """Video search folders as strings (one folder may be given alone); as FrameSamples and
+    ``Dataset.validate`` read them (:func:`vidlabel.video._probe.roots_of`: OptionError on anything else)."""
+    from vidlabel.video._probe import roots_of as checked_roots
+
+    return checked_roots(roots)
 
 
 #: URL schemes whose filesystems vidlabel does create-only and If-Match writes on (ObjectStore.conditional_kind).

@@ -91,7 +91,7 @@ def export(
     chunk_frames: int | None = None,
     workers: int = 1,
     progress: bool = True,
-    roots: Sequence[str | os.PathLike[str]] = (),
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     frames_only: bool = False,
     overwrite: bool = False,
     clip_frames: int | None = None,
@@ -145,8 +145,9 @@ def export(
         Processes decoding and writing videos in parallel.
     progress : bool
         Show a tqdm progress bar.
-    roots : sequence of path
-        Folders to search for videos whose recorded path is stale.
+    roots : path or sequence of path
+        Folders to search for videos whose recorded path is stale; one folder
+        may be given alone.
     frames_only : bool
         Write frames without regions and segments (what :func:`cache` does).
     overwrite : bool
@@ -396,7 +397,7 @@ def cache(
     format: str = "hdf5",
     workers: int = 1,
     progress: bool = True,
-    roots: Sequence[str | os.PathLike[str]] = (),
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     overwrite: bool = False,
 ) -> ExportReport:
     """Write the spec's frame cache: a frames-only store of the full frames a release's default run uses.
@@ -425,8 +426,9 @@ def cache(
         Videos exported in parallel (processes).
     progress : bool
         Show a progress bar.
-    roots : sequence of path-like
-        Folders to search for video files whose recorded path is stale.
+    roots : path-like or sequence of path-like
+        Folders to search for video files whose recorded path is stale; one
+        folder may be given alone.
     overwrite : bool
         Replace a store written from another dataset (as :func:`export`).
     """

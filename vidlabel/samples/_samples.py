@@ -98,8 +98,9 @@ class FrameSamples:
         Boxes as fractions of the image width and height.
     label_offset : int
         Added to ``labels`` (not to ``frame_labels`` positions); an integer >= 0.
-    roots : sequence of path
-        Folders to search for videos whose recorded path is stale.
+    roots : path or sequence of path
+        Folders to search for videos whose recorded path is stale; one folder
+        may be given alone.
     cache : path, optional
         A frame store (``vidlabel.store.open_store``); frames it holds for a
         video with the same content hash are read from it, the rest from the
@@ -113,7 +114,8 @@ class FrameSamples:
         ``min_confidence``, or a view whose crop does not fit inside a
         selected video's frame; if ``ds`` is not a Dataset (a path is
         opened first, a Release goes through :meth:`from_release`), or a
-        True/False option is given anything else.
+        True/False option is given anything else, or ``roots`` that is
+        neither a path nor a sequence of paths.
     UnknownVideoError
         On a video id the release does not hold.
     ReleaseNotFoundError
@@ -149,7 +151,7 @@ class FrameSamples:
         box_format: BoxFormat = "xyxy",
         normalized: bool = False,
         label_offset: int = 0,
-        roots: Sequence[str | os.PathLike[str]] = (),
+        roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
         cache: str | os.PathLike[str] | None = None,
     ) -> None:
         options = check_options(

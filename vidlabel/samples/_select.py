@@ -32,6 +32,7 @@ from vidlabel.spec import (
     frame_ranges,
     ranges_text,
 )
+from vidlabel.video._probe import roots_of
 
 __all__ = [
     "BLOCK_FRAMES",
@@ -630,7 +631,7 @@ def check_options(
     box_format: str = "xyxy",
     normalized: bool = False,
     label_offset: int = 0,
-    roots: Sequence[str | os.PathLike[str]] = (),
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     cache: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Validate the options that do not need the release; normalise them to tuples."""
@@ -651,8 +652,7 @@ def check_options(
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
     check_label_offset(label_offset)
-    if isinstance(roots, (str, os.PathLike)):
-        roots = (roots,)
+    roots_t = roots_of(roots)
     return {
         "view_id": view_id,
         "videos": videos_t,
@@ -666,7 +666,7 @@ def check_options(
         "box_format": box_format,
         "normalized": check_flag("normalized", normalized),
         "label_offset": int(label_offset),
-        "roots": tuple(str(r) for r in roots),
+        "roots": roots_t,
         "cache": None if cache is None else str(cache),
     }
 

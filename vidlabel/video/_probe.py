@@ -43,7 +43,7 @@ from urllib.parse import unquote, urlparse
 import av
 import numpy as np
 
-from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
+from vidlabel.errors import NoVideoStreamError, OptionError, VideoDecodeError, VideoNotFoundError
 from vidlabel.spec import FrameIndex, VideoMetadata, frame_ranges
 
 __all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path", "video_path_candidates"]
@@ -620,6 +620,31 @@ def probe(
     )
 
 
+def roots_of(roots: object, name: str = "roots") -> tuple[str, ...]:
+    """Video search folders as strings: one folder (a str or path) alone, or a sequence of them.
+
+    Every function with a ``roots`` option (FrameSamples, export, ``Dataset.validate``, the readers) reads it
+    through this, so ``roots="/data"`` is the one folder ``/data`` everywhere, never the folders ``/``, ``d``, ...
+
+    Raises
+    ------
+    OptionError
+        If ``roots`` is neither a path nor a sequence of paths (None, bytes, a number, a list holding one);
+        names the option and the value.
+    """
+    if isinstance(roots, (str, os.PathLike)):
+        return (str(os.fspath(roots)),)
+    hint = "a folder path or a list of folder paths"
+    if isinstance(roots, (bytes, bytearray)) or not isinstance(roots, Iterable):
+        raise OptionError(f"{name} must be {hint}, got {roots!r}")
+    out: list[str] = []
+    for r in roots:
+        if not isinstance(r, (str, os.PathLike)) or isinstance(os.fspath(r), bytes):
+            raise OptionError(f"{name} must be {hint}, got {r!r} among {roots!r}")
+        out.append(str(os.fspath(r)))
+    return tuple(out)
+
+
 def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[str]] = ()) -> Path:
     """The file of a registered video: its recorded path, else the same file under one of ``roots``.
 
@@ -641,8 +666,10 @@ def resolve_video_path(meta: VideoMetadata, roots: Iterable[str | os.PathLike[st
     ------
     VideoNotFoundError
         Naming the video id and every path tried; a path that is a folder is said to be one.
+    OptionError
+        If ``roots`` is neither a path nor a sequence of paths (:func:`roots_of`).
     """
-    roots = list(roots)
+    roots = list(roots_of(roots))
     path, tried = _find_video(meta, roots)
     if path is None:
         raise _not_found([(meta, tried)], roots=roots)
@@ -659,8 +686,10 @@ def resolve_video_paths(metas: Iterable[VideoMetadata], roots: Iterable[str | os
         For one video, :func:`resolve_video_path`'s; for several, one naming the first
         :data:`NAMED_MISSING` with the paths tried (every path for the first; for the others their recorded
         paths and how many more were tried under ``roots``) and counting the rest.
+    OptionError
+        If ``roots`` is neither a path nor a sequence of paths (:func:`roots_of`).
     """
-    roots = list(roots)
+    roots = list(roots_of(roots))
     found: list[Path] = []
     missing: dict[str, tuple[VideoMetadata, list[str]]] = {}
     for meta in metas:
@@ -761,12 +790,13 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
     ----------
     meta : VideoMetadata
         The registered video (its ``path`` and ``paths``).
-    roots : iterable of path-like
-        Folders to look under when the recorded paths are stale.
+    roots : path-like or iterable of path-like
+        Folders to look under when the recorded paths are stale (:func:`roots_of`).
     """
+    folders = roots_of(roots)
     recorded = [_uri_path(s["uri"]) for s in meta.sources]
     yield from recorded
-    for root in roots:
+    for root in folders:
         for p in recorded:
             parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
             for i in range(len(parts)):
