@@ -298,3 +298,23 @@ def test_roots_that_are_no_folder_paths_are_refused_everywhere(
     with pytest.raises(OptionError, match=match):
         export(ds, tmp_path / "out", roots=bad, progress=False)  # type: ignore[arg-type]
     assert not (tmp_path / "out").exists()
+
+
+# -- Dataset.annotations(start=, stop=) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [True, 3.5, "a", "3", 2**70], ids=repr)
+def test_annotations_refuses_start_or_stop_that_is_not_an_integer(world: tuple[Path, Dataset], bad: object) -> None:
+    # start=True was frame 1 and 3.5 compared as 3.5; "a" was a NumPy UFuncTypeError.
+    _, ds = world
+    with pytest.raises(AnnotationError, match=r"annotations: start must (be an integer frame number or None|lie in)"):
+        ds.annotations(start=bad)  # type: ignore[arg-type]
+    with pytest.raises(AnnotationError, match=rf"annotations: stop must .*, got {re.escape(repr(bad))}"):
+        ds.annotations(stop=bad)  # type: ignore[arg-type]
+
+
+def test_annotations_takes_numpy_integers_for_start_and_stop(world: tuple[Path, Dataset]) -> None:
+    # np.int64(3) reached sqlite as 8 bytes (a blob) and matched no row at all.
+    _, ds = world
+    want = [a["annotation_id"] for a in ds.annotations(start=3, stop=8)]
+    assert want and [a["annotation_id"] for a in ds.annotations(start=np.int64(3), stop=np.int32(8))] == want

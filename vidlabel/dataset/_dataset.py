@@ -662,7 +662,17 @@ class Dataset:
         ------
         UnknownVideoError, AnnotationError
             On an unknown video, label or kind.
+        AnnotationError
+            If ``start`` or ``stop`` is neither None nor an integer (1.5,
+            True and "3" are refused, never rounded or parsed).
         """
+        for name, value in (("start", start), ("stop", stop)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+                raise AnnotationError(f"annotations: {name} must be an integer frame number or None, got {value!r}")
+            if value is not None and not -(2**63) <= value < 2**63:
+                raise AnnotationError(f"annotations: {name} must lie in [-2**63, 2**63), got {value!r}")
+        # As Python ints: sqlite binds a NumPy integer as its bytes (a blob), which matched no row.
+        start, stop = (None if v is None else int(v) for v in (start, stop))
         if kind is not None and kind not in KINDS:
             raise AnnotationError(f"unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
         with self._read() as con:
