@@ -509,6 +509,9 @@ def test_bad_records_are_format_errors(tmp_path: Path, clip: ClipTruth) -> None:
     refused(write_record(tmp_path / "u.tfrecord", unknown, features), "names no registered video; known ids: v")
     late = {**features, "region/timestamp": ([0, 50_000_000], "int")}
     refused(write_record(tmp_path / "l.tfrecord", context, late), "timestamp 50000000 us .* is no frame of video 'v'")
+    for far in (2**63 - 1, -(2**63), 2**62):  # wrapped around int64 and landed on the first or last frame
+        huge = {**features, "region/timestamp": ([0, far], "int")}
+        refused(write_record(tmp_path / "h.tfrecord", context, huge), f"timestamp {far} us .* is no frame of video 'v'")
     short = {**features, "region/label/string": ([[], []], "byte")}
     refused(write_record(tmp_path / "s.tfrecord", context, short), "frame 0: region/label/string holds 0 values")
     unlabeled = {k: v for k, v in features.items() if k != "region/label/string"}

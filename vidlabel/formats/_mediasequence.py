@@ -153,15 +153,18 @@ class _Video:
     def frames(self, file: Path, where: str, ts: Sequence[int]) -> np.ndarray:
         """The frame of each timestamp: the nearest, within half the gap to its neighbours."""
         t = self.ts
-        want = np.asarray(ts, dtype=np.int64)
+        asked = np.asarray(ts, dtype=np.int64)
         if t.size == 0:
             raise fail(file, where, f"video {self.meta.video_id!r} has no frames")
+        # a timestamp near the int64 limits (2**62, -2**63) wrapped around in the differences below and
+        # passed as the first or last frame: pulled in to 2**50 us (35 years) off the video, it stays refused
+        want = np.clip(asked, int(t[0]) - 2**50, int(t[-1]) + 2**50)
         pos = np.clip(np.searchsorted(t, want), 1, max(1, t.size - 1)) if t.size > 1 else np.zeros(want.size, int)
         if t.size > 1:
             pos = np.where(np.abs(t[pos - 1] - want) <= np.abs(t[pos] - want), pos - 1, pos)
         gaps = np.diff(t)
-        left = np.concatenate([[np.iinfo(np.int64).max], gaps])[pos] if t.size > 1 else np.full(want.size, 10**12)
-        right = np.concatenate([gaps, [np.iinfo(np.int64).max]])[pos] if t.size > 1 else np.full(want.size, 10**12)
+        left = np.concatenate([[2**60], gaps])[pos] if t.size > 1 else np.full(want.size, 10**12)
+        right = np.concatenate([gaps, [2**60]])[pos] if t.size > 1 else np.full(want.size, 10**12)
         off = np.abs(t[pos] - want)
         bad = np.flatnonzero(2 * off > np.minimum(left, right))
         if bad.size:
@@ -169,7 +172,7 @@ class _Video:
             raise fail(
                 file,
                 where,
-                f"timestamp {int(want[j])} us (entry {j}) is no frame of video {self.meta.video_id!r} "
+                f"timestamp {int(asked[j])} us (entry {j}) is no frame of video {self.meta.video_id!r} "
                 f"(frames 0..{t.size - 1} at {int(t[0])}..{int(t[-1])} us; nearest frame {int(pos[j])} at "
                 f"{int(t[pos[j]])} us)",
             )
