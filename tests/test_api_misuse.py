@@ -318,3 +318,23 @@ def test_annotations_takes_numpy_integers_for_start_and_stop(world: tuple[Path, 
     _, ds = world
     want = [a["annotation_id"] for a in ds.annotations(start=3, stop=8)]
     assert want and [a["annotation_id"] for a in ds.annotations(start=np.int64(3), stop=np.int32(8))] == want
+
+
+# -- labels with control characters ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "at"), [("a\nb", 1), ("car\tred", 3), ("x\x00", 1), ("a\rb", 1), ("a\u2028b", 1)], ids=repr
+)
+def test_add_labels_refuses_a_label_with_a_control_character(tmp_path: Path, name: str, at: int) -> None:
+    # "a\nb" was stored, and split into two lines in the export formats' CSV/TXT label files.
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["car"])
+    with pytest.raises(
+        AnnotationError,
+        match=rf"label 1 is {re.escape(repr(name))}, which holds the control character {re.escape(repr(name[at]))} "
+        rf"at position {at}; allowed: a non-empty string without leading or trailing spaces or control characters",
+    ):
+        ds.add_labels(["person", name])
+    assert ds.labels() == ["car"]
+    assert ds.add_labels(["café", "a b"]) == ["car", "café", "a b"]

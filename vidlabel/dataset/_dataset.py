@@ -30,6 +30,7 @@ import json
 import os
 import sqlite3
 import time
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -127,6 +128,8 @@ def make_folder(path: Path, what: str) -> None:
 #: Most annotations stored in one chunk (one video each).
 CHUNK_ROWS = 16384
 _LIVE_STATUSES = ("unreviewed", "approved")
+#: Unicode categories refused in a label: controls (newline, tab, NUL, ...), line and paragraph separators, surrogates.
+_LABEL_BAD_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
 
 # Test hook: called inside every write transaction just before COMMIT with the operation's name.
 _before_commit: Callable[[str], None] | None = None
@@ -419,13 +422,21 @@ class Dataset:
         Raises
         ------
         AnnotationError
-            If a name is not a non-empty string.
+            If a name is not a non-empty string without leading or trailing
+            spaces, or holds a control character (a newline, tab, NUL, ...), a
+            line or paragraph separator or a lone surrogate: exported label
+            files (CSV, TXT, pbtxt) hold one label a line. Nothing is added.
         """
         items = [names] if isinstance(names, str) else list(names)
+        allowed = "a non-empty string without leading or trailing spaces or control characters"
         for i, name in enumerate(items):
             if not isinstance(name, str) or not name or name != name.strip():
+                raise AnnotationError(f"label {i} is {name!r}; allowed: {allowed}")
+            bad = next((c for c in name if unicodedata.category(c) in _LABEL_BAD_CATEGORIES), None)
+            if bad is not None:
                 raise AnnotationError(
-                    f"label {i} is {name!r}; allowed: a non-empty string without leading or trailing spaces"
+                    f"label {i} is {name!r}, which holds the control character {bad!r} at position "
+                    f"{name.index(bad)}; allowed: {allowed} (exported label files hold one label a line)"
                 )
         with self._write("add_labels") as con:
             have = label_names(con)
