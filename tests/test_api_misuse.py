@@ -12,7 +12,7 @@ import pytest
 from tests.media import ClipTruth
 from tests.test_store_support import make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, VideoMetadata, export, open_store
-from vidlabel.errors import AnnotationError, OptionError
+from vidlabel.errors import AnnotationError, OptionError, VidlabelWarning
 from vidlabel.readplan import ReadPlan
 from vidlabel.store import StoreSamples
 
@@ -338,3 +338,19 @@ def test_add_labels_refuses_a_label_with_a_control_character(tmp_path: Path, nam
         ds.add_labels(["person", name])
     assert ds.labels() == ["car"]
     assert ds.add_labels(["café", "a b"]) == ["car", "café", "a b"]
+
+
+# -- one kind given alone -------------------------------------------------------------------------
+
+
+def test_export_takes_one_kind_alone_as_frame_samples_does(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    # export(kinds="box") read the string letter by letter: "unknown kind 'b'".
+    _, ds = world
+    with pytest.warns(VidlabelWarning, match=r"1 mask annotations lie on frames .*kinds=\['box'\]"):
+        export(ds, tmp_path / "box", kinds="box", progress=False)
+    assert len(open_store(tmp_path / "box")) == len(FrameSamples(ds, kinds="box")) < len(FrameSamples(ds))
+    with pytest.raises(OptionError, match=r"unknown kind 'boxes' in kinds=\['boxes'\]; allowed: box, mask, marker"):
+        export(ds, tmp_path / "bad", kinds="boxes", progress=False)
+    with pytest.raises(OptionError, match=r"unknown kind 'boxes'.*; allowed: box, mask, marker"):
+        FrameSamples(ds, kinds="boxes")  # type: ignore[arg-type]
+    assert not (tmp_path / "bad").exists()

@@ -18,6 +18,7 @@ import numpy as np
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, check_flag
+from vidlabel.samples._select import check_kinds
 from vidlabel.spec import MAX_SIDE, integers
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
@@ -146,7 +147,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         codec=codec,
         view_id=options["view_id"],
         frames=options["frames"],
-        kinds=tuple(options["kinds"]),
+        kinds=check_kinds(options["kinds"]),
         stride=options["stride"],
         output_size=output_size,
         chunk_frames=int(chunk_frames),

@@ -85,7 +85,7 @@ def export(
     codec: str | Codec | None = None,
     view_id: str | None = None,
     frames: str = "annotated",
-    kinds: Sequence[str] = ("box", "mask"),
+    kinds: str | Sequence[str] = ("box", "mask"),
     stride: int = 1,
     output_size: tuple[int, int] | None = None,
     chunk_frames: int | None = None,
@@ -130,7 +130,7 @@ def export(
     frames : {"annotated", "all"}
         Which frames to store, as FrameSamples: frames with an annotation of
         ``kinds``, or every frame.
-    kinds : sequence of {"box", "mask", "marker"}
+    kinds : {"box", "mask", "marker"} or sequence of them
         Which kinds make a frame "annotated" (all box and mask regions of a
         stored frame are stored whatever ``kinds`` says; markers always become
         segments).

@@ -71,7 +71,7 @@ class FrameSamples:
         frames and all annotations.
     videos : sequence of str, optional
         Restrict to these video ids.
-    kinds : sequence of {"box", "mask", "marker"}
+    kinds : {"box", "mask", "marker"} or sequence of them
         Which kinds define the samples and the targets. A box row and a mask
         row of one object are two rows (two targets). Markers always fill
         ``frame_labels``; "marker" here also makes their frames samples.
@@ -141,7 +141,7 @@ class FrameSamples:
         release: str | None = "latest",
         view_id: str | None = None,
         videos: Sequence[str] | None = None,
-        kinds: Sequence[Kind] = ("box", "mask"),
+        kinds: Kind | Sequence[Kind] = ("box", "mask"),
         labels: Sequence[str] | None = None,
         origins: Sequence[Origin] | None = None,
         min_confidence: float | None = None,

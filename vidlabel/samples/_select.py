@@ -685,17 +685,30 @@ def _as_tuple(value: Any, name: str) -> tuple[str, ...]:
     return out
 
 
-def _check_names(
-    kinds: Sequence[str], labels: Sequence[str] | None, origins: Sequence[str] | None
-) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...] | None]:
-    """(kinds, labels, origins) as tuples: known kinds (at least one), labels non-empty without repeats
-    (None: all), known origins (None: all)."""
+def check_kinds(kinds: str | Sequence[str]) -> tuple[str, ...]:
+    """The ``kinds`` option (one kind alone, or a sequence of kinds) as a tuple of known kinds, at least one;
+    FrameSamples and export read it through this.
+
+    Raises
+    ------
+    OptionError
+        On an unknown kind, a value that is not a string, or no kind at all.
+    """
     kinds_t = _as_tuple(kinds, "kinds")
     for k in kinds_t:
         if k not in KINDS:
             raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
     if not kinds_t:
         raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
+    return kinds_t
+
+
+def _check_names(
+    kinds: Sequence[str], labels: Sequence[str] | None, origins: Sequence[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(kinds, labels, origins) as tuples: known kinds (at least one), labels non-empty without repeats
+    (None: all), known origins (None: all)."""
+    kinds_t = check_kinds(kinds)
     labels_t = None if labels is None else _as_tuple(labels, "labels")
     if labels_t is not None:
         if not labels_t:
