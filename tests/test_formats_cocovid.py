@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from pycocotools import mask as mask_utils
 
 from tests.formats_util import assert_same_rows, dataset, meta, random_tracks, uncompressed_rle
+from vidlabel.dataset._db import DB_NAME
 from vidlabel.errors import FormatError
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
@@ -234,6 +237,35 @@ def test_multi_video_file_is_one_transaction(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"annotations\[1\]: field 'box' \(video 'cam2'\): .*outside"):
         import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
     assert ds.annotations() == []  # cam1's row was written, then undone
+
+
+def _dump(ds_path: Path) -> list[str]:
+    with closing(sqlite3.connect(ds_path / DB_NAME)) as con:
+        return list(con.iterdump())
+
+
+def test_a_refused_file_adds_no_labels_tracks_or_ids(tmp_path: Path) -> None:
+    """The labels ``add_labels=True`` adds, the first video's track and the annotation ids all roll back
+    with the file (before, the labels stayed: a refused file changed the dataset)."""
+    ds = dataset(tmp_path / "ds", videos=[meta("cam1"), meta("cam2")])
+    cats = ({"id": 1, "name": "person"}, {"id": 3, "name": "zebra"})
+    d = doc([{"id": 1, "image_id": 100, "category_id": 3, "bbox": [1, 1, 2, 2], "instance_id": 0}], categories=cats)
+    d["videos"].append({"id": 6, "name": "cam2"})
+    d["images"].append({"id": 999, "video_id": 6, "frame_id": 0, "width": 64, "height": 48})
+    d["annotations"].append({"id": 2, "image_id": 999, "category_id": 1, "bbox": [100, 100, 2, 2]})  # outside
+    before = _dump(tmp_path / "ds")
+    with pytest.raises(FormatError, match=r"annotations\[1\]: field 'box' \(video 'cam2'\): .*outside"):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", d), add_labels=True)
+    assert _dump(tmp_path / "ds") == before
+    assert ds.labels() == ["person", "car", "goal"]
+    # cam1's track 0 is free: the same file, cam2's row mended, imports with track 0 as zebra
+    d["annotations"][1]["bbox"] = [1, 1, 2, 2]
+    import_labels(ds, "coco-vid", write(tmp_path / "b.json", d), add_labels=True)
+    assert ds.labels() == ["person", "car", "goal", "zebra"]
+    assert sorted((r["video_id"], r["label"], r["track_id"]) for r in ds.annotations()) == [
+        ("cam1", "zebra", 0),
+        ("cam2", "person", None),
+    ]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

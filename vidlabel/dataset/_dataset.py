@@ -33,7 +33,7 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -295,16 +295,35 @@ class Dataset:
 
     @contextmanager
     def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception; inside
+        :meth:`_one_write`, a part of that method's transaction."""
         self._refuse_if_read_only(operation)
+        if self._local.batch:
+            yield self._con()
+            return
         try:
             with write_transaction(self._con(), operation, _before_commit) as con:
                 yield con
         except sqlite3.Error as err:
             raise DatasetError(write_failure(self._path, operation, err), path=str(self._path)) from err
 
+    @contextmanager
+    def _one_write(self, operation: str) -> Iterator[None]:
+        """Every write of this thread inside the block (``add_labels``, ``add_annotations``, ...) as one
+        transaction: all of it is committed at the end of the block, or none of it if the block raises (an
+        import of a label file: its new labels and every video's annotations, all or nothing)."""
+        with self._write(operation):
+            self._local.batch = True
+            try:
+                yield
+            finally:
+                self._local.batch = False
+
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
-        """One read transaction: every SELECT inside sees the same state."""
+        """One read transaction: every SELECT inside sees the same state (inside :meth:`_one_write`, its
+        transaction, which sees its own writes)."""
+        if self._local.batch:
+            return nullcontext(self._con())
         return read_transaction(self._con())
 
     # -- videos ----------------------------------------------------------------------------------

@@ -278,6 +278,7 @@ class LocalConnection(threading.local):
     con: sqlite3.Connection | None = None
     pid: int = -1
     mode: str = "rw"
+    batch: bool = False  # inside Dataset._one_write: writes join its transaction
 
     def get(self, db_path: Path) -> sqlite3.Connection:
         """This thread's connection, opened afresh in a new process (the inherited one is abandoned)."""

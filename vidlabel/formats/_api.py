@@ -196,10 +196,10 @@ def import_labels(
         _number_tracks_after_existing(ds, parsed)
     if dry_run:
         return report
-    if missing:
-        ds.add_labels(missing)
-    done: list[int] = []
-    try:
+    # the file is one transaction: its new labels and every video's annotations, or nothing of them
+    with ds._one_write("import_labels"):
+        if missing:
+            ds.add_labels(missing)
         for vid, vr in parsed.videos.items():
             try:
                 ids = ds.add_annotations(vr.rows, vid, clip=clip)
@@ -211,11 +211,6 @@ def import_labels(
                     text = f"video {vid!r}: {text}"
                 raise fail(p, where, text) from err
             report.videos[vid].annotation_ids = ids
-            done.extend(ids)
-    except BaseException:
-        if done:
-            ds.delete_annotations(done)  # the file is one transaction: undo the videos already written
-        raise
     return report
 
 
