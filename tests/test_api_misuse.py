@@ -354,3 +354,26 @@ def test_export_takes_one_kind_alone_as_frame_samples_does(world: tuple[Path, Da
     with pytest.raises(OptionError, match=r"unknown kind 'boxes'.*; allowed: box, mask, marker"):
         FrameSamples(ds, kinds="boxes")  # type: ignore[arg-type]
     assert not (tmp_path / "bad").exists()
+
+
+# -- cache_bytes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "100", -1], ids=repr)
+def test_cache_bytes_is_checked_alike_by_open_store_and_the_torch_datasets(
+    world: tuple[Path, Dataset], bad: object
+) -> None:
+    # StoreFrames(cache_bytes=True) made a 1-byte cache (int(True)) where open_store refused True.
+    from vidlabel.torch_data import StoreFrames, StoreStream
+
+    root, _ = world
+    match = rf"cache_bytes must be an integer >= 0, got {re.escape(repr(bad))}"
+    with pytest.raises(OptionError, match=match):
+        open_store(root / "store", cache_bytes=bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=match):
+        StoreFrames(root / "store", cache_bytes=bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=match):
+        StoreFrames(open_store(root / "store"), cache_bytes=bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=match):
+        StoreStream(root / "store", cache_bytes=bad)  # type: ignore[arg-type]
+    assert StoreFrames(root / "store", cache_bytes=np.int64(2**20)).store.cache_bytes == 2**20

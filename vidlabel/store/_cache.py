@@ -16,6 +16,20 @@ __all__ = ["DEFAULT_CACHE_BYTES", "ChunkCache"]
 DEFAULT_CACHE_BYTES = 256 * 2**20
 
 
+def check_cache_bytes(value: object) -> int:
+    """The ``cache_bytes`` option as an int: an integer >= 0 (NumPy's too); what every function taking it
+    (``open_store``, ``FrameStore``, ``StoreFrames``, ``StoreStream``) accepts.
+
+    Raises
+    ------
+    OptionError
+        If ``value`` is not an integer >= 0 (True, 1.5 and "100" are refused, never converted); names the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise OptionError(f"cache_bytes must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
 class ChunkCache:
     """Least-recently-used decoded chunks, holding at most ``max_bytes`` (plus the one chunk being added).
 
@@ -36,9 +50,7 @@ class ChunkCache:
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 0:
-            raise OptionError(f"cache_bytes must be an integer >= 0, got {max_bytes!r}")
-        self.max_bytes = int(max_bytes)
+        self.max_bytes = check_cache_bytes(max_bytes)
         self._items: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._nbytes = 0
         self._lock = threading.Lock()

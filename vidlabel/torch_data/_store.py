@@ -19,6 +19,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError, VidlabelError, check_flag
 from vidlabel.store import FrameStore, StoreSamples, open_store
+from vidlabel.store._cache import check_cache_bytes
 from vidlabel.store._framestore import adopt_learnt
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
 from vidlabel.torch_data._shm import post, take_buffer, take_slab
@@ -40,19 +41,21 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 def _open(
     store: FrameStore | str | os.PathLike[str], cache_bytes: int | None, verify_checksums: bool | None
 ) -> FrameStore:
+    if cache_bytes is not None:
+        cache_bytes = check_cache_bytes(cache_bytes)  # as open_store checks it: True is no size
     if isinstance(store, FrameStore):
-        same_cache = cache_bytes is None or int(cache_bytes) == store.cache_bytes
+        same_cache = cache_bytes is None or cache_bytes == store.cache_bytes
         if same_cache and (verify_checksums is None or verify_checksums is store.verify_checksums):
             return store
         return FrameStore(
             store.path,
-            cache_bytes=store.cache_bytes if cache_bytes is None else int(cache_bytes),
+            cache_bytes=store.cache_bytes if cache_bytes is None else cache_bytes,
             storage_options=store.storage_options,
             verify_checksums=store.verify_checksums if verify_checksums is None else verify_checksums,
         )
     options: dict[str, Any] = {}
     if cache_bytes is not None:
-        options["cache_bytes"] = int(cache_bytes)
+        options["cache_bytes"] = cache_bytes
     return open_store(store, verify_checksums=True if verify_checksums is None else verify_checksums, **options)
 
 
@@ -138,7 +141,8 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
     transform : callable, optional
         Receives the sample dict (tensors) and returns one.
     cache_bytes : int, optional
-        Bound of the per-process chunk cache (default: the store's, 256 MiB).
+        Bound of the per-process chunk cache, an integer >= 0 as for
+        :func:`~vidlabel.store.open_store` (default: the store's, 256 MiB).
     frames : {None, "annotated", "stored"}
         None follows the export (see :class:`~vidlabel.store.StoreSamples`).
     verify_checksums : bool, optional
@@ -146,6 +150,13 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         :class:`~vidlabel.errors.StoreCorruptError` on a damaged one (see
         :class:`~vidlabel.store.FrameStore`). None (default): True for a path,
         the given FrameStore's own setting for a FrameStore.
+
+    Raises
+    ------
+    OptionError
+        On a ``cache_bytes`` that is not an integer >= 0 (True, 1.5), a
+        ``transform`` that is not callable, or options
+        :class:`~vidlabel.store.StoreSamples` refuses.
 
     Notes
     -----
