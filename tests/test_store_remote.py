@@ -21,6 +21,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from tests.services import Bucket
+from tests.test_scaleout import FaultyRelay
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.cli import main
@@ -258,9 +260,9 @@ def _keys_in_order(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     order: list[str] = []
     real_put, real_files = ObjectStore.put, ObjectStore.put_files
 
-    def put(self: ObjectStore, key: str, data: bytes) -> None:
+    def put(self: ObjectStore, key: str, data: bytes, **kwargs: Any) -> None:
         order.append(key)
-        real_put(self, key, data)
+        real_put(self, key, data, **kwargs)
 
     def put_files(self: ObjectStore, pairs: Any) -> None:
         order.extend(k for _, k in pairs)
@@ -366,6 +368,37 @@ def test_upload_refuses_incomplete_hdf5_and_non_url(world: tuple[Path, Dataset],
     with pytest.raises(StoreIncompleteError, match=r"video 'b' of store '.*copy' is not complete; rerun the export"):
         upload(copy, f"{mem}/h")
     assert not fsspec.filesystem("memory").exists(f"{mem}/h/zarr.json")  # nothing was put
+
+
+def test_an_upload_that_cannot_write_names_the_object_and_a_rerun_completes_it(
+    world: tuple[Path, Dataset], s3_bucket: Bucket
+) -> None:
+    root, _ = world
+    missing = f"s3://{s3_bucket.name}-missing/store"
+    gone = rf"cannot write '{missing}/zarr.json': .*bucket does not exist.*rerun the upload"
+    with pytest.raises(StoreError, match=gone):
+        upload(root / "zarr-none", missing, storage_options=s3_bucket.storage_options)  # was a bare FileNotFoundError
+    url = s3_bucket.url("store")
+    relay = FaultyRelay(s3_bucket.endpoint_url)
+    try:
+        options = {**s3_bucket.storage_options, "client_kwargs": {
+            "endpoint_url": relay.endpoint_url, "region_name": "us-east-1"},
+            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+        relay.fail = "/videos/b/frames/"  # the server fails mid-upload (a bare OSError before)
+        failed = rf"cannot write '{url}/videos/b/frames/.*\(HTTP 500 InternalError\); rerun the upload"
+        with pytest.raises(StoreError, match=failed):
+            upload(root / "zarr-none", url, storage_options=options)
+        assert relay.refused
+        with pytest.raises(StoreIncompleteError):
+            open_store(url, storage_options=s3_bucket.storage_options)
+        relay.fail = None
+        assert upload(root / "zarr-none", url, storage_options=options).skipped > 0
+    finally:
+        relay.close()
+    there, here = open_store(url, storage_options=s3_bucket.storage_options), open_store(root / "zarr-none")
+    assert len(there) == len(here) > 0 and there.index == here.index
+    for i in range(len(here)):
+        assert_same_sample(there.sample(i, with_masks=True), here.sample(i, with_masks=True))
 
 
 # -- errors -----------------------------------------------------------------------------------------------------

@@ -289,10 +289,22 @@ class ObjectStore:
             for parent in sorted({self.path(k).rsplit("/", 1)[0] for k in keys}):
                 self.fs.makedirs(parent, exist_ok=True)
 
-    def put(self, key: str, data: bytes) -> None:
-        """Write object ``key`` (one PUT: readers see the old bytes or the new, never a mix, on object stores)."""
-        self._make_parents([key])
-        self.fs.pipe_file(self.path(key), data)
+    def put(self, key: str, data: bytes, *, rerun: str = "export") -> None:
+        """Write object ``key`` (one PUT: readers see the old bytes or the new, never a mix, on object stores).
+
+        Raises
+        ------
+        StoreError
+            If the write fails (no such bucket, no permission, the server gone), naming the object and saying
+            to rerun ``rerun`` (the export or the upload that writes it).
+        """
+        try:
+            self._make_parents([key])
+            self.fs.pipe_file(self.path(key), data)
+        except StoreError:
+            raise
+        except Exception as err:
+            raise self._write_error(key, err, rerun) from err
 
     # -- conditional writes (exporting straight into an object store) ---------------------------------------------
 
@@ -429,6 +441,7 @@ class ObjectStore:
 
     def delete(self, keys: Iterable[str]) -> None:
         """Delete objects (missing ones are fine)."""
+        keys = list(keys)
         paths = [self.path(k) for k in keys]
         if not paths:
             return
@@ -437,7 +450,7 @@ class ObjectStore:
         except FileNotFoundError:
             pass
         except Exception as err:
-            raise self._write_error(paths[0], err) from err
+            raise self._write_error(keys[0], err) from err
 
     def delete_prefix(self, key: str) -> None:
         """Delete every object under ``key/`` (and ``key`` itself)."""
@@ -457,21 +470,55 @@ class ObjectStore:
         """Forget cached listings (s3fs caches them): the next listing asks the store."""
         self.fs.invalidate_cache()
 
-    def _write_error(self, key: str, err: BaseException) -> StoreError:
+    def _write_error(self, key: str, err: BaseException, rerun: str = "export") -> StoreError:
         status = _http_status(err)
         return StoreError(
             f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}"
             + ("" if status is None else f" (HTTP {status})")
-            + "; rerun the export to resume",
+            + f"; rerun the {rerun} to resume",
             path=self.url_of(key),
         )
 
     def put_files(self, pairs: Sequence[tuple[Path, str]]) -> None:
-        """Upload local files to keys (concurrently where the filesystem can)."""
+        """Upload local files to keys (concurrently where the filesystem can).
+
+        Raises
+        ------
+        StoreError
+            If a write fails, naming the first object that could not be written and saying to rerun the upload.
+        """
         if not pairs:
             return
-        self._make_parents([k for _, k in pairs])
-        self.fs.put([str(p) for p, _ in pairs], [self.path(k) for _, k in pairs])
+        fs = self.fs
+        try:
+            self._make_parents([k for _, k in pairs])
+        except StoreError:
+            raise
+        except Exception as err:
+            raise self._write_error(pairs[0][1], err, "upload") from err
+        jobs = [(str(p), self.path(k)) for p, k in pairs]
+        errors: list[BaseException | None]
+        if getattr(fs, "async_impl", False):  # s3fs, gcsfs, ...: all at once, each failure kept with its key
+            from fsspec.asyn import sync
+
+            async def put_all() -> list[Any]:
+                import asyncio
+
+                return await asyncio.gather(*(fs._put_file(src, dst) for src, dst in jobs), return_exceptions=True)
+
+            errors = [e if isinstance(e, BaseException) else None for e in sync(fs.loop, put_all)]
+        else:
+            errors = []
+            for src, dst in jobs:
+                try:
+                    fs.put_file(src, dst)
+                except Exception as err:
+                    errors.append(err)
+                    break
+                errors.append(None)
+        for (_, key), failed in zip(pairs, errors):
+            if failed is not None:
+                raise self._write_error(key, failed, "upload") from failed
 
 
 class StoreConflict(Exception):

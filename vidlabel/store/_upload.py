@@ -232,7 +232,7 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
             "attributes": {**local_root["attributes"], "complete": False, UPLOAD_ATTR: {
                 "clean": clean, "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}},
         }  # fmt: skip
-        dest.put("zarr.json", json.dumps(marker, indent=2).encode())
+        dest.put("zarr.json", json.dumps(marker, indent=2).encode(), rerun="upload")
         for step in todo:
             for start in range(0, len(step), 64):
                 batch = step[start : start + 64]
@@ -242,7 +242,7 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
                 report.bytes_uploaded += size
                 if bar is not None:
                     bar.update(size)
-        dest.put("zarr.json", root_bytes)
+        dest.put("zarr.json", root_bytes, rerun="upload")
         report.uploaded += 1
         report.bytes_uploaded += len(root_bytes)
 
