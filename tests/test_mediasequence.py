@@ -479,6 +479,30 @@ def corrupt(path: Path, offset: int) -> Path:
     return path
 
 
+@pytest.mark.parametrize("length", [2**62, 2**64 - 1, 1 << 20])
+def test_a_record_length_past_the_end_of_the_file_is_a_cut_file(tmp_path: Path, clip: ClipTruth, length) -> None:
+    """A header whose length CRC matches but whose length runs past the file is refused as cut short,
+    before any read of that many bytes (2**62 raised MemoryError, 2**64 - 1 OverflowError)."""
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    path = tmp_path / "long.tfrecord"
+    head = struct.pack("<Q", length)
+    path.write_bytes(head + TFRecordWriter.masked_crc(head) + b"\x00" * 10)
+    with pytest.raises(FormatError, match=rf"long\.tfrecord record 0: cut short: the header gives {length} record "
+                       r"bytes and a 4-byte CRC, 10 bytes are left \(10 of \d+ record bytes, 0 of 4 CRC bytes\)"):  # fmt: skip
+        import_labels(ds, "mediasequence", path)
+    assert ds.annotations() == []
+
+
+def test_a_record_without_its_crc_says_the_crc_is_missing(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    good = write_record(tmp_path / "good.tfrecord", *good_record())
+    cut = tmp_path / "nocrc.tfrecord"
+    cut.write_bytes(good.read_bytes()[:-4])
+    length = good.stat().st_size - 16
+    with pytest.raises(FormatError, match=rf"record 0: cut short: .*\({length} of {length} record bytes, 0 of 4 CRC"):
+        import_labels(ds, "mediasequence", cut)
+
+
 def test_bad_records_are_format_errors(tmp_path: Path, clip: ClipTruth) -> None:
     ds = make_dataset(tmp_path / "ds", clip, [])
     context, features = good_record()

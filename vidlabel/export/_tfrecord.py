@@ -172,11 +172,24 @@ class TFRecordWriter:
         self._file.close()
 
 
+def _bytes_left(fh: IO[bytes]) -> int | None:
+    """Bytes from ``fh``'s position to its end, or None where it cannot seek (a pipe)."""
+    try:
+        here = fh.tell()
+        end = fh.seek(0, os.SEEK_END)
+        fh.seek(here)
+    except (OSError, ValueError):
+        return None
+    return end - here
+
+
 def iter_records(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None, str | None]]:
     """``(record number, data, problem)`` for each record of an open TFRecord file, both CRCs checked.
 
     ``problem`` is None for a good record; otherwise ``data`` is None, ``problem`` says what is wrong
-    (cut short, a CRC that does not match) and the iteration ends.
+    (cut short, a CRC that does not match) and the iteration ends. A record's length is checked against
+    the bytes left in the file before it is read: a header that claims more (a damaged or hostile file
+    whose length CRC matches) is a file cut short, never a read of that many bytes.
     """
     number = 0
     while True:
@@ -190,10 +203,22 @@ def iter_records(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None, str | None]
             yield number, None, "length CRC does not match: not a TFRecord file, or damaged"
             return
         (length,) = struct.unpack("<Q", head[:8])
+        left = _bytes_left(fh)
+        if left is not None and left < length + 4:
+            got = min(left, length)
+            yield (
+                number,
+                None,
+                (
+                    f"cut short: the header gives {length} record bytes and a 4-byte CRC, {left} bytes are left "
+                    f"({got} of {length} record bytes, {left - got} of 4 CRC bytes)"
+                ),
+            )
+            return
         data = fh.read(length)
         tail = fh.read(4)
         if len(data) < length or len(tail) < 4:
-            yield number, None, f"cut short: {len(data)} of {length} record bytes"
+            yield number, None, f"cut short: {len(data)} of {length} record bytes, {len(tail)} of 4 CRC bytes"
             return
         if masked_crc(data) != tail:
             yield number, None, "data CRC does not match: the record is damaged"
