@@ -206,14 +206,11 @@ def iter_records(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None, str | None]
         left = _bytes_left(fh)
         if left is not None and left < length + 4:
             got = min(left, length)
-            yield (
-                number,
-                None,
-                (
-                    f"cut short: the header gives {length} record bytes and a 4-byte CRC, {left} bytes are left "
-                    f"({got} of {length} record bytes, {left - got} of 4 CRC bytes)"
-                ),
+            problem = (
+                f"cut short: the header gives {length} record bytes and a 4-byte CRC, {left} bytes are left "
+                f"({got} of {length} record bytes, {left - got} of 4 CRC bytes)"
             )
+            yield number, None, problem
             return
         data = fh.read(length)
         tail = fh.read(4)
