@@ -4,6 +4,7 @@ raw Python error or a silently wrong result; a refused call leaves the dataset u
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -377,3 +378,41 @@ def test_cache_bytes_is_checked_alike_by_open_store_and_the_torch_datasets(
     with pytest.raises(OptionError, match=match):
         StoreStream(root / "store", cache_bytes=bad)  # type: ignore[arg-type]
     assert StoreFrames(root / "store", cache_bytes=np.int64(2**20)).store.cache_bytes == 2**20
+
+
+# -- True/False options given anything else -------------------------------------------------------
+
+
+def _flag_calls(root: Path, ds: Dataset, clip_path: Path) -> dict[str, Callable[[object], object]]:
+    from vidlabel.probe import probe, read_frame_index
+
+    plan = ReadPlan([("cam", 1), ("cam", 5)], indexes={}, seed=0)
+    return {
+        "clip": lambda v: ds.add_annotations([], "cam", clip=v),  # type: ignore[arg-type]
+        "drop_last (iter_plan)": lambda v: FrameSamples(ds).iter_plan(plan, world_size=2, num_shards=2, drop_last=v),  # type: ignore[arg-type]
+        "drop_last (shard)": lambda v: plan.shard(0, 0, 2, world_size=2, drop_last=v),  # type: ignore[arg-type]
+        "drop_last (shard_sizes)": lambda v: plan.shard_sizes(0, 1, drop_last=v),  # type: ignore[arg-type]
+        "check_hash": lambda v: FrameReader(clip_path, check_hash=v),  # type: ignore[arg-type]
+        "with_index": lambda v: probe(clip_path, with_index=v),  # type: ignore[arg-type]
+        "hash_file": lambda v: read_frame_index(clip_path, hash_file=v),  # type: ignore[arg-type]
+        "all_rows": lambda v: StoreSamples(open_store(root / "store"), all_rows=v),  # type: ignore[arg-type]
+    }
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["clip", "drop_last (iter_plan)", "drop_last (shard)", "drop_last (shard_sizes)", "check_hash", "with_index",
+     "hash_file", "all_rows"],
+)  # fmt: skip
+@pytest.mark.parametrize("bad", ["no", 1, None], ids=repr)
+def test_true_false_options_refuse_anything_else(
+    world: tuple[Path, Dataset], clip: ClipTruth, call: str, bad: object
+) -> None:
+    # Each took its value's truth: clip="no" clipped, with_index="false" attached the index.
+    root, ds = world
+    name = call.split(" ")[0]
+    before = ds.annotations()
+    with pytest.raises(OptionError, match=rf"{name} must be True or False, got {re.escape(repr(bad))}"):
+        _flag_calls(root, ds, clip.path)[call](bad)
+    assert ds.annotations() == before
+    _flag_calls(root, ds, clip.path)[call](False)

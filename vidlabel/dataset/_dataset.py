@@ -564,7 +564,10 @@ class Dataset:
             If any row is invalid (the error names row, field, value and what
             is allowed), or a track id already has another label in this
             video, or ``rows`` is not a list (iterable) of dicts. Nothing is written.
+        OptionError
+            If ``clip`` is not True or False (``clip="no"`` must not clip). Nothing is written.
         """
+        clip = check_flag("clip", clip)
         if rows is None or isinstance(rows, (Mapping, str, bytes)) or not isinstance(rows, Iterable):
             hint = " (wrap a single row in a list: [row])" if isinstance(rows, Mapping) else ""
             raise AnnotationError(

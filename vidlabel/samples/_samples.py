@@ -657,6 +657,13 @@ class FrameSamples:
         dict
             One sample per request: a frame requested k times yields k samples
             (its image decoded once, copied for the repeats).
+
+        Raises
+        ------
+        OptionError
+            On a negative ``shuffle_buffer``, a shard outside ``[0, num_shards)``,
+            a bad ``world_size``, or a ``drop_last`` that is not True or False
+            (see :meth:`vidlabel.readplan.ReadPlan.shard`).
         """
         buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         chunks = plan.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last)

@@ -76,7 +76,8 @@ class StoreSamples:
     Raises
     ------
     OptionError
-        On an unknown kind, label or box format, a label named twice, or a bad ``label_offset``.
+        On an unknown kind, label or box format, a label named twice, a bad ``label_offset``, or a True/False
+        option (``normalized``, ``with_masks``, ``all_rows``) given anything else.
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class StoreSamples:
         all_rows: bool = False,
     ) -> None:
         kinds_t, labels_t = _check(kinds, labels, box_format, label_offset, frames)
+        all_rows = check_flag("all_rows", all_rows)
         self.store = store
         self.kinds = kinds_t
         self.box_format = box_format

@@ -43,7 +43,7 @@ from urllib.parse import unquote, urlparse
 import av
 import numpy as np
 
-from vidlabel.errors import NoVideoStreamError, OptionError, VideoDecodeError, VideoNotFoundError
+from vidlabel.errors import NoVideoStreamError, OptionError, VideoDecodeError, VideoNotFoundError, check_flag
 from vidlabel.spec import FrameIndex, VideoMetadata, frame_ranges
 
 __all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path", "video_path_candidates"]
@@ -457,9 +457,12 @@ def read_frame_index(
         ``method="demux"``, demuxing cannot index it).
     ValueError
         On an unknown ``method``.
+    OptionError
+        (a ValueError) If ``hash_file`` is not True or False.
     """
     if method not in ("auto", "demux", "decode"):
         raise ValueError(f"method must be 'auto', 'demux' or 'decode', got {method!r}")
+    hash_file = check_flag("hash_file", hash_file)
     p = Path(path)
     chash = content_hash(p) if hash_file else None
     if method != "decode":
@@ -585,7 +588,10 @@ def probe(
     VideoNotFoundError, NoVideoStreamError, VideoDecodeError
         Missing file; no video stream or not a media file; empty file or no
         frame decodes.
+    OptionError
+        If ``with_index`` or ``progress`` is not True or False.
     """
+    with_index, progress = check_flag("with_index", with_index), check_flag("progress", progress)
     p = Path(path)
     chash = content_hash(p)
     scan, info = _decode_scan(p, progress=progress)

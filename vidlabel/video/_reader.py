@@ -55,6 +55,7 @@ from vidlabel.errors import (
     VideoChangedError,
     VideoDecodeError,
     VidlabelWarning,
+    check_flag,
     replace_command,
 )
 from vidlabel.geometry import view_image
@@ -247,7 +248,7 @@ class FrameReader(DecodeEngine):
         On an unknown ``on_corrupt``, or ``frame_threads`` not an integer >= 0.
     OptionError
         (a ValueError) On ``untrusted_frames`` that are not (first, last) integer pairs with
-        ``0 <= first <= last < frame_count``.
+        ``0 <= first <= last < frame_count``, or a ``check_hash`` that is not True or False.
 
     Notes
     -----
@@ -277,6 +278,7 @@ class FrameReader(DecodeEngine):
             raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
         if isinstance(frame_threads, bool) or not isinstance(frame_threads, int) or frame_threads < 0:
             raise ValueError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
+        check_hash = check_flag("check_hash", check_hash)
         self.path = Path(path)
         self.video_id = video_id if video_id is not None else self.path.stem
         self.view = view
@@ -366,7 +368,11 @@ class FrameReader(DecodeEngine):
             If the file's content hash differs from ``meta.content_hash``: its
             frames are not the registered video's frames (a file replaced on
             disk after registration), and none is read.
+        OptionError
+            If ``check_hash`` is not True or False, or ``roots`` is neither a
+            path nor a sequence of paths.
         """
+        check_hash = check_flag("check_hash", check_hash)
         path = resolve_video_path(meta, roots)
         if check_hash and meta.content_hash is not None:
             path = registered_file(meta, path, roots)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, OptionError
+from vidlabel.errors import FrameOutOfRangeError, OptionError, check_flag
 from vidlabel.spec import FrameIndex
 
 __all__ = ["Chunk", "ReadPlan", "epoch_rng", "shuffled"]
@@ -497,15 +497,16 @@ class ReadPlan:
         Raises
         ------
         OptionError
-            If ``shard`` is outside ``[0, num_shards)``, ``num_shards < 1``, ``world_size < 1`` or
-            ``num_shards`` is not a multiple of ``world_size``.
+            If ``shard`` is outside ``[0, num_shards)``, ``num_shards < 1``, ``world_size < 1``,
+            ``num_shards`` is not a multiple of ``world_size``, or ``drop_last`` is not True or False.
         """
+        drop_last = check_flag("drop_last", drop_last)
         self._check_shards(shard, num_shards)
         world = self._check_world(int(num_shards), world_size)
         if world == 1:
             return [self._chunks[c] for c in self._assignment(epoch, int(num_shards))[int(shard)]]
         workers = int(num_shards) // world
-        return self._even_part(epoch, int(shard) // workers, world, int(shard) % workers, workers, bool(drop_last))
+        return self._even_part(epoch, int(shard) // workers, world, int(shard) % workers, workers, drop_last)
 
     def _even_part(self, epoch: int, rank: int, world: int, worker: int, workers: int, drop_last: bool) -> list[Chunk]:
         """Chunk pieces of samples ``[lo, lo + count)`` (modulo the epoch's length) of the epoch's sequence."""
@@ -545,6 +546,7 @@ class ReadPlan:
 
     def shard_sizes(self, epoch: int, num_shards: int, *, world_size: int = 1, drop_last: bool = False) -> list[int]:
         """Samples each shard yields in an epoch (distributed training wants them equal: see :meth:`shard`)."""
+        drop_last = check_flag("drop_last", drop_last)
         self._check_shards(None, num_shards)
         if self._check_world(int(num_shards), world_size) == 1:
             return [sum(self._chunks[c].n_samples for c in s) for s in self._assignment(epoch, int(num_shards))]
