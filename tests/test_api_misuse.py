@@ -416,3 +416,62 @@ def test_true_false_options_refuse_anything_else(
         _flag_calls(root, ds, clip.path)[call](bad)
     assert ds.annotations() == before
     _flag_calls(root, ds, clip.path)[call](False)
+
+
+# -- readers and probe given something that is no path or no frame list ---------------------------
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"clip.mp4"], ids=repr)
+def test_readers_and_probe_refuse_what_is_no_path(world: tuple[Path, Dataset], bad: object) -> None:
+    # Each was a raw TypeError from pathlib ("expected str, bytes or os.PathLike object").
+    from vidlabel.frames import CachedReader
+    from vidlabel.probe import probe, read_frame_index
+
+    got = re.escape(repr(bad))
+    with pytest.raises(OptionError, match=rf"FrameReader takes a video file path \(str or os.PathLike\), got {got}"):
+        FrameReader(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=rf"CachedReader takes a video file \(or a FrameReader\) path .*, got {got}"):
+        CachedReader(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=rf"probe takes a video file path .*, got {got}"):
+        probe(bad)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=rf"read_frame_index takes a video file path .*, got {got}"):
+        read_frame_index(bad)  # type: ignore[arg-type]
+
+
+def test_frame_reader_of_a_dataset_says_how_to_read_a_registered_video(world: tuple[Path, Dataset]) -> None:
+    _, ds = world
+    with pytest.raises(OptionError, match=r"got Dataset\(.*\) \(for a registered video: FrameReader\.for_video\("):
+        FrameReader(ds)  # type: ignore[arg-type]
+
+
+def test_probe_refuses_a_bad_video_id_and_method_before_reading(clip: ClipTruth) -> None:
+    from vidlabel.probe import probe, read_frame_index
+
+    with pytest.raises(AnnotationError, match=r"video_id must be a non-empty string without '/', got 'a/b'"):
+        probe(clip.path, video_id="a/b")
+    with pytest.raises(OptionError, match=r"method must be 'auto', 'demux' or 'decode', got 'nope'"):
+        read_frame_index(clip.path, method="nope")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [None, 5, "12"], ids=repr)
+def test_read_many_and_iter_frames_refuse_what_is_no_frame_list(clip: ClipTruth, bad: object) -> None:
+    # read_many(None) / read_many(5) / iter_frames(5) were raw TypeErrors ("'int' object is not iterable").
+    from vidlabel.errors import SampleIndexTypeError
+    from vidlabel.frames import CachedReader
+
+    hint = r" \(for one frame: read\(5\)\)" if bad == 5 else ""
+    with FrameReader(clip.path) as reader, CachedReader(clip.path) as cached:
+        for r in (reader, cached):
+            with pytest.raises(
+                SampleIndexTypeError,
+                match=rf"read_many takes a sequence of frame numbers, got {re.escape(repr(bad))} for video 'clip'{hint}",
+            ):
+                r.read_many(bad)  # type: ignore[arg-type]
+            if bad is not None:
+                with pytest.raises(SampleIndexTypeError, match=r"iter_frames takes a sequence of frame numbers"):
+                    list(r.iter_frames(bad))  # type: ignore[arg-type]
+            with pytest.raises(SampleIndexTypeError, match=r"frame numbers must be integers, got 1\.5 \(float\)"):
+                r.read_many([1, 1.5])  # type: ignore[list-item]
+        assert len(reader.read_many(np.array([3, 1]))) == 2
+    with pytest.raises(OptionError, match=r"capacity must be >= 1 \(an integer\), got 2\.5"):
+        CachedReader(clip.path, capacity=2.5)  # type: ignore[arg-type]

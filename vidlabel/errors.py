@@ -252,6 +252,20 @@ def check_flag(name: str, value: object) -> bool:
     raise OptionError(f"{name} must be True or False, got {value!r}")
 
 
+def check_path(value: object, what: str, thing: str, hint: str = "") -> str | os.PathLike[str]:
+    """``value``, the path argument of ``what``, if it is a ``str`` or ``os.PathLike`` (of str).
+
+    Raises
+    ------
+    OptionError
+        If ``value`` is anything else (None, a number, bytes, an open Dataset or store); names ``what``,
+        the ``thing`` expected (e.g. "video file"), the value and ``hint`` (what to pass instead).
+    """
+    if isinstance(value, str) or (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
+        return value
+    raise OptionError(f"{what} takes a {thing} path (str or os.PathLike), got {value!r}{hint}")
+
+
 def check_label_offset(value: object) -> int:
     """``value`` of the ``label_offset`` option (added to every class index), as an int.
 

@@ -43,7 +43,15 @@ from urllib.parse import unquote, urlparse
 import av
 import numpy as np
 
-from vidlabel.errors import NoVideoStreamError, OptionError, VideoDecodeError, VideoNotFoundError, check_flag
+from vidlabel.errors import (
+    AnnotationError,
+    NoVideoStreamError,
+    OptionError,
+    VideoDecodeError,
+    VideoNotFoundError,
+    check_flag,
+    check_path,
+)
 from vidlabel.spec import FrameIndex, VideoMetadata, frame_ranges
 
 __all__ = ["content_hash", "probe", "read_frame_index", "resolve_video_path", "video_path_candidates"]
@@ -455,15 +463,14 @@ def read_frame_index(
     VideoNotFoundError, NoVideoStreamError, VideoDecodeError
         If the file is missing, holds no video, or no frame decodes (or, with
         ``method="demux"``, demuxing cannot index it).
-    ValueError
-        On an unknown ``method``.
     OptionError
-        (a ValueError) If ``hash_file`` is not True or False.
+        (a ValueError) On an unknown ``method``, a ``hash_file`` that is not True or False, or a ``path``
+        that is no path (None, a number, an open dataset).
     """
+    p = Path(check_path(path, "read_frame_index", "video file"))
     if method not in ("auto", "demux", "decode"):
-        raise ValueError(f"method must be 'auto', 'demux' or 'decode', got {method!r}")
+        raise OptionError(f"method must be 'auto', 'demux' or 'decode', got {method!r}")
     hash_file = check_flag("hash_file", hash_file)
-    p = Path(path)
     chash = content_hash(p) if hash_file else None
     if method != "decode":
         # One pass over the file: every packet demuxed, the first VERIFY_FRAMES frames also decoded.
@@ -589,10 +596,16 @@ def probe(
         Missing file; no video stream or not a media file; empty file or no
         frame decodes.
     OptionError
-        If ``with_index`` or ``progress`` is not True or False.
+        If ``with_index`` or ``progress`` is not True or False, or ``path`` is no path (None, a number).
+    AnnotationError
+        If ``video_id`` (or, without one, the file name's stem) is not a non-empty string without '/';
+        refused before the file is read.
     """
     with_index, progress = check_flag("with_index", with_index), check_flag("progress", progress)
-    p = Path(path)
+    p = Path(check_path(path, "probe", "video file"))
+    vid = video_id if video_id is not None else p.stem
+    if not isinstance(vid, str) or not vid or "/" in vid:
+        raise AnnotationError(f"video_id must be a non-empty string without '/', got {vid!r} (probe of {str(p)!r})")
     chash = content_hash(p)
     scan, info = _decode_scan(p, progress=progress)
     index = _best_index(p, scan, info, chash)
@@ -608,7 +621,7 @@ def probe(
         bit_depth = None
     fps = _fps(index, info, index.frame_count)
     return VideoMetadata(
-        video_id=video_id if video_id is not None else p.stem,
+        video_id=vid,
         frame_count=index.frame_count,
         fps={"num": fps.numerator, "den": fps.denominator},
         width=width,

@@ -52,10 +52,12 @@ import numpy as np
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
+    SampleIndexTypeError,
     VideoChangedError,
     VideoDecodeError,
     VidlabelWarning,
     check_flag,
+    check_path,
     replace_command,
 )
 from vidlabel.geometry import view_image
@@ -156,6 +158,22 @@ def usable_index(meta: VideoMetadata) -> tuple[FrameIndex | None, str | None]:
     return index, None
 
 
+def frame_list(frames: object, what: str, video_id: str) -> list[Any]:
+    """The ``frames`` argument of ``what`` (``read_many``, ``iter_frames``) as a list, each item still to check.
+
+    Raises
+    ------
+    SampleIndexTypeError
+        (a TypeError) If ``frames`` is not an iterable of frame numbers (None, one int, a string).
+    """
+    if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
+        hint = f" (for one frame: read({frames}))" if isinstance(frames, (int, np.integer)) else ""
+        raise SampleIndexTypeError(
+            f"{what} takes a sequence of frame numbers, got {frames!r} for video {video_id!r}{hint}", video_id=video_id
+        )
+    return list(frames)
+
+
 def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
     """``untrusted_frames`` given to a reader, as (first, last) int pairs with ``0 <= first <= last``
     (that ``last`` lies inside the video is checked once its frame count is known).
@@ -244,11 +262,11 @@ class FrameReader(DecodeEngine):
     ------
     VideoNotFoundError, NoVideoStreamError, VideoDecodeError
         If the file is missing, holds no video, or no frame decodes.
-    ValueError
-        On an unknown ``on_corrupt``, or ``frame_threads`` not an integer >= 0.
     OptionError
-        (a ValueError) On ``untrusted_frames`` that are not (first, last) integer pairs with
-        ``0 <= first <= last < frame_count``, or a ``check_hash`` that is not True or False.
+        (a ValueError) On an unknown ``on_corrupt``, ``frame_threads`` not an integer >= 0,
+        ``untrusted_frames`` that are not (first, last) integer pairs with
+        ``0 <= first <= last < frame_count``, a ``check_hash`` that is not True or False, or a ``path``
+        that is no path (None, a number, a Dataset).
 
     Notes
     -----
@@ -275,11 +293,14 @@ class FrameReader(DecodeEngine):
         frame_threads: int = 0,
     ) -> None:
         if on_corrupt not in ("raise", "skip"):
-            raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
+            raise OptionError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
         if isinstance(frame_threads, bool) or not isinstance(frame_threads, int) or frame_threads < 0:
-            raise ValueError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
+            raise OptionError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
         check_hash = check_flag("check_hash", check_hash)
-        self.path = Path(path)
+        hint = ""
+        if callable(getattr(path, "video", None)):  # a Dataset or FrameStore
+            hint = " (for a registered video: FrameReader.for_video(ds.video(video_id)))"
+        self.path = Path(check_path(path, "FrameReader", "video file", hint))
         self.video_id = video_id if video_id is not None else self.path.stem
         self.view = view
         self.on_corrupt: OnCorrupt = on_corrupt
@@ -417,6 +438,8 @@ class FrameReader(DecodeEngine):
         ------
         FrameOutOfRangeError
             Unless ``0 <= frame < frame_count``.
+        SampleIndexTypeError
+            (a TypeError) If ``frame`` is not an integer (1.5, "3" and True are refused, never rounded).
         VideoDecodeError
             If the frame is lost to a decode error or follows one (untrusted).
         """
@@ -437,8 +460,10 @@ class FrameReader(DecodeEngine):
         ------
         FrameOutOfRangeError, VideoDecodeError
             As :meth:`read` (checked for all frames before any decoding).
+        SampleIndexTypeError
+            (a TypeError) If ``frames`` is not a sequence of integers (None, 5, 1.5 among them).
         """
-        wanted = [self._check(f) for f in frames]
+        wanted = [self._check(f) for f in frame_list(frames, "read_many", self.video_id)]
         got: dict[int, np.ndarray] = {}
         for t in sorted(set(wanted)):
             got[t] = self._picture(t, self._find(t))
@@ -467,10 +492,16 @@ class FrameReader(DecodeEngine):
         ------
         FrameOutOfRangeError
             For a frame out of range (checked before decoding).
+        SampleIndexTypeError
+            (a TypeError) If ``frames`` is not None nor an iterable of integers (5, 1.5 among them).
         VideoDecodeError
             For an untrusted frame with ``on_corrupt="raise"``.
         """
-        targets: Iterable[int] = range(self.frame_count) if frames is None else sorted({self._check(f) for f in frames})
+        targets: Iterable[int] = (
+            range(self.frame_count)
+            if frames is None
+            else sorted({self._check(f) for f in frame_list(frames, "iter_frames", self.video_id)})
+        )
         if frames is None and self.frame_count:
             self._check(0)  # a closed reader raises here
         for t in targets:
@@ -549,7 +580,12 @@ class FrameReader(DecodeEngine):
         if self._container is None:
             raise VideoDecodeError(f"reader of video {self.video_id!r} is closed ({self.path})", path=str(self.path))
         if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
-            raise TypeError(f"frame numbers must be integers, got {frame!r} for video {self.video_id!r}")
+            raise SampleIndexTypeError(
+                f"frame numbers must be integers, got {frame!r} ({type(frame).__name__}) for video "
+                f"{self.video_id!r}; frames are [0, {self.frame_count})",
+                path=str(self.path),
+                video_id=self.video_id,
+            )
         t = int(frame)
         if not 0 <= t < self.frame_count:
             raise FrameOutOfRangeError(
@@ -636,8 +672,9 @@ class CachedReader:
 
     Raises
     ------
-    ValueError
-        If ``capacity`` < 1.
+    OptionError
+        (a ValueError) If ``capacity`` is not an integer >= 1, or ``reader_or_path`` is neither a
+        FrameReader nor a path.
 
     Notes
     -----
@@ -647,8 +684,10 @@ class CachedReader:
     def __init__(
         self, reader_or_path: FrameReader | str | os.PathLike[str], *, capacity: int = 64, **reader_options: Any
     ) -> None:
-        if int(capacity) < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
+            raise OptionError(f"capacity must be >= 1 (an integer), got {capacity!r}")
+        if not isinstance(reader_or_path, FrameReader):
+            check_path(reader_or_path, "CachedReader", "video file (or a FrameReader)")
         self.reader = (
             reader_or_path if isinstance(reader_or_path, FrameReader) else FrameReader(reader_or_path, **reader_options)
         )
@@ -709,7 +748,7 @@ class CachedReader:
 
     def read_many(self, frames: Sequence[int]) -> list[np.ndarray]:
         """As :meth:`FrameReader.read_many`; cached frames are not decoded again."""
-        wanted = [self.reader._check(f) for f in frames]
+        wanted = [self.reader._check(f) for f in frame_list(frames, "read_many", self.video_id)]
         got: dict[int, np.ndarray] = {}
         for t in set(wanted):
             hit = self._get(t)
@@ -728,7 +767,11 @@ class CachedReader:
 
     def iter_frames(self, frames: Iterable[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """As :meth:`FrameReader.iter_frames`; cached frames come from the cache."""
-        targets = list(range(self.frame_count)) if frames is None else sorted({self.reader._check(f) for f in frames})
+        targets = (
+            list(range(self.frame_count))
+            if frames is None
+            else sorted({self.reader._check(f) for f in frame_list(frames, "iter_frames", self.video_id)})
+        )
         cached = {t: self._get(t) for t in targets if t in self._cache}
         decoded = self.reader.iter_frames([t for t in targets if t not in cached])
         pending = next(decoded, None)
