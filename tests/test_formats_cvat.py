@@ -353,3 +353,14 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "cvat-video", tmp / "out.xml")
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_two_box_keyframes_on_one_frame_are_refused_naming_both(tmp_path: Path) -> None:
+    """As two polygons on one frame of a track are: taking the later box dropped the earlier without a word."""
+    body = '<track id="9" label="car">' + box(0, 0, 0, 10, 10) + box(3, 4, 8, 14, 18) + box(3, 1, 1, 2, 2) + "</track>"
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "annotations.xml"
+    f.write_text(cvat(body))
+    with pytest.raises(FormatError, match=r'<box frame="3">: a second keyframe of the track on video frame 3$'):
+        import_labels(ds, "cvat-video", f)
+    assert ds.annotations() == []

@@ -226,3 +226,37 @@ def test_lists_that_are_numbers_are_refused(tmp_path: Path, change, match: str) 
     with pytest.raises(FormatError, match=match):
         import_labels(ds, "label-studio", f, video_id="cam1")
     assert ds.annotations() == []
+
+
+def test_a_prediction_sharing_a_region_id_with_the_annotation_is_its_own_track(tmp_path: Path) -> None:
+    """An annotation made from a prediction keeps the prediction's region ids: the two are two tracks (before,
+    one track held the model's and the human's box on every frame)."""
+    human = region("abc", [key(1, 0, 0)])
+    model = {"result": [region("abc", [key(1, 50, 50)], score=0.7)]}
+    ds, _ = load(tmp_path, [task([human], [model])])
+    per_track: dict[int, set[str]] = {}
+    frames: dict[tuple[int, int], int] = {}
+    for r in ds.annotations():
+        per_track.setdefault(r["track_id"], set()).add(r["origin"])
+        frames[r["track_id"], r["start_frame"]] = frames.get((r["track_id"], r["start_frame"]), 0) + 1
+    assert sorted(per_track.values(), key=sorted) == [{"human"}, {"model"}]
+    assert set(frames.values()) == {1} and len(frames) == 60  # one box a frame in each of the two tracks
+
+
+@pytest.mark.parametrize("enabled", ["false", 0, 1, None])
+def test_enabled_other_than_true_or_false_is_refused(tmp_path: Path, enabled) -> None:
+    seq = [key(2, 0, 0), key(4, 50, 0, enabled=enabled)]
+    with pytest.raises(
+        FormatError, match=rf"result\[0\]\.sequence\[1\]: enabled is {enabled!r}; expected true or false"
+    ):
+        load(tmp_path, [task([region("r", seq)])])
+
+
+def test_two_keyframes_on_one_frame_are_refused_naming_both(tmp_path: Path) -> None:
+    seq = [key(2, 0, 0), key(5, 10, 10), key(5, 50, 50)]
+    with pytest.raises(
+        FormatError,
+        match=r"result\[0\]\.sequence\[2\]: a second keyframe of the track on video frame 4 \(first: "
+        r"\[0\]\.annotations\[0\]\.result\[0\]\.sequence\[1\]\)",
+    ):
+        load(tmp_path, [task([region("r", seq)])])

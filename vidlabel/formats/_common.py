@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -361,7 +362,7 @@ class Keyframe:
 
 
 def interpolate_keyframes(
-    keys: Sequence[Keyframe], frames: np.ndarray
+    path: Path, keys: Sequence[Keyframe], frames: np.ndarray
 ) -> Iterator[tuple[int, tuple[float, float, float, float] | None, Keyframe]]:
     """(frame, box, keyframe it comes from) of every frame in ``frames`` where the object is visible.
 
@@ -370,8 +371,19 @@ def interpolate_keyframes(
     next keyframe; ``ends_after`` shows it on its frame only (Label Studio ``enabled: false``);
     after the last visible keyframe the object persists to the last of ``frames``.
     ``frames`` is sorted (the task frames / every frame of the video).
+
+    Raises
+    ------
+    FormatError
+        If two keyframes of the track fall on one frame (naming both): the tools write one shape a
+        frame per track, and taking either would drop the other without a word.
     """
     keys = sorted(keys, key=lambda k: k.frame)
+    for a, b in itertools.pairwise(keys):
+        if a.frame == b.frame:
+            first = where_text(a.where)
+            also = f" (first: {first})" if first != where_text(b.where) else ""
+            raise fail(path, b.where, f"a second keyframe of the track on video frame {b.frame}{also}")
     for j, k in enumerate(keys):
         if not k.visible:
             continue

@@ -313,7 +313,7 @@ class _CvatRead:
             cw = _el(c, tw)
             box = tuple(_float(self.path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
             keys.append(Keyframe(self.absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
-        for f, at_box, k in interpolate_keyframes(keys, self.task_frames):
+        for f, at_box, k in interpolate_keyframes(self.path, keys, self.task_frames):
             self.vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
 
     def image(self, elem: ET.Element) -> None:
@@ -350,7 +350,7 @@ class _CvatRead:
                 visible = c.attrib.get("outside") != "1"
                 payload = cvat_rle_decode(self.path, cw, c, self.meta.height, self.meta.width) if visible else None
                 keys.append(Keyframe(self.absolute(c, cw), None, visible, payload=payload, where=cw))
-            for f, _, k in interpolate_keyframes(keys, self.task_frames):
+            for f, _, k in interpolate_keyframes(self.path, keys, self.task_frames):
                 row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
                 if mask_track is not None:
                     row["track_id"] = mask_track

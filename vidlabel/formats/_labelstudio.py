@@ -6,7 +6,9 @@ A list of tasks, each one video; its ``annotations[].result`` (human) and ``pred
 width, height`` are percent of the displayed frame (pixels from the registered video's size);
 boxes are linear between keyframes; after the last keyframe the box holds to the end of the
 video; a keyframe with ``enabled: false`` ends the span **after** that frame (the object is on
-that frame). Region string ids become integer tracks in order of first appearance (per video).
+that frame; ``enabled`` must be true or false). Region string ids become integer tracks in order of first
+appearance (per video), each annotation's and each prediction's apart (an annotation made from a prediction
+keeps the prediction's region ids). Two keyframes of a region on one frame are refused.
 ``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
@@ -79,7 +81,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
             raise fail(path, at, "a task must be an object")
         meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
-        tracks: dict[str, int] = {}
+        tracks: dict[tuple[int, str], int] = {}
         all_frames = np.arange(meta.frame_count, dtype=np.int64)
         annotations = _list(path, f"{at}.annotations", task.get("annotations"))
         groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in annotations]
@@ -157,7 +159,9 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         meta.width,
                         meta.height,
                     )
-                    enabled = item.get("enabled", True) is not False
+                    enabled = item.get("enabled", True)
+                    if not isinstance(enabled, bool):  # "false" or 0 would be taken for enabled, or the reverse
+                        raise fail(path, kat, f"enabled is {enabled!r}; expected true or false")
                     keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
                     if not 0 <= f < meta.frame_count:
                         raise fail(
@@ -165,9 +169,11 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                             kat,
                             f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}",
                         )
+                # a region id names a track within one annotation (or prediction): an annotation made from
+                # a prediction keeps the prediction's ids, and two annotators may both have region "abc"
                 rid = str(res.get("id", f"{gat}.{ri}"))
-                track = tracks.setdefault(rid, len(tracks))
-                for f, at_box, key in interpolate_keyframes(keys, all_frames):
+                track = tracks.setdefault((gi, rid), len(tracks))
+                for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
                     row = {
                         "kind": "box",
                         "label": labels[0],
