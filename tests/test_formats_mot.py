@@ -114,6 +114,13 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
         ("1,1,100,20,5,6,1,1,1\n", r"bad.txt line 1: field 'box' \(video 'cam1'\): .*outside"),
         ("1.5,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '1.5' and id '1' \(columns 1, 2\) must be whole numbers"),
         ("2,1.5,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame '2' and id '1.5' \(columns 1, 2\) must be whole"),
+        ("1,1,10,20,5,6,1,1,1\n2,1,10,20,5,6,2,1,1\n", r"bad.txt line 2: consider flag \(column 7\) is '2'; gt lines "),
+        (
+            "1,1,10,20,5,6,-1,1,1\n",
+            r"bad.txt line 1: consider flag \(column 7\) is '-1'; gt lines hold 0 \(ignore\) or 1",
+        ),
+        ("1,1,10,20,5,6,nan,1,1\n", r"bad.txt line 1: consider flag \(column 7\) is 'nan'"),
+        ("1,1,10,20,5,6,0.5,1,1\n", r"bad.txt line 1: consider flag \(column 7\) is '0.5'"),
     ],
 )
 def test_bad_files_name_the_line(tmp_path: Path, text: str, match: str) -> None:

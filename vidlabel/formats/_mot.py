@@ -10,7 +10,8 @@ Columns (comma separated, spaces after commas allowed, any sort order)::
 frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0 are untracked); x, y, w, h are taken as
 they are (pass ``one_based_pixels=True`` for files whose pixels are 1-based). A score makes the
 row a model row with that confidence (scores outside [0, 1] are not kept as confidence, and
-counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps them).
+counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps them); a consider
+flag other than 0 or 1 is refused.
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def import_mot(ctx: ImportContext) -> Parsed:
             continue
         row, n, extra = _mot_line(path, number, line, shift)
         widths.add(n)
+        if n == 9 and extra[0] not in (0, 1):  # 2, -1 or nan would be kept as considered without a word
+            raise fail(
+                path,
+                number,
+                f"consider flag (column 7) is {line.split(',')[6].strip()!r}; gt lines hold 0 (ignore) or 1",
+            )
         if n == 9 and extra[0] == 0 and not include_ignored:
             counts["ignored"] += 1
             continue
