@@ -48,6 +48,26 @@ def test_positions_null_and_categories_by_name(tmp_path: Path) -> None:
     assert rep.notes == []
 
 
+def test_consecutive_names_counting_from_one_are_positions_with_a_note(tmp_path: Path) -> None:
+    """Frames extracted by ffmpeg are numbered 00001.jpg, 00002.jpg, ...: the first file is frame 0 (before, the
+    digits were taken and every box landed one frame late); frames='digits' still takes the digits."""
+    names = [f"{i:05d}.jpg" for i in range(1, 5)]
+    anns = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2], None, None, [3, 3, 2, 2]]}]
+    f = write(tmp_path / "y.json", doc(anns, names))
+    ds = dataset(tmp_path / "ds")
+    rep = import_labels(ds, "ytvis", f)
+    assert sorted((r["start_frame"], r["box"]) for r in ds.annotations()) == [
+        (0, (1.0, 1.0, 3.0, 3.0)),
+        (3, (3.0, 3.0, 5.0, 5.0)),
+    ]
+    assert any(
+        "the file names count from 1 (cam1/00001.jpg, ...): frames taken as their positions" in n for n in rep.notes
+    )
+    ds2 = dataset(tmp_path / "ds2")
+    import_labels(ds2, "ytvis", f, frames="digits")
+    assert sorted(r["start_frame"] for r in ds2.annotations()) == [1, 4]
+
+
 def test_stride_in_digits_chosen_with_a_note_or_positions_on_request(tmp_path: Path) -> None:
     names = ["00000.jpg", "00005.jpg", "00010.jpg"]
     anns = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [None, [1, 2, 3, 4], [1, 2, 3, 4]]}]

@@ -6,7 +6,8 @@ optional ``score``), ``categories[]`` (id, name; mapped **by name**: the ids dif
 and 2021). An annotation is one instance over the video: one track (our track ids in
 annotation order per video). frame = position in ``file_names``, unless ``frames="digits"``,
 or ``frames="auto"`` (the default) and the file names' digits show a stride (e.g. ``00000.jpg,
-00005.jpg``): then the digits, with a note. ``bboxes`` are xywh; ``segmentations`` are polygons
+00005.jpg``): then the digits, with a note. Consecutive names that count from another number than 0
+(``00001.jpg``, as ffmpeg numbers extracted frames) are positions too, with a note. ``bboxes`` are xywh; ``segmentations`` are polygons
 (rasterised by pycocotools), list-count or string-count RLE; a frame with a segmentation is a
 mask row (its box the mask's bbox), else a box row. File names are only read as text: nothing
 is opened.
@@ -67,7 +68,12 @@ def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list
     if not usable or len(names) < 2:
         return position
     steps = set(np.diff(digits).tolist())  # type: ignore[arg-type]
-    if steps == {1} and digits[0] == 0:
+    if steps == {1}:  # no stride: the positions (00001.jpg first, as ffmpeg numbers, is frame 0)
+        if digits[0] != 0:
+            notes.append(
+                f"{at}: the file names count from {digits[0]} ({names[0]!s:.40}, ...): frames taken as their "
+                "positions (the first file is frame 0); frames='digits' takes the digits"
+            )
         return position
     notes.append(
         f"{at}: frames taken from the file names' digits ({digits[0]}, {digits[1]}, ...; steps {sorted(steps)}), "
