@@ -475,3 +475,39 @@ def test_read_many_and_iter_frames_refuse_what_is_no_frame_list(clip: ClipTruth,
         assert len(reader.read_many(np.array([3, 1]))) == 2
     with pytest.raises(OptionError, match=r"capacity must be >= 1 \(an integer\), got 2\.5"):
         CachedReader(clip.path, capacity=2.5)  # type: ignore[arg-type]
+
+
+# -- stores given something that is no store, rows that are no row numbers ------------------------
+
+
+def test_store_functions_refuse_what_is_no_store_or_no_row(world: tuple[Path, Dataset]) -> None:
+    # Each was a raw TypeError / AttributeError / IndexError; read_row(v, True) read row 1 and
+    # targets_row(v, -1) the targets of the last row.
+    from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError
+    from vidlabel.store import find_stores
+
+    root, ds = world
+    store = open_store(root / "store")
+    n = len(store.video_data("cam").frame_number)
+    with pytest.raises(OptionError, match=r"find_stores takes a store folder path .*, got None"):
+        find_stores(None)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"StoreSamples takes a FrameStore, got None"):
+        StoreSamples(None)
+    with pytest.raises(OptionError, match=r"StoreSamples takes a FrameStore, got Dataset\(.*\) \(for a Dataset: "):
+        StoreSamples(ds)
+    with pytest.raises(OptionError, match=r"StoreSamples takes a FrameStore, got '.*store' \(open a store folder"):
+        StoreSamples(str(root / "store"))
+    samples = StoreSamples(store)
+    for row in (n, -1):
+        with pytest.raises(FrameOutOfRangeError, match=rf"row {row} out of range \[0, {n}\) of video 'cam' in store"):
+            samples.targets_row("cam", row)
+    with pytest.raises(SampleIndexTypeError, match=r"row numbers must be integers, got 1\.5 \(float\) for video 'cam'"):
+        samples.targets_row("cam", 1.5)  # type: ignore[arg-type]
+    with pytest.raises(SampleIndexTypeError, match=r"read_rows takes a sequence of row numbers, got None"):
+        store.read_rows("cam", None)  # type: ignore[arg-type]
+    with pytest.raises(SampleIndexTypeError, match=r"row numbers must be integers, got True \(bool\) for video 'cam'"):
+        store.read_row("cam", True)
+    with pytest.raises(SampleIndexTypeError, match=r"row numbers must be integers, got 1\.5"):
+        store.read_rows("cam", [0, 1.5])  # type: ignore[list-item]
+    assert np.array_equal(store.read_row("cam", np.int64(1)), store.read_rows("cam", [1])[0])
+    assert store.get_frame("nope", 0) is None  # documented: None for a video the store does not hold

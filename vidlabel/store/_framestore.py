@@ -9,7 +9,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,12 +21,14 @@ import numpy as np
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
+    SampleIndexTypeError,
     SchemaVersionError,
     StoreCorruptError,
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
     check_flag,
+    check_path,
 )
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
@@ -117,6 +119,16 @@ def backend_for(
     raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
 
 
+def _row_number(row: object, video_id: str) -> int:
+    """A stored row number as an int; SampleIndexTypeError (a TypeError) unless it is an integer (bools refused)."""
+    if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
+        raise SampleIndexTypeError(
+            f"row numbers must be integers, got {row!r} ({type(row).__name__}) for video {video_id!r}",
+            video_id=video_id,
+        )
+    return int(row)
+
+
 def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
     """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
 
@@ -128,7 +140,13 @@ def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, A
         A store folder, or a folder (or URL) holding stores.
     storage_options : mapping, optional
         Passed to fsspec for a URL (credentials, endpoint).
+
+    Raises
+    ------
+    OptionError
+        If ``path`` is no path nor URL (None, a number, an open store).
     """
+    check_path(path, "find_stores", "store folder")
     if is_url(path):
         return list(find_url_stores(str(path), storage_options))
     _local_only(path, storage_options)
@@ -804,6 +822,9 @@ class FrameStore:
         ------
         FrameOutOfRangeError
             If a row is outside ``[0, T)``.
+        SampleIndexTypeError
+            (a TypeError) If ``rows`` is not a sequence of integers (None, 1.5 and True are refused, never
+            converted).
         StoreCorruptError
             If a chunk's stored bytes fail their CRC-32C (with ``verify_checksums``), or a Zarr chunk file of
             the published store is missing, truncated or a directory; names the video, chunk, rows and store.
@@ -811,10 +832,14 @@ class FrameStore:
             If a chunk does not decode, or the video's file or its frames file cannot be opened (missing,
             truncated, not HDF5, a directory); names the video, the store, the file and why.
         """
+        if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+            raise SampleIndexTypeError(
+                f"read_rows takes a sequence of row numbers, got {rows!r} for video {video_id!r}", video_id=video_id
+            )
+        rows = [_row_number(r, video_id) for r in rows]
         state = self._process()
         reader = self._frames_reader(state, video_id)
         t = reader.shape[0]
-        rows = [int(r) for r in rows]
         for r in rows:
             if not 0 <= r < t:
                 raise FrameOutOfRangeError(
@@ -873,7 +898,14 @@ class FrameStore:
         return got  # type: ignore[return-value]
 
     def read_row(self, video_id: str, row: int) -> np.ndarray:
-        """One stored frame by row: (H, W, 3) uint8."""
+        """One stored frame by row: (H, W, 3) uint8.
+
+        Raises
+        ------
+        FrameOutOfRangeError, SampleIndexTypeError, StoreCorruptError, StoreError
+            As :meth:`read_rows` (a row that is not an integer, True among them, is a SampleIndexTypeError).
+        """
+        row = _row_number(row, video_id)
         state = self._process()
         reader = state.frames.peek(video_id)
         if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:

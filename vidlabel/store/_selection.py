@@ -10,12 +10,13 @@ and ``with_masks``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError, check_flag, check_label_offset
+from vidlabel.errors import FrameOutOfRangeError, OptionError, SampleIndexTypeError, check_flag, check_label_offset
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
 from vidlabel.store._position import positions_by_code, sample_position
@@ -76,8 +77,9 @@ class StoreSamples:
     Raises
     ------
     OptionError
-        On an unknown kind, label or box format, a label named twice, a bad ``label_offset``, or a True/False
-        option (``normalized``, ``with_masks``, ``all_rows``) given anything else.
+        On an unknown kind, label or box format, a label named twice, a bad ``label_offset``, a True/False
+        option (``normalized``, ``with_masks``, ``all_rows``) given anything else, or a ``store`` that is no
+        FrameStore (a path: open it with ``open_store`` first).
     """
 
     def __init__(
@@ -93,6 +95,13 @@ class StoreSamples:
         frames: str | None = None,
         all_rows: bool = False,
     ) -> None:
+        if not (callable(getattr(store, "video_data", None)) and hasattr(store, "class_names")):
+            hint = ""
+            if isinstance(store, (str, os.PathLike)):
+                hint = " (open a store folder with vidlabel.store.open_store(path) first)"
+            elif callable(getattr(store, "snapshot", None)):
+                hint = " (for a Dataset: vidlabel.FrameSamples(ds), or export it and open_store the store)"
+            raise OptionError(f"StoreSamples takes a FrameStore, got {store!r}{hint}")
         kinds_t, labels_t = _check(kinds, labels, box_format, label_offset, frames)
         all_rows = check_flag("all_rows", all_rows)
         self.store = store
@@ -201,7 +210,13 @@ class StoreSamples:
     # -- samples ----------------------------------------------------------------------------------------------
 
     def targets_row(self, video_id: str, row: int) -> dict[str, Any]:
-        """The sample dict of a stored row without ``image`` (boxes in the stored frame's pixels)."""
+        """The sample dict of a stored row without ``image`` (boxes in the stored frame's pixels).
+
+        Raises
+        ------
+        UnknownVideoError, FrameOutOfRangeError, SampleIndexTypeError
+            As :meth:`sample_row`.
+        """
         sample = self.sample_row(video_id, row, read_image=False)
         sample.pop("image", None)
         return sample
@@ -222,8 +237,31 @@ class StoreSamples:
     def sample_row(
         self, video_id: str, row: int, image: np.ndarray | None = None, *, read_image: bool = True
     ) -> dict[str, Any]:
-        """The sample dict of a stored row (``image`` read from the store unless given)."""
+        """The sample dict of a stored row (``image`` read from the store unless given).
+
+        Raises
+        ------
+        UnknownVideoError
+            If the store does not hold the video.
+        FrameOutOfRangeError
+            (an IndexError) If ``row`` is outside ``[0, T)`` of the video's T stored rows (-1 too: rows are
+            not counted from the end).
+        SampleIndexTypeError
+            (a TypeError) If ``row`` is not an integer (1.5, True).
+        """
         t = self._targets(video_id)
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
+            raise SampleIndexTypeError(
+                f"row numbers must be integers, got {row!r} ({type(row).__name__}) for video {video_id!r}",
+                video_id=video_id,
+            )
+        n_rows = len(t.offsets) - 1
+        if not 0 <= row < n_rows:
+            raise FrameOutOfRangeError(
+                f"row {row} out of range [0, {n_rows}) of video {video_id!r} in store {str(self.store.path)!r}",
+                video_id=video_id,
+            )
+        row = int(row)
         if image is None:
             image = self.store.read_row(video_id, row) if read_image else np.zeros((t.height, t.width, 3), np.uint8)
         a, b = int(t.offsets[row]), int(t.offsets[row + 1])
