@@ -106,6 +106,22 @@ def test_segmentations_polygon_list_and_string_rle(tmp_path: Path) -> None:
         assert np.array_equal(decode_rle(r["mask"]), truth) and r["box"] == (10.0, 5.0, 13.0, 9.0)
 
 
+@pytest.mark.parametrize(
+    ("width", "match"),
+    [
+        ("64", r"videos\[0\]: width is '64'; expected a finite number"),
+        (65, r"videos\[0\]: width 65 disagrees with video 'cam1', whose width is 64$"),
+        (64.5, r"videos\[0\]: width is 64.5; expected a whole number"),
+    ],
+)
+def test_a_video_size_that_is_text_or_another_size_is_refused(tmp_path: Path, width, match: str) -> None:
+    """A width written as text was compared as text, so "64" read as "64 disagrees with ... 64"."""
+    d = doc([{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2]]}], ["00000.jpg"])
+    d["videos"][0]["width"] = width
+    with pytest.raises(FormatError, match=match):
+        import_labels(dataset(tmp_path / "ds"), "ytvis", write(tmp_path / "y.json", d))
+
+
 def test_bad_files(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     anns = [{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2]]}]

@@ -41,6 +41,7 @@ from ._common import (
     read_json,
     tracks_of,
     video_tables,
+    whole_number,
     write_json,
     xywh_box,
 )
@@ -106,8 +107,8 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             raise fail(path, at, f"video id {vkey!r} repeats")
         m = ctx.resolve([vkey, folder], len(doc["videos"]), at)
         for key, have in (("width", m.width), ("height", m.height)):
-            if key in v and v[key] != have:
-                raise fail(path, at, f"{key} {v[key]} disagrees with video {m.video_id!r}'s {key} {have}")
+            if key in v and whole_number(path, at, v[key], key) != have:  # "64" is text, not the size 64
+                raise fail(path, at, f"{key} {v[key]!r} disagrees with video {m.video_id!r}, whose {key} is {have}")
         vids[vkey] = (
             parsed.videos.setdefault(m.video_id, VideoRows(m)),
             _frame_numbers(path, at, names, mode, parsed.notes),
