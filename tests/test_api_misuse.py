@@ -511,3 +511,32 @@ def test_store_functions_refuse_what_is_no_store_or_no_row(world: tuple[Path, Da
         store.read_rows("cam", [0, 1.5])  # type: ignore[list-item]
     assert np.array_equal(store.read_row("cam", np.int64(1)), store.read_rows("cam", [1])[0])
     assert store.get_frame("nope", 0) is None  # documented: None for a video the store does not hold
+
+
+# -- export(release=) and collate_frames given the wrong thing ------------------------------------
+
+
+@pytest.mark.parametrize("bad", [3, 1.5, ["latest"]], ids=repr)
+def test_export_refuses_a_release_that_is_no_release_id(
+    world: tuple[Path, Dataset], tmp_path: Path, bad: object
+) -> None:
+    # release=3 was a raw AttributeError ("'int' object has no attribute 'release_id'").
+    _, ds = world
+    with pytest.raises(
+        OptionError, match=rf"release must be a release id, 'latest', None or a Release, got {re.escape(repr(bad))}"
+    ):
+        export(ds, tmp_path / "out", release=bad, progress=False)  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+def test_collate_frames_refuses_what_is_no_list_of_samples(world: tuple[Path, Dataset]) -> None:
+    # collate_frames(None) / collate_frames([3]) were raw TypeErrors ("object of type 'NoneType' has no len()").
+    from vidlabel.torch_data import collate_frames
+
+    with pytest.raises(OptionError, match=r"collate_frames takes a sequence of sample dicts, got NoneType"):
+        collate_frames(None)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"collate_frames takes a sequence of sample dicts; sample 0 is 3 \(int\)"):
+        collate_frames([3])  # type: ignore[list-item]
+    with pytest.raises(OptionError, match=r"got dict \(wrap one sample in a list: \[sample\]\)"):
+        collate_frames({"frame_index": 1})  # type: ignore[arg-type]
+    assert collate_frames([{"frame_index": 1}, {"frame_index": 2}])["frame_index"].tolist() == [1, 2]

@@ -104,8 +104,11 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     OptionError
         On an unknown format or codec, a bad ``chunk_frames``, ``workers`` or
         ``output_size``, a URL for ``out`` with ``format="hdf5"``, or ``storage_options`` that are not a
-        mapping or come with a local ``out``; the message names the option, the value given and what is allowed.
+        mapping or come with a local ``out``, or a ``release`` that is neither a release id, None nor a Release;
+        the message names the option, the value given and what is allowed.
     """
+    if release is not None and not isinstance(release, (str, Release)):
+        raise OptionError(f"release must be a release id, 'latest', None or a Release, got {release!r}")
     fmt = options["format"]
     if fmt not in (*BACKENDS, MEDIASEQUENCE):
         raise OptionError(f"unknown store format {fmt!r}; allowed: {', '.join((*BACKENDS, MEDIASEQUENCE))}")

@@ -177,7 +177,8 @@ def export(
     OptionError
         If ``ds`` is not a Dataset or a Release (a path to a dataset folder is refused: open it first); a flag
         (``progress``, ``frames_only``, ``overwrite``) that is not True or False (``"no"`` is not False);
-        on a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, ...), a URL ``out`` with
+        on a bad option (unknown view, frames mode, kind or codec, ``stride < 1``, a ``release`` that is no
+        release id, ...), a URL ``out`` with
         ``format="hdf5"`` or on a filesystem without conditional writes (not ``s3://``, ``file://``,
         ``memory://``), an ``executor`` that is not a ``concurrent.futures.Executor``, or a ``memory://``
         ``out`` with worker processes (memory stores live in one process).

@@ -344,10 +344,19 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Raises
     ------
     OptionError
-        On an empty batch or a sample missing a key of the first.
+        On an empty batch, a batch that is not a sequence of sample dicts (None, one dict, a list of
+        numbers), or a sample missing a key of the first.
     """
+    if isinstance(batch, (Mapping, str, bytes)) or not isinstance(batch, Sequence):
+        hint = " (wrap one sample in a list: [sample])" if isinstance(batch, Mapping) else ""
+        raise OptionError(f"collate_frames takes a sequence of sample dicts, got {type(batch).__name__}{hint}")
     if len(batch) == 0:
         raise OptionError("collate_frames got an empty batch")
+    for i, sample in enumerate(batch):
+        if not isinstance(sample, Mapping):
+            raise OptionError(
+                f"collate_frames takes a sequence of sample dicts; sample {i} is {sample!r} ({type(sample).__name__})"
+            )
     out: dict[str, Any] = {}
     for key in batch[0]:
         try:
