@@ -127,6 +127,35 @@ def test_create_only_and_if_match_writes(target: tuple[str, dict[str, Any]]) -> 
     assert store.put_if("fresh", b"x", None) == store.get_tagged("fresh")[1]
 
 
+def test_a_create_taken_over_at_once_leaves_the_creator_with_a_stale_tag(
+    target: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two exports starting on one empty URL: the first creates the root, the second takes it over (If-Match on
+    # the tag it reads) before the first learns its tag; the first must not get the second's tag (both would own
+    # the root, and the first's later If-Match writes would overwrite the second's root without a word)
+    url, options = target
+    mine, theirs = ObjectStore(url, options), ObjectStore(url, options)
+    real = ObjectStore.get_tagged
+    taken: list[str] = []
+
+    def take_over() -> None:
+        theirs.put_if("zarr.json", b"theirs", real(theirs, "zarr.json")[1])
+        taken.append("zarr.json")
+
+    def get_tagged(self: ObjectStore, key: str) -> tuple[bytes | None, str | None]:
+        if self is mine and not taken:  # right after the create, before the creator reads its tag back
+            take_over()
+        return real(self, key)
+
+    monkeypatch.setattr(ObjectStore, "get_tagged", get_tagged)
+    tag = mine.put_if("zarr.json", b"mine", None)
+    if not taken:
+        take_over()
+    with pytest.raises(StoreConflict, match="was changed by another writer"):
+        mine.put_if("zarr.json", b"mine again", tag)
+    assert mine.get("zarr.json") == b"theirs"
+
+
 # -- export straight into an object store (no engine) --------------------------------------------------------------
 
 

@@ -336,23 +336,28 @@ class ObjectStore:
         StoreError
             If the write fails for another reason, or the URL has no create-only write.
         """
+        return self._create(key, data) is not None
+
+    def _create(self, key: str, data: bytes) -> str | None:
+        """:meth:`put_new`, giving the tag of the object it created (from the write itself, never read back: another
+        writer may change it at once), or None if one existed."""
         kind = self.conditional_kind()
         path = self.path(key)
         try:
             if kind == "s3":
                 try:
-                    self.fs.pipe_file(path, data, mode="create")
+                    out = self.fs.pipe_file(path, data, mode="create")
                 except FileExistsError:
-                    return False
-                return True
+                    return None
+                return str(out["ETag"])
             if kind == "memory":
                 with _MEMORY_LOCK:
                     if self.fs.exists(path):
-                        return False
+                        return None
                     self.fs.pipe_file(path, data)
-                return True
+                return _digest_tag(data)
             if kind == "file":
-                return _file_create(path, data)
+                return _digest_tag(data) if _file_create(path, data) else None
         except StoreError:
             raise
         except Exception as err:
@@ -395,9 +400,10 @@ class ObjectStore:
         kind = self.conditional_kind()
         path = self.path(key)
         if tag is None:
-            if not self.put_new(key, data):
+            created = self._create(key, data)
+            if created is None:
                 raise StoreConflict(f"{self.url_of(key)!r} was created by another writer")
-            return self.get_tagged(key)[1] or ""
+            return created
         try:
             if kind == "s3":
                 try:
