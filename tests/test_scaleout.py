@@ -24,7 +24,7 @@ import fsspec
 import numpy as np
 import pytest
 
-from tests.services import HOST, Bucket, DaskCluster, MotoServer, worker_env
+from tests.services import HOST, Bucket, DaskCluster, MotoServer, free_port, worker_env
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, export, open_store
 from vidlabel.cli import main
@@ -154,6 +154,18 @@ def test_a_create_taken_over_at_once_leaves_the_creator_with_a_stale_tag(
     with pytest.raises(StoreConflict, match="was changed by another writer"):
         mine.put_if("zarr.json", b"mine again", tag)
     assert mine.get("zarr.json") == b"theirs"
+
+
+def test_deleting_under_a_prefix_of_a_server_that_is_gone_names_the_prefix() -> None:
+    # an export's clean-up (a discarded unit, a video removed, old units collected) on a server gone away was
+    # botocore's EndpointConnectionError, naming no store
+    url = f"s3://bucket-{free_port()}/store"
+    options = {"key": "k", "secret": "s", "client_kwargs": {
+        "endpoint_url": f"http://{HOST}:{free_port()}", "region_name": "us-east-1"},
+        "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+    gone = rf"cannot write '{url}/units/abc': EndpointConnectionError: .*rerun the export"
+    with pytest.raises(StoreError, match=gone):
+        ObjectStore(url, options).delete_prefix("units/abc")
 
 
 # -- export straight into an object store (no engine) --------------------------------------------------------------

@@ -459,11 +459,21 @@ class ObjectStore:
             raise self._write_error(keys[0], err) from err
 
     def delete_prefix(self, key: str) -> None:
-        """Delete every object under ``key/`` (and ``key`` itself)."""
+        """Delete every object under ``key/`` (and ``key`` itself).
+
+        Raises
+        ------
+        StoreError
+            If the objects cannot be listed or deleted (the server gone, no permission), naming ``key``.
+        """
         try:
             found = list(self.fs.find(self.path(key)))
         except FileNotFoundError:
             return
+        except StoreError:
+            raise
+        except Exception as err:
+            raise self._write_error(key, err) from err
         if found:
             try:
                 self.fs.rm(found)
