@@ -361,6 +361,30 @@ def test_a_missing_chunk_of_a_zarr_store_at_a_url_is_damage(world: tuple[Path, D
     assert type(err.value) is StoreError
 
 
+@pytest.mark.parametrize("array", ["index", "videos/b/frame_number", "videos/a/regions/bbox_xyxy"])
+@pytest.mark.parametrize("where", ["folder", "url"])
+def test_a_missing_chunk_of_a_small_zarr_array_is_damage_not_zeros(
+    world: tuple[Path, Dataset], tmp_path: Path, mem: str, array: str, where: str
+) -> None:
+    """Before: read as the fill value, so with the index chunk deleted every sample was frame 0 of video 'a'."""
+    if where == "folder":
+        store: str | Path = copy_store(world, "zarr-none", tmp_path)
+        next(
+            p for p in (Path(store) / array / "c" / "0" / "0", Path(store) / array / "c" / "0") if p.is_file()
+        ).unlink()
+    else:
+        store = f"{mem}/s"
+        upload(world[0] / "zarr-none", store)
+        fs = fsspec.filesystem("memory")
+        fs.rm(next(p for p in (f"{store}/{array}/c/0/0", f"{store}/{array}/c/0") if fs.isfile(p)))
+    shape = r"\d+x2 int64" if array == "index" else r"\d+(x4)? (int64|float32|float64)"
+    match = rf"chunk '{re.escape(str(store))}/{array}/c/0(/0)?' of Zarr array '{re.escape(str(store))}/{array}' \({shape}\) is missing"
+    with pytest.raises(StoreCorruptError, match=match):
+        data = StoreFrames(store)
+        for i in range(len(data)):
+            data[i]
+
+
 # -- item 9: nothing followed outside the store folder --------------------------------------------------------
 
 

@@ -49,7 +49,16 @@ from vidlabel.store._backend import (
     node_name,
 )
 from vidlabel.store._codecs import Codec
-from vidlabel.store._fs import fsync_dir, inside_store, link_or_copy_tree, open_no_follow, plain_name, publish, remove
+from vidlabel.store._fs import (
+    STORE_CHANGED,
+    fsync_dir,
+    inside_store,
+    link_or_copy_tree,
+    open_no_follow,
+    plain_name,
+    publish,
+    remove,
+)
 from vidlabel.store._layout import index_rows
 from vidlabel.store._remote import ObjectStore, StoreConflict, is_url, parse_json
 
@@ -163,7 +172,19 @@ def _is_small(meta: dict[str, Any]) -> bool:
 
 
 def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.ndarray:
-    """The array of a :func:`_is_small` array's chunk bytes (None: no chunk, i.e. the fill value)."""
+    """The array of a :func:`_is_small` array's chunk bytes (None: no chunk object).
+
+    vidlabel writes the chunk of every non-empty small array (:func:`_array_objects`), so a missing one is
+    damage, never Zarr's "all fill value": read as zeros, a store whose ``index`` chunk was deleted gave every
+    sample as frame 0 of its first video.
+
+    Raises
+    ------
+    StoreCorruptError
+        If a non-empty array has no chunk (names the chunk).
+    StoreError
+        If the chunk fails its CRC-32C.
+    """
     import google_crc32c
 
     shape = tuple(int(n) for n in meta["shape"])
@@ -171,7 +192,14 @@ def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.nd
     if dtype.itemsize > 1:
         dtype = dtype.newbyteorder("<")
     if data is None:
-        return np.full(shape, meta["fill_value"], dtype=dtype.newbyteorder("="))
+        if int(np.prod(shape)):
+            chunk = f"{where.rstrip('/')}/{_small_chunk_key(shape)}"
+            raise StoreCorruptError(
+                f"chunk {chunk!r} of Zarr array {where!r} ({'x'.join(map(str, shape))} {dtype.name}) is missing: "
+                f"{STORE_CHANGED}",
+                path=chunk,
+            )
+        return np.zeros(shape, dtype=dtype.newbyteorder("="))
     body, crc = data[:-4], int.from_bytes(data[-4:], "little")
     if google_crc32c.value(body) != crc:
         raise StoreError(f"checksum mismatch in Zarr array {where!r}: the chunk is corrupt", path=where)
