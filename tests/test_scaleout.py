@@ -664,6 +664,23 @@ def test_an_export_into_a_url_writes_units_then_groups_after_their_arrays_and_th
         assert keys.index(f"units/{unit}/zarr.json") < group  # and after its frames unit is complete
 
 
+def test_when_every_video_fails_on_the_workers_the_refusal_says_none_was_written(
+    tmp_path: Path, dask_cluster: DaskCluster, s3_bucket: Bucket
+) -> None:
+    """Before: "2 of 2 frames units failed ...; the others are written", when there were none."""
+    from vidlabel.errors import VideoNotFoundError
+
+    ds = make_dataset(tmp_path, videos=("a", "b"), n_frames=6)
+    for vid in ("a", "b"):
+        (tmp_path / f"{vid}.mp4").rename(tmp_path / f"{vid}.moved")
+    url, options = s3_bucket.url("none"), s3_bucket.storage_options
+    with dask_cluster.client() as client:
+        with pytest.raises(
+            VideoNotFoundError, match=r"2 of 2 frames units failed \(videos '[ab]', '[ab]'\); none was written"
+        ):
+            export(ds, url, format="zarr", progress=False, executor=client.get_executor(), storage_options=options)
+
+
 def test_a_video_failing_on_a_worker_is_named_the_others_are_written_and_the_store_says_which(
     tmp_path: Path, dask_cluster: DaskCluster, s3_bucket: Bucket
 ) -> None:
@@ -685,7 +702,7 @@ def test_a_video_failing_on_a_worker_is_named_the_others_are_written_and_the_sto
         with pytest.raises((VideoChangedError, VideoNotFoundError)) as info:
             export(ds, url, format="zarr", progress=False, executor=client.get_executor(), storage_options=options)
         message = str(info.value)
-        assert re.search(r"2 of 3 frames units failed \(videos '[ac]', '[ac]'\); the others are written", message)
+        assert re.search(r"2 of 3 frames units failed \(videos '[ac]', '[ac]'\); the other is written", message)
         if isinstance(info.value, VideoChangedError):  # the first failure to come back is raised, as without Dask
             assert info.value.video_id == "a" and re.search(r"video 'a' changed on disk", message)
         else:

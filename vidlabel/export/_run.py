@@ -365,7 +365,9 @@ def _record_failures(backend: Backend, plan: ExportPlan, work: UnitWork, failed:
             reasons[vid] = f"{type(exc).__name__}: {exc}"
     job, first = failed.failures[0]
     names = ", ".join(repr(v) for v in list(reasons)[:5]) + (" ..." if len(reasons) > 5 else "")
-    others = f"{len(failed.failures)} of {len(work.jobs)} frames units failed (videos {names}); the others are written"
+    left = len(work.jobs) - len(failed.failures)
+    written = "none was written" if left <= 0 else "the other is written" if left == 1 else "the others are written"
+    others = f"{len(failed.failures)} of {len(work.jobs)} frames units failed (videos {names}); {written}"
     failure: BaseException
     if isinstance(first, VideoDecodeError):  # as without an executor, plus what happened to the others
         failure = _failure(first, backend, plan, ds)
