@@ -777,3 +777,27 @@ def test_an_index_row_past_a_videos_rows_is_refused_by_the_sample_list(
         _ = StoreFrames(store).index
     with pytest.raises(FrameOutOfRangeError, match=message):  # before: numpy's IndexError (a fresh-user pass)
         StoreFrames(store, frames="annotated")
+
+
+def test_a_zarr_store_exported_again_under_an_open_reader_says_to_open_it_again(tmp_path: Path) -> None:
+    """Before: "chunk ... is missing (`vidlabel verify` lists every damaged chunk; export again ...)", though nothing
+    is damaged: this process holds the export before the new one."""
+    ds = make_dataset(tmp_path, videos=("a",), n_frames=8)
+    out = tmp_path / "z"
+    export(ds, out, format="zarr", frames="all", progress=False)
+    store = open_store(out)
+    assert read_frame_number(store.read_rows("a", [0])[0]) == 0
+    opened = store.attrs["created"]
+    export(ds, out, format="zarr", frames="all", chunk_frames=2, progress=False, overwrite=True)  # other units
+    with pytest.raises(
+        StoreCorruptError,
+        match=rf"chunk 3 \(rows 3\.\.3\) of store '{re.escape(str(out))}': .* \(the store was exported again at \S+ "
+        rf"after this process opened it \(the export of {re.escape(opened)}\): open it again\)$",
+    ):
+        store.read_rows("a", [3])
+    again = open_store(out)
+    assert [read_frame_number(f) for f in again.read_rows("a", [3, 7])] == [3, 7]
+    # a store damaged, not exported again, still says so
+    next((out / "videos" / "a" / "frames").glob("c.2.*")).unlink()
+    with pytest.raises(StoreCorruptError, match=r"is missing .*`vidlabel verify` lists every damaged chunk"):
+        open_store(out).read_rows("a", [5])

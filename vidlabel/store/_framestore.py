@@ -27,6 +27,7 @@ from vidlabel.errors import (
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
+    VidlabelError,
     check_flag,
     check_path,
 )
@@ -924,12 +925,37 @@ class FrameStore:
         if isinstance(err, StoreCorruptError):
             remedy = "`vidlabel verify` lists every damaged chunk; export again into an empty folder to rewrite it"
         said = "`vidlabel verify`" in str(err)  # the error gives its own remedy: one is enough
+        again = self._exported_again(video_id)
+        if again is not None:  # not damage: this process holds the export before it
+            remedy, said = again, False
         return type(err)(
             f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err}"
             + ("" if said else f" ({remedy})"),
             path=str(self.path),
             video_id=video_id,
         )
+
+    def _exported_again(self, video_id: str) -> str | None:
+        """Where a read failed: what to do if the store part holding ``video_id`` was exported again (or is being
+        exported) since this FrameStore was opened, judged by its root's attributes (``created`` has whole seconds:
+        two exports in one second differ in their options or videos, or store the same chunks); else None."""
+        part = self._parts[self._video_part[video_id]] if video_id in self._video_part else None
+        if part is None:
+            return None
+        try:
+            attrs, _ = backend_for(part.folder, storage_options=self.storage_options).read_root()
+        except (VidlabelError, OSError):
+            return None
+        created, opened = attrs.get("created"), part.attrs.get("created")
+        if attrs == part.attrs:
+            return None
+        if not attrs:
+            now = "removed, or is being exported again,"
+        elif not attrs.get("complete", True):
+            now = "is being exported again"
+        else:
+            now = f"was exported again at {created}"
+        return f"the store {now} after this process opened it (the export of {opened}): open it again"
 
     def frame(self, i: int) -> np.ndarray:
         """The stored frame of sample ``i``: (H, W, 3) uint8."""
