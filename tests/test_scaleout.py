@@ -498,6 +498,13 @@ class FaultyRelay:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def storage_options(self, bucket: Bucket) -> dict[str, Any]:
+        """``bucket``'s storage options with the endpoint at this relay and one attempt per request (a PUT the
+        relay refuses is not retried)."""
+        return {**bucket.storage_options, "client_kwargs": {
+            "endpoint_url": self.endpoint_url, "region_name": "us-east-1"},
+            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -510,9 +517,7 @@ def test_a_put_failing_mid_unit_gives_a_clear_error_and_a_rerun_completes(
     url = s3_bucket.url("faulty")
     relay = FaultyRelay(s3_bucket.endpoint_url)
     try:
-        options = {**s3_bucket.storage_options, "client_kwargs": {
-            "endpoint_url": relay.endpoint_url, "region_name": "us-east-1"},
-            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+        options = relay.storage_options(s3_bucket)
         key = _unit_keys(local)["v1"]
         relay.fail = f"/units/{key}/frames/c.40.0.0.0"  # the middle of video v1's unit
         with dask_cluster.client() as client:

@@ -381,9 +381,7 @@ def test_an_upload_that_cannot_write_names_the_object_and_a_rerun_completes_it(
     url = s3_bucket.url("store")
     relay = FaultyRelay(s3_bucket.endpoint_url)
     try:
-        options = {**s3_bucket.storage_options, "client_kwargs": {
-            "endpoint_url": relay.endpoint_url, "region_name": "us-east-1"},
-            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}}}  # fmt: skip
+        options = relay.storage_options(s3_bucket)
         relay.fail = "/videos/b/frames/"  # the server fails mid-upload (a bare OSError before)
         failed = rf"cannot write '{url}/videos/b/frames/.*\(HTTP 500 InternalError\); rerun the upload"
         with pytest.raises(StoreError, match=failed):
