@@ -302,3 +302,23 @@ def test_a_release_file_renamed_or_damaged_is_refused(ds: Dataset) -> None:
     Path(report.path).write_bytes(bytes(data[: len(data) // 2]))
     with pytest.raises(ReleaseCorruptError, match=r"is damaged and cannot be read"):
         Dataset.open(ds.path).release(rel.release_id)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_building_the_same_content_again_repairs_a_damaged_release_file(ds: Dataset, damage: str) -> None:
+    """A damaged release file's message says to build it again: that build writes it again, it is not refused."""
+    from vidlabel.errors import VidlabelWarning
+
+    rel, report = ds.build()
+    path = Path(report.path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"\0" * 4096)
+    with pytest.raises(ReleaseCorruptError, match=r"is damaged and cannot be read.*`vidlabel build`"):
+        Dataset.open(ds.path).release(rel.release_id)
+    again = Dataset.open(ds.path)
+    with pytest.warns(VidlabelWarning, match=rf"release file .*{rel.release_id}\.h5 was damaged .* written again"):
+        rebuilt, rebuilt_report = again.build()
+    assert rebuilt.release_id == rel.release_id and not rebuilt_report.new and rebuilt.created == rel.created
+    loaded = Dataset.open(ds.path).release(rel.release_id)  # reads, and its content gives its id
+    assert tables_equal(loaded.table, rel.table) and loaded.labels == rel.labels and loaded.videos == rel.videos
+    assert again.releases() == [rel.release_id] and not list(path.parent.glob("*.partial"))

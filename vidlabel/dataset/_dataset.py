@@ -894,6 +894,15 @@ class Dataset:
             If ``validate()`` finds problems of severity "error"; nothing is written.
         DatasetReadOnlyError
             If the dataset was opened read-only (:attr:`read_only`).
+        ReleaseCorruptError
+            If the file of this content's release was edited on disk (it reads,
+            but its content does not give its id); nothing is written.
+
+        Warns
+        -----
+        VidlabelWarning
+            When the file of this content's release is damaged (cannot be read):
+            it is written again, atomically, from this content.
         """
         t0 = time.perf_counter()
         self._refuse_if_read_only("build")
@@ -916,16 +925,20 @@ class Dataset:
         rel = dataclasses.replace(rel, release_id=rid, created=created, info={**rel.info, "counts": counts})
         wrote = False
         if not path.exists():
+            wrote = self._write_release_file(rel, path)
+        if not wrote:
             try:
-                wrote = write_release(rel, path)
-            except OSError as err:
-                raise DatasetError(
-                    f"cannot build in dataset {self._path}: writing the release file {path} failed ({err}"
-                    f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was lost: the dataset is "
-                    "unchanged and no partial release is left (it is written under a temporary name first); "
-                    "free space and run `vidlabel build` again",
-                    path=str(path),
-                ) from err
+                read_release(path, verify=False)
+            except ReleaseCorruptError as err:
+                # Damaged (truncated, unreadable): this build holds the content its id names, so write it again
+                # (the message of a damaged release says to build it again). An edited file that reads is refused.
+                wrote = self._write_release_file(rel, path, replace=True)
+                warnings.warn(
+                    f"release file {path} was damaged ({err.__cause__ or err}); it was written again from dataset "
+                    f"{self._path}, whose content gives this release's id {rid}",
+                    VidlabelWarning,
+                    stacklevel=2,
+                )
         if not wrote:
             # The file is the truth: another build of this content (maybe in another process) wrote it first.
             # It is checked against the id first: an edited file is refused, not reported as this release.
@@ -954,6 +967,19 @@ class Dataset:
             seconds=time.perf_counter() - t0,
         )
         return copy_release(rel), report
+
+    def _write_release_file(self, rel: Release, path: Path, *, replace: bool = False) -> bool:
+        """``write_release``, a failure to write (a full disk) said as what failed and that nothing was lost."""
+        try:
+            return write_release(rel, path, replace=replace)
+        except OSError as err:
+            raise DatasetError(
+                f"cannot build in dataset {self._path}: writing the release file {path} failed ({err}"
+                f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was lost: the dataset is "
+                "unchanged and no partial release is left (it is written under a temporary name first); "
+                "free space and run `vidlabel build` again",
+                path=str(path),
+            ) from err
 
     def releases(self) -> list[str]:
         """Release ids, oldest first."""

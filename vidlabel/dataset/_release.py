@@ -254,8 +254,8 @@ def _compression(arr: np.ndarray) -> dict[str, Any]:
     }
 
 
-def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
-    """Write a release file atomically; never overwrite one that exists.
+def write_release(release: Release, path: str | os.PathLike[str], *, replace: bool = False) -> bool:
+    """Write a release file atomically; never overwrite one that exists (unless ``replace``).
 
     The file is written under a temporary name in the same folder and then
     hard-linked (or, where links are not supported, renamed) to ``path``.
@@ -266,6 +266,10 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
         Must have a ``release_id``.
     path : path
         The final file, e.g. ``<dataset>/releases/<release_id>.h5``.
+    replace : bool
+        Rename the new file over an existing one (atomically): only for a
+        damaged file at this content-derived id, whose content ``release``
+        is (``Dataset.build``).
 
     Returns
     -------
@@ -277,7 +281,7 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
     if release.release_id is None:
         raise ValueError("a live snapshot (release_id None) is not written to a file")
     final = Path(path)
-    if final.exists():
+    if final.exists() and not replace:
         return False
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial")
@@ -307,6 +311,9 @@ def write_release(release: Release, path: str | os.PathLike[str]) -> bool:
                 flat = np.concatenate(parts) if parts else _NO_INTS
                 vg.create_dataset(name, data=flat, **_compression(flat))
                 vg.create_dataset(f"{name}_offsets", data=offsets)
+        if replace:
+            os.replace(tmp, final)
+            return True
         try:
             os.link(tmp, final)
         except FileExistsError:
