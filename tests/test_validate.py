@@ -253,3 +253,36 @@ def test_problem_text_and_dict() -> None:
         "annotation_id": 3,
     }
     assert str(Problem("x", "warning", "m")) == "warning x: m"
+
+
+def test_validate_for_export_checks_the_latest_release_as_it_pins_a_re_registered_video(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file was re-encoded and re-registered after the build, with no new build: export of the latest release
+    refuses the video (it pins the old bytes), so validate --for-export must not exit 0."""
+    from tests.media import encode_clip
+    from vidlabel import export
+    from vidlabel.cli import main
+    from vidlabel.errors import VideoChangedError
+    from vidlabel.video._probe import probe
+
+    clip = tmp_path / "a.mp4"
+    encode_clip(clip, n_frames=12, width=32, height=24)
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_video(probe(clip, progress=False))
+    ds.add_labels(["p"])
+    ds.add_annotations([{"kind": "box", "label": "p", "start_frame": 3, "box": [1, 1, 9, 9]}], "a")
+    rel, _ = ds.build()
+    assert ds.validate(for_export=True) == []
+    encode_clip(clip, n_frames=12, width=32, height=24, gop=3)  # other bytes, same frames and size
+    ds.update_video(probe(clip, progress=False))  # re-registered; no build since
+    assert [p.code for p in ds.validate()] == []  # the live dataset is fine
+    problems = ds.validate(for_export=True)
+    assert [(p.code, p.severity, p.video_id) for p in problems] == [("video_file_changed", "error", "a")]
+    assert f"release {rel.release_id} (the latest" in problems[0].message and "vidlabel build" in problems[0].message
+    assert main(["validate", str(ds.path), "--for-export"]) == 1
+    assert "video_file_changed" in capsys.readouterr().out
+    with pytest.raises(VideoChangedError):  # what validate foretold
+        export(ds, tmp_path / "store", progress=False)
+    new, _ = ds.build()
+    assert new.release_id != rel.release_id and ds.validate(for_export=True) == []

@@ -70,7 +70,7 @@ from vidlabel.dataset._release import (
     write_release,
 )
 from vidlabel.dataset._rows import check_rows, check_tracks
-from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table
+from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table, video_file_problems
 from vidlabel.dataset._validate import for_export as export_severity
 from vidlabel.errors import (
     AnnotationError,
@@ -841,7 +841,10 @@ class Dataset:
         for_export : bool
             Rate ``missing_video_file`` and ``video_file_changed`` as errors
             (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
-            so no error here means export will read every video.
+            so no error here means export will read every video. The videos of
+            the latest release (what export exports by default) that it pins
+            otherwise than they are registered now (re-registered since the
+            build) are checked as that release pins them, too.
         roots : path or sequence of path
             Folders to look under for moved video files, as export's ``roots``
             (pass the same to both); one folder may be given alone.
@@ -861,7 +864,32 @@ class Dataset:
         check_files, hash_files = check_flag("check_files", check_files), check_flag("hash_files", hash_files)
         for_export = check_flag("for_export", for_export)
         problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files, roots=roots)
+        if for_export and check_files:
+            problems += self._latest_release_problems(hash_files=hash_files, roots=roots)
         return export_severity(problems) if for_export else problems
+
+    def _latest_release_problems(
+        self, *, hash_files: bool, roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+    ) -> list[Problem]:
+        """Export's file problems for the latest release's videos pinned otherwise than they are registered now."""
+        try:
+            rel = self.release("latest")
+        except (ReleaseNotFoundError, ReleaseCorruptError):
+            return []  # no release yet (export then refuses), or a damaged one (export says so)
+        live = {m.video_id: (m.content_hash, m.sources) for m in self.videos()}
+        out: list[Problem] = []
+        for vid in sorted(rel.videos):
+            meta = rel.videos[vid]
+            if live.get(vid) == (meta.content_hash, meta.sources):
+                continue  # registered as pinned: the live check above covers it
+            for p in video_file_problems(meta, self._path, roots, hash_files=hash_files):
+                message = (
+                    f"release {rel.release_id} (the latest: what export exports by default) pins this video as it "
+                    f"was registered when it was built: {p.message} (after re-registering the video, build a new "
+                    "release: `vidlabel build`)"
+                )
+                out.append(dataclasses.replace(p, message=message))
+        return out
 
     def _validate(
         self,

@@ -65,7 +65,15 @@ import numpy as np
 from vidlabel.dataset._rows import unique_rows
 from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View, ranges_text
 
-__all__ = ["EXPORT_ERRORS", "PROBLEM_CODES", "Problem", "for_export", "untrusted_summary", "validate_table"]
+__all__ = [
+    "EXPORT_ERRORS",
+    "PROBLEM_CODES",
+    "Problem",
+    "for_export",
+    "untrusted_summary",
+    "validate_table",
+    "video_file_problems",
+]
 
 _MASK, _MARKER = KINDS.index("mask"), KINDS.index("marker")
 
@@ -247,6 +255,20 @@ def _video_problems(
                 )
             )
     return out
+
+
+def video_file_problems(
+    meta: VideoMetadata,
+    base: Path | None,
+    roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    hash_files: bool,
+) -> list[Problem]:
+    """The ``missing_video_file`` and ``video_file_changed`` problems of one video (export's file checks)."""
+    from vidlabel.video._probe import roots_of
+
+    problems = _video_problems(meta, base, True, hash_files, roots_of(roots))
+    return [p for p in problems if p.code in EXPORT_ERRORS]
 
 
 def _view_problems(
