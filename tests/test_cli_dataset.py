@@ -404,3 +404,23 @@ def test_add_video_refuses_a_registered_id_before_probing(
     code, out, err = run(capsys, "add-video", dataset, clip.path, "--video-id", "cam1", "--replace")
     assert code == 0 and out.startswith(f"replaced video 'cam1': {clip.frame_count} frames"), err
     assert calls == [str(clip.path)]
+
+
+def test_add_annotations_names_a_pipe_as_not_a_regular_file_not_as_missing(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`vidlabel add-annotations DS cam1 /dev/stdin` said "'/dev/stdin' not found" of a path that is there."""
+    import os
+
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", fifo)
+    assert code == 1 and "is not a regular file (a pipe or a device)" in err and "not found" not in err
+    assert Dataset.open(dataset).annotations() == []
+
+
+def test_check_video_refuses_negative_reads_as_an_option_error(
+    dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "check-video", dataset, "cam1", "--reads", "-1")
+    assert code == 1 and err == "vidlabel: error: --reads must be >= 0, got -1\n"  # not 'ValueError: ...'

@@ -154,6 +154,8 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
     lines: list[int] = []
     if not path.is_file():
         what = "is a folder, not a file" if path.is_dir() else "not found"
+        if path.exists() and not path.is_dir():  # /dev/stdin, a pipe, a device: there, but no file to read twice
+            what = "is not a regular file (a pipe or a device); write the rows to a .jsonl file and give its path"
         raise AnnotationError(f"annotation file {str(path)!r} {what}", path=str(path))
     offset = 0  # byte offset of the current line in the file
     with open(path, "rb") as f:
@@ -404,7 +406,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     ds = Dataset.open(args.dataset)
     meta = ds.video(args.video_id)
     if args.reads < 0:
-        raise ValueError(f"--reads must be >= 0, got {args.reads}")
+        from vidlabel.errors import OptionError
+
+        raise OptionError(f"--reads must be >= 0, got {args.reads}")
     with FrameReader.for_video(meta, roots=args.roots) as reader:
         index = reader.frame_index
         n = reader.frame_count
