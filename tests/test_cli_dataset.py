@@ -424,3 +424,16 @@ def test_check_video_refuses_negative_reads_as_an_option_error(
 ) -> None:
     code, _, err = run(capsys, "check-video", dataset, "cam1", "--reads", "-1")
     assert code == 1 and err == "vidlabel: error: --reads must be >= 0, got -1\n"  # not 'ValueError: ...'
+
+
+def test_add_annotations_refuses_a_field_given_twice_on_a_line(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON keeps the last of two equal keys: the row below was stored as a 'car' without a word."""
+    good = json.dumps({"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22]})
+    twice = '{"kind": "box", "label": "person", "start_frame": 4, "box": [1, 2, 11, 22], "label": "car"}'
+    path = tmp_path / "twice.jsonl"
+    path.write_text(good + "\n" + twice + "\n")
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", path)
+    assert code == 1 and err == f"vidlabel: error: {path} line 2: field 'label' is given twice; give each field once\n"
+    assert Dataset.open(dataset).annotations() == []

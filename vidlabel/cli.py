@@ -170,7 +170,11 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
             if not text.strip():
                 continue
             try:
-                row = json.loads(text)
+                row = json.loads(text, object_pairs_hook=_no_repeated_keys)
+            except _RepeatedKeyError as err:  # {"label": "person", ..., "label": "car"}: json keeps the last, silently
+                raise AnnotationError(
+                    f"{path} line {number}: field {err.key!r} is given twice; give each field once", path=str(path)
+                ) from None
             except json.JSONDecodeError as err:
                 raise AnnotationError(
                     f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
@@ -208,6 +212,24 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
         span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
     print(f"added {plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
     return 0
+
+
+class _RepeatedKeyError(ValueError):
+    """A JSON object that names one key twice (``json`` would keep the last value without a word)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of the JSON Lines reader: a dict, refusing a key given twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKeyError(key)
+        out[key] = value
+    return out
 
 
 def _not_utf8(path: Any, number: int, start: int, raw: bytes, err: UnicodeDecodeError) -> str:
