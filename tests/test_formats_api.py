@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,56 @@ def test_cli_errors_exit_1_with_file_and_line(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["import", str(tmp_path / "ds"), "mot", str(gt), "--label-map", "one=person"])
     assert "class ids must be integers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--label-map", "1=person,1=car"],
+            r"argument --label-map: 1 is given twice \(1=person and 1=car\): give it once",
+        ),
+        (["--label-map", "1=person,01=car"], r"argument --label-map: 1 is given twice \(1=person and 1=car\)"),
+        (["--label-map", "1=person", "--label-map", "1=car"], r"--label-map: 1 is given twice \(1=person and 1=car\)"),
+        (["--video-map", "7=cam1,7=cam2"], r"argument --video-map: 7 is given twice \(7=cam1 and 7=cam2\)"),
+        (["--video-map", "7=cam1", "--video-map", "7=cam2"], r"--video-map: 7 is given twice \(7=cam1 and 7=cam2\)"),
+        (
+            ["--option", "include_ignored=true", "--option", "include_ignored=false"],
+            r"--option include_ignored is given twice",
+        ),
+    ],
+)
+def test_cli_a_map_key_or_option_given_twice_is_refused(tmp_path: Path, capsys, flags: list[str], said: str) -> None:
+    """Before, the later value replaced the earlier without a word: class 1 imported as car."""
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n")
+    try:
+        code = main(["import", str(tmp_path / "ds"), "mot", str(gt), "--video", "cam1", *flags])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code in (1, 2) and re.search(said, capsys.readouterr().err)
+    assert ds.annotations() == []
+
+
+def test_cli_one_label_map_may_be_given_in_two_flags(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n1,2,10,20,5,6,1,3,1\n")
+    args = [
+        "import",
+        str(tmp_path / "ds"),
+        "mot",
+        str(gt),
+        "--video",
+        "cam1",
+        "--label-map",
+        "1=person",
+        "--label-map",
+        "3=car",
+    ]
+    assert main(args) == 0
+    assert sorted(r["label"] for r in ds.annotations()) == ["car", "person"]
 
 
 def test_export_needs_a_release(tmp_path: Path) -> None:

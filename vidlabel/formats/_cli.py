@@ -14,21 +14,45 @@ FORMAT_NAMES = ("coco-vid", "cvat-video", "label-studio", "mediasequence", "mot"
 
 
 def _pairs(text: str) -> dict[str, str]:
-    out = {}
+    """``K=V,K=V`` as a dict; a key given twice is refused (the later value would replace the earlier without a
+    word: ``1=person,1=car`` would import class 1 as car)."""
+    out: dict[str, str] = {}
     for item in filter(None, (s.strip() for s in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise argparse.ArgumentTypeError(f"{item!r} is not KEY=VALUE (e.g. 1=person,3=car)")
-        out[key.strip()] = value.strip()
+        _add_once(out, key.strip(), value.strip())
     return out
 
 
+def _add_once(out: dict[Any, str], key: Any, value: str) -> None:
+    if key in out:
+        raise argparse.ArgumentTypeError(f"{key} is given twice ({key}={out[key]} and {key}={value}): give it once")
+    out[key] = value
+
+
 def _label_map(text: str) -> dict[int, str]:
-    pairs = _pairs(text)
-    try:
-        return {int(k): v for k, v in pairs.items()}
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"class ids must be integers ({err}), e.g. 1=person,3=car") from err
+    out: dict[int, str] = {}
+    for key, value in _pairs(text).items():
+        try:
+            _add_once(out, int(key), value)  # "01" and "1" are one class id
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"class ids must be integers ({err}), e.g. 1=person,3=car") from err
+    return out
+
+
+class _MergeOnce(argparse.Action):
+    """A ``K=V,...`` flag that may be given more than once: the maps are merged, a key in two of them refused."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        merged = dict(getattr(namespace, self.dest) or {})
+        for key, value in values.items():
+            if key in merged:
+                parser.error(f"{option}: {key} is given twice ({key}={merged[key]} and {key}={value}): give it once")
+            merged[key] = value
+        setattr(namespace, self.dest, merged)
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -52,9 +76,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from vidlabel.errors import OptionError
     from vidlabel.formats import import_labels
 
-    for key, _ in args.option:
+    seen: dict[str, Any] = {}
+    for key, value in args.option:
         if key in _OWN_FLAGS:
             raise OptionError(f"--option {key}=... is set by a flag of its own here: use {_OWN_FLAGS[key]}")
+        if key in seen:
+            raise OptionError(f"--option {key} is given twice ({key}={seen[key]} and {key}={value}): give it once")
+        seen[key] = value
     report = import_labels(
         Dataset.open(args.dataset),
         args.format,
@@ -94,11 +122,15 @@ def add_format_commands(
     p.add_argument(
         "--video-map",
         type=_pairs,
+        action=_MergeOnce,
         default=None,
         metavar="K=ID,...",
         help="file video key (id, name, folder) -> video id",
     )
-    p.add_argument("--label-map", type=_label_map, default=None, metavar="1=person,3=car", help="MOT class id -> label")
+    p.add_argument(
+        "--label-map", type=_label_map, action=_MergeOnce, default=None, metavar="1=person,3=car",
+        help="MOT class id -> label",
+    )  # fmt: skip
     p.add_argument("--label", help="one label for every row of a file without classes (MOT det.txt)")
     p.add_argument("--add-labels", action="store_true", help="add labels the file names that the dataset lacks")
     p.add_argument("--dry-run", action="store_true", help="read and check the file, write nothing")
