@@ -189,3 +189,26 @@ def test_a_file_whose_rows_are_all_skipped_does_not_warn(tmp_path: Path) -> None
     f.write_text(json.dumps([{"id": 1, "data": {"video": "cam1.mp4"}, "annotations": [{"result": [rotated]}]}]))
     report = import_labels(ds, "label-studio", f, video_id="cam1")  # a warning would be an error here
     assert sum(report.skipped.values()) == 1
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        (
+            "coco-vid",
+            '{"videos": [], "images": [], "categories": [], "annotations": [{"category_id": 1, "category_id": 3}]}',
+        ),
+        ("ytvis", '{"videos": [], "categories": [{"id": 1, "name": "car", "name": "person"}], "annotations": []}'),
+        ("label-studio", '[{"id": 1, "data": {"video": "a.mp4", "video": "b.mp4"}}]'),
+    ],
+)
+def test_a_json_key_given_twice_in_one_object_is_refused(tmp_path: Path, fmt: str, text: str) -> None:
+    """json keeps the last of two equal keys without a word: a class or a video would silently change."""
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "labels.json"
+    f.write_text(text)
+    with pytest.raises(
+        FormatError, match=rf"^{re.escape(str(f))}: key '\w+' is given twice in one object \(.+ and .+\)"
+    ):
+        import_labels(ds, fmt, f, video_id="cam1")
+    assert ds.annotations() == []
