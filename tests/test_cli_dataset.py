@@ -88,6 +88,10 @@ def test_add_view_refuses_a_crop_larger_than_a_video(dataset: Path, capsys: pyte
 def test_add_video_metadata_needs_the_required_fields(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"frame_count": 3}')
     assert code == 1 and "--metadata needs frame_count, fps, width and height" in err
+    with pytest.raises(SystemExit) as info:  # argparse refuses the argument (json kept the last, 25)
+        run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"fps": 30, "fps": 25}')
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "argument --metadata: key 'fps' is given twice: give each key once" in err
     code, _, err = run(capsys, "add-video", dataset, "/nowhere/x.mp4", "--metadata", '{"colour": 1}')
     assert code == 1 and "unknown field(s) ['colour']" in err
     code, _, err = run(capsys, "add-video", dataset, "/nowhere/cam1.mp4", "--metadata", META)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from vidlabel._json import RepeatedKeyError, no_repeated_keys
 from vidlabel._version import __version__
 from vidlabel._words import plural
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
@@ -170,8 +171,8 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
             if not text.strip():
                 continue
             try:
-                row = json.loads(text, object_pairs_hook=_no_repeated_keys)
-            except _RepeatedKeyError as err:  # {"label": "person", ..., "label": "car"}: json keeps the last, silently
+                row = json.loads(text, object_pairs_hook=no_repeated_keys)
+            except RepeatedKeyError as err:  # {"label": "person", ..., "label": "car"}: json keeps the last, silently
                 raise AnnotationError(
                     f"{path} line {number}: field {err.key!r} is given twice; give each field once", path=str(path)
                 ) from None
@@ -212,24 +213,6 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
         span = f" (ids {ids[0]}..{ids[-1]})" if ids else ""
     print(f"added {plural(len(ids), 'annotation')} to video {args.video_id!r}{span}")
     return 0
-
-
-class _RepeatedKeyError(ValueError):
-    """A JSON object that names one key twice (``json`` would keep the last value without a word)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` of the JSON Lines reader: a dict, refusing a key given twice."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _RepeatedKeyError(key)
-        out[key] = value
-    return out
 
 
 def _not_utf8(path: Any, number: int, start: int, raw: bytes, err: UnicodeDecodeError) -> str:
@@ -601,7 +584,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _json_arg(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=no_repeated_keys)
+    except RepeatedKeyError as err:
+        raise argparse.ArgumentTypeError(f"key {err.key!r} is given twice: give each key once") from None
     except json.JSONDecodeError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from err
     except RecursionError:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._json import RepeatedKeyError, no_repeated_keys
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
@@ -165,30 +166,13 @@ def read_text(path: Path) -> str:
         raise fail(path, line, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
 
 
-class _RepeatedKey(ValueError):
-    def __init__(self, key: str, first: Any, second: Any) -> None:
-        super().__init__(key)
-        self.key, self.first, self.second = key, first, second
-
-
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook``: a dict, refusing a key given twice in one object (``json`` keeps the last
-    silently: ``{"category_id": 1, ..., "category_id": 3}`` would take the second class)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _RepeatedKey(key, out[key], value)
-        out[key] = value
-    return out
-
-
 def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
     """The JSON document of a file; a FormatError names line and column of a syntax error, and a key given
     twice in one object."""
     text = read_text(path)
     try:
-        doc = json.loads(text, object_pairs_hook=_no_repeated_keys)
-    except _RepeatedKey as err:
+        doc = json.loads(text, object_pairs_hook=no_repeated_keys)
+    except RepeatedKeyError as err:
         first, second = (str(json.dumps(v))[:40] for v in (err.first, err.second))
         raise fail(
             path, None, f"key {err.key!r} is given twice in one object ({first} and {second}): give each key once"
