@@ -47,3 +47,30 @@ def test_ragged_targets_of_different_trailing_shapes_stay_separate():
 def test_empty_batch_is_refused():
     with pytest.raises(OptionError, match="empty batch"):
         collate_frames([])
+
+
+def _rgb(frame: int) -> np.ndarray:
+    """(6, 8, 3) uint8 whose channel c holds 10 * c + frame everywhere, so a transposed layout shows."""
+    return np.stack([np.full((6, 8), 10 * c + frame, np.uint8) for c in range(3)], axis=-1)
+
+
+def test_numpy_samples_collate_to_channels_first_images_as_tensor_samples_do():
+    # FrameSamples.sample / iter_plan give (H, W, 3) NumPy images, and a transform may return one: the batch
+    # must be (B, 3, H, W) as for tensor samples, not (B, H, W, 3)
+    numpy_samples = [dict(_sample(1, k), image=_rgb(k)) for k in range(3)]
+    for batch in (
+        collate_frames(numpy_samples),
+        collate_frames([to_torch_sample(s) for s in numpy_samples]),
+        collate_frames([to_torch_sample(numpy_samples[0]), numpy_samples[1], numpy_samples[2]]),
+    ):
+        assert isinstance(batch["image"], torch.Tensor) and batch["image"].shape == (3, 3, 6, 8)
+        for k in range(3):
+            for c in range(3):
+                assert batch["image"][k, c].unique().tolist() == [10 * c + k]
+
+
+def test_numpy_images_of_several_sizes_come_out_channels_first_each():
+    small = dict(_sample(0, 1), image=np.zeros((4, 5, 3), np.uint8))
+    batch = collate_frames([dict(_sample(0, 0), image=_rgb(0)), small])
+    assert [tuple(t.shape) for t in batch["image"]] == [(3, 6, 8), (3, 4, 5)]
+    assert batch["image"][0][2].unique().tolist() == [20]

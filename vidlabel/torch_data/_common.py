@@ -317,6 +317,17 @@ def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
     return list(torch.split(flat, [int(v.shape[0]) for v in values]))
 
 
+def _from_numpy(key: str, value: Any) -> Any:
+    """A NumPy array as a tensor (anything else as it is); a NumPy ``image`` (H, W, C), as FrameSamples gives it,
+    as the (C, H, W) view :func:`to_torch_sample` makes, so that a batch's images are (B, C, H, W) whichever
+    kind of sample they came in."""
+    if not isinstance(value, np.ndarray):
+        return value
+    if key == "image" and value.ndim == 3:
+        return _tensor(value).permute(2, 0, 1)
+    return _tensor(value)
+
+
 def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Collate samples (tensor dicts) into a batch dict.
 
@@ -330,7 +341,9 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     - ints/floats (``frame_index``): a (B,) tensor;
     - strings, None and anything else (``video_id``, ``view_id``): a list.
 
-    Keys are those of the first sample. NumPy arrays are converted to tensors first.
+    Keys are those of the first sample. NumPy arrays are converted to tensors first, a NumPy ``image``
+    (H, W, 3) (a ``FrameSamples`` sample, or what a transform returned) to (3, H, W) as
+    :func:`to_torch_sample` does, so images come out (B, 3, H, W) either way.
 
     In a DataLoader worker, images go into reusable shared-memory slabs and
     small tensors travel by value inside the message
@@ -363,7 +376,7 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             values = [s[key] for s in batch]
         except KeyError as err:
             raise OptionError(f"collate_frames: a sample lacks key {key!r} that the first sample has") from err
-        values = [_tensor(v) if isinstance(v, np.ndarray) else v for v in values]
+        values = [_from_numpy(key, v) for v in values]
         first = values[0]
         if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
             if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
