@@ -271,6 +271,21 @@ def test_planned_stream_seed_and_epoch(samples: FrameSamples, plan_and_requests)
         PlannedStream(samples, [])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("epoch", [2**63, 2**64 + 5])
+def test_set_epoch_refuses_an_epoch_the_shared_64_bit_value_would_wrap(
+    samples: FrameSamples, plan_and_requests, epoch: int
+) -> None:
+    # 2**64 + 5 was kept as 5 (epoch 5's order without a word) and 2**63 as -2**63
+    plan, _ = plan_and_requests
+    for stream in (VideoStream(samples), PlannedStream(samples, plan)):
+        stream.set_epoch(3)
+        with pytest.raises(OptionError, match=r"epoch must be an integer in \[0, 9223372036854775807\]"):
+            stream.set_epoch(epoch)
+        assert stream.epoch == 3
+        stream.set_epoch(2**63 - 1)
+        assert stream.epoch == 2**63 - 1
+
+
 # -- spawn ------------------------------------------------------------------------------------------
 
 

@@ -43,6 +43,7 @@ from vidlabel.video._readplan import check_nonneg_int
 
 __all__ = [
     "RAGGED_KEYS",
+    "MAX_EPOCH",
     "Epochs",
     "RankAware",
     "SharedEpoch",
@@ -152,6 +153,10 @@ def worker_info(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     return rank * workers + worker, world * workers
 
 
+#: The largest epoch :meth:`Epochs.set_epoch` takes: the shared value is a signed 64-bit integer.
+MAX_EPOCH = 2**63 - 1
+
+
 class SharedEpoch:
     """The epoch of an iterable dataset, in shared memory: DataLoader workers that are already running
     (``persistent_workers=True``) read what ``set_epoch`` wrote in the main process.
@@ -214,9 +219,16 @@ class Epochs:
         Raises
         ------
         OptionError
-            If ``epoch`` is not an integer >= 0 (bools refused).
+            If ``epoch`` is not an integer in ``[0, 2**63 - 1]`` (bools refused): the shared value is a
+            64-bit integer, which would wrap a larger one into another epoch's order.
         """
-        self._epoch.value = check_nonneg_int(epoch, "epoch")
+        epoch = check_nonneg_int(epoch, "epoch")
+        if epoch > MAX_EPOCH:
+            raise OptionError(
+                f"epoch must be an integer in [0, {MAX_EPOCH}] (it is shared with the DataLoader workers as a "
+                f"64-bit integer), got {epoch}"
+            )
+        self._epoch.value = epoch
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:
