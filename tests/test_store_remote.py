@@ -370,6 +370,21 @@ def test_upload_refuses_incomplete_hdf5_and_non_url(world: tuple[Path, Dataset],
     assert not fsspec.filesystem("memory").exists(f"{mem}/h/zarr.json")  # nothing was put
 
 
+def test_opening_a_store_in_a_bucket_that_does_not_exist_says_so(
+    world: tuple[Path, Dataset], s3_bucket: Bucket
+) -> None:
+    """Before: only "no vidlabel frame store at 's3://...'", as for an empty prefix of a bucket that exists."""
+    missing = f"s3://{s3_bucket.name}-missing/store"
+    with pytest.raises(
+        StoreError,
+        match=rf"^no vidlabel frame store at '{missing}': the bucket '{s3_bucket.name}-missing' does not exist "
+        r"\(or these credentials cannot see it\)$",
+    ):
+        open_store(missing, storage_options=s3_bucket.storage_options)
+    with pytest.raises(StoreError, match=rf"^no vidlabel frame store at '{s3_bucket.url('empty')}'$"):  # bucket there
+        open_store(s3_bucket.url("empty"), storage_options=s3_bucket.storage_options)
+
+
 def test_an_upload_that_cannot_write_names_the_object_and_a_rerun_completes_it(
     world: tuple[Path, Dataset], s3_bucket: Bucket
 ) -> None:

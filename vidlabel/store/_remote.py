@@ -166,6 +166,25 @@ class ObjectStore:
         """The URL of ``key``, for messages."""
         return f"{self.url}/{key}" if key else self.url
 
+    def missing_bucket(self) -> str | None:
+        """Why nothing is found, where the URL's bucket (S3, GCS) or container (Azure) itself does not exist, or
+        these credentials cannot see it: its first path part, asked of the filesystem; else None (also when the
+        filesystem cannot tell)."""
+        try:
+            fs, root = self._open()
+        except StoreError:
+            return None
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if not {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"} & set(protocols):
+            return None
+        bucket = fs._strip_protocol(root).strip("/").split("/", 1)[0]
+        try:
+            if not bucket or fs.exists(bucket):
+                return None
+        except Exception:  # the filesystem cannot tell: no hint
+            return None
+        return f"the bucket {bucket!r} does not exist (or these credentials cannot see it)"
+
     def absent_from_process(self) -> str | None:
         """Why nothing is found, for a ``memory://`` URL with nothing under it in this process; else None.
 
@@ -671,7 +690,7 @@ def find_url_stores(url: str, storage_options: Mapping[str, Any] | None = None) 
     if not found and ("videos" in children or "index" in children):
         return [store.url]
     if not found:
-        absent = store.absent_from_process()
+        absent = store.absent_from_process() or store.missing_bucket()
         if absent is not None:
             raise StoreError(f"no vidlabel frame store at {store.url!r}: {absent}", path=store.url)
     return found
