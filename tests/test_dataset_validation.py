@@ -188,6 +188,19 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("unknown status", {**GOOD, "status": "done"}, r"field 'status'.*'done'; allowed: unreviewed, approved, rejected"),
     ("unknown origin", {**GOOD, "origin": "robot"}, r"field 'origin'.*unknown origin 'robot'; allowed: human, model"),
     ("negative track", {**GOOD, "track_id": -2}, r"field 'track_id'.*-2 is not an integer >= 0"),
+    # before: "18446744073709551616 is not an integer >= 0", of an integer
+    (
+        "track past int64",
+        {**GOOD, "track_id": 2**64},
+        r"field 'track_id'.*18446744073709551616 does not fit in 64 bits; "
+        r"allowed: integers in \[0, 2\*\*63\) or None",
+    ),
+    (
+        "frame past int64",
+        {**GOOD, "start_frame": 2**63},
+        r"field 'start_frame'.*9223372036854775808 does not fit in 64 "
+        r"bits; allowed: integers in \[0, ",
+    ),
     (
         "track relabelled vs stored",
         {**GOOD, "label": "car", "track_id": 7},

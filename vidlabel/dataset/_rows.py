@@ -571,7 +571,7 @@ def _check_frames(b: _Batch, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         bad,
         "start_frame",
         lambda i: (
-            ("missing" if starts_v[i] is None else f"{_show(starts_v[i])} is not an integer frame number")
+            ("missing" if starts_v[i] is None else f"{_show(starts_v[i])} {_not_int_why(starts_v[i], 'frame number')}")
             + f"; allowed: integers in [0, {fc})"
         ),
     )
@@ -582,7 +582,8 @@ def _check_frames(b: _Batch, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         end = np.where(has_end, end, start)
     else:
         end, bad_end = start.copy(), np.zeros(b.n, bool)
-    ref.add(bad_end & has_end, "end_frame", lambda i: f"{_show(ends_v[i])} is not an integer frame number (inclusive)")
+    ref.add(bad_end & has_end, "end_frame",
+            lambda i: f"{_show(ends_v[i])} {_not_int_why(ends_v[i], 'frame number')} (inclusive)")  # fmt: skip
     ok = ~ref.bad
     ref.add(
         ok & ((start < 0) | (start >= fc)),
@@ -659,6 +660,14 @@ def _check_confidence(b: _Batch) -> np.ndarray:
     return conf
 
 
+def _not_int_why(value: Any, what: str) -> str:
+    """Why ``value`` was refused as an integer: "does not fit in 64 bits" for a whole number too large for
+    int64 (it is an integer, so "is not an integer" would puzzle), else "is not an integer <what>"."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -(2**63) <= int(value) < 2**63:
+        return "does not fit in 64 bits"
+    return f"is not an integer {what}"
+
+
 def _check_track_id(b: _Batch) -> np.ndarray:
     """(N,) int64 track ids, -1 for none; refuse anything but an integer >= 0."""
     track_v = b.column("track_id")
@@ -668,7 +677,8 @@ def _check_track_id(b: _Batch) -> np.ndarray:
         track, bad = _ints(track_v if has_track.all() else [t if t is not None else 0 for t in track_v])
         bad = has_track & (bad | (track < 0))
         track = np.where(has_track, track, -1)
-    b.ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} is not an integer >= 0; allowed: int >= 0 or None")
+    b.ref.add(bad, "track_id", lambda i: f"{_show(track_v[i])} {_not_int_why(track_v[i], '>= 0')}; allowed: "
+              f"integers in [0, 2**63) or None")  # fmt: skip
     return track
 
 
