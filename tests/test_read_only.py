@@ -132,3 +132,32 @@ def test_open_mode_follows_what_is_writable(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(_db, "writable", lambda path: path != db)
     assert _db.open_mode(db) == "ro"  # the file alone is read-only
     assert Dataset.open(ds.path).labels() == ["x"]
+
+
+def test_a_write_ahead_log_without_its_index_on_a_read_only_mount_says_what_to_do(tmp_path: Path) -> None:
+    """A dataset copied while open (its -wal, not its -shm) and mounted read-only: SQLite cannot open it. Before, the
+    message blamed a full disk or the permissions; it names the log and says to open the dataset once writable."""
+    src = Dataset.create(tmp_path / "src")
+    src.add_labels(["x"])  # the connection stays open: the write sits in the write-ahead log
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in (_db.DB_NAME, _db.DB_NAME + "-wal"):
+        shutil.copy2(src.path / name, copy / name)
+    assert (copy / (_db.DB_NAME + "-wal")).stat().st_size > 0
+    target = tmp_path / "ro"
+    if not mount_read_only(copy, target):
+        pytest.skip("this process may not bind-mount: SQLite could make the index file, so there is nothing to refuse")
+    try:
+        with pytest.raises(
+            VidlabelError,
+            match=rf"^cannot read dataset {target}: it holds a write-ahead log \(vidlabel.sqlite-wal, \d+ bytes: "
+            r"writes not yet folded into vidlabel.sqlite\) without its index file \(vidlabel.sqlite-shm\), and the "
+            r"folder is read-only, .*open the dataset once where it is writable",
+        ):
+            Dataset.open(target).labels()
+        assert sorted(p.name for p in target.iterdir()) == [_db.DB_NAME, _db.DB_NAME + "-wal"]
+    finally:
+        gc.collect()
+        if subprocess.run(["umount", str(target)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(target)], check=True)
+    assert Dataset.open(copy).labels() == ["x"]  # where it is writable the log is read (and folded in)

@@ -215,6 +215,15 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     except sqlite3.OperationalError as err:
         if not _cannot_open(err):  # e.g. "no such table: meta": another SQLite database
             raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+        wal, shm = (p / DB_NAME).with_name(DB_NAME + "-wal"), (p / DB_NAME).with_name(DB_NAME + "-shm")
+        if not writable(p) and wal.is_file() and wal.stat().st_size > 0 and not shm.exists():
+            raise DatasetError(  # SQLite reads a write-ahead log only through its index file, which it cannot make here
+                f"cannot read dataset {p}: it holds a write-ahead log ({wal.name}, {wal.stat().st_size} bytes: writes "
+                f"not yet folded into {DB_NAME}) without its index file ({shm.name}), and the folder is read-only, "
+                f"so SQLite cannot make one. Nothing was changed; open the dataset once where it is writable (any "
+                f"command, e.g. `vidlabel info`), which folds the log in, then copy or mount it read-only",
+                path=str(p),
+            ) from err
         raise DatasetError(
             f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
             f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
