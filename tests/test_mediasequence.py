@@ -424,6 +424,27 @@ def test_resumed_export_equals_a_clean_one(tmp_path: Path, clip: ClipTruth, monk
         export(ds, tmp_path / "other", **options)
 
 
+_EXPORT_SCRIPT = r"""
+import sys
+from vidlabel import Dataset, export
+export(Dataset.open(sys.argv[1]), sys.argv[2], format="mediasequence", codec="png", clip_frames=5, progress=False)
+"""
+
+
+def test_the_same_export_in_two_processes_writes_the_same_bytes(tmp_path: Path, clip: ClipTruth) -> None:
+    """Protobuf writes a map's entries (the context and feature-list keys) in an order that changes from one
+    process to the next unless asked to be deterministic: the shards of one release must not."""
+    ds = make_dataset(tmp_path / "ds", clip, sample_rows(clip))
+    for out in ("a", "b"):
+        proc = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ds.path), str(tmp_path / out)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    shards = sorted(p.name for p in (tmp_path / "a").glob("part-*.tfrecord"))
+    assert shards and shards == sorted(p.name for p in (tmp_path / "b").glob("part-*.tfrecord"))
+    for name in shards:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
 # -- errors ----------------------------------------------------------------------------------------------------
 
 

@@ -143,7 +143,8 @@ def sequence_example(
         flist = seq.feature_lists.feature_list[key]
         for value in steps:
             _fill(flist.feature.add(), value, dtype)
-    return bytes(seq.SerializeToString())
+    # deterministic: map entries (the keys) in sorted order, not one that changes from process to process
+    return bytes(seq.SerializeToString(deterministic=True))
 
 
 class TFRecordWriter:
