@@ -34,7 +34,7 @@ from tfrecord.writer import TFRecordWriter
 from tests.conftest import VFR_PTS_MS
 from tests.formats_util import canonical, random_tracks
 from tests.media import ClipTruth, encode_clip, read_frame_number
-from vidlabel import Dataset, export, probe
+from vidlabel import Dataset, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.errors import FormatError, OptionError, StoreError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
@@ -337,6 +337,29 @@ def test_vfr_clip_keeps_exact_per_frame_timestamps(tmp_path: Path, clip_vfr: Cli
     new = fresh_like(tmp_path / "new", ds)
     import_labels(new, "mediasequence", tmp_path / "out")
     assert_rows_equal(new.annotations(), ds.annotations())
+
+
+def test_a_frame_under_a_marker_alone_is_not_annotated_for_regions(tmp_path: Path, clip: ClipTruth) -> None:
+    """region/is_annotated = 1 with no boxes reads as "annotated, no objects": frames annotated only by a marker
+    were written so (before), which would teach a detector that they hold nothing; and with kinds=("marker",) the
+    boxes written on frame 0 (a store holds every region of its frames) sat under a 0, read as padding."""
+    rows = [{"kind": "box", "label": "person", "start_frame": n, "box": clip.box(n)} for n in (0, 4, 6)]
+    rows.append({"kind": "marker", "label": "goal", "start_frame": 4, "end_frame": 9})
+    ds = make_dataset(tmp_path / "ds", clip, rows)
+    for kinds, name in ((("box", "marker"), "both"), (("marker",), "markers")):
+        export(ds, tmp_path / name, format="mediasequence", frames="all", kinds=kinds, progress=False)
+        (se,) = read_all(tmp_path / name)
+        assert fl(se, "region/is_annotated") == [[int(n in (0, 4, 6))] for n in range(clip.frame_count)], kinds
+        assert [len(b) for b in fl(se, "region/bbox/xmin")] == [int(n in (0, 4, 6)) for n in range(clip.frame_count)]
+    export(ds, tmp_path / "annotated", format="mediasequence", kinds=("box", "marker"), progress=False)
+    (se,) = read_all(tmp_path / "annotated")  # frames 0 and 4..9: the marker's 5, 7, 8, 9 hold no box
+    assert fl(se, "region/is_annotated") == [[int(n in (0, 4, 6))] for n in (0, 4, 5, 6, 7, 8, 9)]
+    assert [len(b) for b in fl(se, "region/bbox/xmin")] == [int(n in (0, 4, 6)) for n in (0, 4, 5, 6, 7, 8, 9)]
+    store = tmp_path / "store"  # the frame store keeps the spec's meaning: a frame with a selected annotation
+    export(ds, store, frames="all", kinds=("box", "marker"), progress=False)
+    assert open_store(store).video_data("v").is_annotated.tolist() == [
+        4 <= n <= 9 or n == 0 for n in range(clip.frame_count)
+    ]
 
 
 def test_start_offset_clip_keeps_absolute_timestamps(tmp_path: Path, clip_start_offset: ClipTruth) -> None:

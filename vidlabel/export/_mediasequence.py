@@ -451,13 +451,36 @@ def _regions(
              "INSTANCE_SEGMENTATION/image/multi_encoded": "byte"}  # fmt: skip
     for k, v in lists.items():
         seq[k] = (v, types.get(k, "float"))
-    seq["region/is_annotated"] = (a["is_annotated"][span.start : span.stop].astype(np.int64).tolist(), "int")
+    seq["region/is_annotated"] = (_region_annotated(a)[span.start : span.stop].astype(np.int64).tolist(), "int")
     seq["region/timestamp"] = (ts.tolist(), "int")
     if with_masks:
         seq["INSTANCE_SEGMENTATION/image/timestamp"] = (ts.tolist(), "int")
         ctx["INSTANCE_SEGMENTATION/image/format"] = (b"PNG", "byte")
         ctx["INSTANCE_SEGMENTATION/image/height"] = (int(height), "int")
         ctx["INSTANCE_SEGMENTATION/image/width"] = (int(width), "int")
+
+
+def _region_annotated(a: dict[str, np.ndarray]) -> np.ndarray:
+    """(T,) bool ``region/is_annotated`` of a video's stored rows (README, key table: 1 for a frame with a box or
+    mask annotation): 1 on a frame with a region; also on a frame the store calls annotated (a selected annotation
+    on it) that no selected marker covers, whose boxes were annotated and left the exported view (an empty frame
+    of that crop); else 0.
+
+    MediaSequence reads 1 with no boxes as "annotated, and empty", and 0 as padding whose boxes may be ignored:
+    before, the store's ``is_annotated`` was written as it is, so a frame annotated only by a marker taught a
+    detector that it held no objects, and with ``kinds=("marker",)`` a frame's written boxes sat under a 0.
+    """
+    annotated = a["is_annotated"].astype(bool)
+    offsets = a["regions/row_offsets"]
+    has_regions = offsets[1:] > offsets[:-1]
+    start, end = a.get("segments/start_index"), a.get("segments/end_index")
+    if start is None or end is None:
+        return has_regions | annotated
+    under_marker = np.zeros(annotated.size + 1, np.int64)
+    used = start >= 0
+    np.add.at(under_marker, start[used], 1)
+    np.add.at(under_marker, end[used] + 1, -1)
+    return has_regions | (annotated & (np.cumsum(under_marker)[:-1] == 0))
 
 
 def _mask_png(a: dict[str, np.ndarray], k: int, size: tuple[int, int]) -> bytes:
