@@ -647,8 +647,8 @@ def check_options(
         min_confidence = float(min_confidence)
     if frames not in ("annotated", "all"):
         raise OptionError(f"unknown frames mode {frames!r}; allowed: annotated, all")
-    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
-        raise OptionError(f"stride must be an integer >= 1, got {stride!r}")
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or not 1 <= stride < 2**63:
+        raise OptionError(f"stride must be an integer in [1, 2**63), got {stride!r}")
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
     check_label_offset(label_offset)
