@@ -28,7 +28,14 @@ from tests.test_store_support import (
     store_contents,
 )
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError, StoreError, StoreIncompleteError, StoreLockedError, VidlabelWarning
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    OptionError,
+    StoreError,
+    StoreIncompleteError,
+    StoreLockedError,
+    VidlabelWarning,
+)
 from vidlabel.geometry import resize_image, view_image
 from vidlabel.store import backend_for
 from vidlabel.store._fs import StoreLock
@@ -859,3 +866,24 @@ def test_a_local_zarr_export_looks_for_each_unit_in_its_own_video_not_in_every_v
     assert backend.unit_published(keys["v0"], "v0") and backend.unit_published(keys["v0"])
     assert not backend.unit_published(keys["v0"], "v1")  # another video's group holds another unit
     assert not backend.unit_published("0" * 20, "v0")
+
+
+def test_video_ids_that_differ_only_in_case_are_exported_with_a_warning(tmp_path: Path) -> None:
+    """'Cam' and 'cam' are two files of a frame store, which a case-insensitive file system (macOS, Windows)
+    takes for one: before, nothing said so."""
+    import warnings
+
+    ds = make_dataset(tmp_path, videos=("Cam", "cam", "b"), n_frames=6)
+    with pytest.warns(
+        VidlabelWarning,
+        match=r"video ids that differ only in case \('Cam' and 'cam'\) name files that collide on a "
+        r"case-insensitive file system",
+    ):
+        export(ds, tmp_path / "h5", frames="all", progress=False)
+    store = open_store(tmp_path / "h5")  # on this (case-sensitive) file system both are stored, each its own
+    assert [read_frame_number(f) for f in store.read_rows("cam", [6])] == [6]  # 'cam' has 7 frames, 'Cam' 6
+    with pytest.raises(FrameOutOfRangeError, match=r"row 6 out of range \[0, 6\) of video 'Cam'"):
+        store.read_rows("Cam", [6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VidlabelWarning)  # shards are not named after video ids: nothing to say
+        export(ds, tmp_path / "ms", format="mediasequence", frames="all", progress=False)

@@ -216,7 +216,8 @@ def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int =
     Warns
     -----
     VidlabelWarning
-        When box or mask annotations lie on frames the store does not hold, or frames have no trustworthy picture.
+        When box or mask annotations lie on frames the store does not hold, frames have no trustworthy picture, or
+        (a frame store) video ids differ only in case.
     """
     report.not_stored = plan.not_stored
     report.markers_without_stored_frames = plan.markers_without_stored_frames
@@ -234,8 +235,28 @@ def report_plan(report: ExportReport, plan: Any, opts: Any, *, stacklevel: int =
     if report.untrusted_frames:
         n = report.untrusted_frames
         parts.append(f"{plural(n, 'frame')} without a trustworthy picture {'is' if n == 1 else 'are'} not stored")
+    if opts.format != "mediasequence":  # a frame store names a file or folder after each video id
+        parts.extend(_case_collisions([v.video_id for v in plan.videos]))
     if parts:
         warnings.warn(f"export to {report.out!r}: {'; '.join(parts)}", VidlabelWarning, stacklevel=stacklevel + 1)
+
+
+def _case_collisions(video_ids: list[str]) -> list[str]:
+    """Words for video ids that differ only in case (``Cam``, ``cam``): a frame store keeps a file or folder per
+    video id, and those collide on a case-insensitive file system (the macOS and Windows defaults), where one
+    video's data would take the other's place."""
+    by_fold: dict[str, list[str]] = {}
+    for video_id in video_ids:
+        by_fold.setdefault(video_id.casefold(), []).append(video_id)
+    groups = [ids for ids in by_fold.values() if len(ids) > 1]
+    if not groups:
+        return []
+    named = "; ".join(" and ".join(repr(v) for v in ids) for ids in groups[:5]) + ("; ..." if len(groups) > 5 else "")
+    return [
+        f"video ids that differ only in case ({named}) name files that collide on a case-insensitive file system "
+        "(the macOS and Windows defaults): keep this store on a case-sensitive one, or register the videos "
+        "under other ids"
+    ]
 
 
 def report_damaged(report: ExportReport, damaged: dict[str, str], *, stacklevel: int = 2) -> None:
