@@ -708,6 +708,11 @@ def test_a_video_failing_on_a_worker_is_named_the_others_are_written_and_the_sto
             export(ds, url, format="zarr", progress=False, executor=client.get_executor(), storage_options=options)
         message = str(info.value)
         assert re.search(r"2 of 3 frames units failed \(videos '[ac]', '[ac]'\); the other is written", message)
+        # the file was read where the worker runs: on a cluster that may not be the file this machine sees
+        assert message.endswith(
+            ". The file was read on an executor's worker: if the file on this machine is the registered one, the "
+            "workers see another file (or none) at that path: another machine or mount"
+        )
         if isinstance(info.value, VideoChangedError):  # the first failure to come back is raised, as without Dask
             assert info.value.video_id == "a" and re.search(r"video 'a' changed on disk", message)
         else:

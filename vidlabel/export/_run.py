@@ -52,7 +52,14 @@ from pathlib import Path
 from typing import Any
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError, StoreError, VideoChangedError, VideoDecodeError, VidlabelError
+from vidlabel.errors import (
+    OptionError,
+    StoreError,
+    VideoChangedError,
+    VideoDecodeError,
+    VideoNotFoundError,
+    VidlabelError,
+)
 from vidlabel.export._mediasequence import export_mediasequence
 from vidlabel.export._options import MEDIASEQUENCE, ExportOptions, check_options
 from vidlabel.export._plan import ExportPlan, UnitWork, check_video_files, plan_export, plan_units, select_frames
@@ -368,16 +375,23 @@ def _record_failures(backend: Backend, plan: ExportPlan, work: UnitWork, failed:
     left = len(work.jobs) - len(failed.failures)
     written = "none was written" if left <= 0 else "the other is written" if left == 1 else "the others are written"
     others = f"{len(failed.failures)} of {len(work.jobs)} frames units failed (videos {names}); {written}"
+    # a file is read where the worker runs: on a cluster that may not be the file this machine sees
+    where = (
+        " The file was read on an executor's worker: if the file on this machine is the registered one, the workers "
+        "see another file (or none) at that path: another machine or mount"
+        if isinstance(first, (VideoChangedError, VideoNotFoundError))
+        else ""
+    )
     failure: BaseException
     if isinstance(first, VideoDecodeError):  # as without an executor, plus what happened to the others
         failure = _failure(first, backend, plan, ds)
-        message = f"{failure} {others}."
+        message = f"{failure} {others}.{where}"
         failure.args, failure.message = (message,), message
     else:
         message = (
             f"export to {str(backend.folder)!r} stopped: {others}. Video {job.attrs.get('video_id')!r}: "
             f"{type(first).__name__}: {str(first).removesuffix('; rerun the export to resume')}. "
-            "Rerun the export to resume (the videos written are kept)"
+            "Rerun the export to resume (the videos written are kept)" + (f".{where}" if where else "")
         )
         failure = StoreError(message, path=str(backend.folder), video_id=job.attrs.get("video_id"))
         if isinstance(first, VidlabelError):  # keep the class (VideoNotFoundError, StoreError, ...)
