@@ -212,3 +212,31 @@ def test_a_json_key_given_twice_in_one_object_is_refused(tmp_path: Path, fmt: st
     ):
         import_labels(ds, fmt, f, video_id="cam1")
     assert ds.annotations() == []
+
+
+@pytest.mark.parametrize("fmt", ["mot", "coco-vid", "ytvis", "label-studio"])
+def test_exported_confidences_are_written_as_the_numbers_given(tmp_path: Path, fmt: str) -> None:
+    """A confidence is stored as float32: 0.9 was written as 0.8999999761581421 (the float64 of that float32)."""
+    ds = dataset(tmp_path / "ds")
+    ds.add_annotations(
+        [{"kind": "box", "label": "person", "start_frame": f, "box": (1, 1, 9, 9), "track_id": 0, "origin": "model",
+          "confidence": 0.9} for f in (0, 1)],
+        "cam1",
+    )  # fmt: skip
+    ds.build()
+    out = tmp_path / ("out.json" if fmt != "mot" else "mot")
+    export_labels(ds, fmt, out, release="latest")
+    text = "".join(p.read_text() for p in ([out] if out.is_file() else sorted(out.rglob("*.txt"))))
+    assert "0.9" in text and "0.89999" not in text
+    if fmt != "mot":  # and it comes back as the confidence imported
+        new = dataset(tmp_path / "new")
+        import_labels(new, fmt, out, video_id="cam1")
+        assert [r["confidence"] for r in new.annotations()] == [pytest.approx(0.9)] * 2
+
+
+def test_the_clipped_boxes_note_counts_one_box_in_the_singular(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")  # 64x48
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,60,20,10,6,1,1,1\n")
+    report = import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
+    assert "1 box reaching outside the frame was clipped to it (clip=False or --no-clip refuses them)" in report.notes

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
@@ -289,7 +290,8 @@ def _count_clipped(parsed: Parsed) -> None:
             n += int(((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h)).sum())
     if n:
         parsed.notes.append(
-            f"{n} boxes reaching outside the frame were clipped to it (clip=False or --no-clip refuses them)"
+            f"{plural(n, 'box')} reaching outside the frame {'was' if n == 1 else 'were'} clipped to it "
+            "(clip=False or --no-clip refuses them)"
         )
 
 

@@ -30,6 +30,7 @@ from ._common import (
     Where,
     coco_segmentation,
     fail,
+    float32_value,
     integer,
     json_key,
     mask_of,
@@ -215,7 +216,7 @@ def export_cocovid(release: Release, out: Path, videos: Sequence[str]) -> Export
             if is_mask[j]:
                 a["segmentation"] = mask_of(t, r)
             if model[j]:
-                a["score"] = None if conf[j] != conf[j] else conf[j]
+                a["score"] = None if conf[j] != conf[j] else float32_value(conf[j])
                 if a["score"] is None:
                     report.notes.append("model rows without a confidence written without a score (import as human)")
                     del a["score"]

@@ -28,6 +28,7 @@ __all__ = [
     "VideoRows",
     "fail",
     "interpolate_keyframes",
+    "float32_value",
     "read_json",
 ]
 
@@ -164,6 +165,12 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
         raise fail(path, line, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+
+
+def float32_value(value: Any) -> float:
+    """A confidence stored as float32, as the shortest decimal that reads back as that float32: ``0.9``, not
+    ``0.8999999761581421`` (the float64 of the float32 nearest 0.9), in the label files export writes."""
+    return float(str(np.float32(value)))
 
 
 def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:

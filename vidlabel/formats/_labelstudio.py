@@ -40,6 +40,7 @@ from ._common import (
     Parsed,
     VideoRows,
     fail,
+    float32_value,
     interpolate_keyframes,
     number,
     read_json,
@@ -267,7 +268,7 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
             if (t.origin[trows] == MODEL).any():
                 conf = t.confidence[trows].astype(np.float64)
                 if np.isfinite(conf).any():
-                    res["score"] = float(np.nanmean(conf))
+                    res["score"] = float32_value(np.nanmean(conf))
                 if len(set(conf.tolist())) > 1:
                     report.notes.append("a model track's confidences differ per frame: its score is their mean")
                 model.append(res)
@@ -281,7 +282,7 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
             }  # fmt: skip
             if t.origin[r] == MODEL:
                 if np.isfinite(t.confidence[r]):
-                    res["score"] = float(t.confidence[r])
+                    res["score"] = float32_value(t.confidence[r])
                 model.append(res)
             else:
                 human.append(res)

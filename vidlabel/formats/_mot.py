@@ -34,6 +34,7 @@ from ._common import (
     Parsed,
     VideoRows,
     fail,
+    float32_value,
     read_text,
     video_tables,
     write_text,
@@ -261,7 +262,7 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
                     report.not_written["label of model rows (MOT results hold no class)"] += int(sel.size)
                 for i in order.tolist():
                     x, y, w, h = map(_fmt, xywh[i])
-                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(conf[i])},-1,-1,-1\n")
+                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
             else:
                 cls = t.label[sel] + 1
                 for i in order.tolist():

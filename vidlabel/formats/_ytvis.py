@@ -35,6 +35,7 @@ from ._common import (
     VideoRows,
     coco_segmentation,
     fail,
+    float32_value,
     json_key,
     mask_of,
     number,
@@ -206,7 +207,7 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
             model = t.origin[trows] == MODEL
             if model.any():
                 conf = t.confidence[trows].astype(np.float64)
-                a["score"] = float(np.nanmean(conf)) if np.isfinite(conf).any() else None
+                a["score"] = float32_value(np.nanmean(conf)) if np.isfinite(conf).any() else None
                 if len(set(conf.tolist())) > 1:
                     report.notes.append("a model track's confidences differ per frame: its score is their mean")
             if track < 0:
