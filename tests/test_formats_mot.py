@@ -216,6 +216,9 @@ def test_export_layout_and_counts(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "cam1" / "gt" / "labels.txt").read_text() == "person\ncar\ngoal\n"
     assert rep.counts == {"box": 3} and rep.not_written == {"marker (MOT holds no markers)": 1}
     assert "not written (the format cannot hold them): marker (MOT holds no markers): 1" in str(rep)
+    # the report names every file written (it said "to 2 files" for these 4)
+    assert sorted(rep.paths) == sorted(str(p) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert "wrote 3 box to 4 files" in str(rep)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

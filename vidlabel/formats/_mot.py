@@ -273,4 +273,5 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
             report.paths.append(str(target))
             report.counts["box"] += int(sel.size)
         write_text(folder / "gt" / "labels.txt", labels_txt)
+        report.paths.extend([str(folder / "gt" / "labels.txt"), str(folder / "seqinfo.ini")])
     return report
