@@ -81,3 +81,15 @@ def test_verify_counts_of_one_are_singular(monkeypatch, capsys):
     )
     assert cli.main(["verify", "s"]) == 0
     assert capsys.readouterr().out == "ok: 1 store, 2 videos, 1 frame, 3 chunks (0.0 MiB) checked\n"
+
+
+def test_progress_bars_stay_off_output_that_is_not_a_terminal(tmp_path, capsys, clip):
+    """A command whose stderr goes to a file or a pipe printed tqdm's bars into it (README: clean output)."""
+    ds = tmp_path / "ds"
+    assert cli.main(["create", str(ds)]) == 0
+    assert cli.main(["add-video", str(ds), str(clip.path)]) == 0
+    assert cli.main(["build", str(ds)]) == 0
+    assert cli.main(["export", str(ds), str(tmp_path / "store"), "--frames", "all"]) == 0
+    assert cli.main(["verify", str(tmp_path / "store")]) == 0
+    err = capsys.readouterr().err
+    assert "%|" not in err and "frame/s" not in err, err

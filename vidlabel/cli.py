@@ -367,7 +367,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         )
         return 0
     failed = 0
-    for meta in tqdm(todo, desc="index", unit="video", file=sys.stderr, leave=False):
+    for meta in tqdm(todo, desc="index", unit="video", file=sys.stderr, leave=False, disable=None):
         try:
             path = resolve_video_path(meta, args.roots)
             index = read_frame_index(path)

@@ -270,7 +270,9 @@ def encode_demo_clip(path: str | Path, truth: DemoTruth, *, progress: bool = Fal
         stream.pix_fmt = "yuv420p"
         g = str(truth.gop)
         stream.options = {"crf": "16", "preset": "veryfast", "g": g, "keyint_min": g, "sc_threshold": "0", "bf": "2"}
-        for n in tqdm(range(truth.frame_count), desc="encode clip", unit="frame", disable=not progress, leave=False):
+        for n in tqdm(
+            range(truth.frame_count), desc="encode clip", unit="frame", disable=None if progress else True, leave=False
+        ):
             frame = av.VideoFrame.from_ndarray(truth.image(n), format="rgb24")
             frame.pts = n
             for packet in stream.encode(frame):
@@ -573,7 +575,7 @@ def _loader_epoch(
     seen: list[int] = []
     t_check = 0.0
     t = time.perf_counter()
-    for batch in tqdm(loader, desc=desc, unit="batch", disable=not progress, leave=False):
+    for batch in tqdm(loader, desc=desc, unit="batch", disable=None if progress else True, leave=False):
         t_c = time.perf_counter()
         for sample in _unbatch(batch):
             seen.append(sample["frame_index"])

@@ -46,7 +46,7 @@ def progress_bar(show: bool, total: int, desc: str) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="frame", smoothing=0.1)
+    return tqdm(total=total, desc=desc, unit="frame", smoothing=0.1, disable=None)
 
 
 class UnitsFailed(Exception):

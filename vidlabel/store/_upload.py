@@ -133,7 +133,7 @@ def upload(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(desc="upload", unit="B", unit_scale=True)
+        bar = tqdm(desc="upload", unit="B", unit_scale=True, disable=None)
     try:
         for one in folders:
             dest = target if one == folder else ObjectStore(target.url_of(one.name), storage_options)

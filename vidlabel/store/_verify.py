@@ -69,7 +69,7 @@ def verify_store(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(desc="verify", unit="chunk")
+        bar = tqdm(desc="verify", unit="chunk", disable=None)
     try:
         for folder in folders:
             _verify_one(folder, report, bar, storage_options)

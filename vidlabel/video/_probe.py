@@ -211,7 +211,9 @@ def _scan(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False)
+        bar = tqdm(
+            total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False, disable=None
+        )
     packets = container.demux(stream)
     # The reader's rule (vidlabel.video._decode): after a decode error, a packet marked corrupt or a frame
     # marked corrupt, frames are untrusted until the frame of a keyframe packet demuxed after it comes out
