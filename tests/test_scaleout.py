@@ -216,10 +216,11 @@ def test_hdf5_to_a_url_and_a_url_without_conditional_writes_are_refused(world: t
 
 def test_dask_export_into_s3_equals_the_local_export_and_verify_passes(
     world: tuple[Path, Dataset, Path], dask_cluster: DaskCluster, s3_bucket: Bucket, s3_env: MotoServer,
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     _, ds, local = world
     url = s3_bucket.url("stores/train")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # bars show on a terminal only: be one
     with dask_cluster.client() as client:
         report = export(
             ds, url, format="zarr", kinds=EVERY, executor=client.get_executor(),
