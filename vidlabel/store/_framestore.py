@@ -47,7 +47,7 @@ from vidlabel.store._layout import (
     summary_problems,
     video_problems,
 )
-from vidlabel.store._position import sample_position
+from vidlabel.store._position import row_in_range, row_number, sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 from vidlabel.video._lru import OpenLRU
 
@@ -118,16 +118,6 @@ def backend_for(
         if cls.detect(folder):
             return cls(folder)
     raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
-
-
-def _row_number(row: object, video_id: str) -> int:
-    """A stored row number as an int; SampleIndexTypeError (a TypeError) unless it is an integer (bools refused)."""
-    if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
-        raise SampleIndexTypeError(
-            f"row numbers must be integers, got {row!r} ({type(row).__name__}) for video {video_id!r}",
-            video_id=video_id,
-        )
-    return int(row)
 
 
 def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
@@ -837,16 +827,12 @@ class FrameStore:
             raise SampleIndexTypeError(
                 f"read_rows takes a sequence of row numbers, got {rows!r} for video {video_id!r}", video_id=video_id
             )
-        rows = [_row_number(r, video_id) for r in rows]
+        rows = [row_number(r, video_id) for r in rows]
         state = self._process()
         reader = self._frames_reader(state, video_id)
         t = reader.shape[0]
         for r in rows:
-            if not 0 <= r < t:
-                raise FrameOutOfRangeError(
-                    f"row {r} out of range [0, {t}) of video {video_id!r} in store {str(self.path)!r}",
-                    video_id=video_id,
-                )
+            row_in_range(r, t, video_id, self.path)
         cf = reader.chunk_frames
         by_chunk: dict[int, list[int]] = {}
         for k, r in enumerate(rows):
@@ -906,7 +892,7 @@ class FrameStore:
         FrameOutOfRangeError, SampleIndexTypeError, StoreCorruptError, StoreError
             As :meth:`read_rows` (a row that is not an integer, True among them, is a SampleIndexTypeError).
         """
-        row = _row_number(row, video_id)
+        row = row_number(row, video_id)
         state = self._process()
         reader = state.frames.peek(video_id)
         if reader is None or reader.chunk_frames != 1 or not 0 <= row < reader.shape[0]:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import SampleIndexTypeError, SampleOutOfRangeError
+from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, SampleOutOfRangeError
 
-__all__ = ["positions_by_code", "sample_position"]
+__all__ = ["positions_by_code", "row_in_range", "row_number", "sample_position"]
 
 
 def sample_position(i: Any, n: int, where: str) -> int:
@@ -56,3 +56,33 @@ def positions_by_code(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     bounds = np.append(starts, codes.shape[0])
     for k, code in enumerate(uniq.tolist()):
         yield int(code), order[bounds[k] : bounds[k + 1]]
+
+
+def row_number(row: object, video_id: str) -> int:
+    """A stored row number of video ``video_id`` as an int.
+
+    Raises
+    ------
+    SampleIndexTypeError
+        (a TypeError) Unless ``row`` is an integer (Python or NumPy; a bool is refused, never taken for 0 or 1).
+    """
+    if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
+        raise SampleIndexTypeError(
+            f"row numbers must be integers, got {row!r} ({type(row).__name__}) for video {video_id!r}",
+            video_id=video_id,
+        )
+    return int(row)
+
+
+def row_in_range(row: int, n_rows: int, video_id: str, store: object) -> None:
+    """Refuse stored row ``row`` outside ``[0, n_rows)`` of video ``video_id`` of ``store`` (its path).
+
+    Raises
+    ------
+    FrameOutOfRangeError
+        (an IndexError) If ``row`` is outside ``[0, n_rows)``; -1 too: rows are not counted from the end.
+    """
+    if not 0 <= row < n_rows:
+        raise FrameOutOfRangeError(
+            f"row {row} out of range [0, {n_rows}) of video {video_id!r} in store {str(store)!r}", video_id=video_id
+        )

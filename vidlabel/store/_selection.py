@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, OptionError, SampleIndexTypeError, check_flag, check_label_offset
+from vidlabel.errors import OptionError, check_flag, check_label_offset
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
-from vidlabel.store._position import positions_by_code, sample_position
+from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
 
 __all__ = ["StoreSamples"]
 
@@ -250,18 +250,8 @@ class StoreSamples:
             (a TypeError) If ``row`` is not an integer (1.5, True).
         """
         t = self._targets(video_id)
-        if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
-            raise SampleIndexTypeError(
-                f"row numbers must be integers, got {row!r} ({type(row).__name__}) for video {video_id!r}",
-                video_id=video_id,
-            )
-        n_rows = len(t.offsets) - 1
-        if not 0 <= row < n_rows:
-            raise FrameOutOfRangeError(
-                f"row {row} out of range [0, {n_rows}) of video {video_id!r} in store {str(self.store.path)!r}",
-                video_id=video_id,
-            )
-        row = int(row)
+        row = row_number(row, video_id)
+        row_in_range(row, len(t.offsets) - 1, video_id, self.store.path)
         if image is None:
             image = self.store.read_row(video_id, row) if read_image else np.zeros((t.height, t.width, 3), np.uint8)
         a, b = int(t.offsets[row]), int(t.offsets[row + 1])
