@@ -32,7 +32,7 @@ from vidlabel.errors import (
     check_path,
 )
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
-from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache
+from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache, check_cache_bytes
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
     FORMAT,
@@ -325,8 +325,7 @@ class FrameStore:
             raise OptionError(f"a frame store is opened from a folder path or a URL, got {path!r}{hint}")
         self.verify_checksums = check_flag("verify_checksums", verify_checksums)
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
-        ChunkCache(cache_bytes)  # validates
-        self.cache_bytes = int(cache_bytes)
+        self.cache_bytes = check_cache_bytes(cache_bytes)
         self.storage_options = dict(storage_options or {})
         folders = find_stores(self.path, storage_options=self.storage_options)
         if not folders:
