@@ -10,7 +10,7 @@ process receives it with each unit job.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from vidlabel.spec import MAX_SIDE, integers
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
 from vidlabel.store._remote import is_url, refuse_url_output
+from vidlabel.video._probe import roots_of
 
 __all__ = ["MEDIASEQUENCE", "ExportOptions", "check_options"]
 
@@ -204,14 +205,6 @@ def _check_size(value: Any, name: str) -> tuple[int, int] | None:
             f"{w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}"
         )
     return (w, h)
-
-
-def roots_of(roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
-    """Video search folders as strings (one folder may be given alone); as FrameSamples and
-    ``Dataset.validate`` read them (:func:`vidlabel.video._probe.roots_of`: OptionError on anything else)."""
-    from vidlabel.video._probe import roots_of as checked_roots
-
-    return checked_roots(roots)
 
 
 #: URL schemes whose filesystems vidlabel does create-only and If-Match writes on (ObjectStore.conditional_kind).
