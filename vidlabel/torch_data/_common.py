@@ -249,15 +249,7 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     array becomes a tensor of the same shape and dtype; strings, ints and
     None are kept as they are.
     """
-    out: dict[str, Any] = {}
-    for key, value in sample.items():
-        if key == "image" and isinstance(value, np.ndarray) and value.ndim == 3:
-            out[key] = _tensor(value).permute(2, 0, 1)
-        elif isinstance(value, np.ndarray):
-            out[key] = _tensor(value)
-        else:
-            out[key] = value
-    return out
+    return {key: _from_numpy(key, value) for key, value in sample.items()}
 
 
 def _channels_last_view(t: torch.Tensor) -> bool:
@@ -331,8 +323,8 @@ def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
 
 def _from_numpy(key: str, value: Any) -> Any:
     """A NumPy array as a tensor (anything else as it is); a NumPy ``image`` (H, W, C), as FrameSamples gives it,
-    as the (C, H, W) view :func:`to_torch_sample` makes, so that a batch's images are (B, C, H, W) whichever
-    kind of sample they came in."""
+    as a (C, H, W) view of it: what :func:`to_torch_sample` makes of each value, and :func:`collate_frames` of a
+    NumPy sample's, so that a batch's images are (B, C, H, W) whichever kind of sample they came in."""
     if not isinstance(value, np.ndarray):
         return value
     if key == "image" and value.ndim == 3:
