@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -295,7 +296,10 @@ def test_validate_exit_status_on_errors(dataset: Path, tmp_path: Path, capsys: p
     f = write_jsonl(tmp_path / "a.jsonl", [{"kind": "box", "label": "car", "start_frame": 30, "box": [1, 2, 11, 22]}])
     run(capsys, "add-annotations", dataset, "cam1", f)
     ds = Dataset.open(dataset)
-    ds.update_video(ds.video("cam1").replace(frame_count=20))
+    with pytest.warns(
+        VidlabelWarning, match=r"video 'cam1' .*: 1 annotation row past its last frame 19 \(up to frame 30\)"
+    ):
+        ds.update_video(ds.video("cam1").replace(frame_count=20))
     code, out, _ = run(capsys, "validate", dataset)
     assert code == 1 and "error frame_out_of_range" in out and "1 error," in out
     code, out, err = run(capsys, "build", dataset)
@@ -441,3 +445,38 @@ def test_add_annotations_refuses_a_field_given_twice_on_a_line(
     code, _, err = run(capsys, "add-annotations", dataset, "cam1", path)
     assert code == 1 and err == f"vidlabel: error: {path} line 2: field 'label' is given twice; give each field once\n"
     assert Dataset.open(dataset).annotations() == []
+
+
+def test_add_video_replace_with_a_shorter_file_warns_of_the_rows_left_outside(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], clip: ClipTruth
+) -> None:
+    """`add-video --replace` with a shorter file (a trimmed re-encode given by mistake) said only "replaced" and
+    left the rows past the new end for `validate` to find; it now says how many rows no longer fit, at once."""
+    meta = json.dumps({"frame_count": 100, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48})
+    assert run(capsys, "add-video", dataset, tmp_path / "elsewhere" / "cam2.mp4", "--metadata", meta)[0] == 0
+    last = clip.frame_count - 1  # the file registered in its place ends at this frame
+    rows = [
+        {"kind": "box", "label": "car", "start_frame": last, "box": [1, 2, 11, 22]},  # fits
+        {"kind": "box", "label": "car", "start_frame": last + 1, "box": [1, 2, 11, 22]},  # one past the end
+        {"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 99},  # ends past it
+    ]
+    assert run(capsys, "add-annotations", dataset, "cam2", write_jsonl(tmp_path / "a.jsonl", rows))[0] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        code, out, err = run(
+            capsys, "add-video", dataset, clip.path, "--video-id", "cam2", "--replace", "--no-progress"
+        )
+    assert code == 0 and out.startswith(f"replaced video 'cam2': {clip.frame_count} frames")
+    assert err == (
+        f"vidlabel: warning: video 'cam2' in {str(dataset.absolute())!r}: 2 annotation rows past its last frame "
+        f"{last} (up to frame 99); the rows are kept: validate reports them as errors "
+        "(frame_out_of_range, box_out_of_frame) and build() refuses a release until they are edited or deleted, "
+        "or the right file is registered again\n"
+    )
+    ds = Dataset.open(dataset)
+    assert len(ds.annotations("cam2")) == 3  # nothing dropped
+    ds.delete_annotations([r["annotation_id"] for r in ds.annotations("cam2") if r["end_frame"] > last])
+    with warnings.catch_warnings():  # the same file again: every row fits, nothing to say
+        warnings.simplefilter("error", VidlabelWarning)
+        code, _, err = run(capsys, "add-video", dataset, clip.path, "--video-id", "cam2", "--replace", "--no-progress")
+    assert code == 0 and err == ""

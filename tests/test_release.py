@@ -11,7 +11,14 @@ from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, FrameIndex, Release, VideoMetadata
 from vidlabel.dataset._release import FORMAT_VERSION, read_release, release_id_of
-from vidlabel.errors import BuildError, ReleaseCorruptError, ReleaseNotFoundError, SchemaVersionError, VidlabelError
+from vidlabel.errors import (
+    BuildError,
+    ReleaseCorruptError,
+    ReleaseNotFoundError,
+    SchemaVersionError,
+    VidlabelError,
+    VidlabelWarning,
+)
 from vidlabel.spec import AnnotationTable
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -220,7 +227,8 @@ def test_missing_release_file(ds: Dataset) -> None:
 
 
 def test_build_refused_on_errors_writes_nothing(ds: Dataset) -> None:
-    ds.update_video(ds.video("clip").replace(width=20, frame_index=None))  # boxes now leave the frame
+    with pytest.warns(VidlabelWarning, match=r"video 'clip' .*: 1 box outside its 20x48 frame \(up to x 30, y 10\)"):
+        ds.update_video(ds.video("clip").replace(width=20, frame_index=None))  # the mask's box now leaves the frame
     with pytest.raises(BuildError, match=r"refused: validate\(\) found \d+ error\(s\): error box_out_of_frame"):
         ds.build()
     assert ds.releases() == []

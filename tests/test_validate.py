@@ -9,6 +9,7 @@ import pytest
 
 from vidlabel import Dataset, FrameIndex, VideoMetadata, View
 from vidlabel.dataset._validate import PROBLEM_CODES, Problem, for_export, validate_table
+from vidlabel.errors import VidlabelWarning
 from vidlabel.spec import AnnotationTable
 from vidlabel.video._probe import content_hash
 
@@ -115,7 +116,13 @@ def test_rows_that_no_longer_fit_the_video(ds: Dataset) -> None:
         "clip",
     )
     clip_hash = ds.video("clip").content_hash
-    ds.update_video(ds.video("clip").replace(width=50, frame_count=20, frame_index=index(clip_hash, n=20)))
+    shrunk = ds.video("clip").replace(width=50, frame_count=20, frame_index=index(clip_hash, n=20))
+    with pytest.warns(
+        VidlabelWarning,
+        match=r"video 'clip' in .*: 2 annotation rows past its last frame 19 \(up to frame 29\); 1 box outside its "
+        r"50x48 frame \(up to x 60, y 22\); the rows are kept: validate reports them as errors",
+    ):
+        ds.update_video(shrunk)
     got = codes(ds.validate())
     assert ("box_out_of_frame", "clip", ids[0]) in got
     assert ("frame_out_of_range", "clip", ids[1]) in got
@@ -155,7 +162,8 @@ def test_views_problems(ds: Dataset) -> None:
     ids = ds.add_annotations([box(1, b=(40, 2, 50, 12), view_id="left"), box(2, view_id="left")], "clip")
     problems = ds.validate()
     assert codes(problems) == [("box_outside_view", "clip", ids[0])]
-    ds.update_video(ds.video("clip").replace(width=30))
+    with pytest.warns(VidlabelWarning, match=r"video 'clip' .*: 1 box outside its 30x48 frame \(up to x 50, y 12\)"):
+        ds.update_video(ds.video("clip").replace(width=30))
     got = codes(ds.validate())
     assert ("view_outside_frame", "clip", ids[0]) in got
 
@@ -231,7 +239,10 @@ def test_view_outside_frame_for_every_view_and_video_used_or_not(ds: Dataset) ->
     )
     ids = ds.add_annotations([box(1, view_id="small"), box(2, view_id="small")], "narrow")
     assert codes(ds.validate()) == [("view_outside_frame", "narrow", None)]
-    ds.update_video(ds.video("narrow").replace(width=10))
+    with pytest.warns(
+        VidlabelWarning, match=r"video 'narrow' .*: 2 boxes outside its 10x48 frame \(up to x 11, y 22\)"
+    ):
+        ds.update_video(ds.video("narrow").replace(width=10))
     got = ds.validate()
     assert codes(got) == [
         ("view_outside_frame", "narrow", None),

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
+from vidlabel._words import plural
 from vidlabel.dataset._annotations import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
 from vidlabel.dataset._chunks import Cols, cols_from_rows, take
 from vidlabel.dataset._db import (
@@ -382,7 +383,9 @@ class Dataset:
         Warns
         -----
         VidlabelWarning
-            As :meth:`add_video`, on frames without a trustworthy picture.
+            As :meth:`add_video`, on frames without a trustworthy picture; and when rows of the video no longer
+            fit the new metadata (frames at or past the new frame count, boxes leaving the new frame size): how
+            many, and the furthest frame and box, so a shorter or smaller file given by mistake is seen at once.
         """
         meta = as_meta(meta)
         record = video_record(meta)
@@ -394,7 +397,17 @@ class Dataset:
             )
             if cur.rowcount == 0:
                 raise self._unknown_video(con, meta.video_id)
+            (vcode,) = con.execute("SELECT code FROM videos WHERE video_id = ?", (meta.video_id,)).fetchone()
+            misfits = _rows_past(con, int(vcode), meta)
         _warn_untrusted(meta)
+        if misfits is not None:
+            warnings.warn(
+                f"video {meta.video_id!r} in {str(self._path)!r}: {misfits}; the rows are kept: validate reports "
+                "them as errors (frame_out_of_range, box_out_of_frame) and build() refuses a release until they are "
+                "edited or deleted, or the right file is registered again",
+                VidlabelWarning,
+                stacklevel=2,
+            )
 
     def _unknown_video(self, con: sqlite3.Connection, video_id: Any) -> UnknownVideoError:
         return unknown_video(con, self._path, video_id)
@@ -1093,6 +1106,31 @@ class Dataset:
             "by_status": {s: int(by_status[i]) for i, s in enumerate(STATUSES)},
             "releases": self.releases(),
         }
+
+
+def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str | None:
+    """What rows of video ``vcode`` the metadata ``meta`` no longer fits, in words (None: every row fits):
+    frames at or past ``meta.frame_count``, boxes (of boxes and masks) past ``meta.width`` x ``meta.height``."""
+    cols, _ = load_chunks(con, video_code=vcode)
+    if cols["annotation_id"].shape[0] == 0:
+        return None
+    end, box = cols["end_frame"], cols["box"]
+    late = end >= meta.frame_count
+    with np.errstate(invalid="ignore"):
+        spatial = cols["kind"] != KINDS.index("marker")
+        wide = spatial & ((box[:, 2] > meta.width) | (box[:, 3] > meta.height))
+    said = []
+    if late.any():
+        said.append(
+            f"{plural(int(late.sum()), 'annotation row')} past its last frame {meta.frame_count - 1} (up to frame "
+            f"{int(end.max())})"
+        )
+    if wide.any():
+        said.append(
+            f"{plural(int(wide.sum()), 'box')} outside its {meta.width}x{meta.height} frame (up to x "
+            f"{float(np.nanmax(box[wide, 2])):g}, y {float(np.nanmax(box[wide, 3])):g})"
+        )
+    return "; ".join(said) or None
 
 
 def _warn_untrusted(meta: VideoMetadata) -> None:
