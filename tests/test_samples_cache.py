@@ -10,7 +10,7 @@ import pytest
 
 from tests.media import decode_all, encode_clip, object_box, read_frame_number
 from vidlabel import Dataset, FrameReader, FrameSamples, probe
-from vidlabel.errors import VideoNotFoundError
+from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, VideoNotFoundError
 from vidlabel.export._run import cache
 from vidlabel.samples._samples import StoreBackedReader
 
@@ -70,6 +70,26 @@ def test_cached_frames_do_not_need_the_video(cached: tuple[Path, Path, Path], tm
                 reader.read(15)  # not cached: falls back to the (missing) video
     finally:
         hidden.rename(video)
+
+
+@pytest.mark.parametrize("frame", [5.7, np.float64(5.2), "5", True, np.bool_(True)])
+def test_a_cached_reader_refuses_a_frame_that_is_not_an_integer(cached: tuple[Path, Path, Path], frame: object) -> None:
+    # frame 5 is cached: a non-integer frame must not be rounded or parsed to it (FrameReader refuses it too)
+    ds_path, store, _ = cached
+    samples = FrameSamples(Dataset.open(ds_path), cache=store)
+    with samples.reader("clip") as reader:
+        assert isinstance(reader, StoreBackedReader)
+        with pytest.raises(
+            SampleIndexTypeError, match=r"frame numbers must be integers, got .* video 'clip'.*\[0, 24\)"
+        ):
+            reader.read(frame)  # type: ignore[arg-type]
+        with pytest.raises(SampleIndexTypeError, match="video 'clip'"):
+            reader.read_many([3, frame])  # type: ignore[list-item]
+        with pytest.raises(SampleIndexTypeError, match="video 'clip'"):
+            list(reader.iter_frames([frame]))  # type: ignore[list-item]
+        with pytest.raises(FrameOutOfRangeError, match=r"frame 24 out of range \[0, 24\) in video 'clip'"):
+            reader.read(24)
+        assert read_frame_number(reader.read(np.int64(5))) == 5
 
 
 def test_cache_serves_views(cached: tuple[Path, Path, Path]) -> None:

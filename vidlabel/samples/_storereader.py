@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError
+from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError
 from vidlabel.geometry import view_image
 from vidlabel.spec import VideoMetadata, View
 
@@ -45,7 +45,14 @@ class StoreBackedReader:
             self._fallback = FrameReader.for_video(self._meta, view=self._view, roots=self._roots)
         return self._fallback
 
-    def _check(self, n: int) -> int:
+    def _check(self, n: Any) -> int:
+        """``n`` as an int in ``[0, frame_count)``, refused as FrameReader refuses it (never rounded or parsed)."""
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise SampleIndexTypeError(
+                f"frame numbers must be integers, got {n!r} ({type(n).__name__}) for video {self.video_id!r}; "
+                f"frames are [0, {self.frame_count})",
+                video_id=self.video_id,
+            )
         if not 0 <= int(n) < self.frame_count:
             raise FrameOutOfRangeError(
                 f"frame {n} out of range [0, {self.frame_count}) in video {self.video_id!r}", video_id=self.video_id
