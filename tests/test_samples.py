@@ -11,7 +11,14 @@ import pytest
 
 from vidlabel import FrameSamples
 from vidlabel.dataset._release import Release
-from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError, VidlabelWarning
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    OptionError,
+    SampleIndexTypeError,
+    SampleOutOfRangeError,
+    UnknownVideoError,
+    VidlabelWarning,
+)
 from vidlabel.geometry import encode_rle, mask_bbox
 from vidlabel.samples._samples import SampleIndex
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
@@ -496,6 +503,12 @@ def test_sample_index_is_list_like() -> None:
     assert index.frames.tolist() == [10, 11, 12, 13, 14, 3, 4] and index.video_codes.tolist() == [0] * 5 + [1, 1]
     with pytest.raises(IndexError, match=r"sample position 7 out of range \[0, 7\)"):
         index[7]
+    for position in (1.5, np.float64(2.0), "1", True, np.bool_(False)):  # never rounded or parsed into a pair
+        with pytest.raises(SampleIndexTypeError, match=r"sample position must be an integer in \[0, 7\)"):
+            index[position]
+    with pytest.raises(SampleOutOfRangeError, match=r"sample position -8 out of range \[0, 7\)"):
+        index[-8]
+    assert index[np.int64(1)] == ("a", 11)
     assert repr(fs(two_videos(), frames="all").index) == repr(list(fs(two_videos(), frames="all").index))  # 29
     big = make_release([], labels=("x",), videos={"a": (50, 8, 8)})
     assert (

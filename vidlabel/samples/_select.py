@@ -19,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import OptionError, UnknownVideoError, VidlabelWarning, check_flag, check_label_offset
+from vidlabel.errors import (
+    OptionError,
+    SampleIndexTypeError,
+    SampleOutOfRangeError,
+    UnknownVideoError,
+    VidlabelWarning,
+    check_flag,
+    check_label_offset,
+)
 from vidlabel.geometry import view_boxes
 from vidlabel.spec import (
     BOX_FORMATS,
@@ -79,6 +87,10 @@ class SampleIndex(Sequence):  # type: ignore[type-arg]
 
     Behaves like a read-only list of tuples (``len``, ``[i]``, slices,
     iteration, ``==`` with a list). The columns are also available as arrays.
+    ``[i]`` takes an integer, as a list does: a float, a string or a bool
+    raises :class:`~vidlabel.errors.SampleIndexTypeError` (never rounded or
+    parsed), a position outside ``[-n, n)``
+    :class:`~vidlabel.errors.SampleOutOfRangeError` (an IndexError).
 
     Attributes
     ----------
@@ -102,9 +114,13 @@ class SampleIndex(Sequence):  # type: ignore[type-arg]
         if isinstance(i, slice):
             return list(self._pairs(self.video_codes[i], self.frames[i]))
         n = len(self)
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise SampleIndexTypeError(
+                f"sample position must be an integer in [0, {n}) or a slice, got {i!r} ({type(i).__name__})"
+            )
         j = int(i)
         if j < -n or j >= n:
-            raise IndexError(f"sample position {j} out of range [0, {n})")
+            raise SampleOutOfRangeError(f"sample position {j} out of range [0, {n})")
         j %= n
         return (self.video_ids[int(self.video_codes[j])], int(self.frames[j]))
 
