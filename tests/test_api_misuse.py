@@ -513,6 +513,22 @@ def test_store_functions_refuse_what_is_no_store_or_no_row(world: tuple[Path, Da
     assert store.get_frame("nope", 0) is None  # documented: None for a video the store does not hold
 
 
+@pytest.mark.parametrize("bad", [1.5, np.float64(1.0), "1", True], ids=repr)
+def test_get_frame_and_row_of_refuse_a_frame_number_that_is_not_an_integer(
+    world: tuple[Path, Dataset], bad: object
+) -> None:
+    # get_frame("cam", 1.5) returned the stored frame 1 (and row_of its row): a float or string was cut to an int.
+    from vidlabel.errors import SampleIndexTypeError
+
+    root, _ = world
+    store = open_store(root / "store")
+    first = int(store.video_data("cam").frame_number[1])
+    assert store.row_of("cam", first) == 1 and store.get_frame("cam", np.int64(first)) is not None
+    for call in (store.get_frame, store.row_of):
+        with pytest.raises(SampleIndexTypeError, match=r"frame numbers must be integers, got .* for video 'cam'"):
+            call("cam", bad)  # type: ignore[arg-type]
+
+
 # -- export(release=) and collate_frames given the wrong thing ------------------------------------
 
 

@@ -47,6 +47,7 @@ from vidlabel.store._layout import (
     summary_problems,
     video_problems,
 )
+from vidlabel.store._position import frame_number as frame_number_of
 from vidlabel.store._position import row_in_range, row_number, sample_position
 from vidlabel.store._remote import find_url_stores, is_url
 from vidlabel.video._lru import OpenLRU
@@ -957,20 +958,33 @@ class FrameStore:
         Returns
         -------
         (H, W, 3) uint8 or None
+
+        Raises
+        ------
+        SampleIndexTypeError
+            If ``frame_number`` is not an integer (5.5, '5' and True are refused, never taken for a frame).
         """
+        number = frame_number_of(frame_number, video_id)
         if video_id not in self._video_part:
             return None
         data = self.video_data(video_id)
         if data.attrs.get("view_id") is not None or data.attrs.get("output_size") is not None:
             return None
-        row = data.row_of(int(frame_number))
+        row = data.row_of(number)
         return None if row is None else self.read_row(video_id, row)
 
     def row_of(self, video_id: str, frame_number: int) -> int | None:
-        """The stored row of a video's frame, or None if it is not stored."""
+        """The stored row of a video's frame, or None if it is not stored.
+
+        Raises
+        ------
+        SampleIndexTypeError
+            If ``frame_number`` is not an integer (5.5, '5' and True are refused, never taken for a frame).
+        """
+        number = frame_number_of(frame_number, video_id)
         if video_id not in self._video_part:
             return None
-        return self.video_data(video_id).row_of(int(frame_number))
+        return self.video_data(video_id).row_of(number)
 
     # -- samples ------------------------------------------------------------------------------------------------
 

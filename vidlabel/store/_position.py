@@ -10,7 +10,7 @@ import numpy as np
 
 from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, SampleOutOfRangeError
 
-__all__ = ["positions_by_code", "row_in_range", "row_number", "sample_position"]
+__all__ = ["frame_number", "positions_by_code", "row_in_range", "row_number", "sample_position"]
 
 
 def sample_position(i: Any, n: int, where: str) -> int:
@@ -72,6 +72,23 @@ def row_number(row: object, video_id: str) -> int:
             video_id=video_id,
         )
     return int(row)
+
+
+def frame_number(frame: object, video_id: str) -> int:
+    """A source frame number of video ``video_id`` (0-based, displayed order) as an int.
+
+    Raises
+    ------
+    SampleIndexTypeError
+        (a TypeError) Unless ``frame`` is an integer (Python or NumPy): a float such as 5.5, a string such
+        as '5' or a bool is refused, never rounded, parsed or taken for 0 or 1.
+    """
+    if isinstance(frame, (bool, np.bool_)) or not isinstance(frame, (int, np.integer)):
+        raise SampleIndexTypeError(
+            f"frame numbers must be integers, got {frame!r} ({type(frame).__name__}) for video {video_id!r}",
+            video_id=video_id,
+        )
+    return int(frame)
 
 
 def row_in_range(row: int, n_rows: int, video_id: str, store: object) -> None:
