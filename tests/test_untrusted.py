@@ -249,6 +249,28 @@ def test_frame_samples_leave_untrusted_frames_out(cut_dataset: tuple[Dataset, Vi
     assert all(read_frame_number(s["image"]) == s["frame_index"] for s in samples)
 
 
+def test_plan_reads_refuses_a_requested_untrusted_frame_before_reading(
+    cut_dataset: tuple[Dataset, VideoMetadata],
+) -> None:
+    # A pair naming frame 33 was planned, and the epoch stopped at that chunk with the reader's VideoDecodeError,
+    # after the samples before it had been read (a training run lost in the middle of an epoch).
+    ds, meta = cut_dataset
+    ds.build()
+    with pytest.warns(VidlabelWarning, match="trustworthy"):
+        fs = FrameSamples(ds, frames="all")
+    first, last = meta.untrusted_frames[0]  # type: ignore[index]
+    for requests, named in (([("t", first)], first), ([("t", 5), ("t", last), ("t", 0)], last)):
+        with pytest.raises(
+            VideoDecodeError,
+            match=rf"requested frame {named} of video 't' has no trustworthy picture "
+            rf"\(untrusted frames: {first}\.\.{last}; 1 of the requests",
+        ):
+            fs.plan_reads(requests, seed=0)
+    plan = fs.plan_reads([("t", first - 1), ("t", 0), ("t", first - 1)], seed=0)  # trusted frames still read
+    got = sorted(s["frame_index"] for s in fs.iter_plan(plan))
+    assert got == [0, first - 1, first - 1]
+
+
 # -- export ----------------------------------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError
+from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError, VideoDecodeError
 from vidlabel.geometry import (
     boxes_from_xyxy,
     decode_rle,
@@ -594,6 +594,9 @@ class FrameSamples:
             On a position outside ``[0, len(self))``.
         UnknownVideoError, FrameOutOfRangeError
             On a pair naming an unselected video or a frame outside it.
+        VideoDecodeError
+            On a pair naming a frame without a trustworthy picture (the video's
+            ``untrusted_frames``), which the reader would refuse mid-epoch.
         """
         codes, frames = self._requests_to_arrays(requests)
         return ReadPlan.from_arrays(
@@ -619,12 +622,31 @@ class FrameSamples:
                         ) from err
                     codes[i] = self._locate(video_id, frame)
                     frames[i] = int(frame)
+                self._refuse_untrusted(codes, frames)
                 return codes, frames
         n = len(self)
         bad = (positions < 0) | (positions >= n)
         if bad.any():
             raise OptionError(f"sample position {int(positions[bad][0])} out of range [0, {n})")
         return self._sel.index.video_codes[positions].astype(np.int64), self._sel.index.frames[positions]
+
+    def _refuse_untrusted(self, codes: np.ndarray, frames: np.ndarray) -> None:
+        """Refuse a requested frame the video's metadata records as having no trustworthy picture (before any
+        decoding: the reader would refuse it in the middle of an epoch)."""
+        for code in np.unique(codes).tolist():
+            meta = self._sel.videos[self._sel.video_ids[code]]
+            if not meta.untrusted_count:
+                continue
+            asked = frames[codes == code]
+            bad = asked[meta.untrusted_mask()[asked]]
+            if bad.size:
+                ranges = ", ".join(f"{a}..{b}" for a, b in meta.untrusted_frames or ())
+                raise VideoDecodeError(
+                    f"requested frame {int(bad[0])} of video {meta.video_id!r} has no trustworthy picture "
+                    f"(untrusted frames: {ranges}; {bad.size} of the requests name such frames): the reader refuses "
+                    "them, and FrameSamples leaves them out of its index; leave them out of the requests",
+                    video_id=meta.video_id,
+                )
 
     def iter_plan(
         self,
