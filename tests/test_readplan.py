@@ -137,8 +137,10 @@ def test_errors() -> None:
         ReadPlan([(3, 1)], indexes={}, seed=0)
     with pytest.raises(OptionError, match="seed must be an integer >= 0"):
         ReadPlan([("v", 1)], indexes={}, seed=-1)
-    with pytest.raises(OptionError, match="block must be an integer >= 1"):
-        ReadPlan([("v", 1)], indexes={}, seed=0, block=0)
+    for block in (0, 2**63, 10**30):  # 2**63 and more were a raw OverflowError from NumPy
+        with pytest.raises(OptionError, match=rf"block must be an integer in \[1, 2\*\*63\), got {block}"):
+            ReadPlan([("v", 1)], indexes={}, seed=0, block=block)
+    assert ReadPlan([("v", 1)], indexes={}, seed=0, block=2**63 - 1).summary()["chunks"] == 1
     plan = ReadPlan([("v", 1)], indexes={}, seed=0)
     with pytest.raises(OptionError, match=r"shard 2 out of range \[0, 2\)"):
         plan.shard(0, 2, 2)

@@ -178,7 +178,7 @@ class ReadPlan:
     FrameOutOfRangeError
         If a frame is negative or beyond the video's frame index.
     OptionError
-        On a malformed request, a negative seed or ``block < 1``.
+        On a malformed request, a negative seed or ``block`` outside ``[1, 2**63)``.
 
     Examples
     --------
@@ -276,8 +276,8 @@ class ReadPlan:
         block: int,
     ) -> None:
         self._seed = check_nonneg_int(seed, "seed")
-        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
-            raise OptionError(f"block must be an integer >= 1, got {block!r}")
+        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or not 1 <= block < 2**63:
+            raise OptionError(f"block must be an integer in [1, 2**63), got {block!r}")
         self._block = int(block)
         n = int(frames.size)
         # Videos in sorted order, so the plan does not depend on the order of first appearance.
