@@ -296,6 +296,19 @@ def test_loose_indices_are_refused(world: tuple[Path, Dataset]) -> None:
         assert_same_sample(frames[good], want)  # type: ignore[index]
 
 
+def test_a_sample_of_an_empty_store_or_dataset_says_it_holds_none() -> None:
+    # The one check behind FrameStore.sample, StoreFrames and VideoFrames said of an empty store "out of range
+    # [0, 0) ... (negative samples count from the end: -0..-1)": negative positions that do not exist.
+    from vidlabel.store._position import sample_position
+
+    for i in (0, -1, 5):
+        with pytest.raises(SampleOutOfRangeError, match=rf"^sample {i} out of range: store 's' holds no samples$"):
+            sample_position(i, 0, "store 's'")
+    with pytest.raises(SampleOutOfRangeError, match=r"sample 3 out of range \[0, 3\) of x \(.*: -3\.\.-1\)"):
+        sample_position(3, 3, "x")
+    assert sample_position(-3, 3, "x") == 0
+
+
 def test_positions_by_code_gives_each_codes_positions_in_order() -> None:
     # the grouping behind FrameStore.index and StoreSamples' selection (one sort, not a scan per video; issue 15)
     from vidlabel.store._position import positions_by_code

@@ -38,6 +38,8 @@ def sample_position(i: Any, n: int, where: str) -> int:
             f"sample index of {where} must be an integer in [0, {n}), got {i!r} ({type(i).__name__})"
         )
     if not -n <= value < n:
+        if n == 0:
+            raise SampleOutOfRangeError(f"sample {value} out of range: {where} holds no samples")
         raise SampleOutOfRangeError(
             f"sample {value} out of range [0, {n}) of {where} (negative samples count from the end: -{n}..-1)"
         )
