@@ -291,6 +291,23 @@ def test_min_confidence_keeps_rows_without_confidence() -> None:
     assert [t["annotation_ids"].tolist() for t in everything.targets()] == [[1, 2], [3], [4], [5]]
 
 
+def test_min_confidence_drops_model_rows_only() -> None:
+    # The spec: "drop model rows below this confidence". A human row with a confidence below the minimum was
+    # dropped too: a person's label lost from training without a word.
+    rows = [
+        {"video": "a", "kind": "box", "label": "x", "start_frame": 1, "box": (0, 0, 5, 5), "origin": "human",
+         "confidence": 0.1},
+        {"video": "a", "kind": "box", "label": "x", "start_frame": 1, "box": (1, 1, 5, 5), "origin": "model",
+         "confidence": 0.1},
+        {"video": "a", "kind": "marker", "label": "m", "start_frame": 0, "end_frame": 9, "origin": "human",
+         "confidence": 0.2},
+    ]  # fmt: skip
+    samples = fs(make_release(rows, labels=("x", "m"), videos={"a": (10, 16, 16)}), min_confidence=0.5)
+    assert samples.index == [("a", 1)]
+    [target] = samples.targets()
+    assert target["annotation_ids"].tolist() == [1] and target["frame_labels"].tolist() == [0, 1]
+
+
 def two_videos() -> Release:
     rows = [{"video": "a", "kind": "box", "label": "x", "start_frame": f, "box": (0, 0, 2, 2)} for f in range(10, 15)]
     rows += [{"video": "b", "kind": "box", "label": "x", "start_frame": f, "box": (0, 0, 2, 2)} for f in (3, 4)]

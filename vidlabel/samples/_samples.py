@@ -79,8 +79,9 @@ class FrameSamples:
         Keep only these labels; ``class_names`` is this list, in this order.
     origins : sequence of {"human", "model"}, optional
     min_confidence : float, optional
-        Drop rows whose confidence is below this; rows without a confidence
-        are kept.
+        Drop model rows (``origin="model"``, markers included) whose
+        confidence is below this; rows without a confidence, and human rows
+        whatever their confidence, are kept.
     frames : {"annotated", "all"}
         "annotated": frames with a selected annotation of a kind in ``kinds``;
         "all": every frame of the selected videos.

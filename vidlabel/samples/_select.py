@@ -381,8 +381,8 @@ class _Kept:
 def _keep_rows(
     table: AnnotationTable, opt: dict[str, Any], vid_map: np.ndarray, lab_map: np.ndarray, view_id: str | None
 ) -> _Kept:
-    """The rows of the selected videos, classes, view, origins and kinds with confidence >= the minimum,
-    rejected rows left out.
+    """The rows of the selected videos, classes, view, origins and kinds, model rows with confidence >= the
+    minimum, rejected rows left out.
 
     Identity maps skip a gather over the table's columns (a fresh process pays a
     page fault for every new page, so fewer temporaries is faster too).
@@ -399,8 +399,8 @@ def _keep_rows(
         keep &= table.view == vix
     if opt["origins"] is not None:
         keep &= np.isin(table.origin, [ORIGINS.index(o) for o in opt["origins"]])
-    if opt["min_confidence"] is not None:
-        keep &= ~(table.confidence < np.float32(opt["min_confidence"]))
+    if opt["min_confidence"] is not None:  # model rows only (the spec): a human row's confidence never drops it
+        keep &= ~((table.origin == ORIGINS.index("model")) & (table.confidence < np.float32(opt["min_confidence"])))
     region_kinds = [k for k in (_KIND_BOX, _KIND_MASK) if KINDS[k] in opt["kinds"]]
     is_marker = table.kind == _KIND_MARKER
     regions = keep & (np.isin(table.kind, region_kinds) if len(region_kinds) < 2 else ~is_marker)
