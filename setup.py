@@ -20,6 +20,8 @@ INSTALL_REQUIRES = [
     "simplejpeg>=1.7",
 ]
 EXTRAS_REQUIRE = {
+    # The spec's `vidlabel[video]` (pixels need a decoder): PyAV, which every install already has, decodes them.
+    "video": [],
     "torch": ["torch>=2.1"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
     "s3": ["s3fs>=2025.2"],  # S3 stores; exports into S3 need its create-only and If-Match writes (fsspec 2025.2)
