@@ -74,6 +74,8 @@ def test_check_video_reports_cost_and_remedy(dataset: Dataset, capsys: pytest.Ca
     assert f"frames decoded per random read: {expected:.1f} on average" in out
     assert "measured over 5 random reads:" in out and "ms per frame" in out
     assert "-g 30" in out and f"vidlabel export {dataset.path} OUT" in out
+    # the spec's first remedy ("Making random access fast"): a frame cache, the dataset unchanged
+    assert f"  - a frame cache (nothing about the dataset changes): vidlabel cache {dataset.path} " in out
     assert main(["check-video", str(dataset.path), "clip", "--reads", "0"]) == 0
     out = capsys.readouterr().out
     assert "spacing in frames: min 12, median 12, max 12" in out

@@ -473,7 +473,9 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     if expected > 30:
         print(
             "  random access is costly: every random frame decodes the frames since its keyframe. Remedies:\n"
-            f"  - re-encode with a keyframe every 30 frames (about {expected / 15.5:.0f}x less decoding per frame), "
+            f"  - a frame cache (nothing about the dataset changes): vidlabel cache {args.dataset} /fast/disk/frames "
+            "--release latest, then FrameSamples(ds, cache='/fast/disk/frames')\n"
+            f"  - or re-encode with a keyframe every 30 frames (about {expected / 15.5:.0f}x less decoding per frame), "
             "e.g. ffmpeg -i IN -c:v libx264 -g 30 -keyint_min 30 -crf 18 OUT.mp4, and register OUT as a new video "
             "(its pixels differ slightly)\n"
             f"  - or export the frames once to a frame store: vidlabel export {args.dataset} OUT\n"
