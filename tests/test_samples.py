@@ -554,7 +554,9 @@ def test_rows_outside_the_video_are_reported() -> None:
         videos={"v": (5, 8, 8), "w": (5, 8, 8)},
     )
     with pytest.warns(
-        VidlabelWarning, match=r"2 annotation rows lie outside their video's frames \(e.g. annotation 2\)"
+        VidlabelWarning,
+        match=r"^left out 2 annotation rows lying outside the frames of their video \(e.g. annotation 2 of video 'v' "
+        r"on frame 9, outside its frames 0..4\)$",
     ):
         samples = fs(rel)
     assert samples.index == [("v", 1), ("w", 0)] and samples.describe()["rows_outside_video"] == 2

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import plural
 from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     OptionError,
@@ -447,9 +448,13 @@ def _sort_regions(
         rows = fine if rows is None else rows[fine]
         key = key[fine]
     if bad_ids:
+        first = int(np.flatnonzero(table.annotation_id == min(bad_ids))[0])
+        vcode = int(table.video[first])
+        count = int(frame_counts[vcode if keep.vid_identity else vid_map[vcode]])
         warnings.warn(
-            f"{len(bad_ids)} annotation rows lie outside their video's frames (e.g. annotation "
-            f"{min(bad_ids)}); they are left out",
+            f"left out {plural(len(bad_ids), 'annotation row')} lying outside the frames of their video (e.g. "
+            f"annotation {min(bad_ids)} of video {table.video_ids[vcode]!r} on frame {int(table.start_frame[first])}, "
+            f"outside its frames 0..{count - 1})",
             VidlabelWarning,
             stacklevel=5,
         )
