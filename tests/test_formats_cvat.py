@@ -83,13 +83,31 @@ def test_interpolation_outside_and_persistence(tmp_path: Path) -> None:
 
 
 def test_step_two_task_frames(tmp_path: Path) -> None:
-    body = '<track id="0" label="person">' + box(0, 0, 0, 10, 10) + box(2, 4, 0, 14, 10) + "</track>"
+    # CVAT writes a shape's frame as the video frame (start_frame + k * step, its abs_frame_id): keyframes 3 and 7
+    body = '<track id="0" label="person">' + box(3, 0, 0, 10, 10) + box(7, 4, 0, 14, 10) + "</track>"
     ds, rep = load(tmp_path, cvat(body, start=3, stop=11, step="step=2"))
     got = boxes_by_frame(ds)
-    # task frame k is video frame 3 + 2k; keyframes at frames 3 and 7; rows only on task frames up to 11
+    # the task's frames are video frames 3, 5, ..., 11; rows only on those
     assert sorted(got) == [3, 5, 7, 9, 11]
     assert got[5] == (2.0, 0.0, 12.0, 10.0) and got[11] == (4.0, 0.0, 14.0, 10.0)
     assert any("step 2" in n for n in rep.notes)
+
+
+def test_frames_are_video_frames_not_task_positions(tmp_path: Path) -> None:
+    # a task over video frames 10..29: CVAT's XML says frame="10" for the task's first frame
+    body = '<track id="0" label="person">' + box(10, 0, 0, 10, 10) + box(14, 4, 0, 14, 10, outside=1) + "</track>"
+    ds, _ = load(tmp_path, cvat(body, start=10, stop=29))
+    got = boxes_by_frame(ds)
+    assert sorted(got) == [10, 11, 12, 13]  # was read as positions: frames 20..23, ten frames late
+    assert got[12] == (2.0, 0.0, 12.0, 10.0)
+
+
+@pytest.mark.parametrize(("frame", "step"), [(2, ""), (30, ""), (6, "step=2")])
+def test_frame_outside_the_task_frames_refused(tmp_path: Path, frame: int, step: str) -> None:
+    body = '<track id="0" label="person">' + box(frame, 0, 0, 10, 10) + "</track>"
+    want = rf"<box frame=\"{frame}\">: frame {frame} is not a task frame: the task's frames are video frames 3\.\.29"
+    with pytest.raises(FormatError, match=want):
+        load(tmp_path, cvat(body, start=3, stop=29, step=step))
 
 
 def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> None:
@@ -176,10 +194,14 @@ def test_polygon_track_every_written_shape_outside_hides(tmp_path: Path) -> None
 
 
 def test_polygon_step_two_task_frames(tmp_path: Path) -> None:
-    body = '<track id="0" label="person">' + "".join(polygon(k, rect(k, 0, k + 5, 5)) for k in range(5)) + "</track>"
+    body = (
+        '<track id="0" label="person">'
+        + "".join(polygon(3 + 2 * k, rect(k, 0, k + 5, 5)) for k in range(5))
+        + "</track>"
+    )
     ds, _ = load(tmp_path, cvat(body, start=3, stop=11, step="step=2"))
     got = masks_by_frame(ds)
-    assert sorted(got) == [3, 5, 7, 9, 11]  # element frame k is video frame 3 + 2k
+    assert sorted(got) == [3, 5, 7, 9, 11]  # the shapes' frames are the video frames 3 + 2k
     for k in range(5):
         assert np.array_equal(got[3 + 2 * k], rect_mask(k, 0, k + 5, 5))
 
@@ -247,7 +269,7 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
         ),
         (
             cvat('<track id="4" label="car">' + box(31, 0, 0, 1, 1) + "</track>"),
-            r'<track id="4" label="car"><box frame="31">: frame 31 is not a task frame: the task has 30 \(0..29\)',
+            r'<track id="4" label="car"><box frame="31">: frame 31 is not a task frame: the task.s frames are video frames 0\.\.29 ',
         ),
         (
             cvat('<track id="4" label="bus">' + box(1, 0, 0, 1, 1) + "</track>"),
@@ -282,7 +304,7 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
         ),
         (
             cvat('<track id="4" label="car">' + polygon(30, rect(0, 0, 4, 4)) + "</track>"),
-            r'<polygon frame="30">: frame 30 is not a task frame: the task has 30 \(0..29\)',
+            r'<polygon frame="30">: frame 30 is not a task frame: the task.s frames are video frames 0\.\.29 ',
         ),
         (
             cvat('<track id="4" label="car">' + mask_el(1, "9", -3, -3) + "</track>"),

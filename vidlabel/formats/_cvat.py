@@ -1,7 +1,9 @@
 """CVAT for video 1.1 XML, parsed with defusedxml (no entity expansion, no DTD fetching, no network).
 
-Task frames come from ``<meta><task>`` (or ``<job>``): the element frame ``k`` is video frame
-``start_frame + k * step`` (``<frame_filter>step=N</frame_filter>``), ``stop_frame`` inclusive.
+Task frames come from ``<meta><task>`` (or ``<job>``): video frames ``start_frame + k * step``
+(``<frame_filter>step=N</frame_filter>``), ``stop_frame`` inclusive. A shape's ``frame`` (an
+``<image>``'s ``id``) is the video frame itself, as CVAT writes it (its ``abs_frame_id``), and must be
+a task frame.
 Tracks count their keyframes only (non-keyframe shapes of full exports are re-derived): a box
 is linear per coordinate between keyframes, also towards an ``outside`` keyframe; an
 ``outside`` keyframe hides the object until the next keyframe; after the last keyframe a
@@ -197,7 +199,7 @@ def import_cvat(ctx: ImportContext) -> Parsed:
 
 
 def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, int, int]:
-    """(start_frame, stop_frame, step) of the task: the element frame k is video frame start + k * step."""
+    """(start_frame, stop_frame, step) of the task: its frames are video frames start + k * step, up to stop."""
     start, stop, step = 0, meta.frame_count - 1, 1
     if task is None:
         return start, stop, step
@@ -258,13 +260,18 @@ class _CvatRead:
         return self.next_track - 1
 
     def absolute(self, elem: ET.Element, where: str) -> int:
-        """The video frame of an element's task frame (``frame``, or ``id`` of an ``<image>``)."""
+        """The video frame of an element (``frame``, or ``id`` of an ``<image>``): CVAT writes the video frame
+        itself (``start_frame + k * step`` for the task's k-th frame), never the position k."""
         key = "id" if elem.tag == "image" else "frame"
-        k = _int(self.path, elem, where, key)
-        f = self.start + k * self.step
-        if k < 0 or f > self.stop:
-            n = len(self.task_frames)
-            raise fail(self.path, where, f"frame {k} is not a task frame: the task has {n} (0..{n - 1})")
+        f = _int(self.path, elem, where, key)
+        if not (self.start <= f <= self.stop and (f - self.start) % self.step == 0):
+            every = f" step {self.step} ({self.start}, {self.start + self.step}, ...)" if self.step > 1 else ""
+            raise fail(
+                self.path,
+                where,
+                f"frame {f} is not a task frame: the task's frames are video frames {self.start}..{self.stop}{every} "
+                "(CVAT writes a shape's frame as the video frame, start_frame + k * step)",
+            )
         return f
 
     def track(self, elem: ET.Element) -> None:
