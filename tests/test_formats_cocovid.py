@@ -284,3 +284,19 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20), meta("cam2", frame_count=5)])
     import_labels(ds2, "coco-vid", tmp / "out.json")
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_ignore_annotations_counted_and_visibility_noted(tmp_path: Path) -> None:
+    # mmtracking's mot2coco writes visibility; an `ignore` region is no object (CocoVideoDataset puts it with iscrowd)
+    ds = dataset(tmp_path / "ds")
+    anns = [
+        {"id": 1, "image_id": 100, "category_id": 1, "instance_id": 0, "bbox": [1, 2, 3, 4], "visibility": 0.25},
+        {"id": 2, "image_id": 101, "category_id": 1, "instance_id": 0, "bbox": [2, 2, 3, 4], "visibility": 1.0},
+        {"id": 3, "image_id": 101, "category_id": 1, "instance_id": -1, "bbox": [20, 20, 9, 9], "ignore": True},
+        {"id": 4, "image_id": 102, "category_id": 7, "instance_id": 1, "bbox": [5, 5, 5, 5], "occluded": 1},
+    ]
+    rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    got = sorted((r["start_frame"], r["box"]) for r in ds.annotations())
+    assert got == [(0, (1.0, 2.0, 4.0, 6.0)), (1, (2.0, 2.0, 5.0, 6.0)), (2, (5.0, 5.0, 10.0, 10.0))]
+    assert rep.skipped == {"ignore annotation (an ignored region, as iscrowd)": 1}
+    assert rep.notes == ["annotation fields not stored: occluded (on 1), visibility (on 2)"]

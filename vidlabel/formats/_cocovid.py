@@ -6,11 +6,14 @@
 or a 1-based file is refused with the evidence); track = ``instance_id`` (per video; -1 or
 absent: untracked); categories are mapped by **name**; an annotation with a ``segmentation``
 (polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
-box row; a ``score`` makes it a model row with that confidence.
+box row; a ``score`` makes it a model row with that confidence. ``iscrowd`` and ``ignore`` annotations (ignored
+regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``visibility``, ``occluded``,
+``truncated``, ``generated`` and ``attributes`` are not stored, which the report's notes say.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,11 @@ from ._common import (
 from ._report import ExportLabelsReport
 
 __all__ = ["export_cocovid", "import_cocovid"]
+
+
+#: Per-annotation fields of COCO-VID files (mmtracking's mot2coco ``visibility``, ImageNet-VID's ``occluded`` /
+#: ``generated``, ...) that no row holds: the import says which it left out.
+_NOT_STORED = ("visibility", "occluded", "truncated", "generated", "attributes")
 
 
 def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
@@ -112,6 +120,7 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 f"images[{got[j + 1][1]}]",
                 f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
             )
+    not_stored: Counter[str] = Counter()
     box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
     box_values: list[Any] = []
     box_where: list[Where] = []
@@ -135,6 +144,12 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
+        if a.get("ignore"):  # mmtracking's CocoVideoDataset (and mmdet) take these as ignored regions, as iscrowd
+            parsed.skipped["ignore annotation (an ignored region, as iscrowd)"] += 1
+            continue
+        for key in _NOT_STORED:
+            if key in a:
+                not_stored[key] += 1
         row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
         seg = a.get("segmentation")
         if seg:
@@ -156,6 +171,9 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         vr.add(row, where)
     for row, box in zip(box_rows, xywh_boxes(path, box_values, box_where)):
         row["box"] = box
+    if not_stored:
+        listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
+        parsed.notes.append(f"annotation fields not stored: {listed}")
     return parsed
 
 
