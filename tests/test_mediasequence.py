@@ -710,3 +710,38 @@ def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.Mon
             _tfrecord.messages()
     finally:
         _tfrecord.messages.cache_clear()
+
+
+def test_markers_of_a_video_without_a_stored_frame_are_reported_not_written(tmp_path: Path, clip: ClipTruth) -> None:
+    # video 'w' holds a marker and no box or mask: no frame of it is stored, so no record holds its marker
+    ds = make_dataset(tmp_path / "ds", clip, [{"kind": "box", "label": "person", "start_frame": 3, "box": clip.box(3)}])
+    ds.add_video(probe(clip.path, video_id="w"))
+    ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 5}], "w")
+    ds.build()
+    labels = export_labels(ds, "mediasequence", tmp_path / "labels")
+    assert labels.counts["records"] == 1
+    assert labels.not_written == {
+        "marker of a video with no box or mask (MediaSequence records hold a video's annotated frames)": 1
+    }
+    with pytest.warns(VidlabelWarning, match=r"1 marker of video 'w': no frame of it is stored .* --frames all"):
+        report = export(ds, tmp_path / "out", format="mediasequence", progress=False)
+    assert report.markers_not_written == {"w": 1} and report.markers_without_stored_frames == 0
+    assert "NOT WRITTEN: 1 marker of video 'w'" in report.summary()
+    assert [ctx(se, "clip/media_id") for se in read_all(tmp_path / "out")] == [[b"v"]]  # indeed no record of 'w'
+
+
+def test_labels_only_export_counts_boxes_on_untrusted_frames(tmp_path: Path, clip_corrupt: ClipTruth) -> None:
+    # frames 15..23 of the clip have no trustworthy picture: never stored, so no record holds their boxes
+    bad = clip_corrupt.extra["untrusted"]
+    rows = [
+        {"kind": "box", "label": "person", "start_frame": n, "box": clip_corrupt.box(n)} for n in (3, bad[0], bad[-1])
+    ]
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(LABELS)
+    with pytest.warns(VidlabelWarning, match="no trustworthy picture"):
+        ds.add_video(probe(clip_corrupt.path, video_id="v"))
+    ds.add_annotations(rows, "v")
+    ds.build()
+    labels = export_labels(ds, "mediasequence", tmp_path / "labels")
+    assert labels.counts["frames"] == 1
+    assert labels.not_written == {"box on a frame without a trustworthy picture (no record holds it)": 2}

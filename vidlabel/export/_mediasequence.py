@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel.errors import StoreError
+from vidlabel.errors import StoreError, VidlabelWarning
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan, check_video_files
+from vidlabel.export._report import markers_not_written_words
 from vidlabel.export._tfrecord import TFRecordWriter
 from vidlabel.export._units import UnitJob, inline_frame_threads, unit_frames
 from vidlabel.geometry import decode_rle
@@ -188,6 +190,7 @@ def export_mediasequence(
     """
     folder = Path(opts.out)
     spans = plan_records(plan, opts)
+    _markers_without_record(plan, spans, report, folder if images else None)
     n_shards = (spans[-1].shard + 1) if spans else 0
     names = [shard_name(i, n_shards) for i in range(n_shards)]
     key = plan_key(plan, opts, spans)
@@ -236,6 +239,27 @@ def export_mediasequence(
          "codec": opts.codec.spec, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
          "vidlabel_version": __version__},
     )  # fmt: skip
+
+
+def _markers_without_record(plan: ExportPlan, spans: list[RecordSpan], report: Any, folder: Path | None) -> None:
+    """Count (and, given the export's ``folder``, warn about) the markers of videos with no record: no frame of theirs is stored, so
+    no record holds them (``report.markers_not_written``); they leave ``markers_without_stored_frames``, whose
+    markers are kept as segments."""
+    recorded = {s.video for s in spans}
+    lost = {
+        video.video_id: int(video.arrays["segments/start_frame"].size)
+        for v, video in enumerate(plan.videos)
+        if v not in recorded and video.arrays.get("segments/start_frame", np.zeros(0)).size
+    }
+    report.markers_not_written = lost
+    report.markers_without_stored_frames = max(0, report.markers_without_stored_frames - sum(lost.values()))
+    if lost and folder is not None:
+        warnings.warn(
+            f"export to {str(folder)!r}: {markers_not_written_words(lost)}; export with "
+            "frames='all' (`vidlabel export ... --frames all`) to write them",
+            VidlabelWarning,
+            stacklevel=4,
+        )
 
 
 def plan_records_of(spans: list[RecordSpan], video: int) -> list[RecordSpan]:

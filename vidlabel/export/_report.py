@@ -11,7 +11,15 @@ from vidlabel._words import plural
 from vidlabel.dataset._release import Release
 from vidlabel.errors import VideoChangedError, VideoDecodeError, VidlabelError, VidlabelWarning, replace_command
 
-__all__ = ["ExportReport", "changed_failure", "decode_failure", "lost_reasons", "report_damaged", "report_plan"]
+__all__ = [
+    "ExportReport",
+    "changed_failure",
+    "decode_failure",
+    "lost_reasons",
+    "markers_not_written_words",
+    "report_damaged",
+    "report_plan",
+]
 
 _IDS_SHOWN = 10  # annotation ids the summary names of those not stored
 
@@ -51,6 +59,9 @@ class ExportReport:
         no trustworthy picture.
     markers_without_stored_frames : int
         Markers none of whose frames is stored (still kept as segments).
+    markers_not_written : dict
+        MediaSequence: ``{video_id: n}`` markers of videos none of whose frames is stored: a record holds a
+        video's stored frames, so such a video has no record and its markers are not written.
     rows_outside_video : int
         Annotations whose frame lies outside their video (left out, as FrameSamples does).
     damaged_units : list of str
@@ -78,6 +89,7 @@ class ExportReport:
     )
     untrusted_frames: int = 0
     markers_without_stored_frames: int = 0
+    markers_not_written: dict[str, int] = field(default_factory=dict)
     rows_outside_video: int = 0
     damaged_units: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -125,7 +137,20 @@ class ExportReport:
         if self.markers_without_stored_frames:
             n = self.markers_without_stored_frames
             lines.append(f"{plural(n, 'marker')} {'has' if n == 1 else 'have'} no stored frame (kept as segments)")
+        if self.markers_not_written:
+            lines.append(f"NOT WRITTEN: {markers_not_written_words(self.markers_not_written)}")
         return "\n".join(lines)
+
+
+def markers_not_written_words(by_video: dict[str, int]) -> str:
+    """'3 markers of video 'b' (no stored frame, so no record to hold them)' for a MediaSequence export."""
+    n = sum(by_video.values())
+    videos = ", ".join(repr(v) for v in sorted(by_video))
+    return (
+        f"{plural(n, 'marker')} of {'video' if len(by_video) == 1 else 'videos'} {videos}: no frame of "
+        f"{'it' if len(by_video) == 1 else 'them'} is stored (no box or mask), and a MediaSequence record holds a "
+        "video's stored frames, so none holds these markers"
+    )
 
 
 def lost_reasons(not_stored: dict[str, Any], other: str = "stride / frames / kinds") -> str:

@@ -409,4 +409,12 @@ def export_mediasequence_labels(release: Release, out: Path, videos: Sequence[st
     result.paths = sorted(str(p) for p in Path(out).glob("part-*.tfrecord"))
     result.counts["records"] = report.records
     result.counts["frames"] = report.samples
+    if report.markers_not_written:
+        why = "marker of a video with no box or mask (MediaSequence records hold a video's annotated frames)"
+        result.not_written[why] += sum(report.markers_not_written.values())
+    for kind in ("box", "mask"):  # on frames without a trustworthy picture: never stored, so in no record
+        if plan.not_stored[kind]:
+            result.not_written[f"{kind} on a frame without a trustworthy picture (no record holds it)"] += int(
+                plan.not_stored[kind]
+            )
     return result
