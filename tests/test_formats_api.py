@@ -240,3 +240,30 @@ def test_the_clipped_boxes_note_counts_one_box_in_the_singular(tmp_path: Path) -
     gt.write_text("1,1,60,20,10,6,1,1,1\n")
     report = import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
     assert "1 box reaching outside the frame was clipped to it (clip=False or --no-clip refuses them)" in report.notes
+
+
+@pytest.mark.parametrize(
+    ("fmt", "out", "tool"),
+    [("cvat-video", "a.xml", "CVAT"), ("ytvis", "a.json", "YouTube-VIS"), ("label-studio", "a.json", "Label Studio")],
+)
+def test_human_rows_of_a_track_with_model_rows_counted_as_not_written(
+    tmp_path: Path, fmt: str, out: str, tool: str
+) -> None:
+    # a model proposed track 0; a human corrected frames 1 and 2: the format gives the track one origin
+    ds = dataset(tmp_path / "ds")
+    model = {"origin": "model", "confidence": 0.5}
+    rows = [
+        {"kind": "box", "label": "person", "start_frame": 0, "box": (1, 2, 11, 12), "track_id": 0, **model},
+        {"kind": "box", "label": "person", "start_frame": 1, "box": (2, 2, 12, 12), "track_id": 0},
+        {"kind": "box", "label": "person", "start_frame": 2, "box": (3, 2, 13, 12), "track_id": 0},
+        {"kind": "box", "label": "car", "start_frame": 0, "box": (1, 2, 11, 12), "track_id": 1},
+    ]
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    report = export_labels(ds, fmt, tmp_path / out)
+    human_in_model_track = sum(1 for r in rows if r["track_id"] == 0 and "origin" not in r)
+    reason = f"origin of human rows in a track that also holds model rows ({tool} gives a track one origin: written as model)"
+    assert report.not_written[reason] == human_in_model_track == 2
+    new = dataset(tmp_path / "new")
+    import_labels(new, fmt, tmp_path / out, video_id="cam1")
+    assert sorted(r["origin"] for r in new.annotations()) == ["human", "model", "model", "model"]  # as counted

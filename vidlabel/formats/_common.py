@@ -465,6 +465,18 @@ def tracks_of(table: Any, rows: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
+def human_rows_of_model_track(table: Any, rows: np.ndarray) -> int:
+    """How many of a track's ``rows`` are human when the track also holds model rows: formats that give a track
+    one origin (CVAT ``source``, a YouTube-VIS ``score``, a Label Studio prediction) write them as model rows."""
+    model = table.origin[rows] == MODEL
+    return int((~model).sum()) if model.any() else 0
+
+
+def mixed_origin_reason(tool: str) -> str:
+    """The ``not_written`` reason under which :func:`human_rows_of_model_track`'s rows are counted."""
+    return f"origin of human rows in a track that also holds model rows ({tool} gives a track one origin: written as model)"
+
+
 def output_files(out: Path, vids: Sequence[str], suffix: str) -> dict[str, Path]:
     """One file per video: ``out`` itself for one video when it ends in ``suffix``, else ``out/<video_id><suffix>``."""
     if len(vids) == 1 and out.suffix == suffix:

@@ -47,7 +47,9 @@ from ._common import (
     VideoRows,
     coco_segmentation,
     fail,
+    human_rows_of_model_track,
     interpolate_keyframes,
+    mixed_origin_reason,
     output_files,
     read_text,
     tracks_of,
@@ -468,6 +470,9 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
             untracked += track < 0
             boxes = trows[t.kind[trows] == BOX]
             source = "auto" if (t.origin[trows] == MODEL).any() else "manual"
+            mixed = human_rows_of_model_track(t, trows)
+            if mixed:
+                report.not_written[mixed_origin_reason("CVAT")] += mixed
             conf_dropped += int(np.isfinite(t.confidence[trows]).sum())
             if boxes.size:
                 el = ET.SubElement(

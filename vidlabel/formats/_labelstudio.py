@@ -41,7 +41,9 @@ from ._common import (
     VideoRows,
     fail,
     float32_value,
+    human_rows_of_model_track,
     interpolate_keyframes,
+    mixed_origin_reason,
     number,
     read_json,
     tracks_of,
@@ -265,6 +267,9 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
                 "to_name": "video", "origin": "manual",
                 "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
             }  # fmt: skip
+            mixed = human_rows_of_model_track(t, trows)
+            if mixed:
+                report.not_written[mixed_origin_reason("Label Studio")] += mixed
             if (t.origin[trows] == MODEL).any():
                 conf = t.confidence[trows].astype(np.float64)
                 if np.isfinite(conf).any():

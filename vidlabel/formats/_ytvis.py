@@ -36,8 +36,10 @@ from ._common import (
     coco_segmentation,
     fail,
     float32_value,
+    human_rows_of_model_track,
     json_key,
     mask_of,
+    mixed_origin_reason,
     number,
     read_json,
     tracks_of,
@@ -208,6 +210,9 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
             if model.any():
                 conf = t.confidence[trows].astype(np.float64)
                 a["score"] = float32_value(np.nanmean(conf)) if np.isfinite(conf).any() else None
+                mixed = human_rows_of_model_track(t, trows)
+                if mixed and a["score"] is not None:  # the score makes every row of the instance a model row
+                    report.not_written[mixed_origin_reason("YouTube-VIS")] += mixed
                 if len(set(conf.tolist())) > 1:
                     report.notes.append("a model track's confidences differ per frame: its score is their mean")
             if track < 0:
