@@ -188,3 +188,18 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     ds2 = dataset(tmp / "b", videos=[meta(frame_count=20)])
     import_labels(ds2, "ytvis", tmp / "out.json")
     assert_same_rows(ds2.annotations(), ds.annotations())
+
+
+def test_model_track_without_confidence_counted_as_not_written(tmp_path: Path) -> None:
+    # YouTube-VIS marks a model's instance by its score: without one the rows read back as human
+    ds = dataset(tmp_path / "ds")
+    model_rows = [
+        {"kind": "box", "label": "person", "start_frame": f, "box": (1, 2, 11, 12), "track_id": 0, "origin": "model"}
+        for f in (0, 1, 2)
+    ]
+    ds.add_annotations([*model_rows, {"kind": "box", "label": "car", "start_frame": 0, "box": (1, 2, 5, 6)}], "cam1")
+    ds.build()
+    report = export_labels(ds, "ytvis", tmp_path / "a.json")
+    why = "origin of model rows without a confidence (a YouTube-VIS instance is a model's by its score)"
+    assert report.not_written == {why: len(model_rows)}
+    assert not any("differ" in n for n in report.notes)  # no confidence at all: no "confidences differ" note

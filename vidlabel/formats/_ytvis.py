@@ -213,7 +213,10 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
                 mixed = human_rows_of_model_track(t, trows)
                 if mixed and a["score"] is not None:  # the score makes every row of the instance a model row
                     report.not_written[mixed_origin_reason("YouTube-VIS")] += mixed
-                if len(set(conf.tolist())) > 1:
+                if a["score"] is None:  # no score: the instance reads back as human
+                    why = "origin of model rows without a confidence (a YouTube-VIS instance is a model's by its score)"
+                    report.not_written[why] += int(model.sum())
+                if len(set(conf[np.isfinite(conf)].tolist())) > 1:
                     report.notes.append("a model track's confidences differ per frame: its score is their mean")
             if track < 0:
                 untracked += 1
