@@ -386,3 +386,25 @@ def test_two_box_keyframes_on_one_frame_are_refused_naming_both(tmp_path: Path) 
     with pytest.raises(FormatError, match=r'<box frame="3">: a second keyframe of the track on video frame 3$'):
         import_labels(ds, "cvat-video", f)
     assert ds.annotations() == []
+
+
+def test_model_markers_round_trip_and_touching_markers_counted(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    markers = [
+        {"kind": "marker", "label": "goal", "start_frame": 0, "end_frame": 4},
+        {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 9},  # touches the first: one run of tags
+        {"kind": "marker", "label": "goal", "start_frame": 2, "end_frame": 3, "origin": "model", "confidence": 0.7},
+        {"kind": "marker", "label": "person", "start_frame": 20, "end_frame": 21, "origin": "model"},
+    ]
+    ds.add_annotations(markers, "cam1")
+    ds.build()
+    report = export_labels(ds, "cvat-video", tmp_path / "a.xml")
+    assert report.counts["marker"] == 4
+    assert report.not_written == {
+        "marker touching or overlapping another of its label (CVAT tags are per frame: read back as one marker)": 1,
+        "confidence of model rows (CVAT holds none; the rows are written)": 1,
+    }
+    new = dataset(tmp_path / "new")
+    import_labels(new, "cvat-video", tmp_path / "a.xml", video_id="cam1")
+    got = sorted((r["label"], r["start_frame"], r["end_frame"], r["origin"]) for r in new.annotations())
+    assert got == [("goal", 0, 9, "human"), ("goal", 2, 3, "model"), ("person", 20, 21, "model")]

@@ -18,8 +18,8 @@ the last written shape get nothing; an ``outside`` shape hides the object on its
 track takes the track id of the box track with the same ``group_id``, else a track of its own; a
 polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
-markers. ``<track id>`` is an export counter: our track ids are assigned in document order per
-video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+markers (model markers for ``source="auto"`` tags). ``<track id>`` is an export counter: our track ids
+are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
 A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
@@ -254,7 +254,7 @@ class _CvatRead:
         self.mask_groups: dict[str, int] = {}
         self.waiting_masks: list[tuple[ET.Element, str, dict[str, Any]]] = []
         self.waiting_polygons: list[tuple[ET.Element, str, dict[str, Any], int | None]] = []
-        self.tags: dict[str, list[tuple[int, str]]] = {}
+        self.tags: dict[tuple[str, bool], list[tuple[int, str]]] = {}  # (label, source="auto") -> (frame, where)
 
     def new_track(self) -> int:
         """The next track id, in document order."""
@@ -333,7 +333,8 @@ class _CvatRead:
             if c.tag == "tag":
                 if not c.attrib.get("label"):
                     raise fail(self.path, _el(c, iw), "a tag needs a label")
-                self.tags.setdefault(c.attrib["label"], []).append((f, _el(c, iw)))
+                key = (c.attrib["label"], c.attrib.get("source") == "auto")
+                self.tags.setdefault(key, []).append((f, _el(c, iw)))
             elif c.tag in _SHAPES:
                 self.parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
 
@@ -391,8 +392,8 @@ class _CvatRead:
                     self.vr.add({**base, "kind": "mask", "start_frame": f, "mask": rle, "track_id": own}, cw)
 
     def markers(self) -> None:
-        """Runs of consecutive task frames with a tag become one marker each."""
-        for label, items in self.tags.items():
+        """Runs of consecutive task frames with a tag become one marker each (a model's, for ``source="auto"``)."""
+        for (label, auto), items in self.tags.items():
             items.sort()
             ks = np.array([(f - self.start) // self.step for f, _ in items])
             breaks = np.flatnonzero(np.diff(ks) > 1)
@@ -400,6 +401,8 @@ class _CvatRead:
             lasts = np.r_[breaks, len(items) - 1]
             for a, b in zip(firsts.tolist(), lasts.tolist()):
                 row = {"kind": "marker", "label": label, "start_frame": items[a][0], "end_frame": items[b][0]}
+                if auto:
+                    row["origin"] = "model"
                 self.vr.add(row, items[a][1])
 
     def notes(self) -> None:
@@ -424,6 +427,18 @@ def _box_el(parent: ET.Element, frame: int, box: Sequence[float], outside: bool)
             "xtl": repr(box[0]), "ytl": repr(box[1]), "xbr": repr(box[2]), "ybr": repr(box[3]), "z_order": "0",
         },
     )  # fmt: skip
+
+
+def _touching_markers(spans: dict[tuple[str, str], list[tuple[int, int]]]) -> int:
+    """Markers (inclusive frame spans, per label and source) that start at or before the frame after an earlier
+    one's end: their per-frame tags run together, so they read back as one marker."""
+    n = 0
+    for runs in spans.values():
+        end = None
+        for first, last in sorted(runs):
+            n += end is not None and first <= end + 1
+            end = last if end is None else max(end, last)
+    return n
 
 
 def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -506,16 +521,27 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
                             "left": str(left), "top": str(top), "width": str(w), "height": str(h), "z_order": "0",
                         })  # fmt: skip
                 report.counts["mask"] += 1
-        per_frame: dict[int, list[str]] = {}
+        per_frame: dict[int, list[tuple[str, str]]] = {}
+        spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for r in rows[kind == MARKER].tolist():
-            for f in range(int(t.start_frame[r]), int(t.end_frame[r]) + 1):
-                per_frame.setdefault(f, []).append(release.labels[int(t.label[r])])
+            tag = (release.labels[int(t.label[r])], "auto" if t.origin[r] == MODEL else "manual")
+            first, last = int(t.start_frame[r]), int(t.end_frame[r])
+            for f in range(first, last + 1):
+                per_frame.setdefault(f, []).append(tag)
+            spans.setdefault(tag, []).append((first, last))
+            conf_dropped += int(np.isfinite(t.confidence[r]))
             report.counts["marker"] += 1
+        touching = _touching_markers(spans)
+        if touching:
+            why = (
+                "marker touching or overlapping another of its label (CVAT tags are per frame: read back as one marker)"
+            )
+            report.not_written[why] += touching
         for f in sorted(per_frame):
             img = ET.SubElement(root, "image", {"id": str(f), "name": f"frame_{f:06d}", "width": str(meta.width),
                                                 "height": str(meta.height)})  # fmt: skip
-            for label in dict.fromkeys(per_frame[f]):
-                ET.SubElement(img, "tag", {"label": label, "source": "manual"})
+            for label, source in dict.fromkeys(per_frame[f]):
+                ET.SubElement(img, "tag", {"label": label, "source": source})
         if untracked:
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked rows written as one-frame tracks")
         if conf_dropped:
