@@ -267,3 +267,22 @@ def test_human_rows_of_a_track_with_model_rows_counted_as_not_written(
     new = dataset(tmp_path / "new")
     import_labels(new, fmt, tmp_path / out, video_id="cam1")
     assert sorted(r["origin"] for r in new.annotations()) == ["human", "model", "model", "model"]  # as counted
+
+
+@pytest.mark.parametrize(
+    ("fmt", "out"),
+    [("mot", "mot"), ("cvat-video", "a.xml"), ("ytvis", "a.json"), ("coco-vid", "a.json"), ("label-studio", "a.json")],
+)
+def test_view_of_rows_counted_as_not_written(tmp_path: Path, fmt: str, out: str) -> None:
+    ds = dataset(tmp_path / "ds")
+    ds.add_view("left", (0, 0, 32, 48))
+    rows = [
+        {"kind": "box", "label": "person", "start_frame": 0, "box": (1, 2, 11, 12), "track_id": 0},
+        {"kind": "box", "label": "person", "start_frame": 1, "box": (2, 2, 12, 12), "track_id": 0, "view_id": "left"},
+        {"kind": "box", "label": "car", "start_frame": 4, "box": (3, 2, 13, 12), "view_id": "left"},
+    ]
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    report = export_labels(ds, fmt, tmp_path / out)
+    views = sum(1 for r in rows if "view_id" in r)
+    assert report.not_written["view of a row (the label formats hold no views: written without it)"] == views == 2

@@ -323,7 +323,8 @@ def export_labels(
     Returns
     -------
     ExportLabelsReport
-        Files written, rows per kind, and rows the format cannot hold, counted per reason.
+        Files written, rows per kind, and rows the format cannot hold, counted per reason (also the view of
+        rows that have one: no label format holds views, so the rows are written without it).
 
     Raises
     ------
@@ -339,4 +340,9 @@ def export_labels(
         )
     rel = release if isinstance(release, Release) else ds.release(release)
     report: ExportLabelsReport = exporter(rel, Path(out), list(videos))
+    t = rel.table
+    chosen = [t.video_ids.index(v) for v in (videos or rel.videos) if v in t.video_ids]
+    with_view = int(((t.view >= 0) & np.isin(t.video, chosen)).sum())
+    if with_view:  # boxes and masks are full-frame pixels: they are written, their view is not
+        report.not_written["view of a row (the label formats hold no views: written without it)"] += with_view
     return report
