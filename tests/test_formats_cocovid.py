@@ -300,3 +300,18 @@ def test_ignore_annotations_counted_and_visibility_noted(tmp_path: Path) -> None
     assert got == [(0, (1.0, 2.0, 4.0, 6.0)), (1, (2.0, 2.0, 5.0, 6.0)), (2, (5.0, 5.0, 10.0, 10.0))]
     assert rep.skipped == {"ignore annotation (an ignored region, as iscrowd)": 1}
     assert rep.notes == ["annotation fields not stored: occluded (on 1), visibility (on 2)"]
+
+
+@pytest.mark.parametrize(
+    ("width", "match"),
+    [
+        ("64", r"images\[0\]: width is '64'; expected a finite number"),
+        (64.5, r"images\[0\]: width is 64\.5; expected a whole number"),
+        (65, r"images\[0\]: width 65 disagrees with video 'cam1', whose width is 64"),
+    ],
+)
+def test_image_width_text_or_fraction_refused_as_such(tmp_path: Path, width, match: str) -> None:
+    d = doc([])
+    d["images"][0]["width"] = width
+    with pytest.raises(FormatError, match=match):
+        import_labels(dataset(tmp_path / "ds"), "coco-vid", write(tmp_path / "a.json", d))

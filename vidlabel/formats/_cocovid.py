@@ -40,6 +40,7 @@ from ._common import (
     number,
     read_json,
     video_tables,
+    whole_number,
     write_json,
     xywh_boxes,
 )
@@ -96,8 +97,10 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         vr = vids[im["video_id"]]
         f = integer(path, at, im.get("frame_id"), "frame_id")
         for key, have in (("width", vr.meta.width), ("height", vr.meta.height)):
-            if key in im and im[key] != have:
-                raise fail(path, at, f"{key} {im[key]} disagrees with video {vr.meta.video_id!r}'s {key} {have}")
+            if key in im and whole_number(path, at, im[key], key) != have:  # "64" is text, not the size 64
+                raise fail(
+                    path, at, f"{key} {im[key]!r} disagrees with video {vr.meta.video_id!r}, whose {key} is {have}"
+                )
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
             raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
