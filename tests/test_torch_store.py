@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 from tests.media import read_frame_number
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
+from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, StoreError, VidlabelError
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 from vidlabel.torch_data._common import to_torch_sample
 
@@ -222,6 +222,32 @@ def test_datasets_and_store_pickle(world: tuple[Path, Dataset]) -> None:
     assert clone_stream.epoch == 3
     clone_stream.set_epoch(5)
     assert stream.epoch == 3 and clone_stream.epoch == 5
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_a_store_exported_again_under_a_dataset_is_refused_with_open_it_again(
+    world: tuple[Path, Dataset], tmp_path: Path, fmt: str
+) -> None:
+    # A training run holds StoreFrames while the same folder is exported again with other frames (frames='all'
+    # instead of the annotated ones): the index it read at open names rows of the old export.
+    _, ds = world
+    store = tmp_path / "store"
+    export(ds, store, format=fmt, progress=False)
+    frames = StoreFrames(store)  # reads every video's small arrays here (few videos): forked workers inherit them
+    spawned = pickle.loads(pickle.dumps(frames))  # what a DataLoader worker started by spawn receives: no arrays
+    export(ds, store, format=fmt, frames="all", progress=False)
+    assert len(StoreFrames(store)) != len(frames)  # the new export holds other rows
+    # the spawned copy read the new export's rows through the old index: other frames, without a word
+    with pytest.raises(
+        StoreError,
+        match=r"holds \d+ stored frames, not the \d+ its index was read with: the store "
+        r"was exported again at .* after this process opened it .*: open it again",
+    ):
+        spawned[1]
+    # the process that opened it (and workers forked from it) was told the store was damaged or a file missing,
+    # and to restore it or export again: it is neither
+    with pytest.raises(StoreError, match=r"video 'a' of store .*exported again at .*: open it again"):
+        frames[1]
 
 
 @pytest.mark.parametrize("store_name", ["hdf5-zstd4", "zarr-zstd4"])

@@ -651,8 +651,11 @@ class FrameStore:
         except StoreError as err:
             if err.video_id is not None:
                 raise
+            again = self._exported_again(video_id)  # a file of the export before gone: not damage
             raise type(err)(
-                f"video {video_id!r} of store {str(self.path)!r}: {err}", path=err.path, video_id=video_id
+                f"video {video_id!r} of store {str(self.path)!r}: {err}" + ("" if again is None else f" ({again})"),
+                path=err.path,
+                video_id=video_id,
             ) from err
 
     def _open_video(self, state: _ProcessState, video_id: str) -> VideoReader:
@@ -708,6 +711,7 @@ class FrameStore:
                     opener = None
             finally:
                 reader.close()
+            self._check_same_export(video_id, int(arrays["frame_number"].size))
             problems = video_problems(
                 video_id,
                 attrs,
@@ -756,7 +760,32 @@ class FrameStore:
                 problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
         if problem is not None:
             raise StoreCorruptError(
-                f"{where} {problem}: {STORE_CHANGED}",
+                f"{where} {problem}: {self._exported_again(video_id) or STORE_CHANGED}",
+                path=str(self.path),
+                video_id=video_id,
+            )
+
+    def _check_same_export(self, video_id: str, rows: int) -> None:
+        """Refuse a video's small arrays, just read, of another export than the one this FrameStore opened: the
+        store exported again into the same folder since (its stored rows differ from the number the root read at
+        open records, and so does the root now). The index read at open would otherwise name rows of the new
+        export: another frame each, its targets with it, without a word (a DataLoader worker started by spawn,
+        or a video first read after the export).
+
+        Raises
+        ------
+        StoreError
+            Saying when the store was exported again, and to open it again.
+        """
+        part = self._video_part.get(video_id)
+        recorded = self._parts[part].attrs.get("videos", {}).get(video_id) if part is not None else None
+        if not isinstance(recorded, dict) or recorded.get("frames") in (None, rows):
+            return
+        again = self._exported_again(video_id)
+        if again is not None:
+            raise StoreError(
+                f"video {video_id!r} of store {str(self.path)!r} holds {rows} stored frames, not the "
+                f"{recorded['frames']} its index was read with: {again}",
                 path=str(self.path),
                 video_id=video_id,
             )
