@@ -304,8 +304,12 @@ def test_a_dataset_pickled_in_a_rank_carries_its_rank(built: Path, monkeypatch: 
     monkeypatch.undo()
     again = pickle.loads(blob)
     assert rank_and_world() == (0, 1) and again._rank_and_world() == (1, 2) and len(again) == -(-n // 2)
+    monkeypatch.setenv("RANK", "2")
     monkeypatch.setenv("WORLD_SIZE", "3")  # the environment still overrides
-    assert again._rank_and_world() == (0, 3)
+    assert again._rank_and_world() == (2, 3)
+    monkeypatch.delenv("RANK")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # WORLD_SIZE without RANK: the pickled rank of that world tells
+    assert again._rank_and_world() == (1, 2)
     monkeypatch.delenv("WORLD_SIZE")
     with pytest.raises(OptionError, match=r"inherited rank/world_size: 2 must lie in \[0, 2\)"):
         rank_and_world((2, 2))

@@ -17,6 +17,7 @@ from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_v
 from vidlabel import Dataset, FrameSamples
 from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames, worker_info
+from vidlabel.torch_data import _common as common
 from vidlabel.torch_data._common import to_torch_sample
 
 N_SAMPLES = sum(n for n, _ in CLIPS.values())
@@ -78,6 +79,13 @@ def test_worker_info_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RANK", "one")
     with pytest.raises(OptionError, match="environment variable RANK must be an integer, got 'one'"):
         worker_info()
+    monkeypatch.delenv("RANK")  # WORLD_SIZE 2 alone: every process took rank 0 and read the same share
+    with pytest.raises(OptionError, match=r"WORLD_SIZE is 2 but RANK is not set: .* rank in \[0, 2\)"):
+        worker_info()
+    monkeypatch.setattr(common, "process_group_rank", lambda: (1, 2))  # a process group of that world tells
+    assert worker_info() == (1 * 3 + 2, 2 * 3)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert worker_info() == (2, 3)
 
 
 def _sample(h: int, w: int, n: int, frame: int) -> dict[str, Any]:

@@ -8,6 +8,8 @@ Where the rank and world size come from, first found wins:
 
 1. ``RANK`` and ``WORLD_SIZE`` environment variables (as ``torchrun`` sets
    them; tests and launchers without a process group set them too);
+   ``WORLD_SIZE`` > 1 without ``RANK`` takes the rank of 2. or 3. in a world
+   of that size, else is refused;
 2. ``torch.distributed.get_rank()`` / ``get_world_size()`` when a process
    group is initialised in this process (a rank, and the DataLoader workers
    it forks, which inherit it);
@@ -88,14 +90,27 @@ def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     """(rank, world_size): from ``RANK``/``WORLD_SIZE`` if set, else ``torch.distributed`` if initialised, else
     ``inherited`` (the rank a dataset was pickled in, see :class:`RankAware`), else (0, 1).
 
+    ``WORLD_SIZE`` > 1 without ``RANK`` takes the rank from the process group (or ``inherited``) when its world
+    size is the same, as nothing else tells this process's rank.
+
     Raises
     ------
     OptionError
-        If the variables are not integers or the rank is outside ``[0, world_size)``.
+        If the variables are not integers, the rank is outside ``[0, world_size)``, or ``WORLD_SIZE`` > 1 is set
+        without ``RANK`` and nothing else gives a rank in that world (every rank would read rank 0's share).
     """
     world = _env_int("WORLD_SIZE")
     if world is not None:
-        return _pair(_env_int("RANK") or 0, world, "RANK/WORLD_SIZE")
+        rank = _env_int("RANK")
+        if rank is None and world > 1:
+            for known in (process_group_rank(), inherited):
+                if known is not None and int(known[1]) == world:
+                    return _pair(int(known[0]), world, "RANK/WORLD_SIZE")
+            raise OptionError(
+                f"environment variable WORLD_SIZE is {world} but RANK is not set: every process would read rank "
+                f"0's share. Set RANK to this process's rank in [0, {world}) (torchrun sets both), or unset WORLD_SIZE"
+            )
+        return _pair(rank or 0, world, "RANK/WORLD_SIZE")
     group = process_group_rank()
     if group is not None:
         return group
