@@ -49,6 +49,21 @@ def test_empty_batch_is_refused():
         collate_frames([])
 
 
+def test_a_sample_that_is_not_a_dict_is_named_in_short():
+    # a torchvision-style transform returns (image, target): the message dumped both tensors' values
+    pair = (torch.zeros((3, 48, 64), dtype=torch.uint8), {"boxes": torch.zeros((2, 4)), "labels": torch.arange(2)})
+    with pytest.raises(OptionError) as err:
+        collate_frames([pair, pair])
+    message = str(err.value)
+    assert message.startswith(
+        "collate_frames takes a sequence of sample dicts; sample 0 is a tuple of 2 (a Tensor of shape (3, 48, 64), "
+        "a dict) (a transform must return the sample dict it receives"
+    )
+    assert "tensor(" not in message and len(message) < 300
+    with pytest.raises(OptionError, match=r"sample 1 is None \(NoneType\) \(a transform must return the sample dict"):
+        collate_frames([{"frame_index": 0}, None])
+
+
 def _rgb(frame: int) -> np.ndarray:
     """(6, 8, 3) uint8 whose channel c holds 10 * c + frame everywhere, so a transposed layout shows."""
     return np.stack([np.full((6, 8), 10 * c + frame, np.uint8) for c in range(3)], axis=-1)

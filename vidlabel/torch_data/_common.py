@@ -347,6 +347,17 @@ def _from_numpy(key: str, value: Any) -> Any:
     return _tensor(value)
 
 
+def _what(value: Any) -> str:
+    """A short description of ``value`` for a message: its repr when short, else its type (and shape, or items)."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return f"a {type(value).__name__} of shape {tuple(value.shape)}"
+    if isinstance(value, (tuple, list)) and value:
+        shown = ", ".join(_what(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {type(value).__name__} of {len(value)} ({shown})"
+    text = repr(value)
+    return f"{text} ({type(value).__name__})" if len(text) <= 60 else f"a {type(value).__name__}"
+
+
 def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Collate samples (tensor dicts) into a batch dict.
 
@@ -387,7 +398,8 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for i, sample in enumerate(batch):
         if not isinstance(sample, Mapping):
             raise OptionError(
-                f"collate_frames takes a sequence of sample dicts; sample {i} is {sample!r} ({type(sample).__name__})"
+                f"collate_frames takes a sequence of sample dicts; sample {i} is {_what(sample)} (a transform must "
+                "return the sample dict it receives, changed: a torchvision-style (image, target) pair is not one)"
             )
     out: dict[str, Any] = {}
     for key in batch[0]:
