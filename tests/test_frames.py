@@ -11,15 +11,17 @@ import functools
 import re
 import shutil
 import warnings
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import av
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.media import ClipTruth, decode_all, decode_tolerant, displayed_number
+from tests.media import ClipTruth, decode_all, decode_tolerant, displayed_number, encode_clip
 from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VideoNotFoundError, VidlabelWarning
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
@@ -434,6 +436,23 @@ def test_nonreference_frames_are_skipped_on_the_way(clip_bframes: ClipTruth) -> 
                 check_frame(clip_bframes, reader, t, reader.read(t))
             decoded[skip] = reader.stats["decoded"]
     assert decoded[True] < decoded[False]
+
+
+@pytest.mark.parametrize("bframes", [1, 3])
+def test_repeated_pts_never_give_a_wrong_frame(tmp_path: Path, bframes: int) -> None:
+    # 2000 fps in Matroska's millisecond time base: every second frame repeats its neighbour's pts, so pts
+    # cannot tell frames apart; skipping non-reference frames on the way must not hide that (it gave frame 2
+    # the picture of frame 3)
+    truth = encode_clip(tmp_path / "repeated_pts.mkv", n_frames=24, fps=Fraction(2000), gop=12, bframes=bframes)
+    with av.open(str(truth.path)) as container:
+        labels = [f.pts for f in container.decode(video=0)]
+    assert len(set(labels)) < len(labels)  # the file really repeats pts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VidlabelWarning)
+        with FrameReader(truth.path) as reader:
+            assert [displayed_number(image) for _, image in reader.iter_frames()] == list(range(24))
+        with FrameReader(truth.path) as reader:
+            assert [displayed_number(reader.read(n)) for n in (2, 3, 9, 5, 17, 16)] == [2, 3, 9, 5, 17, 16]
 
 
 def _numbers_in_child(reader: FrameReader, queue: Any) -> None:

@@ -211,6 +211,11 @@ class DecodeEngine:
             if mode != self._skip_mode:
                 ctx.skip_frame = self._skip_mode = mode
             if skip:
+                # A skipped frame is never output, so its pts must be no output frame's: one already given
+                # out means the pts repeat and cannot tell frames apart (checked on output too).
+                shown = self._lookup(packet.pts, self._last) if self._anchored else None
+                if shown is not None and shown <= self._last:
+                    raise _Disagree(f"a skipped frame has pts {packet.pts}, which an earlier frame had (pts repeat)")
                 self._skipped.add(packet.pts)
             try:
                 frames = ctx.decode(packet)
@@ -277,6 +282,8 @@ class DecodeEngine:
                 self._tainted = False
             lost = self._errors_since_output
             self._errors_since_output = 0
+            if label is not None and label in self._skipped:
+                raise _Disagree(f"the decoder gave pts {label}, the pts of a frame it skipped (pts repeat)")
             found = self._lookup(label, self._last + 1)
             if not self._anchored:
                 if found is None:
