@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.media import ClipTruth, decode_all
-from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError
+from tests.media import ClipTruth, decode_all, encode_clip, read_frame_number
+from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VideoNotFoundError, VidlabelWarning
 from vidlabel.spec import FrameIndex
 from vidlabel.video._probe import content_hash, probe, read_frame_index
+from vidlabel.video._reader import FrameReader
 
 
 def seconds(index: FrameIndex) -> list[Fraction]:
@@ -128,6 +130,27 @@ def test_decoder_permuted_labels_are_kept(clip_pts_from_dts: ClipTruth) -> None:
     assert FrameIndex.from_dict(index.to_dict()) == index
     # The frames themselves are in the right order when decoded plainly.
     assert len(decode_all(clip_pts_from_dts.path)) == 40
+
+
+@pytest.mark.parametrize("fps", [Fraction(30), Fraction(2000)])
+def test_stream_without_usable_timestamps_is_timed_by_its_frame_rate(tmp_path: Path, fps: Fraction) -> None:
+    # A raw H.264 stream has no timestamps (its demuxer's time base is 1/1200000); at 2000 fps Matroska's
+    # millisecond time base repeats every second pts. Frames are numbered by position either way; their times
+    # were those positions in the stream's time base (1,200,000 or 1000 fps, 0, 0, 1, 2, ... us), so frames
+    # shared a timestamp and MediaSequence records matched by timestamp went to the wrong frame.
+    path = tmp_path / ("raw.h264" if fps == 30 else "repeated_pts.mkv")
+    truth = encode_clip(path, n_frames=30, fps=fps, gop=10, bframes=2)
+    meta = probe(truth.path)
+    assert meta.fps == {"num": fps.numerator, "den": fps.denominator}
+    index = meta.frame_index
+    assert index is not None and index.frame_count == 30
+    assert seconds(index) == [n / fps for n in range(30)]
+    assert index.timestamp_us().tolist() == [n * 1_000_000 // fps for n in range(30)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VidlabelWarning)  # no "the index disagrees with the decoder" on every open
+        with FrameReader.for_video(meta) as reader:
+            assert [read_frame_number(reader.read(n)) for n in (17, 3, 29, 0)] == [17, 3, 29, 0]
+            assert [read_frame_number(image) for _, image in reader.iter_frames()] == list(range(30))
 
 
 def test_content_hash_streams_and_caches(tmp_path: Path) -> None:

@@ -24,6 +24,10 @@ them):
   keyframe, that frame included; holes; and, in a file cut short (see
   ``_truncation``) whose decoder reorders frames, the frames given out only
   when the decoder is drained at the end, whose B-frames may have been cut.
+- Streams whose decoder gives frames no pts or repeated pts (a raw H.264 or HEVC
+  stream, a broken muxer) are numbered by position, in a time base of one frame
+  of the stream's declared rate (so a frame's time is its number / rate, the only
+  time such a stream has); the reader counts frames in them.
 - Files whose decoder labels frames with a permutation of the container's pts
   (B-frames stored without composition offsets) are indexed in decoding output
   order, with the labels kept in :attr:`FrameIndex.decoder_pts`.
@@ -337,13 +341,17 @@ def _short_packets(container: Any, stream: Any, scan: _Scan) -> int:
     return sum(1 for i in last if scan.size[i] < sizes.get(scan.end[i] - scan.size[i], 0))
 
 
-def _index_from_decode(scan: _Scan, chash: str | None) -> FrameIndex | None:
+def _index_from_decode(scan: _Scan, chash: str | None, rate: Fraction | None = None) -> FrameIndex | None:
     labels = scan.labels
     if not labels:
         return None
     tb = {"num": scan.timebase.numerator, "den": scan.timebase.denominator}
     if any(v is None for v in labels) or len(set(labels)) != len(labels):
-        # No usable timestamps: number frames by their position (the reader then decodes sequentially).
+        # No usable timestamps: number frames by their position, one tick of 1 / rate each, so times are
+        # position / rate (a raw stream has no others). A time base other than the stream's tells the
+        # reader the pts are no decoder labels: it counts frames.
+        if rate and 1 / rate != scan.timebase:
+            tb = {"num": rate.denominator, "den": rate.numerator}
         return FrameIndex(tb, np.arange(len(labels)), _keys(scan.key_out), method="decode", content_hash=chash)
     arr = np.asarray(labels, dtype=np.int64)
     if arr.size < 2 or bool(np.all(np.diff(arr) > 0)):
@@ -421,6 +429,7 @@ def _decode_scan(path: Path, *, limit: int | None = None, progress: bool = False
             "has_b_frames": bool(ctx.has_b_frames),
             "average_rate": stream.average_rate,
             "guessed_rate": stream.guessed_rate,
+            "codec_rate": ctx.framerate,
             "width": ctx.width,
             "height": ctx.height,
         }
@@ -499,7 +508,7 @@ def read_frame_index(
 
 def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str | None) -> FrameIndex:
     """The index from a full decode pass; labelled ``"demux"`` when demuxing alone gives the same frames."""
-    decoded = _index_from_decode(scan, chash)
+    decoded = _index_from_decode(scan, chash, _stream_rate(info))
     if decoded is None:
         raise VideoDecodeError(
             f"no frame of {str(p)!r} decodes ({len(scan.pts)} video packets, {scan.errors} decode errors)",
@@ -509,6 +518,16 @@ def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str | None) -
         scan, chash, file_size=p.stat().st_size, has_b_frames=bool(info["has_b_frames"])
     )
     return demuxed if demuxed is not None and not problems and _same_frames(demuxed, decoded) else decoded
+
+
+def _stream_rate(info: dict[str, Any]) -> Fraction | None:
+    """Frames per second the stream declares: the bitstream's (H.264/HEVC timing info; a raw stream's
+    demuxer reports a default 25 as its average), else the average, else FFmpeg's guess; None if none."""
+    for key in ("codec_rate", "average_rate", "guessed_rate"):
+        rate = info.get(key)
+        if rate:
+            return Fraction(rate)
+    return None
 
 
 def _untrusted_frames(scan: _Scan, index: FrameIndex) -> tuple[tuple[int, int], ...]:

@@ -44,6 +44,7 @@ import os
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -337,7 +338,12 @@ class FrameReader(DecodeEngine):
                         f"of range: frames are [0, {self.frame_count}), ranges (first, last) inclusive"
                     )
             self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
-            self._mode = "label"
+            # An index in a time base other than the stream's numbers frames by position (a stream without
+            # usable timestamps, see vidlabel.video._probe): decoder labels mean nothing in it, so count.
+            tb = self._index.timebase
+            self._mode = "label" if Fraction(tb["num"], tb["den"]) == self._stream.time_base else "count"
+            if self._mode == "count":
+                self._seek_ok = False
             self._rotation: int | None = None
             self._coded_size: tuple[int, int] | None = None
             self._warned_skip = False
