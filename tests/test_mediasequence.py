@@ -8,6 +8,7 @@ the pixels, boxes from the generator, timestamps from PyAV's own demuxing).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -38,6 +39,7 @@ from vidlabel import Dataset, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.errors import FormatError, OptionError, StoreError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
+from vidlabel.spec import FrameIndex
 
 LABELS = ["person", "car", "goal"]
 W, H = 64, 48
@@ -590,6 +592,28 @@ def test_bad_records_are_format_errors(tmp_path: Path, clip: ClipTruth) -> None:
     (tmp_path / "empty").mkdir()
     refused(tmp_path / "empty", r"holds no \*\.tfrecord file")
     refused(tmp_path / "absent.tfrecord", "file not found")
+
+
+def test_a_timestamp_two_frames_share_is_refused(tmp_path: Path, clip: ClipTruth) -> None:
+    # What vidlabel recorded for a raw H.264 stream before it timed such frames by the frame rate: positions in
+    # the demuxer's 1/1200000 s time base, so frames 0 and 1 are both at 0 us, 6 and 7 at 5 us (n * 10**6 // 1200000)
+    meta = probe(clip.path, video_id="v")
+    index = meta.frame_index
+    assert index is not None
+    old = FrameIndex({"num": 1, "den": 1_200_000}, np.arange(index.frame_count), index.keyframes, method="decode",
+                     content_hash=index.content_hash)  # fmt: skip
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(LABELS)
+    ds.add_video(dataclasses.replace(meta, frame_index=old))
+    context, features = good_record()
+    for ts, first in ((0, 0), (5, 6)):
+        record = write_record(
+            tmp_path / f"t{ts}.tfrecord", context, {**features, "region/timestamp": ([ts, 39], "int")}
+        )
+        with pytest.raises(FormatError, match=rf"timestamp {ts} us \(entry 0\) is the time of frames {first} and "
+                           rf"{first + 1} of video 'v'.* --replace"):  # fmt: skip
+            import_labels(ds, "mediasequence", record)
+        assert ds.annotations() == []
 
 
 # -- command line ----------------------------------------------------------------------------------------------

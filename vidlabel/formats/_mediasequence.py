@@ -176,6 +176,18 @@ class _Video:
                 f"(frames 0..{t.size - 1} at {int(t[0])}..{int(t[-1])} us; nearest frame {int(pos[j])} at "
                 f"{int(t[pos[j]])} us)",
             )
+        shared = np.flatnonzero(np.minimum(left, right) == 0)
+        if shared.size:
+            j = int(shared[0])
+            first = int(pos[j]) - 1 if left[j] == 0 else int(pos[j])
+            raise fail(
+                file,
+                where,
+                f"timestamp {int(asked[j])} us (entry {j}) is the time of frames {first} and {first + 1} of video "
+                f"{self.meta.video_id!r}: its frame index gives them one time, so no timestamp tells them apart "
+                "(a stream without timestamps, registered before vidlabel timed its frames by the frame rate); "
+                "re-register the video (vidlabel add-video DATASET FILE --video-id ID --replace) and import again",
+            )
         return pos.astype(np.int64)
 
     def track(self, name: bytes) -> int | None:
