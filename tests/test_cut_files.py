@@ -28,6 +28,7 @@ CLIPS = {
     "msmpeg4.avi": {"codec": "msmpeg4"},
     "h264_bframes.mp4": {"bframes": 2, "container_options": {"movflags": "+faststart"}},
     "h264_bframes.mkv": {"bframes": 2},
+    "h264_bframes.ts": {"bframes": 2},
     "mpeg4.mkv": {"codec": "mpeg4"},
 }
 
@@ -144,3 +145,25 @@ def test_a_reordered_frame_drained_from_a_cut_file_is_untrusted(intact: dict, me
             reader.read(last)
         first_bad = meta.untrusted_frames[0][0]
         assert all(np.array_equal(reader.read(n), reference[n]) for n in range(first_bad))
+
+
+def test_b_frames_cut_off_an_mpeg_ts_on_a_packet_boundary_leave_no_renumbered_frame(
+    intact: dict, media_dir: Path
+) -> None:
+    """A transport stream cut where a B-frame's first 188-byte packet starts: the B-frames shown before the last
+    P-frame kept are gone without a trace in the packets, and that P-frame was frame n - 1, the picture of frame
+    n. The hole in the pts at the end (a constant frame rate) now says the file is cut: it is untrusted."""
+    path, reference = intact["h264_bframes.ts"]
+    layout = packet_layout(path)  # file order: (pts, pos, size, keyframe)
+    later = max(i for i in range(1, len(layout)) if layout[i][0] < max(p for p, *_ in layout[:i]) and i < 40)
+    offset = layout[later][1]
+    assert offset % 188 == 0  # on a transport packet boundary: the file's size shows nothing
+    cut = media_dir / "cut_at_a_b_frame.ts"
+    cut.write_bytes(path.read_bytes()[:offset])
+    meta = probe(cut, video_id="ts")
+    assert meta.untrusted_frames and meta.untrusted_frames[-1][1] == meta.frame_count - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VidlabelWarning)  # "skipping frames that cannot be trusted"
+        with FrameReader.for_video(meta, on_corrupt="skip") as reader:
+            got = dict(reader.iter_frames())
+    assert got and all(np.array_equal(image, reference[n]) for n, image in got.items())

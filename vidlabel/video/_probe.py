@@ -305,8 +305,10 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
     """Why a fully scanned file looks cut short (None when nothing says so).
 
     Signs: a packet marked corrupt or cut short, demuxing stopped by an error,
-    fewer packets than the container's header or index counts, or (single
-    stream files) a duration in the header beyond the last packet.
+    fewer packets than the container's header or index counts, a hole in the
+    pts (at a constant frame rate) before the frames the decoder gives out when
+    drained at the end, or (single stream files) a duration in the header beyond
+    the last packet.
     """
     packets = sum(1 for z in scan.size if z > 0)
     if scan.demux_error:
@@ -319,6 +321,9 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
     if entries > packets:
         return f"{packets} video packets, the container's index lists {entries}"
     known = np.unique(np.asarray([p for p in scan.pts if p is not None], dtype=np.int64))
+    hole = _hole_at_the_end(scan)
+    if hole:
+        return hole
     if len(container.streams) == 1 and container.duration and known.size > 1:
         step_us = float(np.median(np.diff(known)) * scan.timebase * 1_000_000)
         end_us = float(int(known[-1]) * scan.timebase * 1_000_000) + step_us
@@ -326,6 +331,25 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
         if float(container.duration) - end_us > 1.5 * step_us + 1000:
             return f"the header's duration ({container.duration} us) runs past the last packet"
     return None
+
+
+def _hole_at_the_end(scan: _Scan) -> str | None:
+    """A pts step into a frame the final drain gave out that is wider than every other step of a constant
+    frame rate: B-frames shown before the last frames kept were cut off (an MPEG-TS cut on a packet boundary
+    drops them without a sign in the packets). None when there is no such hole."""
+    labels = scan.labels
+    if not any(scan.drained) or any(v is None for v in labels):
+        return None
+    order = np.argsort(np.asarray(labels, dtype=np.int64), kind="stable")
+    pts = np.asarray(labels, dtype=np.int64)[order]
+    drained = np.asarray(scan.drained, dtype=bool)[order]
+    steps = np.diff(pts)
+    into_drained = drained[1:]
+    body, tail = steps[~into_drained], steps[into_drained]
+    if body.size < 2 or not np.all(body == body[0]) or body[0] <= 0 or not np.any(tail > body[0]):
+        return None
+    missing = int(np.sum(tail // body[0] - 1))
+    return f"the pts skip {missing} frame{'s' if missing != 1 else ''} among the last frames (B-frames cut off)"
 
 
 def _short_packets(container: Any, stream: Any, scan: _Scan) -> int:
