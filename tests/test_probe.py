@@ -208,3 +208,19 @@ def test_index_round_trips(clip_bframes: ClipTruth) -> None:
     index = read_frame_index(clip_bframes.path)
     assert FrameIndex.from_dict(index.to_dict()) == index
     assert "decoder_pts" not in index.to_dict()
+
+
+def test_a_stream_that_changes_frame_size_is_refused_naming_the_frame_and_both_sizes(tmp_path: Path) -> None:
+    """Two raw H.264 streams of different sizes joined (as `cat a.h264 b.h264` makes) registered at the first
+    size while the reader gave frames of the second size past the join; probe now refuses the file."""
+    first = encode_clip(tmp_path / "a.h264", n_frames=12, width=64, height=48, gop=6)
+    second = encode_clip(tmp_path / "b.h264", n_frames=10, width=80, height=64, gop=5)
+    joined = tmp_path / "joined.h264"
+    joined.write_bytes(first.path.read_bytes() + second.path.read_bytes())
+    with pytest.raises(
+        VideoDecodeError,
+        match=r"the frames of '.*joined\.h264' change size: frames 0\.\.11 are 64x48, frame 12 is 80x64 \(coded sizes\); "
+        r"vidlabel reads one frame size per video: re-encode it to one size, e\.g\. ffmpeg -i IN -vf scale=64:48 ",
+    ):
+        probe(joined)
+    assert probe(first.path).frame_count == 12  # each part alone is fine

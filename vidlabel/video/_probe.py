@@ -193,6 +193,9 @@ class _Scan:
     short_packets: int = 0  # packets shorter than the container's index says (a cut file)
     drained: list[bool] = field(default_factory=list)  # per decoded frame: given out only by the final drain
     truncated: str | None = None  # why the file looks cut short (None: no sign of it)
+    size_change: tuple[int, int, int] | None = (
+        None  # (output position, width, height) of the first frame of another size
+    )
 
 
 def _scan(
@@ -278,6 +281,11 @@ def _scan(
                         "color_range": int(frame.color_range),
                         "colorspace": int(frame.colorspace),
                     }
+                elif scan.size_change is None and (frame.width, frame.height) != (
+                    scan.first_frame["width"],
+                    scan.first_frame["height"],
+                ):
+                    scan.size_change = (len(scan.labels), frame.width, frame.height)
                 scan.labels.append(frame.pts)
                 scan.key_out.append(bool(frame.key_frame))
                 scan.drained.append(flush)
@@ -639,7 +647,8 @@ def probe(
     ------
     VideoNotFoundError, NoVideoStreamError, VideoDecodeError
         Missing file; no video stream or not a media file; empty file or no
-        frame decodes.
+        frame decodes; frames of more than one size (a stream that changes size in the middle: vidlabel
+        reads one frame size per video).
     OptionError
         If ``with_index`` or ``progress`` is not True or False, or ``path`` is no path (None, a number).
     AnnotationError
@@ -655,6 +664,15 @@ def probe(
     scan, info = _decode_scan(p, progress=progress)
     index = _best_index(p, scan, info, chash)
     first = scan.first_frame
+    if scan.size_change is not None:
+        n, w, h = scan.size_change
+        raise VideoDecodeError(
+            f"the frames of {str(p)!r} change size: frames 0..{n - 1} are {first['width']}x{first['height']}, "
+            f"frame {n} is {w}x{h} (coded sizes); vidlabel reads one frame size per video: re-encode it to one "
+            f"size, e.g. ffmpeg -i IN -vf scale={first['width']}:{first['height']} -c:v libx264 -crf 18 OUT.mp4, "
+            "or split it where the size changes",
+            path=str(p),
+        )
     rotation = int(first.get("rotation", 0))
     width, height = int(first.get("width") or info["width"]), int(first.get("height") or info["height"])
     if rotation % 180:
