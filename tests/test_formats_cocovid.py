@@ -315,3 +315,24 @@ def test_image_width_text_or_fraction_refused_as_such(tmp_path: Path, width, mat
     d["images"][0]["width"] = width
     with pytest.raises(FormatError, match=match):
         import_labels(dataset(tmp_path / "ds"), "coco-vid", write(tmp_path / "a.json", d))
+
+
+def test_a_degenerate_segmentation_beside_a_bbox_imports_the_bbox_and_a_null_instance_is_untracked(
+    tmp_path: Path,
+) -> None:
+    """A polygon under 3 points (or of no area) next to the annotation's bbox dropped the object, counted only
+    as a bad polygon; the bbox is now imported as a box. ``"instance_id": null`` was refused, while an absent
+    instance_id means untracked: null now means the same."""
+    ds = dataset(tmp_path / "ds")
+    anns = [
+        {"id": 1, "image_id": 101, "category_id": 1, "instance_id": 2, "bbox": [1, 2, 3, 4], "segmentation": [[1, 1, 5, 5]]},
+        {"id": 2, "image_id": 102, "category_id": 1, "instance_id": None, "bbox": [5, 6, 7, 8],
+         "segmentation": [[1, 1, 2, 2, 3, 3]]},  # three points on a line: no area
+    ]  # fmt: skip
+    rep = import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    got = sorted((r["start_frame"], r["kind"], r["box"], r["track_id"]) for r in ds.annotations())
+    assert got == [(1, "box", (1.0, 2.0, 4.0, 6.0), 2), (2, "box", (5.0, 6.0, 12.0, 14.0), None)]
+    assert rep.skipped == {
+        "polygon with < 3 points (its bbox imported as a box)": 1,
+        "polygon of zero area (its bbox imported as a box)": 1,
+    }

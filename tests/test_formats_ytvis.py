@@ -203,3 +203,35 @@ def test_model_track_without_confidence_counted_as_not_written(tmp_path: Path) -
     why = "origin of model rows without a confidence (a YouTube-VIS instance is a model's by its score)"
     assert report.not_written == {why: len(model_rows)}
     assert not any("differ" in n for n in report.notes)  # no confidence at all: no "confidences differ" note
+
+
+def test_an_empty_or_degenerate_segmentation_beside_a_bbox_imports_the_bbox(tmp_path: Path) -> None:
+    """A frame's segmentation of [] (no polygon) or of a polygon under 3 points, next to its bbox, dropped the
+    object on that frame, counted only as a bad polygon; the bbox is now imported as a box, and the count says so."""
+    ds = dataset(tmp_path / "ds")
+    names = [f"{i:05d}.jpg" for i in range(3)]
+    square = [[30, 10, 40, 10, 40, 20, 30, 20]]
+    anns = [
+        {
+            "id": 1,
+            "video_id": 3,
+            "category_id": 7,
+            "bboxes": [[30, 10, 10, 10], [1, 2, 3, 4], [5, 6, 7, 8]],
+            "segmentations": [square, [], [[1, 1, 5, 5]]],
+        },
+        {
+            "id": 2,
+            "video_id": 3,
+            "category_id": 1,
+            "bboxes": [None, None, None],
+            "segmentations": [None, [[1, 1]], None],
+        },
+    ]
+    rep = import_labels(ds, "ytvis", write(tmp_path / "y.json", doc(anns, names)), video_id="cam1")
+    got = sorted((r["start_frame"], r["kind"], r["box"]) for r in ds.annotations())
+    assert got == [
+        (0, "mask", (30.0, 10.0, 40.0, 20.0)),
+        (1, "box", (1.0, 2.0, 4.0, 6.0)),
+        (2, "box", (5.0, 6.0, 12.0, 14.0)),
+    ]
+    assert rep.skipped == {"polygon with < 3 points (its bbox imported as a box)": 2, "polygon with < 3 points": 1}

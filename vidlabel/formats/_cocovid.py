@@ -155,16 +155,21 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 not_stored[key] += 1
         row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
         seg = a.get("segmentation")
+        rle = None
         if seg:
-            rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
-            if rle is None:
+            has_box = a.get("bbox") is not None
+            rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=has_box)
+            if rle is None and not has_box:
                 continue
+        if rle is not None:
             row["kind"], row["mask"] = "mask", rle
         else:
             box_rows.append(row)
             box_values.append(a.get("bbox"))
             box_where.append(where)
-        inst = a.get("instance_id", -1)
+        inst = a.get("instance_id")
+        if inst is None:  # absent or null: untracked
+            inst = -1
         if type(inst) is not int:
             integer(path, where, inst, "instance_id")
         if inst >= 0:

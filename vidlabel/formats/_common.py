@@ -260,13 +260,15 @@ def xywh_box(path: Path, where: Where, value: Any, what: str = "bbox") -> tuple[
 
 
 def coco_segmentation(
-    path: Path, where: Where, seg: Any, height: int, width: int, skipped: Counter[str]
+    path: Path, where: Where, seg: Any, height: int, width: int, skipped: Counter[str], *, box_kept: bool = False
 ) -> dict[str, Any] | None:
     """A COCO ``segmentation`` (polygons, uncompressed RLE with list counts, compressed RLE) as compressed RLE.
 
     Polygons are rasterised by pycocotools at the frame's size; polygons with fewer than 3 points are
-    dropped (an annotation with none left is counted and None returned).
+    dropped (an annotation with none left, or whose polygons cover no pixel, is counted and None returned;
+    with ``box_kept``, the caller imports the annotation's bbox instead, and the count says so).
     """
+    kept = " (its bbox imported as a box)" if box_kept else ""
     from pycocotools import mask as mask_utils
 
     if isinstance(seg, list):
@@ -280,13 +282,13 @@ def coco_segmentation(
                 f"(finite, within ±{_FAR:.0e} pixels)",
             )
         if not polys:
-            skipped["polygon with < 3 points"] += 1
+            skipped["polygon with < 3 points" + kept] += 1
             return None
         polys = [_clip_polygon(p, width, height) for p in polys]
         polys = [p for p in polys if len(p) >= 6] or [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
         rle = mask_utils.merge(mask_utils.frPyObjects(polys, height, width))
         if not mask_utils.area(rle):
-            skipped["polygon of zero area"] += 1
+            skipped["polygon of zero area" + kept] += 1
             return None
         return {"size": [height, width], "counts": bytes(rle["counts"])}
     if isinstance(seg, dict) and "counts" in seg and "size" in seg:

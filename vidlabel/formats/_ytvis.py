@@ -155,10 +155,14 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
                 "track_id": track,
                 **origin,
             }
+            rle = None
             if seg is not None:
-                rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped)
-                if rle is None:
+                rle = coco_segmentation(
+                    path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=box is not None
+                )
+                if rle is None and box is None:
                     continue
+            if rle is not None:
                 row["kind"], row["mask"] = "mask", rle
             else:
                 row["box"] = xywh_box(path, where, box, "bboxes entry")
