@@ -288,6 +288,21 @@ def test_a_boolean_beside_integers_is_refused_not_taken_as_1(ds: Dataset, field:
     assert state(ds) == before
 
 
+@pytest.mark.parametrize(
+    "tracks",
+    [
+        [2**53 + 1, 1.0],  # before: NumPy made the batch float64, and 2**53 + 1 was stored as 2**53, without a word
+        [2**62, 1.0],  # before: refused, 'is not an integer >= 0'
+        [np.int64(2**63 - 1), 4],  # before: refused, 'is not an integer >= 0'
+        [2**63 - 1, 2**62 + 3],
+    ],
+)
+def test_every_track_id_in_int64_is_stored_exactly_whatever_its_neighbours(ds: Dataset, tracks: list[Any]) -> None:
+    ids = ds.add_annotations([dict(GOOD, start_frame=i, track_id=t) for i, t in enumerate(tracks)], "clip")
+    stored = {r["annotation_id"]: r["track_id"] for r in state(ds)}
+    assert [stored[i] for i in ids] == [int(t) for t in tracks]
+
+
 def test_first_bad_row_is_named_and_others_counted(ds: Dataset) -> None:
     rows = [GOOD, dict(GOOD, box=(9, 9, 1, 1)), dict(GOOD, label="x"), dict(GOOD, start_frame=-3), GOOD]
     with pytest.raises(

@@ -192,7 +192,9 @@ def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(int64 values, bad mask) of a list that should hold integers (integral floats allowed)."""
     n = len(values)
     arr = None
-    if set(map(type, values)) <= {int, float}:  # not bool: np.array would turn True into 1 beside ints
+    # One type only, int or float (not bool: np.array would turn True into 1 beside ints). Ints beside floats go
+    # through the loop: np.array would make them float64, which rounds an id past 2**53 to another id.
+    if set(map(type, values)) in ({int}, {float}):
         try:
             arr = np.array(values)
         except (TypeError, ValueError, OverflowError):
@@ -202,12 +204,12 @@ def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
             return arr.astype(np.int64, copy=False), np.zeros(n, bool)
         if arr.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
-                ok = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**62)
+                ok = np.isfinite(arr) & (arr == np.round(arr)) & (arr >= -(2.0**63)) & (arr < 2.0**63)
             return np.where(ok, arr, 0).astype(np.int64), ~ok
     out = np.zeros(n, np.int64)
     bad = np.zeros(n, bool)
     for i, v in enumerate(values):
-        if _is_int(v) and abs(int(v)) < 2**62:
+        if _is_int(v) and -(2**63) <= int(v) < 2**63:
             out[i] = int(v)
         else:
             bad[i] = True
