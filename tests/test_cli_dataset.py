@@ -470,8 +470,8 @@ def test_add_video_replace_with_a_shorter_file_warns_of_the_rows_left_outside(
     assert err == (
         f"vidlabel: warning: video 'cam2' in {str(dataset.absolute())!r}: 2 annotation rows past its last frame "
         f"{last} (up to frame 99); the rows are kept: validate reports them as errors "
-        "(frame_out_of_range, box_out_of_frame) and build() refuses a release until they are edited or deleted, "
-        "or the right file is registered again\n"
+        "(frame_out_of_range, box_out_of_frame, mask_size_mismatch) and build() refuses a release until they are "
+        "edited or deleted, or the right file is registered again\n"
     )
     ds = Dataset.open(dataset)
     assert len(ds.annotations("cam2")) == 3  # nothing dropped

@@ -120,7 +120,8 @@ def test_rows_that_no_longer_fit_the_video(ds: Dataset) -> None:
     with pytest.warns(
         VidlabelWarning,
         match=r"video 'clip' in .*: 2 annotation rows past its last frame 19 \(up to frame 29\); 1 box outside its "
-        r"50x48 frame \(up to x 60, y 22\); the rows are kept: validate reports them as errors",
+        r"50x48 frame \(up to x 60, y 22\); 1 mask of another size than its 50x48 frame \(e.g. 64x48\); the rows "
+        r"are kept: validate reports them as errors",
     ):
         ds.update_video(shrunk)
     got = codes(ds.validate())
@@ -130,6 +131,22 @@ def test_rows_that_no_longer_fit_the_video(ds: Dataset) -> None:
     assert ("frame_out_of_range", "clip", ids[3]) in got
     assert len(got) == 4
     assert all(p.severity == "error" for p in ds.validate())
+
+
+def test_a_larger_file_warns_of_the_masks_it_no_longer_fits(ds: Dataset) -> None:
+    # before: only rows past the new end or boxes outside the new size were said; masks of the old size, which
+    # validate rates as errors and build refuses, went unsaid (every box fits a larger frame)
+    m = np.zeros((48, 64), np.uint8)
+    m[1:3, 1:3] = 1
+    ids = ds.add_annotations([box(1), {"kind": "mask", "label": "car", "start_frame": 2, "mask": m}], "clip")
+    clip = ds.video("clip")
+    with pytest.warns(
+        VidlabelWarning,
+        match=r"video 'clip' in .*: 1 mask of another size than its 128x96 frame \(e.g. 64x48\); the rows are "
+        r"kept: validate reports them as errors \(frame_out_of_range, box_out_of_frame, mask_size_mismatch\)",
+    ):
+        ds.update_video(clip.replace(width=clip.width * 2, height=clip.height * 2))
+    assert codes(ds.validate()) == [("mask_size_mismatch", "clip", ids[1])]
 
 
 def test_duplicates_and_track_frame_conflicts(ds: Dataset) -> None:

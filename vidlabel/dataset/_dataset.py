@@ -384,8 +384,9 @@ class Dataset:
         -----
         VidlabelWarning
             As :meth:`add_video`, on frames without a trustworthy picture; and when rows of the video no longer
-            fit the new metadata (frames at or past the new frame count, boxes leaving the new frame size): how
-            many, and the furthest frame and box, so a shorter or smaller file given by mistake is seen at once.
+            fit the new metadata (frames at or past the new frame count, boxes leaving the new frame size, masks
+            of another size than the new frame): how many, and the furthest frame and box, so a shorter, smaller or
+            larger file given by mistake is seen at once.
         """
         meta = as_meta(meta)
         record = video_record(meta)
@@ -403,7 +404,8 @@ class Dataset:
         if misfits is not None:
             warnings.warn(
                 f"video {meta.video_id!r} in {str(self._path)!r}: {misfits}; the rows are kept: validate reports "
-                "them as errors (frame_out_of_range, box_out_of_frame) and build() refuses a release until they are "
+                "them as errors (frame_out_of_range, box_out_of_frame, mask_size_mismatch) and build() refuses a "
+                "release until they are "
                 "edited or deleted, or the right file is registered again",
                 VidlabelWarning,
                 stacklevel=2,
@@ -1110,7 +1112,8 @@ class Dataset:
 
 def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str | None:
     """What rows of video ``vcode`` the metadata ``meta`` no longer fits, in words (None: every row fits):
-    frames at or past ``meta.frame_count``, boxes (of boxes and masks) past ``meta.width`` x ``meta.height``."""
+    frames at or past ``meta.frame_count``, boxes (of boxes and masks) past ``meta.width`` x ``meta.height``,
+    masks of another size than ``meta.height`` x ``meta.width``."""
     cols, _ = load_chunks(con, video_code=vcode)
     if cols["annotation_id"].shape[0] == 0:
         return None
@@ -1129,6 +1132,15 @@ def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str 
         said.append(
             f"{plural(int(wide.sum()), 'box')} outside its {meta.width}x{meta.height} frame (up to x "
             f"{float(np.nanmax(box[wide, 2])):g}, y {float(np.nanmax(box[wide, 3])):g})"
+        )
+    size = cols["mask_size"]
+    is_mask = cols["kind"] == KINDS.index("mask")
+    resized = is_mask & ((size[:, 0] != meta.height) | (size[:, 1] != meta.width))
+    if resized.any():
+        h, w = (int(v) for v in size[np.flatnonzero(resized)[0]])
+        said.append(
+            f"{plural(int(resized.sum()), 'mask')} of another size than its {meta.width}x{meta.height} frame "
+            f"(e.g. {w}x{h})"
         )
     return "; ".join(said) or None
 
