@@ -187,6 +187,19 @@ def test_immutability_after_edits(ds: Dataset) -> None:
     assert "clip" in ds.release(old.release_id).videos and "x" not in ds.release(old.release_id).info
 
 
+def test_changing_a_returned_videos_fps_or_sources_leaves_the_release_as_built(ds: Dataset) -> None:
+    # before: the videos' fps and sources dicts were the ones Dataset.release keeps, so a caller pointing a video
+    # at a moved file changed that release for every later release() (and FrameSamples) in the process
+    built, _ = ds.build()
+    got = ds.release(built.release_id)
+    got.videos["clip"].sources[0]["uri"] = "/elsewhere/clip.mp4"
+    got.videos["clip"].fps["num"] = 25
+    again = ds.release(built.release_id)
+    assert again.videos["clip"].sources == ({"uri": "/nowhere/clip.mp4"},)
+    assert again.videos["clip"].fps == {"num": 30000, "den": 1001}
+    assert again.videos["clip"] == Dataset.open(ds.path).release(built.release_id).videos["clip"]
+
+
 def test_latest_follows_the_newest_build(ds: Dataset) -> None:
     with pytest.raises(ReleaseNotFoundError, match="has no release yet"):
         ds.release("latest")

@@ -430,7 +430,8 @@ def release_created(path: str | os.PathLike[str]) -> str:
 
 
 def copy_release(release: Release) -> Release:
-    """A shallow copy whose dicts are fresh (the table's arrays are read-only and shared)."""
-    return dataclasses.replace(
-        release, views=dict(release.views), videos=dict(release.videos), info=json.loads(_json(release.info))
-    )
+    """A copy whose dicts are fresh, down to each video's ``fps`` and ``sources`` (a caller changing them must not
+    change the release that ``Dataset.release`` keeps); the table's and frame indexes' arrays are read-only and
+    shared."""
+    videos = {vid: meta.replace() for vid, meta in release.videos.items()}  # its __post_init__ copies fps, sources
+    return dataclasses.replace(release, views=dict(release.views), videos=videos, info=json.loads(_json(release.info)))
