@@ -11,7 +11,7 @@ from vidlabel import Dataset, FrameIndex, VideoMetadata, View
 from vidlabel.dataset._validate import PROBLEM_CODES, Problem, for_export, validate_table
 from vidlabel.errors import VidlabelWarning
 from vidlabel.spec import AnnotationTable
-from vidlabel.video._probe import content_hash
+from vidlabel.video._probe import content_hash, resolve_video_path
 
 HASH = "sha256:" + "11" * 32
 
@@ -79,6 +79,19 @@ def test_missing_video_file(ds: Dataset, tmp_path: Path) -> None:
     assert "/missing/gone.mp4" in problems[0].message
     assert "no source file is recorded" in problems[1].message
     assert not ds.validate(check_files=False)
+
+
+def test_a_video_whose_first_source_is_gone_is_found_by_its_next_one(ds: Dataset, tmp_path: Path) -> None:
+    # before: validate looked at the first recorded source only, so validate --for-export refused with an error
+    # (missing_video_file) a video export reads from its second source
+    there = tmp_path / "clip.mp4"
+    ds.add_video(video("two", uri=str(there)).replace(sources=[{"uri": "/missing/two.mp4"}, {"uri": str(there)}]))
+    assert ds.validate(for_export=True) == []
+    assert resolve_video_path(ds.video("two")) == there  # where export and the readers read it
+    ds.add_video(video("neither").replace(sources=[{"uri": "/missing/a.mp4"}, {"uri": "/missing/b.mp4"}]))
+    (p,) = ds.validate(for_export=True)
+    assert (p.code, p.video_id, p.severity) == ("missing_video_file", "neither", "error")
+    assert p.message == "video file not found (tried /missing/a.mp4, /missing/b.mp4)"
 
 
 def test_a_folder_where_the_video_file_was_is_a_missing_file_named_as_a_folder(ds: Dataset, tmp_path: Path) -> None:

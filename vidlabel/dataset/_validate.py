@@ -221,9 +221,12 @@ def _video_problems(
         else:
             path = _local_path(meta.sources[0]["uri"])
             if path is not None:
-                candidates = [Path(path)]
-                if base is not None and not Path(path).is_absolute():
-                    candidates.append(base / path)
+                candidates = []
+                for local in (_local_path(s["uri"]) for s in meta.sources):  # every recorded file, as export tries
+                    if local is not None:
+                        candidates.append(Path(local))
+                        if base is not None and not Path(local).is_absolute():
+                            candidates.append(base / local)
                 if roots:  # then where export looks under its roots (the recorded paths come first)
                     candidates += list(video_path_candidates(meta, roots))[len(meta.sources) :]
                 found = [c for c in candidates if c.is_file()]  # as export looks (resolve_video_path)
