@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import sqlite3
 from pathlib import Path
 
@@ -152,6 +153,19 @@ def test_open_newer_schema_version(tmp_path: Path) -> None:
     con.commit()
     con.close()
     with pytest.raises(SchemaVersionError, match=f"schema version {SCHEMA_VERSION + 1}.*newer vidlabel"):
+        Dataset.open(tmp_path / "ds")
+
+
+@pytest.mark.parametrize("version", ["1.1", "abc", ""])
+def test_open_a_schema_version_that_is_no_whole_number(tmp_path: Path, version: str) -> None:
+    # before: a bare ValueError from int() ("invalid literal for int() with base 10: '1.1'"), naming no dataset
+    Dataset.create(tmp_path / "ds")
+    con = sqlite3.connect(tmp_path / "ds" / DB_NAME)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    con.commit()
+    con.close()
+    words = rf"dataset .*ds records schema version '{re.escape(version)}', which is not a whole number: its"
+    with pytest.raises(DatasetError, match=words + r" vidlabel.sqlite was edited or damaged"):
         Dataset.open(tmp_path / "ds")
 
 

@@ -200,6 +200,8 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
         If the folder does not exist or holds no vidlabel dataset.
     SchemaVersionError
         If the dataset was written by a newer vidlabel.
+    DatasetError
+        If its recorded schema version is not a whole number (an edited or damaged database).
     """
     if not p.exists():
         raise DatasetNotFoundError(
@@ -240,7 +242,15 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
     if meta.get("format") != _FORMAT:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
-    version = int(meta.get("schema_version", "0"))
+    text = meta.get("schema_version", "0")
+    if not text.isdecimal():  # int() would raise a bare ValueError ("1.1", "abc", "")
+        raise DatasetError(
+            f"dataset {p} records schema version {text!r}, which is not a whole number: its {DB_NAME} was edited or "
+            f"damaged; this vidlabel ({__version__}) reads versions up to {SCHEMA_VERSION}. Restore {DB_NAME} from a "
+            "backup",
+            path=str(p),
+        )
+    version = int(text)
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"dataset {p} has schema version {version}, written by a newer vidlabel; this vidlabel "
