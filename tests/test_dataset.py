@@ -494,6 +494,9 @@ def test_snapshot_statuses_and_codes(ds: Dataset) -> None:
     everything = ds.snapshot(statuses=STATUSES)
     assert everything.table.annotation_id.tolist() == ids
     assert ds.snapshot(statuses=("approved",)).table.annotation_id.tolist() == [ids[3]]
+    # one status alone: before, its letters ("unknown status(es) ['a', 'p', 'p', ...]")
+    assert ds.snapshot(statuses="approved").table.annotation_id.tolist() == [ids[3]]
+    assert ds.snapshot(statuses="rejected").info["statuses"] == ["rejected"]
     assert ds.release(None).table.annotation_id.tolist() == ids[1:]
     with pytest.raises(AnnotationError, match="unknown status"):
         ds.snapshot(statuses=("maybe",))

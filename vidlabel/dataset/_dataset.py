@@ -756,8 +756,9 @@ class Dataset:
 
         Parameters
         ----------
-        statuses : sequence of str
-            Review statuses to include (default: unreviewed and approved).
+        statuses : sequence of str, or str
+            Review statuses to include (default: unreviewed and approved); one status may be given alone
+            (``"approved"``).
 
         Returns
         -------
@@ -765,7 +766,14 @@ class Dataset:
             Labels, views, every video (with frame index) and the selected
             rows as an ``AnnotationTable`` sorted by annotation id. It can
             change between calls; ``build()`` pins one.
+
+        Raises
+        ------
+        AnnotationError
+            On an unknown status, naming it and the allowed ones.
         """
+        if isinstance(statuses, str):  # one status, not its letters
+            statuses = (statuses,)
         bad = [s for s in statuses if s not in STATUSES]
         if bad:
             raise AnnotationError(f"unknown status(es) {bad}; allowed: {', '.join(STATUSES)}")
