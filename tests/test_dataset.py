@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import re
 import sqlite3
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from vidlabel.errors import (
     DatasetNotFoundError,
     SchemaVersionError,
     UnknownVideoError,
+    VidlabelWarning,
 )
 from vidlabel.spec import KINDS, ORIGINS, STATUSES
 
@@ -611,3 +613,32 @@ def test_rows_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: list[di
     snap = d.snapshot()
     kept = [i for i, r in zip(ids, rows) if r.get("status") != "rejected"]
     assert snap.table.annotation_id.tolist() == kept
+
+
+def test_update_video_to_a_larger_frame_warns_that_boxes_keep_the_old_pixels(ds: Dataset) -> None:
+    """A larger re-encode registered with update_video (or add-video --replace) kept every box in the old
+    frame's pixel grid without a word: every row still fits, so validate has nothing to say. It now warns."""
+    ds.add_annotations(
+        [
+            {"kind": "box", "label": "car", "start_frame": 3, "box": (1, 2, 11, 22)},
+            {"kind": "box", "label": "car", "start_frame": 4, "box": (40, 2, 60, 22)},
+            {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 9},
+        ],
+        "clip",
+    )
+    with pytest.warns(
+        VidlabelWarning,
+        match=r"^video 'clip' in .*: its frame size changed from 64x48 to 128x96, and its 2 box or mask rows keep "
+        r"their pixels of the old frame \(vidlabel cannot tell whether the new file is the old one resized\): if it "
+        r"is, scale them, or register the new file as a new video$",
+    ):
+        ds.update_video(ds.video("clip").replace(width=128, height=96))
+    assert [r["box"] for r in ds.annotations() if r["kind"] == "box"] == [
+        (1.0, 2.0, 11.0, 22.0),
+        (40.0, 2.0, 60.0, 22.0),
+    ]
+    with warnings.catch_warnings():  # the same size again, or another video without boxes: nothing to say
+        warnings.simplefilter("error", VidlabelWarning)
+        ds.update_video(ds.video("clip").replace(frame_count=90))
+        ds.add_video(meta("empty"))
+        ds.update_video(ds.video("empty").replace(width=640, height=480))

@@ -386,21 +386,34 @@ class Dataset:
             As :meth:`add_video`, on frames without a trustworthy picture; and when rows of the video no longer
             fit the new metadata (frames at or past the new frame count, boxes leaving the new frame size, masks
             of another size than the new frame): how many, and the furthest frame and box, so a shorter, smaller or
-            larger file given by mistake is seen at once.
+            larger file given by mistake is seen at once; and when the frame size changes while every row still
+            fits (a larger file): how many box and mask rows keep their pixels of the old frame.
         """
         meta = as_meta(meta)
         record = video_record(meta)
         with self._write("update_video") as con:
+            before = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (meta.video_id,)).fetchone()
             cur = con.execute(
                 "UPDATE videos SET metadata = ?, frame_index = ?, index_pts = ?, index_keyframes = ? "
                 "WHERE video_id = ?",
                 (*record, meta.video_id),
             )
-            if cur.rowcount == 0:
+            if cur.rowcount == 0 or before is None:
                 raise self._unknown_video(con, meta.video_id)
-            (vcode,) = con.execute("SELECT code FROM videos WHERE video_id = ?", (meta.video_id,)).fetchone()
-            misfits = _rows_past(con, int(vcode), meta)
+            misfits = _rows_past(con, int(before[0]), meta)
+            old = json.loads(before[1])
+            resized = (old.get("width"), old.get("height")) != (meta.width, meta.height)
+            regions = resized and misfits is None and _region_rows(con, int(before[0]))
         _warn_untrusted(meta)
+        if regions:
+            warnings.warn(
+                f"video {meta.video_id!r} in {str(self._path)!r}: its frame size changed from {old.get('width')}x"
+                f"{old.get('height')} to {meta.width}x{meta.height}, and its {plural(regions, 'box or mask row')} "
+                "keep their pixels of the old frame (vidlabel cannot tell whether the new file is the old one "
+                "resized): if it is, scale them, or register the new file as a new video",
+                VidlabelWarning,
+                stacklevel=2,
+            )
         if misfits is not None:
             warnings.warn(
                 f"video {meta.video_id!r} in {str(self._path)!r}: {misfits}; the rows are kept: validate reports "
@@ -1151,6 +1164,12 @@ def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str 
             f"(e.g. {w}x{h})"
         )
     return "; ".join(said) or None
+
+
+def _region_rows(con: sqlite3.Connection, vcode: int) -> int:
+    """How many box and mask rows video ``vcode`` has."""
+    cols, _ = load_chunks(con, video_code=vcode)
+    return int(np.count_nonzero(cols["kind"] != KINDS.index("marker")))
 
 
 def _warn_untrusted(meta: VideoMetadata) -> None:
