@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vidlabel import Dataset, FrameIndex, VideoMetadata, View
+from vidlabel import Dataset, FrameIndex, FrameSamples, VideoMetadata, View
 from vidlabel.dataset._validate import PROBLEM_CODES, Problem, for_export, validate_table
-from vidlabel.errors import VidlabelWarning
+from vidlabel.errors import OptionError, VidlabelWarning
 from vidlabel.spec import AnnotationTable
 from vidlabel.video._probe import content_hash, resolve_video_path
 
@@ -262,11 +262,16 @@ def test_view_outside_frame_for_every_view_and_video_used_or_not(ds: Dataset) ->
     ds.add_video(video("narrow", uri=str(ds.path.parent / "clip.mp4")).replace(width=40))  # added after the view
     problems = ds.validate()
     assert codes(problems) == [("view_outside_frame", "narrow", None)]
-    assert problems[0].severity == "error"
-    assert (
-        problems[0].message
-        == "view 'wide' crops (0, 0, 64, 20), which does not fit inside the 40x48 frame (no rows use it)"
+    # no row of the video uses the view: a warning, so a smaller video added after the view blocks no build
+    assert problems[0].severity == "warning"
+    assert problems[0].message == (
+        "view 'wide' crops (0, 0, 64, 20), which does not fit inside the 40x48 frame (no rows use it; FrameSamples "
+        "with this view refuses this video: leave it out with videos=)"
     )
+    release, _ = ds.build()
+    with pytest.raises(OptionError, match=r"view 'wide': crop \(0, 0, 64, 20\) does not fit inside video 'narrow'"):
+        FrameSamples(ds, release=release.release_id, view_id="wide")
+    assert len(FrameSamples(ds, release=release.release_id, view_id="wide", videos=["clip"])) == 0
     ids = ds.add_annotations([box(1, view_id="small"), box(2, view_id="small")], "narrow")
     assert codes(ds.validate()) == [("view_outside_frame", "narrow", None)]
     with pytest.warns(

@@ -509,7 +509,8 @@ class Dataset:
 
         Adding the same view again is a no-op. The crop must fit inside the
         frame of every registered video (``validate()`` reports
-        ``view_outside_frame`` for videos added later that it does not fit).
+        ``view_outside_frame`` for videos added later that it does not fit: an
+        error where rows of that video use the view, else a warning).
 
         Returns
         -------

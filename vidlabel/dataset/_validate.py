@@ -29,7 +29,10 @@ box_out_of_frame       error     a box leaves the frame (e.g. after update_video
 invalid_box            error     a box or mask row whose box is NaN, infinite, empty or inverted.
 mask_size_mismatch     error     a mask whose size is not the video's frame size.
 view_outside_frame     error     a view's crop does not fit inside a video's frame (every view is
-                                 checked against every video, whether or not rows use the view).
+                                 checked against every video, whether or not rows use the view); a
+                                 warning where no row of that video uses the view: the release may
+                                 hold it (a smaller video added after the view would otherwise block
+                                 every build), and FrameSamples with that view refuses the video.
 track_label_conflict   error     one track id carries two labels in one video.
 duplicate_annotation   warning   same video, kind, label, view, frames, box (and mask) as an earlier row.
 track_frame_conflict   warning   one track has two rows of the same kind and view on the same frame.
@@ -290,15 +293,16 @@ def _view_problems(
                 use = (table.video == table.video_ids.index(vid)) & (table.view == table.view_ids.index(view_id))
                 rows = np.flatnonzero(use)
             used = {0: "no rows use it", 1: "1 row uses it"}.get(rows.size, f"{rows.size} rows use it")
-            problems.append(
-                _problem(
-                    "view_outside_frame",
-                    f"view {view_id!r} crops {(x0, y0, x1, y1)}, which does not fit inside the "
-                    f"{meta.width}x{meta.height} frame ({used})",
-                    vid,
-                    int(table.annotation_id[rows[0]]) if rows.size else None,
-                )
+            if not rows.size:
+                used += "; FrameSamples with this view refuses this video: leave it out with videos="
+            problem = _problem(
+                "view_outside_frame",
+                f"view {view_id!r} crops {(x0, y0, x1, y1)}, which does not fit inside the "
+                f"{meta.width}x{meta.height} frame ({used})",
+                vid,
+                int(table.annotation_id[rows[0]]) if rows.size else None,
             )
+            problems.append(problem if rows.size else dataclasses.replace(problem, severity="warning"))
     return problems
 
 
