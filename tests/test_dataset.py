@@ -642,3 +642,23 @@ def test_update_video_to_a_larger_frame_warns_that_boxes_keep_the_old_pixels(ds:
         ds.update_video(ds.video("clip").replace(frame_count=90))
         ds.add_video(meta("empty"))
         ds.update_video(ds.video("empty").replace(width=640, height=480))
+
+
+@pytest.mark.parametrize(
+    ("view_id", "what"),
+    [(" left", "has leading or trailing spaces"), ("left\n", "holds the control character '\\\\n'"),
+     ("le\nft", "holds the control character '\\\\n'"), ("a\tb", "holds the control character '\\\\t'")],
+)  # fmt: skip
+def test_a_view_id_with_spaces_around_or_a_control_character_is_refused(ds: Dataset, view_id: str, what: str) -> None:
+    """View ids took a newline or a leading space, which labels refuse: `vidlabel info` printed a broken line."""
+    with pytest.raises(AnnotationError, match=rf"^view id {re.escape(repr(view_id))} {what}; .*nothing was added$"):
+        ds.add_view(view_id, crop=(0, 0, 32, 48))
+    assert ds.views() == {}
+
+
+@pytest.mark.parametrize("video_id", [" ", "\u3000", "  \u00a0"])
+def test_a_video_id_of_white_space_only_is_refused(ds: Dataset, video_id: str) -> None:
+    """The API took the video id ' ', which the CLI refuses as empty."""
+    with pytest.raises(AnnotationError, match=rf"^video id {re.escape(repr(video_id))} is only white space; nothing"):
+        ds.add_video(meta(video_id))
+    assert [v.video_id for v in ds.videos()] == ["clip"]

@@ -243,8 +243,8 @@ def video_id_problem(video_id: str) -> str | None:
 
     Video ids name files in frame stores, so they must be UTF-8 text (a file
     name read with undecodable bytes holds surrogates), at most
-    :data:`MAX_VIDEO_ID_BYTES` bytes, without control characters, and not
-    ``.`` or ``..``.
+    :data:`MAX_VIDEO_ID_BYTES` bytes, without control characters, not only white
+    space, and not ``.`` or ``..``.
     """
     try:
         size = len(video_id.encode("utf-8"))
@@ -254,6 +254,8 @@ def video_id_problem(video_id: str) -> str | None:
         return f"is {size} bytes long; at most {MAX_VIDEO_ID_BYTES} (video ids name files in frame stores)"
     if any(ord(c) < 32 or ord(c) == 127 for c in video_id):
         return "holds control characters"
+    if not video_id.strip():
+        return "is only white space"
     if video_id in (".", ".."):
         return "is a path component, not a name"
     return None

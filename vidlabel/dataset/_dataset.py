@@ -344,7 +344,7 @@ class Dataset:
         AnnotationError
             If the video id cannot name a file in a frame store
             (:func:`vidlabel.spec.video_id_problem`: not UTF-8, over 200
-            bytes, control characters); nothing is written.
+            bytes, control characters, only white space); nothing is written.
 
         Warns
         -----
@@ -520,9 +520,17 @@ class Dataset:
         ------
         AnnotationError
             If the crop or size is invalid, the crop does not fit inside a
-            registered video's frame, or a different view has this id.
+            registered video's frame, a different view has this id, or the id has
+            leading or trailing spaces or a control character (a newline, tab, ...).
         """
         view = View(view_id, crop, output_size)
+        bad = next((c for c in view.view_id if unicodedata.category(c) in _LABEL_BAD_CATEGORIES), None)
+        if view.view_id != view.view_id.strip() or bad is not None:
+            what = f"holds the control character {bad!r}" if bad is not None else "has leading or trailing spaces"
+            raise AnnotationError(
+                f"view id {view.view_id!r} {what}; a view id is a non-empty name without leading or trailing spaces "
+                "or control characters, as a label (it is printed one a line); nothing was added"
+            )
         w, h = view.size
         if w > MAX_SIDE or h > MAX_SIDE:
             raise AnnotationError(
