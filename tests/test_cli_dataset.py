@@ -286,7 +286,8 @@ def test_build_releases_validate_info(dataset: Path, tmp_path: Path, capsys: pyt
 
     code, out, _ = run(capsys, "info", dataset)
     assert code == 0
-    assert "videos: 1" in out and "cam1: 40 frames, 64x48, 25/1 fps, no index" in out
+    assert "videos: 1" in out and "cam1: 40 frames, 64x48, 25/1 fps, no index, " in out
+    assert ", no index, None" not in out
     assert "labels (3): person, car, goal" in out
     assert "annotations: 1 (1 box, 0 masks, 0 markers; 1 unreviewed, 0 approved, 0 rejected)" in out
     assert f"releases: {release_id}" in out
@@ -333,6 +334,13 @@ def test_missing_dataset_and_info_on_nothing(tmp_path: Path, capsys: pytest.Capt
         assert code == 1 and out == "" and "does not exist" in err and err.count("\n") == 1
     code, _, err = run(capsys, "info", tmp_path / "none")
     assert code == 1 and "does not exist" in err
+    # a folder that is neither said only "no vidlabel frame store", as if a dataset could not be meant
+    (tmp_path / "plain" / "sub").mkdir(parents=True)
+    code, out, err = run(capsys, "info", tmp_path / "plain")
+    assert (code, out) == (1, "") and err == (
+        f"vidlabel: error: {str(tmp_path / 'plain')!r} is neither a vidlabel dataset (it has no vidlabel.sqlite) nor a "
+        "frame store (no store in it, nor directly inside it); give a dataset folder or a store\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -480,3 +488,10 @@ def test_add_video_replace_with_a_shorter_file_warns_of_the_rows_left_outside(
         warnings.simplefilter("error", VidlabelWarning)
         code, _, err = run(capsys, "add-video", dataset, clip.path, "--video-id", "cam2", "--replace", "--no-progress")
     assert code == 0 and err == ""
+
+
+def test_info_says_no_file_recorded_rather_than_none(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    meta = json.dumps({"frame_count": 10, "fps": {"num": 25, "den": 1}, "width": 64, "height": 48, "sources": []})
+    assert run(capsys, "add-video", dataset, "nothere.mp4", "--metadata", meta)[0] == 0
+    code, out, _ = run(capsys, "info", dataset)
+    assert code == 0 and "  nothere: 10 frames, 64x48, 25/1 fps, no index, no file recorded\n" in out

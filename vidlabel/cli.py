@@ -282,7 +282,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._dataset import DB_NAME, Dataset
     from vidlabel.store._remote import is_url
 
     if is_url(args.path):
@@ -292,6 +292,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
         if not path.exists():
             print(
                 f"vidlabel: error: {path} does not exist (expected a dataset folder or a frame store)", file=sys.stderr
+            )
+            return 1
+        from vidlabel.store._framestore import find_stores
+
+        if path.is_dir() and not find_stores(path):
+            print(
+                f"vidlabel: error: {str(path)!r} is neither a vidlabel dataset (it has no {DB_NAME}) nor a frame store "
+                "(no store in it, nor directly inside it); give a dataset folder or a store",
+                file=sys.stderr,
             )
             return 1
         return _info_store(path)
@@ -305,7 +314,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         untrusted = f" ({meta.untrusted_count} without a trustworthy picture)" if meta.untrusted_count else ""
         print(
             f"  {meta.video_id}: {plural(meta.frame_count, 'frame')}{untrusted}, {meta.width}x{meta.height}, "
-            f"{fps['num']}/{fps['den']} fps, {index}, {meta.uri}"
+            f"{fps['num']}/{fps['den']} fps, {index}, {meta.uri if meta.uri is not None else 'no file recorded'}"
         )
     if info["videos"] > 50:
         print(f"  ... {info['videos'] - 50} more")
