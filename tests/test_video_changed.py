@@ -221,3 +221,26 @@ def test_validate_for_export_looks_under_the_roots_export_is_given(
     (problem,) = ds.validate(for_export=True, roots=[moved])
     assert (problem.code, problem.video_id, problem.severity) == ("video_file_changed", "b", "error")
     assert str(moved / "b.mp4") in problem.message
+
+
+def test_reading_a_release_built_before_a_replace_says_to_build_not_to_re_register(
+    swapped: tuple[Dataset, Path, Path],
+) -> None:
+    """FrameSamples over a release built before `add-video --replace` said to re-register the file, which was
+    done; as export does, it now says the video was re-registered since and to build a new release."""
+    ds, path, _original = swapped
+    old_release = ds.release("latest").release_id
+    samples = FrameSamples(ds, release=old_release)
+    with pytest.raises(VideoChangedError, match=CHANGED):  # the file changed, nothing re-registered yet
+        samples.reader("a")
+    assert main(["add-video", str(ds.path), str(path), "--video-id", "a", "--replace"]) == 0  # no build after it
+    with pytest.raises(
+        VideoChangedError,
+        match=rf"^release {old_release} pins video 'a' at content hash sha256:[0-9a-f]{{12}}\.\.\., but the video "
+        rf"was re-registered since with the file now at '.*a\.mp4' \(sha256:[0-9a-f]{{12}}\.\.\.\): build a new "
+        rf"release \(`vidlabel build {ds.path}`\) and read that",
+    ) as info:
+        samples.reader("a")
+    assert info.value.video_id == "a" and info.value.actual_hash == content_hash(path)
+    with FrameSamples(ds, release=old_release).reader("b") as reader:  # the other video reads as before
+        assert read_frame_number(reader.read(3)) == 3

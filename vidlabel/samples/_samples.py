@@ -20,7 +20,14 @@ from typing import Any, Literal
 import numpy as np
 
 from vidlabel.dataset._release import Release
-from vidlabel.errors import FrameOutOfRangeError, OptionError, UnknownVideoError, VideoDecodeError
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    OptionError,
+    UnknownVideoError,
+    VideoChangedError,
+    VideoDecodeError,
+    VidlabelError,
+)
 from vidlabel.geometry import (
     boxes_from_xyxy,
     decode_rle,
@@ -572,7 +579,34 @@ class FrameSamples:
                 return StoreBackedReader(store, meta, view=self._sel.view, roots=self._roots)
         from vidlabel.video._reader import FrameReader
 
-        return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
+        try:
+            return FrameReader.for_video(meta, view=self._sel.view, roots=self._roots)
+        except VideoChangedError as err:
+            raise self._reregistered(err) from err
+
+    def _reregistered(self, err: VideoChangedError) -> VideoChangedError:
+        """``err`` reworded where the dataset now registers the very file found (re-registered after this
+        release was built): the remedy is a new release, not a re-registration (as export says)."""
+        if self._dataset_path is None or err.video_id is None or not err.actual_hash or not err.expected_hash:
+            return err
+        try:
+            from vidlabel.dataset._dataset import Dataset
+
+            now = Dataset.open(self._dataset_path).video(err.video_id).content_hash
+        except VidlabelError:
+            return err
+        if now != err.actual_hash:
+            return err
+        return VideoChangedError(
+            f"release {self._release_id} pins video {err.video_id!r} at content hash {err.expected_hash[:19]}..., but "
+            f"the video was re-registered since with the file now at {str(err.path)!r} ({err.actual_hash[:19]}...): "
+            f"build a new release (`vidlabel build {self._dataset_path}`) and read that (FrameSamples(ds) reads the "
+            "latest)",
+            path=err.path,
+            video_id=err.video_id,
+            expected_hash=err.expected_hash,
+            actual_hash=err.actual_hash,
+        )
 
     def _frame_indexes(self) -> dict[str, FrameIndex | None]:
         return {v: usable_index(meta)[0] for v, meta in self._sel.videos.items()}
