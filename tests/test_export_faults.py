@@ -217,6 +217,40 @@ def test_a_full_disk_says_what_failed_that_nothing_published_is_lost_and_how_to_
     assert store_contents(out) == store_contents(tmp_path / "clean")
 
 
+#: Runs an export in a child process whose files may not grow past argv[3] bytes (RLIMIT_FSIZE: Python ignores
+#: SIGXFSZ, so a write past it fails with EFBIG, and HDF5 then cannot flush the file when it closes it, as on a
+#: full disk); prints the error's class names.
+FILE_SIZE_LIMITED_EXPORT = textwrap.dedent(
+    """
+    import resource, sys
+    from vidlabel import Dataset, export
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))
+    try:
+        export(Dataset.open(sys.argv[1]), sys.argv[2], frames="all", progress=False)
+    except BaseException as err:
+        print(" ".join(c.__name__ for c in type(err).__mro__))
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_unit_that_cannot_be_written_leaves_no_partial_file_and_the_rerun_completes(
+    two: tuple[Dataset, Dataset], tmp_path: Path
+) -> None:
+    a, _ = two
+    out = tmp_path / "limited"
+    limit = W * H * 3 * 10  # a third of a unit (30 frames): the root file fits, no frames file does
+    run = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED_EXPORT, str(a.path), str(out), str(limit)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0 and "OSError" in run.stdout.split(), run.stdout + run.stderr  # the write's error
+    assert [p.name for p in (out / "frames").iterdir() if p.name.endswith(".partial")] == []  # its space is free
+    export(a, out, frames="all", progress=False)
+    export(a, tmp_path / "clean", frames="all", progress=False)
+    assert store_contents(out) == store_contents(tmp_path / "clean")
+
+
 def test_a_full_disk_is_one_line_on_the_command_line(
     two: tuple[Dataset, Dataset], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

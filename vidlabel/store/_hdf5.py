@@ -981,12 +981,21 @@ class HDF5FramesWriter(FramesWriter):
         publish(self.partial, self.final)
 
     def abort(self) -> None:
-        if self._region is not None:
-            self._region.close()
-            self._region = None
-        if self._file.id.valid:
-            self._file.close()
-        remove(self.partial)
+        """Drop the unfinished unit: its partial file is removed even when closing it fails.
+
+        A write that failed for a full disk (or a file size limit) leaves HDF5 unable to flush, so its close
+        raises too; that error would hide the write's own and leave the partial file behind, taking the
+        space a rerun needs (a new attempt writes under another name)."""
+        try:
+            if self._region is not None:
+                self._region.close()
+                self._region = None
+            if self._file.id.valid:
+                self._file.close()
+        except (OSError, RuntimeError):  # the failure being reported is the write's, not this close's
+            pass
+        finally:
+            remove(self.partial)
 
 
 class HDF5VideoReader(VideoReader):
