@@ -37,7 +37,7 @@ from vidlabel.errors import (
     VidlabelWarning,
 )
 from vidlabel.geometry import resize_image, view_image
-from vidlabel.store import backend_for
+from vidlabel.store import backend_for, verify_store
 from vidlabel.store._fs import StoreLock
 
 BACKENDS = ["hdf5", "zarr"]
@@ -887,3 +887,28 @@ def test_video_ids_that_differ_only_in_case_are_exported_with_a_warning(tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("error", VidlabelWarning)  # shards are not named after video ids: nothing to say
         export(ds, tmp_path / "ms", format="mediasequence", frames="all", progress=False)
+
+
+#: Two video ids of 60 Japanese characters (180 bytes, under the 200 a video id may hold) whose file names,
+#: percent-encoded (540 bytes), do not fit in a file name (255 bytes); alike but for their last character.
+LONG_IDS = ("日本語の動画" * 10, "日本語の動画" * 9 + "日本語の動画像")
+
+
+@pytest.mark.parametrize("where", ["hdf5", "zarr", "zarr-url"])
+def test_video_ids_longer_than_a_file_name_once_encoded_are_exported_and_read(
+    tmp_path: Path, mem: str, where: str
+) -> None:
+    """A long non-ASCII video id was a raw 'OSError: File name too long' from the export, and its rerun the same:
+    such a video could not be exported at all."""
+    ds = make_dataset(tmp_path, videos=(*LONG_IDS, "b"), n_frames=6)  # LONG_IDS[1] has 7 frames
+    fmt = where.split("-")[0]
+    out = f"{mem}/store" if where == "zarr-url" else str(tmp_path / where)
+    export(ds, out, format=fmt, frames="all", progress=False)
+    store = open_store(out)
+    assert [read_frame_number(f) for f in store.read_rows(LONG_IDS[1], [6])] == [6]
+    with pytest.raises(FrameOutOfRangeError, match=r"row 6 out of range \[0, 6\) of video '日本語の動画"):
+        store.read_rows(LONG_IDS[0], [6])
+    assert sorted(backend_for(out, fmt).video_ids()) == sorted([*LONG_IDS, "b"])
+    assert verify_store(out)["ok"]
+    again = export(ds, out, format=fmt, frames="all", progress=False)  # an update finds every video up to date
+    assert again.videos_up_to_date == 3 and again.frames_decoded == 0

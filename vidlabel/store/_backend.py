@@ -22,13 +22,14 @@ A Zarr store at a URL is read (only) through
 
 from __future__ import annotations
 
+import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import numpy as np
 
@@ -45,15 +46,42 @@ __all__ = [
     "chunk_missing_problem",
     "chunk_size_problem",
     "node_name",
+    "node_video_id",
 ]
 
 
+#: Longest node name of a video group (ASCII, so bytes): a file name holds 255 bytes, and the backends add
+#: a prefix or suffix to it (``video-``, ``.h5.partial``).
+MAX_NODE_NAME = 200
+#: What a shortened node name holds before its digest: never in a percent-encoded name, where '%' is always
+#: followed by two hex digits.
+_SHORTENED = "%-"
+
+
 def node_name(video_id: str) -> str:
-    """The file or node name of a video group: the id itself when it is a plain name, else percent-encoded."""
+    """The file or node name of a video group: the id itself when it is a plain name, else percent-encoded.
+
+    A name longer than :data:`MAX_NODE_NAME` (a video id of 200 bytes percent-encodes to up to 600, e.g. 67
+    Japanese characters) is shortened to its start, ``%-`` and a digest of the id, so that it fits in a file
+    name; :func:`node_video_id` reads the id of such a node from its group.
+    """
     name = quote(video_id, safe="-_.~+=,@")
     if name.startswith(".") or name.startswith("__"):
         name = "%" + f"{ord(name[0]):02X}" + name[1:]
+    if len(name) > MAX_NODE_NAME:
+        digest = hashlib.sha256(video_id.encode("utf-8")).hexdigest()[:32]
+        name = name[: MAX_NODE_NAME - len(_SHORTENED) - len(digest)] + _SHORTENED + digest
     return name
+
+
+def node_video_id(name: str, recorded: Callable[[], Any]) -> str | None:
+    """The video id whose group is node ``name``: the name decoded, or for a shortened name the id its group
+    records (``recorded()``, its ``video_id`` attribute) when that id gives this name; None when it does not
+    (not a video's node)."""
+    if _SHORTENED not in name:
+        return unquote(name)
+    video_id = recorded()
+    return video_id if isinstance(video_id, str) and node_name(video_id) == name else None
 
 
 @dataclass(frozen=True)

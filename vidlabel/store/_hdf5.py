@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote
 
 import google_crc32c  # here, not at the first read: DataLoader workers forked later inherit it
 import h5py
@@ -53,6 +52,7 @@ from vidlabel.store._backend import (
     VideoReader,
     folder_size,
     node_name,
+    node_video_id,
 )
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
@@ -1180,7 +1180,19 @@ class HDF5Backend(Backend):
         videos = self.folder / "videos"
         if not videos.is_dir():
             return []
-        return sorted(unquote(p.name[: -len(".h5")]) for p in videos.glob("*.h5"))
+        found = (
+            node_video_id(p.name[: -len(".h5")], functools.partial(self._recorded_id, p)) for p in videos.glob("*.h5")
+        )
+        return sorted(v for v in found if v is not None)
+
+    def _recorded_id(self, path: Path) -> Any:
+        """The ``video_id`` a video file records (None if it cannot be read)."""
+        inside_store(self.folder, path, "video file")
+        try:
+            with _open(path) as f:
+                return _get_attrs(f).get("video_id")
+        except StoreError:
+            return None
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
         path = self._video_path(video_id)

@@ -33,7 +33,6 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from vidlabel.store._backend import (
     chunk_size_problem,
     folder_size,
     node_name,
+    node_video_id,
 )
 from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
@@ -255,6 +255,12 @@ def _frames_meta(shape: tuple[int, ...], chunk_frames: int, codec: Codec, attrs:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}},
         "fill_value": 0, "codecs": codecs, "attributes": attrs, "storage_transformers": [],
     }  # fmt: skip
+
+
+def _recorded_id(meta: Any) -> Any:
+    """The ``video_id`` a video group's metadata records (None if it records none)."""
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    return attrs.get("video_id") if isinstance(attrs, dict) else None
 
 
 def _chunk_path(frames_dir: Path, index: int) -> Path:
@@ -498,7 +504,13 @@ class ZarrBackend(Backend):
         videos = self.folder / "videos"
         if not videos.is_dir():
             return []
-        return sorted(unquote(p.name) for p in videos.iterdir() if (p / "zarr.json").exists())
+        names = [p.name for p in videos.iterdir() if (p / "zarr.json").exists()]
+        found = (node_video_id(n, functools.partial(self._recorded_id, n)) for n in names)
+        return sorted(v for v in found if v is not None)
+
+    def _recorded_id(self, name: str) -> Any:
+        """The ``video_id`` the group of node ``name`` records (None if it cannot be read)."""
+        return _recorded_id(_read_meta(self.folder / "videos" / name, self.folder))
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
         meta = _read_meta(self._video_path(video_id), self.folder)
@@ -927,7 +939,9 @@ class ZarrURLBackend(Backend):
         self.store.refresh()
         names = self.store.list_dirs("videos")
         got = self.store.get_many(f"videos/{n}/zarr.json" for n in names)
-        return sorted(unquote(n) for n in names if got[f"videos/{n}/zarr.json"] is not None)
+        metas = {n: parse_json(got[f"videos/{n}/zarr.json"]) for n in names if got[f"videos/{n}/zarr.json"] is not None}
+        found = (node_video_id(n, functools.partial(_recorded_id, meta)) for n, meta in metas.items())
+        return sorted(v for v in found if v is not None)
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
         meta = parse_json(self.store.get(f"{self._video_key(video_id)}/zarr.json"))
