@@ -296,6 +296,11 @@ def test_a_video_keyed_as_before_the_class_names_were_covered_still_reads(stores
     assert old_key != data.attrs["labels_key"] == labels_key(data.attrs, arrays, LABELS)
     with h5py.File(store / "videos" / "a.h5", "r+") as f:
         f.attrs["labels_key"] = json.dumps(old_key)
+    with h5py.File(store / "store.h5", "r+") as f:  # nor did their roots record the videos' keys
+        summary = json.loads(f.attrs["videos"])
+        for entry in summary.values():
+            del entry["labels_key"]
+        f.attrs["videos"] = json.dumps(summary)
     sample = open_store(store).sample(positions(store, "a")[0])
     assert sample["video_id"] == "a" and verify_store(store)["ok"]
     edit(store, "a", "regions/bbox_xyxy", lambda boxes: boxes + 5)
@@ -467,6 +472,43 @@ def test_another_videos_file_copied_in_its_place_is_refused(
     assert main(["info", str(store)]) == 1
     assert problem in capsys.readouterr().err
     assert f"{store}: video 'a': {problem}" in verify_store(store)["problems"]
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_the_videos_file_of_another_release_copied_in_its_place_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # before: video 'a''s file from the export of a later release (one more box on frame 4) copied into the
+    # store gave that box under this store's release, and info and verify passed the store: the copy is sound
+    # in itself (its own labels key, the same frames unit, the same rows)
+    ds = make_dataset(tmp_path / "data", videos=("a", "b"), n_frames=6)
+    store = tmp_path / fmt
+    export(ds, store, format=fmt, frames="all", progress=False)
+    extra = (1.0, 2.0, 9.0, 11.0)
+    ds.add_annotations([{"kind": "box", "label": "obj", "start_frame": 4, "box": extra}], "a")
+    ds.build()
+    later = tmp_path / "later"
+    export(ds, later, format=fmt, frames="all", progress=False)
+    position = positions(store, "a")[4]  # frames="all": row 4 is frame 4
+    assert extra in [tuple(b) for b in open_store(later).sample(position)["boxes"].tolist()]
+    assert extra not in [tuple(b) for b in open_store(store).sample(position)["boxes"].tolist()]
+    if fmt == "hdf5":
+        shutil.copyfile(later / "videos" / "a.h5", store / "videos" / "a.h5")
+    else:
+        shutil.rmtree(store / "videos" / "a")
+        shutil.copytree(later / "videos" / "a", store / "videos" / "a")
+    problem = r"its file holds labels '\w+', not the '\w+' the store's root records for it"
+    with pytest.raises(
+        StoreCorruptError, match=rf"^video 'a' of store '{re.escape(str(store))}': {problem}.*{CHANGED[:40]}"
+    ):
+        open_store(store).sample(position)
+    assert open_store(store).video_data("b").video_id == "b"  # the other video still reads
+    with pytest.raises(StoreCorruptError, match=problem):
+        StoreFrames(store)[position]
+    assert main(["info", str(store)]) == 1
+    assert re.search(problem, capsys.readouterr().err)
+    summary = r"its videos summary says video 'a' has labels_key '\w+', its file says '\w+'"
+    assert any(re.search(summary, p) for p in verify_store(store)["problems"])
 
 
 SUMMARY_EDITS = {

@@ -231,7 +231,8 @@ def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], sam
         "video_ids": video_ids, "samples": samples,
         "videos": {v.video_id: {"frames": int(v.frame_number.size), "width": v.size[0], "height": v.size[1],
                                 "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
-                                "source_uri": v.meta.uri} for v in plan.videos},
+                                "source_uri": v.meta.uri, "labels_key": v.attrs["labels_key"]}
+                   for v in plan.videos},
     }  # fmt: skip
 
 

@@ -596,6 +596,7 @@ class FrameStore:
                     "width": data.size[0],
                     "height": data.size[1],
                     "content_hash": data.attrs.get("content_hash"),
+                    "labels_key": data.attrs.get("labels_key"),
                 }
                 problem = summary_problem(video_id, part.attrs.get("videos", {}).get(video_id, {}), own)
                 if problem is not None:
@@ -727,6 +728,7 @@ class FrameStore:
                     path=str(self.path),
                     video_id=video_id,
                 )
+            self._check_same_labels(video_id, attrs.get("labels_key"))
             data = VideoData(video_id, attrs, regions=regions, segments=segments, **arrays).read_only()
             state.data[video_id] = data
             if opener is not None:
@@ -789,6 +791,32 @@ class FrameStore:
                 path=str(self.path),
                 video_id=video_id,
             )
+
+    def _check_same_labels(self, video_id: str, key: Any) -> None:
+        """Refuse a video file whose ``labels_key`` is not the one the store's root records for it: the file of
+        another export of the video (another release, other options) copied into its place, whose boxes and
+        labels would be read under this store's release without a word (the file is sound in itself). A root
+        written before roots recorded the key (2026-12) is not checked.
+
+        Raises
+        ------
+        StoreCorruptError
+            Naming the video, the store and both keys (a StoreError if the store was exported again since it
+            was opened).
+        """
+        part = self._video_part.get(video_id)
+        recorded = self._parts[part].attrs.get("videos", {}).get(video_id) if part is not None else None
+        if not isinstance(recorded, dict) or "labels_key" not in recorded or recorded["labels_key"] == key:
+            return
+        problem = (
+            f"video {video_id!r} of store {str(self.path)!r}: its file holds labels {key!r}, not the "
+            f"{recorded['labels_key']!r} the store's root records for it (a file of another export of the video, "
+            "such as another release's)"
+        )
+        again = self._exported_again(video_id)
+        if again is not None:
+            raise StoreError(f"{problem}: {again}", path=str(self.path), video_id=video_id)
+        raise StoreCorruptError(f"{problem}: {STORE_CHANGED}", path=str(self.path), video_id=video_id)
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:

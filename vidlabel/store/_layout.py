@@ -165,7 +165,7 @@ def summary_problems(summary: dict[str, Any], video_ids: Sequence[str]) -> list[
 
 def summary_problem(video_id: str, entry: dict[str, Any], own: dict[str, Any]) -> str | None:
     """A phrase when a store root's summary of a video (``entry``, its ``videos`` item) differs from what the
-    video's own file says (``own``: ``frames``, ``width``, ``height``, ``content_hash``; a value None is not
+    video's own file says (``own``: ``frames``, ``width``, ``height``, ``content_hash``, ``labels_key``; a value None is not
     compared), else None. The export writes both from one plan: they differ only where one was changed."""
     for field, value in own.items():
         if value is not None and field in entry and entry[field] != value:

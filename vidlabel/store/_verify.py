@@ -198,6 +198,7 @@ def _verify_video(
             "width": video.attrs.get("width"),
             "height": video.attrs.get("height"),
             "content_hash": video.attrs.get("content_hash"),
+            "labels_key": video.attrs.get("labels_key"),
         }
         problem = summary_problem(vid, summary, own)
         if problem is not None:
