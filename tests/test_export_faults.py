@@ -229,6 +229,7 @@ FILE_SIZE_LIMITED_EXPORT = textwrap.dedent(
         export(Dataset.open(sys.argv[1]), sys.argv[2], frames="all", progress=False)
     except BaseException as err:
         print(" ".join(c.__name__ for c in type(err).__mro__))
+        print(err)
     """
 )
 
@@ -244,7 +245,12 @@ def test_a_unit_that_cannot_be_written_leaves_no_partial_file_and_the_rerun_comp
         [sys.executable, "-c", FILE_SIZE_LIMITED_EXPORT, str(a.path), str(out), str(limit)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
-    assert run.returncode == 0 and "OSError" in run.stdout.split(), run.stdout + run.stderr  # the write's error
+    classes, message = run.stdout.split("\n", 1)
+    assert run.returncode == 0 and "OSError" in classes.split(), run.stdout + run.stderr  # the write's error
+    # said as a limit on the file's size (not a raw "[Errno 27] File too large" with HDF5's lines): what to do
+    assert classes.split()[:2] == ["StoreError", "VidlabelError"], run.stdout
+    assert message.startswith(f"export to {str(out)!r} stopped: a file of the store reached the largest size allowed")
+    assert "(EFBIG: the process's file size limit, `ulimit -f`" in message and "rerun the same command" in message
     assert [p.name for p in (out / "frames").iterdir() if p.name.endswith(".partial")] == []  # its space is free
     export(a, out, frames="all", progress=False)
     export(a, tmp_path / "clean", frames="all", progress=False)

@@ -4,6 +4,7 @@ videos the release no longer has removed, and the root written ``complete`` last
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import warnings
 from collections.abc import Iterator
@@ -243,16 +244,27 @@ def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
     Raises
     ------
     StoreError
-        When the disk (or quota) is full: the videos published so far are kept, the store is left incomplete,
-        and the same command resumes once there is space.
+        When the disk (or quota) is full, or a file reached the largest size allowed (``EFBIG``): the videos
+        published so far are kept, the store is left incomplete, and the same command resumes once there is
+        space (or no such limit).
     """
     try:
         yield
     except OSError as err:
-        if not is_disk_full(err):
+        too_large = err.errno == errno.EFBIG or f"errno = {errno.EFBIG}," in str(err) or "File too large" in str(err)
+        if not is_disk_full(err) and not too_large:
             raise
         doing = str(err) if isinstance(err, DiskFull) else "writing the store's files"
         published = [v for v in backend.video_ids() if (backend.video_attrs(v) or {}).get("complete") is True]
+        if too_large and not is_disk_full(err):
+            raise StoreError(
+                f"export to {str(backend.folder)!r} stopped: a file of the store reached the largest size allowed "
+                f"while {doing} (EFBIG: the process's file size limit, `ulimit -f`, or the file system's, e.g. "
+                f"FAT32's 4 GiB). Nothing already published was lost: the {len(published)} videos published so far "
+                "are kept and the store is left incomplete. Lift the limit, or export to another file system (or "
+                "with --format zarr: a file a chunk), and rerun the same command to resume",
+                path=str(backend.folder),
+            ) from err
         raise StoreError(
             f"export to {str(backend.folder)!r} stopped: no space left on the device while {doing}. Nothing "
             f"already published was lost: the {len(published)} videos published so far are kept and the store is "
