@@ -390,7 +390,11 @@ def test_an_upload_that_cannot_write_names_the_object_and_a_rerun_completes_it(
 ) -> None:
     root, _ = world
     missing = f"s3://{s3_bucket.name}-missing/store"
-    gone = rf"cannot write '{missing}/zarr.json': .*bucket does not exist.*rerun the upload"
+    gone = (
+        rf"cannot write '{missing}/zarr.json': .* \(the bucket '{s3_bucket.name}-missing' does not exist \(or these "
+        r"credentials cannot see it\)\); create the bucket, or check the URL and the credentials, then rerun the "
+        r"upload$"  # not "to resume": nothing can be written there
+    )
     with pytest.raises(StoreError, match=gone):
         upload(root / "zarr-none", missing, storage_options=s3_bucket.storage_options)  # was a bare FileNotFoundError
     url = s3_bucket.url("store")
@@ -537,3 +541,16 @@ def test_the_readme_object_store_example_runs(world: tuple[Path, Dataset], tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert f"{len(StoreFrames(root / 'zarr-none'))} torch.Size([3, 48, 64])" in done.stdout
+
+
+def test_an_export_into_a_bucket_that_does_not_exist_says_so_not_to_resume(
+    world: tuple[Path, Dataset], s3_bucket: Bucket
+) -> None:
+    """Ended "...NoSuchBucket; rerun the export to resume", which cannot help."""
+    _, ds = world
+    missing = f"s3://{s3_bucket.name}-missing/store"
+    with pytest.raises(StoreError) as info:
+        export(ds, missing, format="zarr", storage_options=s3_bucket.storage_options, progress=False)
+    message = str(info.value)
+    assert f"the bucket '{s3_bucket.name}-missing' does not exist (or these credentials cannot see it)" in message
+    assert "create the bucket, or check the URL and the credentials" in message and "to resume" not in message

@@ -507,10 +507,17 @@ class ObjectStore:
 
     def _write_error(self, key: str, err: BaseException, rerun: str = "export") -> StoreError:
         status = _http_status(err)
+        remedy = f"; rerun the {rerun} to resume"
+        if isinstance(err, FileNotFoundError) or "NoSuchBucket" in str(err) or (status or "").startswith("404"):
+            missing = self.missing_bucket()  # resuming cannot help there: nothing can be written
+            if missing is not None:
+                remedy = (
+                    f" ({missing}); create the bucket, or check the URL and the credentials, then rerun the {rerun}"
+                )
         return StoreError(
             f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}"
             + ("" if status is None else f" (HTTP {status})")
-            + f"; rerun the {rerun} to resume",
+            + remedy,
             path=self.url_of(key),
         )
 
