@@ -10,9 +10,11 @@ import pytest
 
 from tests.media import decode_all, encode_clip, object_box, read_frame_number
 from vidlabel import Dataset, FrameReader, FrameSamples, probe
-from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, VideoNotFoundError
-from vidlabel.export._run import cache
+from vidlabel.cli import main
+from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, StoreError, VideoNotFoundError
+from vidlabel.export._run import cache, export
 from vidlabel.samples._samples import StoreBackedReader
+from vidlabel.store import open_store
 
 W, H = 64, 48
 
@@ -113,3 +115,25 @@ def test_cache_ignored_for_another_file(cached: tuple[Path, Path, Path], tmp_pat
     with samples.reader("clip") as reader:
         assert isinstance(reader, FrameReader) and reader.path == other.path
         assert read_frame_number(reader.read(5)) == 5
+
+
+def test_a_cache_is_never_written_over_a_store_with_labels(
+    cached: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds_path, _, _ = cached
+    ds = Dataset.open(ds_path)
+    store = tmp_path / "store"
+    export(ds, store, codec="none", progress=False)
+    before = open_store(store)
+    boxes = before.sample(4)["boxes"].tolist()
+    assert not before.frames_only and boxes == [list(object_box(4, W, H))] * 2  # the frame's box and the view's
+    with pytest.raises(StoreError, match=r"holds a frame store with labels \(release r\w+, 1 videos.*--overwrite"):
+        cache(ds, store, codec="none", progress=False)
+    assert main(["cache", str(ds_path), str(store), "--no-progress"]) == 1
+    assert "holds a frame store with labels" in capsys.readouterr().err
+    kept = open_store(store)  # refused before anything was written
+    assert not kept.frames_only and kept.sample(4)["boxes"].tolist() == boxes
+    cache(ds, tmp_path / "frames", codec="none", progress=False)
+    cache(ds, tmp_path / "frames", codec="none", progress=False)  # a cache over a cache: as before
+    cache(ds, store, codec="none", progress=False, overwrite=True)  # asked for: replaced
+    assert open_store(store).frames_only

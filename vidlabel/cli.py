@@ -765,7 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--roots", nargs="*", default=[], help="folders to search for moved video files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE_HELP)
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a store at OUT exported from another dataset, or one that holds labels (refused by default)",
+    )
 
     p = add("verify", _cmd_verify, "Check a frame store's structure, counts and per-chunk checksums.")
     p.add_argument("out", metavar="OUT", help="a frame store folder, or a Zarr store's URL")

@@ -72,7 +72,7 @@ def _same_path(a: str, b: str) -> bool:
 
 
 def prepare_folder(
-    folder: Path, format: str, source: StoreSource, *, overwrite: bool = False
+    folder: Path, format: str, source: StoreSource, *, overwrite: bool = False, frames_only: bool = False
 ) -> tuple[Backend, dict[str, Any]]:
     """The backend for ``folder``: refuses a folder holding anything but a store of this format, or a store
     written from another dataset (unless ``overwrite``). Writes nothing: :func:`take_over` marks the root
@@ -83,7 +83,8 @@ def prepare_folder(
     ------
     StoreError
         If ``folder`` holds a store of another format, files that are not a store, or a store exported from
-        another dataset or release and ``overwrite`` is false.
+        another dataset or release and ``overwrite`` is false; or, for a ``frames_only`` export (a frame
+        cache), a complete store that holds labels and ``overwrite`` is false.
     """
     from vidlabel.store._fs import LOCK_NAME
 
@@ -103,6 +104,7 @@ def prepare_folder(
         )
     attrs, _ = backend.read_root()
     _refuse_another(str(folder), attrs, source, overwrite)
+    _refuse_dropping_labels(str(folder), attrs, frames_only, overwrite)
     return backend, dict(attrs)
 
 
@@ -116,6 +118,21 @@ def _refuse_another(where: str, attrs: dict[str, Any], source: StoreSource, over
             "(`vidlabel export ... --overwrite`) to replace that store",
             path=where,
         )
+
+
+def _refuse_dropping_labels(where: str, attrs: dict[str, Any], frames_only: bool, overwrite: bool) -> None:
+    """Refuse a frames-only export (a frame cache) into a complete store that holds labels (unless
+    ``overwrite``): it would replace that store's boxes, labels and markers with nothing."""
+    if overwrite or not frames_only or attrs.get("complete") is not True or attrs.get("frames_only"):
+        return
+    videos = attrs.get("video_ids") or []
+    raise StoreError(
+        f"{where!r} holds a frame store with labels (release {attrs.get('release_id')}, {len(videos)} videos, "
+        f"exported {attrs.get('created')}): a frame cache written there would replace it with frames only, and "
+        "the boxes, labels and markers it holds would be lost. Write the cache to another folder, or pass "
+        "overwrite=True (`vidlabel cache ... --overwrite`) to replace that store",
+        path=where,
+    )
 
 
 def take_over(backend: Backend, attrs: dict[str, Any], source: StoreSource) -> None:
@@ -133,7 +150,12 @@ def take_over(backend: Backend, attrs: dict[str, Any], source: StoreSource) -> N
 
 
 def prepare_url(
-    url: str, storage_options: dict[str, Any] | None, source: StoreSource, *, overwrite: bool = False
+    url: str,
+    storage_options: dict[str, Any] | None,
+    source: StoreSource,
+    *,
+    overwrite: bool = False,
+    frames_only: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """The backend of a Zarr store written straight into an object store at ``url``; takes its root over.
     Also returns the root attributes the store had before (empty for a new one).
@@ -145,7 +167,7 @@ def prepare_url(
     StoreError
         If ``url`` holds objects that are not a vidlabel store (or an HDF5 store).
         Also, as :func:`prepare_folder`, if it holds a store exported from another dataset or release and
-        ``overwrite`` is false.
+        ``overwrite`` is false, or a frames-only export would replace a store that holds labels.
     StoreLockedError
         If another export took the root over at the same moment.
     """
@@ -172,6 +194,7 @@ def prepare_url(
             )
     attrs = dict((root or {}).get("attributes", {}))
     _refuse_another(url, attrs, source, overwrite)
+    _refuse_dropping_labels(url, attrs, frames_only, overwrite)
     take_over(backend, attrs, source)
     return backend, attrs
 

@@ -258,9 +258,13 @@ def export(
         return report
     with lock:
         if opts.is_url:
-            backend, previous = prepare_url(opts.out, opts.storage_options, source, overwrite=opts.overwrite)
+            backend, previous = prepare_url(
+                opts.out, opts.storage_options, source, overwrite=opts.overwrite, frames_only=opts.frames_only
+            )
         else:
-            backend, previous = prepare_folder(folder, opts.format, source, overwrite=opts.overwrite)
+            backend, previous = prepare_folder(
+                folder, opts.format, source, overwrite=opts.overwrite, frames_only=opts.frames_only
+            )
         report_plan(report, plan, opts, stacklevel=2)
         warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=2)
         work = plan_units(backend, plan, opts)
@@ -447,7 +451,15 @@ def cache(
         Folders to search for video files whose recorded path is stale; one
         folder may be given alone.
     overwrite : bool
-        Replace a store written from another dataset (as :func:`export`).
+        Replace a store written from another dataset (as :func:`export`), or a
+        store that holds labels (an export): without it a cache is never
+        written over a store's boxes, labels and markers.
+
+    Raises
+    ------
+    StoreError
+        As :func:`export`; also if ``out`` holds a complete frame store with
+        labels and ``overwrite`` is false.
     """
     return export(
         ds, out, release=release, format=format, codec=codec, frames="annotated", kinds=("box", "mask"),
