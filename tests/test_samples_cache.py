@@ -11,7 +11,13 @@ import pytest
 from tests.media import decode_all, encode_clip, object_box, read_frame_number
 from vidlabel import Dataset, FrameReader, FrameSamples, probe
 from vidlabel.cli import main
-from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, StoreError, VideoNotFoundError
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    SampleIndexTypeError,
+    StoreError,
+    VideoChangedError,
+    VideoNotFoundError,
+)
 from vidlabel.export._run import cache, export
 from vidlabel.samples._samples import StoreBackedReader
 from vidlabel.store import open_store
@@ -137,3 +143,28 @@ def test_a_cache_is_never_written_over_a_store_with_labels(
     cache(ds, tmp_path / "frames", codec="none", progress=False)  # a cache over a cache: as before
     cache(ds, store, codec="none", progress=False, overwrite=True)  # asked for: replaced
     assert open_store(store).frames_only
+
+
+def test_a_frame_the_cache_lacks_of_a_re_registered_video_says_to_build_a_new_release(tmp_path: Path) -> None:
+    # the file was re-encoded in place and re-registered after the release was built: the remedy is a new
+    # release (as FrameSamples says without a cache), not another re-registration
+    clip = encode_clip(tmp_path / "clip.mp4", n_frames=12, width=W, height=H, gop=6)
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["object"])
+    ds.add_video(probe(clip.path, video_id="clip"))
+    ds.add_annotations([{"kind": "box", "label": "object", "start_frame": 2, "box": object_box(2, W, H)}], "clip")
+    release, _ = ds.build()
+    cache(ds, tmp_path / "frames", codec="none", progress=False)
+    encode_clip(clip.path, n_frames=12, width=W, height=H, gop=4)  # other bytes, same path
+    ds.update_video(probe(clip.path, video_id="clip"))
+    for store in (None, tmp_path / "frames"):
+        samples = FrameSamples(ds, release=release.release_id, cache=store)
+        if store is not None:
+            with samples.reader("clip") as reader:
+                assert read_frame_number(reader.read(2)) == 2  # the release's own frame, from the cache
+        with pytest.raises(
+            VideoChangedError,
+            match=rf"release {release.release_id} pins video 'clip'.*re-registered since.*build a new release",
+        ):
+            with samples.reader("clip") as reader:
+                reader.read(7)  # not cached: from the file, which is no longer the release's

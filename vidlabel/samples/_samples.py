@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -576,7 +577,13 @@ class FrameSamples:
         if store is not None:
             stored_hash = store.video_content_hash(video_id)
             if stored_hash is not None and meta.content_hash is not None and stored_hash == meta.content_hash:
-                return StoreBackedReader(store, meta, view=self._sel.view, roots=self._roots)
+                return StoreBackedReader(
+                    store, meta, view=self._sel.view, roots=self._roots, open_video=partial(self._video_reader, meta)
+                )
+        return self._video_reader(meta)
+
+    def _video_reader(self, meta: VideoMetadata) -> Any:
+        """A FrameReader of the video's file in the view; a re-registered video's error says what to do."""
         from vidlabel.video._reader import FrameReader
 
         try:

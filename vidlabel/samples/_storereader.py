@@ -6,7 +6,7 @@ when the store holds frames of the same file (content hash).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,14 +24,25 @@ class StoreBackedReader:
     Same interface as :class:`~vidlabel.frames.FrameReader` (``read``,
     ``read_many``, ``iter_frames``, ``close``, context manager). The store
     holds full frames; the view is applied here. The file is opened only if a
-    frame is missing from the store.
+    frame is missing from the store: with ``open_video`` (a callable returning
+    a reader of the video in the view) when given, else with
+    :meth:`FrameReader.for_video <vidlabel.frames.FrameReader.for_video>`.
     """
 
-    def __init__(self, store: Any, meta: VideoMetadata, *, view: View | None, roots: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        store: Any,
+        meta: VideoMetadata,
+        *,
+        view: View | None,
+        roots: Sequence[str] = (),
+        open_video: Callable[[], Any] | None = None,
+    ) -> None:
         self._store = store
         self._meta = meta
         self._view = view
         self._roots = tuple(roots)
+        self._open_video = open_video
         self._fallback: Any = None
         self.video_id = meta.video_id
         self.frame_count = meta.frame_count
@@ -40,9 +51,12 @@ class StoreBackedReader:
 
     def _video(self) -> Any:
         if self._fallback is None:
-            from vidlabel.video._reader import FrameReader
+            if self._open_video is not None:
+                self._fallback = self._open_video()
+            else:
+                from vidlabel.video._reader import FrameReader
 
-            self._fallback = FrameReader.for_video(self._meta, view=self._view, roots=self._roots)
+                self._fallback = FrameReader.for_video(self._meta, view=self._view, roots=self._roots)
         return self._fallback
 
     def _check(self, n: Any) -> int:
