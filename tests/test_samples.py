@@ -574,6 +574,28 @@ def test_plan_reads_positions_and_pairs() -> None:
     assert samples.plan_reads([], seed=0).summary()["samples"] == 0
 
 
+def test_plan_reads_refuses_requests_it_would_misread() -> None:
+    samples = fs(two_videos())
+    assert len(samples) == 7
+    # (video code, frame) rows are no positions: flattened, they were read as 4 arbitrary samples
+    with pytest.raises(
+        OptionError, match=r"1-D array of positions in samples.index \(\[0, 7\)\), got .* shape \(2, 2\)"
+    ):
+        samples.plan_reads(np.array([[0, 3], [1, 4]]), seed=0)
+    for one in (5, np.int64(5)):  # a single position was a raw TypeError ('int' object is not iterable)
+        with pytest.raises(
+            OptionError, match=r"requests must be a sequence of positions .* \(one position: pass \[5\]\)"
+        ):
+            samples.plan_reads(one, seed=0)  # type: ignore[arg-type]
+    for huge in ([2**64], np.array([2**63 + 5], dtype=np.uint64)):  # were OverflowError / a negative position
+        with pytest.raises(OptionError, match=r"sample position \d{19,} out of range \[0, 7\)"):
+            samples.plan_reads(huge, seed=0)
+    assert sorted(samples.plan_reads(np.array([1, 5], dtype=np.uint8), seed=0).iter_requests(0)) == [
+        ("a", 11),
+        ("b", 3),
+    ]
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 

@@ -633,7 +633,8 @@ class FrameSamples:
         Raises
         ------
         OptionError
-            On a position outside ``[0, len(self))``.
+            On a position outside ``[0, len(self))``, an array of positions that is not 1-D, or
+            ``requests`` that is not a sequence (a single position or pair).
         UnknownVideoError, FrameOutOfRangeError
             On a pair naming an unselected video or a frame outside it.
         VideoDecodeError
@@ -646,11 +647,28 @@ class FrameSamples:
         )
 
     def _requests_to_arrays(self, requests: Any) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self)
+        what = f"positions in samples.index ([0, {n})) or (video_id, frame) pairs"
         if isinstance(requests, np.ndarray) and requests.dtype.kind in "iu":
-            positions = requests.reshape(-1).astype(np.int64)
+            if requests.ndim != 1:
+                raise OptionError(
+                    f"requests must be a 1-D array of positions in samples.index ([0, {n})), got an array of shape "
+                    f"{requests.shape}; pass (video_id, frame) pairs as a list of tuples"
+                )
+            if requests.dtype.kind == "u" and requests.size and int(requests.max()) >= n:
+                raise OptionError(f"sample position {int(requests.max())} out of range [0, {n})")
+            positions = requests.astype(np.int64)
         else:
-            items = list(requests)
+            try:
+                items = list(requests)
+            except TypeError as err:
+                one = isinstance(requests, (int, np.integer)) and not isinstance(requests, bool)
+                hint = f" (one position: pass [{int(requests)}])" if one else ""
+                raise OptionError(f"requests must be a sequence of {what}, got {requests!r}{hint}") from err
             if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in items):
+                outside = [int(x) for x in items if not 0 <= int(x) < n]
+                if outside:  # (before the int64 array: 2**64 would not fit it)
+                    raise OptionError(f"sample position {outside[0]} out of range [0, {n})")
                 positions = np.asarray(items, dtype=np.int64)
             else:
                 codes = np.empty(len(items), np.int64)
@@ -666,7 +684,6 @@ class FrameSamples:
                     frames[i] = int(frame)
                 self._refuse_untrusted(codes, frames)
                 return codes, frames
-        n = len(self)
         bad = (positions < 0) | (positions >= n)
         if bad.any():
             raise OptionError(f"sample position {int(positions[bad][0])} out of range [0, {n})")
