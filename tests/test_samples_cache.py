@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import pickle
+import re
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.media import decode_all, encode_clip, object_box, read_frame_number
+from tests.test_store_faults import damage
 from vidlabel import Dataset, FrameReader, FrameSamples, probe
 from vidlabel.cli import main
 from vidlabel.errors import (
     FrameOutOfRangeError,
     SampleIndexTypeError,
+    StoreCorruptError,
     StoreError,
     VideoChangedError,
     VideoNotFoundError,
+    VidlabelWarning,
 )
 from vidlabel.export._run import cache, export
 from vidlabel.samples._samples import StoreBackedReader
@@ -168,3 +174,70 @@ def test_a_frame_the_cache_lacks_of_a_re_registered_video_says_to_build_a_new_re
         ):
             with samples.reader("clip") as reader:
                 reader.read(7)  # not cached: from the file, which is no longer the release's
+
+
+def test_a_cache_rebuilt_or_removed_while_in_use_still_gives_the_release_s_frames(tmp_path: Path) -> None:
+    # "The cache is derived data: it ... can be deleted and rebuilt any time" (spec, "Making random access fast")
+    a = encode_clip(tmp_path / "a.mp4", n_frames=12, width=W, height=H, gop=6)
+    b = encode_clip(tmp_path / "b.mp4", n_frames=12, width=W, height=H, gop=6)
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["object"])
+    for clip, vid in ((a, "a"), (b, "b")):
+        ds.add_video(probe(clip.path, video_id=vid))
+        rows = [{"kind": "box", "label": "object", "start_frame": f, "box": object_box(f, W, H)} for f in range(6)]
+        ds.add_annotations(rows, vid)
+    first, _ = ds.build()
+    frames = tmp_path / "frames"
+    cache(ds, frames, codec="none", progress=False)
+    samples = FrameSamples(ds, release=first.release_id, cache=frames)
+    held = [samples.reader("a"), samples.reader("b")]  # readers held across the rebuild (as VideoFrames does)
+    assert all(isinstance(r, StoreBackedReader) for r in held)
+    # "b" is re-registered with another file (its frame n shows n + 100), a label added (every video's stored
+    # labels change), and the cache rebuilt for that release
+    moved = encode_clip(tmp_path / "b2.mp4", n_frames=112, width=W, height=H, gop=6, pts=list(range(-100, 12)))
+    assert moved.frame_count == 12 and moved.number(3) == 103
+    ds.update_video(probe(moved.path, video_id="b"))
+    ds.add_labels(["more"])
+    ds.build()
+    cache(ds, frames, codec="none", progress=False)
+    assert read_frame_number(held[1].read(3)) == 3  # the first release's "b" is no longer in the cache: its file
+    assert read_frame_number(held[0].read(4)) == 4  # "a" is: from the cache opened again
+    with samples.reader("b") as reader:
+        assert [read_frame_number(i) for i in reader.read_many([3, 4, 9])] == [3, 4, 9]
+    with samples.reader("a") as reader:
+        assert isinstance(reader, StoreBackedReader) and read_frame_number(reader.read(5)) == 5
+    assert sorted(read_frame_number(s["image"]) for s in samples.iter_plan(samples.plan_reads([6, 2], seed=0))) == [
+        0,
+        2,
+    ]
+    for reader in held:
+        reader.close()
+    shutil.rmtree(frames)  # deleted
+    with warnings.catch_warnings():  # files this process holds open may still be read (where the system allows)
+        warnings.simplefilter("ignore", VidlabelWarning)
+        with samples.reader("a") as reader:
+            assert [read_frame_number(i) for i in reader.read_many([0, 5, 11])] == [0, 5, 11]
+    again = pickle.loads(pickle.dumps(samples))  # as a DataLoader worker gets it: opens the cache anew
+    with pytest.warns(VidlabelWarning, match=rf"frame cache {re.escape(repr(str(frames)))} cannot be read now") as said:
+        with again.reader("a") as reader:  # said once, then every frame from the videos
+            assert [read_frame_number(i) for i in reader.read_many([0, 5, 11])] == [0, 5, 11]
+        with again.reader("b") as reader:
+            assert read_frame_number(reader.read(2)) == 2
+    assert len(said) == 1
+    with pytest.raises(StoreError, match="no vidlabel frame store"):
+        FrameSamples(ds, release=first.release_id, cache=frames)  # a new one still fails early on a wrong path
+
+
+def test_a_cache_damaged_after_it_was_opened_is_refused_not_read_around(tmp_path: Path) -> None:
+    clip = encode_clip(tmp_path / "clip.mp4", n_frames=8, width=W, height=H, gop=4)
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["object"])
+    ds.add_video(probe(clip.path, video_id="clip"))
+    ds.add_annotations([{"kind": "box", "label": "object", "start_frame": 3, "box": object_box(3, W, H)}], "clip")
+    ds.build()
+    cache(ds, tmp_path / "frames", codec="none", progress=False)
+    samples = FrameSamples(ds, cache=tmp_path / "frames")
+    damage(tmp_path / "frames", "clip", 0)  # a byte of the one stored frame, after the cache was opened
+    with samples.reader("clip") as reader:
+        with pytest.raises(StoreCorruptError, match="CRC-32C"):
+            reader.read(3)

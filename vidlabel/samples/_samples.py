@@ -47,7 +47,7 @@ from vidlabel.samples._select import (
     readonly,
     select_samples,
 )
-from vidlabel.samples._storereader import StoreBackedReader
+from vidlabel.samples._storereader import FrameCache, StoreBackedReader
 from vidlabel.spec import (
     BoxFormat,
     FrameIndex,
@@ -205,16 +205,14 @@ class FrameSamples:
         self._label_offset = opt["label_offset"]
         self._with_masks = opt["with_masks"]
         self._roots = opt["roots"]
-        self._cache_path = opt["cache"]
-        self._store: Any = None
-        self._store_pid = -1
+        self._cache = None if opt["cache"] is None else FrameCache(opt["cache"])
 
         self._sel = select_samples(rel, opt)
         self._r_boxes_out: np.ndarray | None = None
         self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
         self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code
-        if self._cache_path is not None:
-            self._frame_store()  # fail early on a missing or unreadable store
+        if self._cache is not None:
+            self._cache.store(strict=True)  # fail early on a missing or unreadable store
 
     # -- what it holds ----------------------------------------------------------------------------
 
@@ -281,12 +279,6 @@ class FrameSamples:
             f"FrameSamples(release={self._release_id!r}, view_id={self._sel.view_id!r}, samples={len(self)}, "
             f"videos={len(self._sel.video_ids)}, classes={len(self._sel.class_names)})"
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_store"] = None
-        state["_store_pid"] = -1
-        return state
 
     # -- targets --------------------------------------------------------------------------------
 
@@ -547,16 +539,6 @@ class FrameSamples:
 
     # -- pixels --------------------------------------------------------------------------------
 
-    def _frame_store(self) -> Any:
-        if self._cache_path is None:
-            return None
-        if self._store is None or self._store_pid != os.getpid():
-            from vidlabel.store import open_store
-
-            self._store = open_store(self._cache_path)
-            self._store_pid = os.getpid()
-        return self._store
-
     def reader(self, video_id: str) -> Any:
         """A reader of a selected video's frames, cropped and resized to the view.
 
@@ -573,13 +555,12 @@ class FrameSamples:
             If the file is neither at its recorded path nor under ``roots``.
         """
         meta = self.video(video_id)
-        store = self._frame_store()
-        if store is not None:
-            stored_hash = store.video_content_hash(video_id)
-            if stored_hash is not None and meta.content_hash is not None and stored_hash == meta.content_hash:
-                return StoreBackedReader(
-                    store, meta, view=self._sel.view, roots=self._roots, open_video=partial(self._video_reader, meta)
-                )
+        if self._cache is not None:
+            cached = self._cache.reader(
+                meta, view=self._sel.view, roots=self._roots, open_video=partial(self._video_reader, meta)
+            )
+            if cached is not None:
+                return cached
         return self._video_reader(meta)
 
     def _video_reader(self, meta: VideoMetadata) -> Any:

@@ -1,17 +1,21 @@
 """StoreBackedReader: one video's frames from a frame store when it holds them, else from the video file.
 
 What ``FrameSamples(cache=...)`` hands out as ``samples.reader(video_id)``
-when the store holds frames of the same file (content hash).
+when the store holds frames of the same file (content hash); :class:`FrameCache`
+is that store, opened once per process and again when it was rebuilt.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError
+from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, StoreError, VidlabelWarning
 from vidlabel.geometry import view_image
 from vidlabel.spec import VideoMetadata, View
 
@@ -27,6 +31,12 @@ class StoreBackedReader:
     frame is missing from the store: with ``open_video`` (a callable returning
     a reader of the video in the view) when given, else with
     :meth:`FrameReader.for_video <vidlabel.frames.FrameReader.for_video>`.
+
+    ``refresh``, when given, is called with the store and the
+    :class:`~vidlabel.errors.StoreError` of a failed read from it, and returns the
+    store to read this video from now, or None to read it from the video file; it
+    re-raises the error when the store did not change (damage is refused, never
+    read around).
     """
 
     def __init__(
@@ -37,8 +47,10 @@ class StoreBackedReader:
         view: View | None,
         roots: Sequence[str] = (),
         open_video: Callable[[], Any] | None = None,
+        refresh: Callable[[Any, StoreError], Any] | None = None,
     ) -> None:
         self._store = store
+        self._refresh = refresh
         self._meta = meta
         self._view = view
         self._roots = tuple(roots)
@@ -74,7 +86,17 @@ class StoreBackedReader:
         return int(n)
 
     def _stored(self, n: int) -> np.ndarray | None:
-        image = self._store.get_frame(self.video_id, n)
+        if self._store is None:  # the store no longer holds this video's file: every frame from the video
+            return None
+        try:
+            image = self._store.get_frame(self.video_id, n)
+        except StoreError as err:
+            if self._refresh is None:
+                raise
+            self._store = self._refresh(self._store, err)  # the store rebuilt or removed since it was opened
+            if self._store is None:
+                return None
+            image = self._store.get_frame(self.video_id, n)
         return None if image is None else view_image(np.asarray(image), self._view)
 
     def read(self, n: int) -> np.ndarray:
@@ -122,3 +144,71 @@ class StoreBackedReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class FrameCache:
+    """The frame store given as ``FrameSamples(cache=path)``: opened lazily once per process (a pickled copy
+    opens it again), and opened again where a read finds it rebuilt or removed since.
+
+    The cache is derived data that may be deleted and rebuilt any time, and the videos give the same frames:
+    once the first open succeeded (:meth:`store` with ``strict``), a cache that cannot be opened is read
+    around, from the videos, with one warning per process; a cache damaged while it is the one opened is
+    refused as any store is.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._store: Any = None
+        self._pid = -1
+        self._warned = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_store": None, "_pid": -1, "_warned": False}  # each process opens it, warns once
+
+    def store(self, *, strict: bool = False) -> Any:
+        """The cache's FrameStore in this process, or None if it cannot be opened now (``strict``: raise)."""
+        if self._store is None or self._pid != os.getpid():
+            from vidlabel.store import open_store
+
+            try:
+                self._store = open_store(self.path)
+            except StoreError as err:
+                if strict:
+                    raise
+                self._store = None
+                if not self._warned:
+                    self._warned = True
+                    warnings.warn(
+                        f"frame cache {self.path!r} cannot be read now ({err}): it was removed or is being rebuilt "
+                        "since this FrameSamples opened it; frames come from the videos until it can be read again",
+                        VidlabelWarning,
+                        stacklevel=4,
+                    )
+                return None
+            self._pid = os.getpid()
+        return self._store
+
+    def reader(
+        self, meta: VideoMetadata, *, view: View | None, roots: Sequence[str], open_video: Callable[[], Any]
+    ) -> StoreBackedReader | None:
+        """A reader of the video from the cache if it holds frames of this very file (content hash), else None."""
+        store = self.store()
+        if store is None or meta.content_hash is None or store.video_content_hash(meta.video_id) != meta.content_hash:
+            return None
+        return StoreBackedReader(
+            store, meta, view=view, roots=roots, open_video=open_video, refresh=partial(self.changed, meta)
+        )
+
+    def changed(self, meta: VideoMetadata, used: Any, err: StoreError) -> Any:
+        """Where reading a video's frames from the cache's store ``used`` failed with ``err``: if the cache was
+        rebuilt or removed since ``used`` was opened, the store to read the video from now (the cache opened
+        again, if it still holds this file's frames) or None (from the video); else (damage) ``err`` again."""
+        if self._store is used:  # not opened again since (another reader may have done it): open it now
+            self._store = None
+        fresh = self.store()
+        if fresh is not None and used is not None:
+            if fresh.stores == used.stores and fresh.attrs == used.attrs and fresh.video_ids == used.video_ids:
+                raise err  # the cache is the one ``used`` read: damaged since, refused as ever
+        if fresh is None or meta.content_hash is None or fresh.video_content_hash(meta.video_id) != meta.content_hash:
+            return None
+        return fresh
