@@ -87,6 +87,17 @@ def test_from_arrays_matches_pairs() -> None:
     ]
 
 
+def test_a_plan_counts_the_videos_it_reads_not_every_video_it_was_told_of() -> None:
+    # samples.plan_reads passes every selected video: a plan of one video's frames said "videos": 3
+    pairs = ReadPlan([("b", 4), ("b", 7)], indexes={}, seed=0)
+    cols = ReadPlan.from_arrays(("a", "b", "c"), np.array([1, 1]), np.array([4, 7]), indexes={}, seed=0)
+    assert cols.video_ids == pairs.video_ids == ("b",)
+    assert cols.summary() == pairs.summary() and cols.summary()["videos"] == 1
+    assert repr(cols) == "ReadPlan(samples=2, chunks=1, videos=1)"
+    empty = ReadPlan.from_arrays(("a", "b"), np.zeros(0, np.int64), np.zeros(0, np.int64), indexes={}, seed=0)
+    assert empty.video_ids == () and empty.summary()["videos"] == 0
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     frames=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 199)), min_size=0, max_size=120),

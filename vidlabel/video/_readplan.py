@@ -315,7 +315,7 @@ class ReadPlan:
                 iv = index.interval_of(f)
                 si[a:b] = iv
                 ss[a:b] = np.where(f < index.keyframes[0], 0, index.keyframes[iv])
-        self._video_ids = sorted_ids
+        self._video_ids = tuple(v for k, v in enumerate(sorted_ids) if edges[k] < edges[k + 1])  # requested ones
         self._videos_without_index = tuple(no_index)
         self._n_samples = n
         self._est_one_by_one = int((sf - ss).sum() + n) if n else 0
