@@ -241,3 +241,16 @@ def test_a_cache_damaged_after_it_was_opened_is_refused_not_read_around(tmp_path
     with samples.reader("clip") as reader:
         with pytest.raises(StoreCorruptError, match="CRC-32C"):
             reader.read(3)
+
+
+def test_a_cache_that_is_no_store_says_how_to_build_one(cached: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ds_path, _, _ = cached
+    ds = Dataset.open(ds_path)
+    release = ds.release("latest").release_id
+    for where in (tmp_path / "missing", ds_path):  # no folder; a folder that is no store (the dataset itself)
+        with pytest.raises(
+            StoreError, match=re.escape(f"cache={str(where)!r} is not a frame cache: no vidlabel frame store at")
+        ) as got:
+            FrameSamples(ds, cache=where)
+        assert f"Build one with `vidlabel cache {ds_path} {where} --release {release}`" in str(got.value)
+        assert "leave out cache= to read every frame from the videos" in str(got.value)

@@ -24,6 +24,7 @@ from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
+    StoreError,
     UnknownVideoError,
     VideoChangedError,
     VideoDecodeError,
@@ -129,6 +130,9 @@ class FrameSamples:
         On a video id the release does not hold.
     ReleaseNotFoundError
         From the dataset, on an unknown release id.
+    StoreError
+        If ``cache`` is not a frame store (the message gives the ``vidlabel
+        cache`` command that builds it), or is one that cannot be read.
 
     Warns
     -----
@@ -212,7 +216,10 @@ class FrameSamples:
         self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
         self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code
         if self._cache is not None:
-            self._cache.store(strict=True)  # fail early on a missing or unreadable store
+            try:
+                self._cache.store(strict=True)  # fail early on a missing or unreadable store
+            except StoreError as err:
+                raise self._cache.unusable(err, dataset_path, rel.release_id) from err
 
     # -- what it holds ----------------------------------------------------------------------------
 

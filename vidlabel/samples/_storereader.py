@@ -8,6 +8,7 @@ is that store, opened once per process and again when it was rebuilt.
 from __future__ import annotations
 
 import os
+import shlex
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -15,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import FrameOutOfRangeError, SampleIndexTypeError, StoreError, VidlabelWarning
+from vidlabel.errors import (
+    FrameOutOfRangeError,
+    SampleIndexTypeError,
+    StoreError,
+    StoreIncompleteError,
+    StoreLockedError,
+    VidlabelWarning,
+)
 from vidlabel.geometry import view_image
 from vidlabel.spec import VideoMetadata, View
 
@@ -187,6 +195,22 @@ class FrameCache:
                 return None
             self._pid = os.getpid()
         return self._store
+
+    def unusable(self, err: StoreError, dataset: str | None, release_id: str | None) -> StoreError:
+        """``err`` of opening the cache for a new FrameSamples, as the same class saying it is the ``cache=`` and
+        how to build or finish it (``vidlabel cache`` of the dataset and release, when they are known)."""
+        if isinstance(err, (StoreIncompleteError, StoreLockedError)):
+            return err  # its own words say to wait for, or rerun, the command writing it
+        command = shlex.join(["vidlabel", "cache", dataset or "DATASET", self.path])
+        if release_id is not None:
+            command += f" --release {release_id}"
+        if not str(err).startswith("no vidlabel frame store"):
+            return err  # a damaged or foreign store: its own words say what is wrong and what to do
+        return type(err)(
+            f"cache={self.path!r} is not a frame cache: {err}. Build one with `{command}` (vidlabel.export.cache), "
+            "or leave out cache= to read every frame from the videos",
+            path=self.path,
+        )
 
     def reader(
         self, meta: VideoMetadata, *, view: View | None, roots: Sequence[str], open_video: Callable[[], Any]
