@@ -17,6 +17,7 @@ from vidlabel import Dataset, FrameReader, FrameSamples, probe
 from vidlabel.cli import main
 from vidlabel.errors import (
     FrameOutOfRangeError,
+    OptionError,
     SampleIndexTypeError,
     StoreCorruptError,
     StoreError,
@@ -254,3 +255,10 @@ def test_a_cache_that_is_no_store_says_how_to_build_one(cached: tuple[Path, Path
             FrameSamples(ds, cache=where)
         assert f"Build one with `vidlabel cache {ds_path} {where} --release {release}`" in str(got.value)
         assert "leave out cache= to read every frame from the videos" in str(got.value)
+
+
+@pytest.mark.parametrize("bad", ["", True, 123, ["frames"], b"frames"])
+def test_a_cache_that_is_no_path_is_refused(cached: tuple[Path, Path, Path], bad: object) -> None:
+    # str() of these named a folder 'True', '123', "['frames']", "b'frames'", or '' the current folder
+    with pytest.raises(OptionError, match=r"cache must be the folder or URL of a frame cache .* or None, got "):
+        FrameSamples(Dataset.open(cached[0]), cache=bad)  # type: ignore[arg-type]

@@ -125,7 +125,8 @@ class FrameSamples:
         selected video's frame; if ``ds`` is not a Dataset (a path is
         opened first, a Release goes through :meth:`from_release`), or a
         True/False option is given anything else, or ``roots`` that is
-        neither a path nor a sequence of paths.
+        neither a path nor a sequence of paths, or a ``cache``
+        that is not a non-empty path or URL.
     UnknownVideoError
         On a video id the release does not hold.
     ReleaseNotFoundError

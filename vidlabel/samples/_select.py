@@ -674,6 +674,14 @@ def check_options(
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
     check_label_offset(label_offset)
     roots_t = roots_of(roots)
+    if cache is not None:
+        where = os.fspath(cache) if isinstance(cache, (str, os.PathLike)) else None
+        if not isinstance(where, str) or not where:
+            raise OptionError(
+                f"cache must be the folder or URL of a frame cache (`vidlabel cache DATASET OUT`), or None, "
+                f"got {cache!r}"
+            )
+        cache = where
     return {
         "view_id": view_id,
         "videos": videos_t,
@@ -688,7 +696,7 @@ def check_options(
         "normalized": check_flag("normalized", normalized),
         "label_offset": int(label_offset),
         "roots": roots_t,
-        "cache": None if cache is None else str(cache),
+        "cache": cache,
     }
 
 
