@@ -262,3 +262,23 @@ def test_a_cache_that_is_no_path_is_refused(cached: tuple[Path, Path, Path], bad
     # str() of these named a folder 'True', '123', "['frames']", "b'frames'", or '' the current folder
     with pytest.raises(OptionError, match=r"cache must be the folder or URL of a frame cache .* or None, got "):
         FrameSamples(Dataset.open(cached[0]), cache=bad)  # type: ignore[arg-type]
+
+
+def test_a_cache_of_another_dataset_is_not_replaced_and_the_refusal_names_vidlabel_cache(
+    cached: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds_path, _, video = cached
+    store = tmp_path / "frames"
+    cache(Dataset.open(ds_path), store, codec="none", progress=False)
+    other = Dataset.create(tmp_path / "other")  # another dataset of the same video
+    other.add_labels(["object"])
+    other.add_video(probe(video, video_id="clip"))
+    other.add_annotations([{"kind": "box", "label": "object", "start_frame": 1, "box": object_box(1, W, H)}], "clip")
+    other.build()
+    held = open_store(store).attrs["created"]
+    assert main(["cache", str(other.path), str(store), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert f"{str(store)!r} holds a frame store exported from dataset {str(ds_path)!r}" in err
+    assert "not from this frame cache's dataset" in err
+    assert "Write the cache to another folder, or pass overwrite=True (`vidlabel cache ... --overwrite`)" in err
+    assert "vidlabel export" not in err and open_store(store).attrs["created"] == held  # not replaced

@@ -103,19 +103,25 @@ def prepare_folder(
             path=str(folder),
         )
     attrs, _ = backend.read_root()
-    _refuse_another(str(folder), attrs, source, overwrite)
+    _refuse_another(str(folder), attrs, source, overwrite, frames_only)
     _refuse_dropping_labels(str(folder), attrs, frames_only, overwrite)
     return backend, dict(attrs)
 
 
-def _refuse_another(where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool) -> None:
-    """Refuse a store of another dataset (unless ``overwrite``)."""
+def _refuse_another(
+    where: str, attrs: dict[str, Any], source: StoreSource, overwrite: bool, frames_only: bool = False
+) -> None:
+    """Refuse a store of another dataset (unless ``overwrite``); ``frames_only``: the export is a frame cache
+    (``vidlabel cache``), and the message says so."""
     if not overwrite and not source.wrote(attrs):
+        what, command, elsewhere = ("export", "export", "Export to another folder")
+        if frames_only:
+            what, command, elsewhere = ("frame cache", "cache", "Write the cache to another folder")
         raise StoreError(
             f"{where!r} holds a frame store exported from dataset {attrs.get('dataset')!r} "
-            f"(release {attrs.get('release_id')}), not from this export's dataset {source.dataset!r} "
-            f"(release {source.release_id}): not replacing it. Export to another folder, or pass overwrite=True "
-            "(`vidlabel export ... --overwrite`) to replace that store",
+            f"(release {attrs.get('release_id')}), not from this {what}'s dataset {source.dataset!r} "
+            f"(release {source.release_id}): not replacing it. {elsewhere}, or pass overwrite=True "
+            f"(`vidlabel {command} ... --overwrite`) to replace that store",
             path=where,
         )
 
@@ -193,7 +199,7 @@ def prepare_url(
                 path=url,
             )
     attrs = dict((root or {}).get("attributes", {}))
-    _refuse_another(url, attrs, source, overwrite)
+    _refuse_another(url, attrs, source, overwrite, frames_only)
     _refuse_dropping_labels(url, attrs, frames_only, overwrite)
     take_over(backend, attrs, source)
     return backend, attrs
