@@ -107,6 +107,21 @@ def test_a_cached_reader_refuses_a_frame_that_is_not_an_integer(cached: tuple[Pa
         assert read_frame_number(reader.read(np.int64(5))) == 5
 
 
+def test_a_cached_reader_refuses_one_frame_where_a_list_is_due_as_the_video_reader_does(
+    cached: tuple[Path, Path, Path],
+) -> None:
+    ds_path, store, _ = cached
+    for cache_path in (store, None):  # was a raw "TypeError: 'int' object is not iterable" from the cache's reader
+        with FrameSamples(Dataset.open(ds_path), cache=cache_path).reader("clip") as reader:
+            for call in (reader.read_many, lambda f: list(reader.iter_frames(f))):
+                with pytest.raises(
+                    SampleIndexTypeError,
+                    match=r"(read_many|iter_frames) takes a sequence of frame numbers, got 5 for video 'clip' "
+                    r"\(for one frame: read\(5\)\)",
+                ):
+                    call(5)
+
+
 def test_cache_serves_views(cached: tuple[Path, Path, Path]) -> None:
     ds_path, store, video = cached
     samples = FrameSamples(Dataset.open(ds_path), cache=store, view_id="top")

@@ -26,6 +26,7 @@ from vidlabel.errors import (
 )
 from vidlabel.geometry import view_image
 from vidlabel.spec import VideoMetadata, View
+from vidlabel.video._reader import frame_list
 
 __all__ = ["StoreBackedReader"]
 
@@ -114,7 +115,7 @@ class StoreBackedReader:
 
     def read_many(self, frames: Iterable[int]) -> list[np.ndarray]:
         """Frames in the order asked (repeats allowed); missing ones decoded together."""
-        wanted = [self._check(n) for n in frames]
+        wanted = [self._check(n) for n in frame_list(frames, "read_many", self.video_id)]
         got: dict[int, np.ndarray | None] = {n: self._stored(n) for n in dict.fromkeys(wanted)}
         missing = [n for n, img in got.items() if img is None]
         if missing:
@@ -127,7 +128,11 @@ class StoreBackedReader:
         A run of frames missing from the store is decoded from the video in one
         sequential pass; at most one stored frame is held meanwhile.
         """
-        todo = range(self.frame_count) if frames is None else sorted({self._check(n) for n in frames})
+        todo = (
+            range(self.frame_count)
+            if frames is None
+            else sorted({self._check(n) for n in frame_list(frames, "iter_frames", self.video_id)})
+        )
         run: list[int] = []
         for n in todo:
             image = self._stored(n)
