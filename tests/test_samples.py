@@ -574,6 +574,21 @@ def test_plan_reads_positions_and_pairs() -> None:
     assert samples.plan_reads([], seed=0).summary()["samples"] == 0
 
 
+def test_iter_plan_refuses_what_is_no_plan_of_these_samples_before_reading() -> None:
+    train, val = fs(two_videos(), videos=["a"]), fs(two_videos(), videos=["b", "c"])
+    plan = train.plan_reads([0, 3], seed=0)
+    # was a generator that failed only when the epoch reached video 'a' (after reading every chunk before it)
+    with pytest.raises(
+        UnknownVideoError,
+        match=r"the plan reads video 'a' \(1 of its 1 videos\), which these samples do not select "
+        r"\(selected: b, c\): build the plan with these samples' plan_reads",
+    ):
+        val.iter_plan(plan)
+    for wrong in ([0, 3], np.array([0, 3])):  # was AttributeError: 'list' object has no attribute 'shard'
+        with pytest.raises(OptionError, match=r"iter_plan takes a ReadPlan, got (list|ndarray) \(.*plan_reads"):
+            train.iter_plan(wrong)  # type: ignore[arg-type]
+
+
 def test_plan_reads_refuses_requests_it_would_misread() -> None:
     samples = fs(two_videos())
     assert len(samples) == 7

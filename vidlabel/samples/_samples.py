@@ -730,11 +730,26 @@ class FrameSamples:
 
         Raises
         ------
+        UnknownVideoError
+            If the plan reads a video these samples do not select (a plan of other samples).
         OptionError
-            On a negative ``shuffle_buffer``, a shard outside ``[0, num_shards)``,
+            If ``plan`` is not a ReadPlan; on a negative ``shuffle_buffer``, a shard outside ``[0, num_shards)``,
             a bad ``world_size``, or a ``drop_last`` that is not True or False
             (see :meth:`vidlabel.readplan.ReadPlan.shard`).
         """
+        if not isinstance(plan, ReadPlan):
+            hint = ""
+            if isinstance(plan, (list, tuple, np.ndarray, range)):
+                hint = " (positions or (video_id, frame) pairs become one with samples.plan_reads(requests, seed=...))"
+            raise OptionError(f"iter_plan takes a ReadPlan, got {type(plan).__name__}{hint}")
+        unknown = [v for v in plan.video_ids if v not in self._codes]
+        if unknown:  # before any decoding, not when the epoch reaches that video's first chunk
+            shown = names_shown(self._sel.video_ids)
+            raise UnknownVideoError(
+                f"the plan reads video {unknown[0]!r} ({len(unknown)} of its {len(plan.video_ids)} videos), which "
+                f"these samples do not select (selected: {shown}): build the plan with these samples' plan_reads",
+                video_id=unknown[0],
+            )
         buffer_size = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         chunks = plan.shard(epoch, shard, num_shards, world_size=world_size, drop_last=drop_last)
         rng = epoch_rng(plan.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
