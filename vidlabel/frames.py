@@ -1,7 +1,7 @@
 """The spec's import path for the frame readers: ``from vidlabel.frames import FrameReader``.
 
 :class:`FrameReader` (exact displayed frame N from a video file) and
-:class:`CachedReader` (the same frames from a JPEG/PNG frame cache) live in
+:class:`CachedReader` (a FrameReader keeping its last frames in memory, LRU) live in
 :mod:`vidlabel.video`; this module re-exports them under the path the spec
 ("Reading pixels", "FrameReader itself is from vidlabel.frames import FrameReader") uses.
 """
