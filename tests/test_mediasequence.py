@@ -518,6 +518,23 @@ def test_a_foreign_record_imports_by_media_id_or_data_path(tmp_path: Path, clip:
     assert sorted(r["start_frame"] for r in ds.annotations()) == [0, 2]
 
 
+def test_integer_track_ids_make_tracks(tmp_path: Path, clip: ClipTruth) -> None:
+    # MediaSequence has two track keys: region/track/string and region/track/index (int64 list per frame, what
+    # media_sequence.py's add_bbox_track_index writes); the index was ignored, so every box came in untracked
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    features = {**features, "region/bbox/ymin": ([[0.1, 0.2], [0.3]], "float"),
+                "region/bbox/xmin": ([[0.1, 0.2], [0.3]], "float"), "region/bbox/ymax": ([[0.5, 0.6], [0.7]], "float"),
+                "region/bbox/xmax": ([[0.5, 0.6], [0.7]], "float"),
+                "region/label/string": ([[b"car", b"person"], [b"car"]], "byte"),
+                "region/track/index": ([[0, 5], [0]], "int")}  # fmt: skip
+    import_labels(ds, "mediasequence", write_record(tmp_path / "t.tfrecord", context, features))
+    rows = sorted(ds.annotations(), key=lambda r: (r["start_frame"], r["label"]))
+    assert [(r["start_frame"], r["label"]) for r in rows] == [(0, "car"), (0, "person"), (1, "car")]
+    assert None not in [r["track_id"] for r in rows]
+    assert rows[0]["track_id"] == rows[2]["track_id"] != rows[1]["track_id"]
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

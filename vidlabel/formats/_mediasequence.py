@@ -9,7 +9,8 @@ refused with the known ids. Frames are found by time, never by position: each fe
 (the nearest frame, within half the gap to its neighbours). Boxes ``region/bbox/{ymin,xmin,ymax,xmax}``
 are normalized: they are scaled by the registered video's width and height. Labels are read by name
 (``region/label/string``); each distinct ``region/track/string`` of a video becomes one track (an
-empty string: no track); a finite ``region/label/confidence`` makes a ``model`` row with that
+empty string: no track), and so does each distinct ``region/track/index`` (MediaSequence's integer track
+ids, read when a record has no strings); a finite ``region/label/confidence`` makes a ``model`` row with that
 confidence (``vidlabel/region/origin``, when present, says the origin). Masks are the PNGs of
 ``INSTANCE_SEGMENTATION/image/multi_encoded``, one per mask region of the frame in region order
 (``vidlabel/region/kind`` says which regions are masks; without it, a frame with as many PNGs as
@@ -46,7 +47,7 @@ __all__ = ["export_mediasequence_labels", "import_mediasequence", "read_records"
 
 _REGION_LISTS = (
     "region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax", "region/label/index",
-    "region/label/string", "region/label/confidence", "region/track/string", "vidlabel/region/kind",
+    "region/label/string", "region/label/confidence", "region/track/string", "region/track/index", "vidlabel/region/kind",
     "vidlabel/region/origin",
 )  # fmt: skip
 
@@ -146,7 +147,7 @@ class _Video:
 
         self.meta = meta
         self.ts = timestamps_us(meta, np.arange(meta.frame_count, dtype=np.int64))
-        self.tracks: dict[bytes, int] = {}
+        self.tracks: dict[tuple[str, Any], int] = {}
         self.markers: Counter[tuple[Any, ...]] = Counter()
         self.marker_where: dict[tuple[Any, ...], str] = {}
 
@@ -190,10 +191,13 @@ class _Video:
             )
         return pos.astype(np.int64)
 
-    def track(self, name: bytes) -> int | None:
-        if not name:
-            return None
-        return self.tracks.setdefault(name, len(self.tracks))
+    def track(self, name: bytes | int) -> int | None:
+        """The track of a ``region/track/string`` (empty: none) or ``region/track/index`` value in this video."""
+        if isinstance(name, bytes):
+            if not name:
+                return None
+            return self.tracks.setdefault(("string", name), len(self.tracks))
+        return self.tracks.setdefault(("index", int(name)), len(self.tracks))
 
 
 def _resolve(ctx: ImportContext, uris: dict[str, str], file: Path, where: str, example: Any) -> VideoMetadata:
@@ -299,6 +303,8 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
         xmin, ymax, xmax = (lists[f"region/bbox/{c}"] for c in ("xmin", "ymax", "xmax"))
         assert xmin is not None and ymax is not None and xmax is not None
         tracks = lists["region/track/string"]
+        if tracks is None:  # MediaSequence's other track key: integer ids
+            tracks = lists["region/track/index"]
         m = 0
         for k in range(n):
             row: dict[str, Any] = {"label": strings[j][k].decode("utf-8", "replace"), "start_frame": int(frames[j])}

@@ -58,6 +58,7 @@ FEATURE_LISTS: dict[str, tuple[str, bool]] = {
     "region/label/string": ("byte", True),
     "region/label/confidence": ("float", True),
     "region/track/string": ("byte", True),
+    "region/track/index": ("int", True),
     "region/is_annotated": ("int", False),
     "region/timestamp": ("int", False),
     "INSTANCE_SEGMENTATION/image/multi_encoded": ("byte", True),
