@@ -535,6 +535,39 @@ def test_integer_track_ids_make_tracks(tmp_path: Path, clip: ClipTruth) -> None:
     assert rows[0]["track_id"] == rows[2]["track_id"] != rows[1]["track_id"]
 
 
+def test_predicted_regions_are_model_rows(tmp_path: Path, clip: ClipTruth) -> None:
+    # media_sequence.py's add_predicted_bbox* write the region keys under the PREDICTED prefix
+    # (PREDICTED/region/bbox/ymin ...): a record of ground truth and predictions imported the truth alone
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    features["region/track/string"] = ([[b"id_0"], []], "byte")
+    predicted = {
+        "PREDICTED/region/timestamp": ([33333], "int"), "PREDICTED/region/bbox/ymin": ([[0.25, 0.5]], "float"),
+        "PREDICTED/region/bbox/xmin": ([[0.25, 0.5]], "float"), "PREDICTED/region/bbox/ymax": ([[0.75, 1.0]], "float"),
+        "PREDICTED/region/bbox/xmax": ([[0.5, 0.75]], "float"),
+        "PREDICTED/region/label/string": ([[b"person", b"car"]], "byte"),
+        "PREDICTED/region/label/confidence": ([[0.75, 0.5]], "float"),
+        "PREDICTED/region/track/string": ([[b"id_0", b""]], "byte"),
+    }  # fmt: skip
+    import_labels(ds, "mediasequence", write_record(tmp_path / "p.tfrecord", context, {**features, **predicted}))
+    rows = sorted(ds.annotations(), key=lambda r: (r["start_frame"], r["label"]))
+    assert [(r["start_frame"], r["label"], r["origin"], r["confidence"]) for r in rows] == [
+        (0, "car", "human", None), (1, "car", "model", 0.5), (1, "person", "model", 0.75)]  # fmt: skip
+    assert np.allclose(rows[2]["box"], (0.25 * W, 0.25 * H, 0.5 * W, 0.75 * H))
+    assert rows[0]["track_id"] is not None and rows[1]["track_id"] is None
+    assert rows[2]["track_id"] not in (None, rows[0]["track_id"])  # the prediction's id_0 is not the truth's
+    new = make_dataset(tmp_path / "new", clip, [])
+    wrong = {**predicted, "PREDICTED/region/bbox/ymin": ([[1, 2]], "int")}
+    with pytest.raises(
+        FormatError, match=r"p2\.tfrecord record 0 frame 0: PREDICTED/region/bbox/ymin holds a int64_list"
+    ):
+        import_labels(new, "mediasequence", write_record(tmp_path / "p2.tfrecord", context, {**features, **wrong}))
+    uneven = {**predicted, "PREDICTED/region/label/string": ([[b"person"]], "byte")}
+    with pytest.raises(FormatError, match=r"frame 0: PREDICTED/region/label/string holds 1 values; the frame has 2"):
+        import_labels(new, "mediasequence", write_record(tmp_path / "p3.tfrecord", context, {**features, **uneven}))
+    assert new.annotations() == []
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

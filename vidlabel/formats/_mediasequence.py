@@ -11,7 +11,9 @@ are normalized: they are scaled by the registered video's width and height. Labe
 (``region/label/string``); each distinct ``region/track/string`` of a video becomes one track (an
 empty string: no track), and so does each distinct ``region/track/index`` (MediaSequence's integer track
 ids, read when a record has no strings); a finite ``region/label/confidence`` makes a ``model`` row with that
-confidence (``vidlabel/region/origin``, when present, says the origin). Masks are the PNGs of
+confidence (``vidlabel/region/origin``, when present, says the origin). MediaSequence's predicted regions
+(``PREDICTED/region/*``, the same keys under MediaPipe's ``PREDICTED`` prefix) are ``model`` rows, their
+tracks others than the unprefixed regions'. Masks are the PNGs of
 ``INSTANCE_SEGMENTATION/image/multi_encoded``, one per mask region of the frame in region order
 (``vidlabel/region/kind`` says which regions are masks; without it, a frame with as many PNGs as
 regions is all masks). Segments become markers from the first frame at or after
@@ -44,6 +46,9 @@ from ._mediasequence_keys import CONTEXT, FEATURE_LISTS, PROTO_FIELD
 from ._report import ExportLabelsReport
 
 __all__ = ["export_mediasequence_labels", "import_mediasequence", "read_records"]
+
+#: MediaSequence's prefix of predicted regions (``media_sequence.py``'s ``PREDICTED_PREFIX``, ``add_predicted_bbox``).
+PREDICTED = "PREDICTED/"
 
 _REGION_LISTS = (
     "region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax", "region/label/index",
@@ -102,9 +107,10 @@ def _check_types(file: Path, where: str, example: Any) -> None:
         if key in CONTEXT:
             _check_kind(file, where, key, feature, CONTEXT[key])
     for key, flist in example.feature_lists.feature_list.items():
-        if key in FEATURE_LISTS:
+        base = key.removeprefix(PREDICTED)
+        if base in FEATURE_LISTS and (base == key or base.startswith("region/")):
             for j, feature in enumerate(flist.feature):
-                _check_kind(file, f"{where} frame {j}", key, feature, FEATURE_LISTS[key])
+                _check_kind(file, f"{where} frame {j}", key, feature, FEATURE_LISTS[base])
 
 
 def _check_kind(file: Path, where: str, key: str, feature: Any, spec: tuple[str, bool]) -> None:
@@ -129,11 +135,11 @@ def _one(example: Any, key: str) -> Any:
     return None if not values else values[0]
 
 
-def _lists(example: Any, key: str) -> list[list[Any]] | None:
-    if key not in example.feature_lists.feature_list:
+def _lists(example: Any, key: str, prefix: str = "") -> list[list[Any]] | None:
+    if prefix + key not in example.feature_lists.feature_list:
         return None
     kind = FEATURE_LISTS[key][0]
-    return [list(getattr(f, PROTO_FIELD[kind]).value) for f in example.feature_lists.feature_list[key].feature]
+    return [list(getattr(f, PROTO_FIELD[kind]).value) for f in example.feature_lists.feature_list[prefix + key].feature]
 
 
 # -- import ----------------------------------------------------------------------------------------------------
@@ -147,7 +153,7 @@ class _Video:
 
         self.meta = meta
         self.ts = timestamps_us(meta, np.arange(meta.frame_count, dtype=np.int64))
-        self.tracks: dict[tuple[str, Any], int] = {}
+        self.tracks: dict[tuple[str, str, Any], int] = {}
         self.markers: Counter[tuple[Any, ...]] = Counter()
         self.marker_where: dict[tuple[Any, ...], str] = {}
 
@@ -191,13 +197,14 @@ class _Video:
             )
         return pos.astype(np.int64)
 
-    def track(self, name: bytes | int) -> int | None:
-        """The track of a ``region/track/string`` (empty: none) or ``region/track/index`` value in this video."""
+    def track(self, name: bytes | int, prefix: str = "") -> int | None:
+        """The track of a ``region/track/string`` (empty: none) or ``region/track/index`` value in this video
+        (``PREDICTED/`` tracks are others than the unprefixed ones of the same name)."""
         if isinstance(name, bytes):
             if not name:
                 return None
-            return self.tracks.setdefault(("string", name), len(self.tracks))
-        return self.tracks.setdefault(("index", int(name)), len(self.tracks))
+            return self.tracks.setdefault((prefix, "string", name), len(self.tracks))
+        return self.tracks.setdefault((prefix, "index", int(name)), len(self.tracks))
 
 
 def _resolve(ctx: ImportContext, uris: dict[str, str], file: Path, where: str, example: Any) -> VideoMetadata:
@@ -253,6 +260,7 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
         video = videos.setdefault(meta.video_id, _Video(meta))
         vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         _import_regions(file, where, example, video, vr)
+        _import_regions(file, where, example, video, vr, PREDICTED)
         _import_markers(file, where, example, video)
     for vid, video in videos.items():
         vr = parsed.videos[vid]
@@ -264,32 +272,40 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
     return parsed
 
 
-def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: VideoRows) -> None:
-    lists = {k: _lists(example, k) for k in _REGION_LISTS}
+def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: VideoRows, prefix: str = "") -> None:
+    """The regions of one record: ``region/*``, or with ``prefix`` ``PREDICTED`` MediaSequence's predicted
+    boxes (``PREDICTED/region/*``, ``add_predicted_bbox``), which are ``model`` rows."""
+    lists = {k: _lists(example, k, "" if k.startswith("vidlabel/") else prefix) for k in _REGION_LISTS}
+    if prefix:  # our own keys describe the unprefixed regions only
+        lists["vidlabel/region/kind"] = lists["vidlabel/region/origin"] = None
     ymin = lists["region/bbox/ymin"]
     if ymin is None:
         return
-    times = _lists(example, "region/timestamp") or _lists(example, "image/timestamp")
+    time_key = prefix + "region/timestamp" if _lists(example, "region/timestamp", prefix) else "image/timestamp"
+    times = _lists(example, "region/timestamp", prefix) or _lists(example, "image/timestamp")
     if times is None:
-        raise fail(file, where, "has region/bbox/* but neither region/timestamp nor image/timestamp")
+        raise fail(file, where, f"has {prefix}region/bbox/* but neither {prefix}region/timestamp nor image/timestamp")
     n_frames = len(ymin)
-    masks = _lists(example, "INSTANCE_SEGMENTATION/image/multi_encoded")
-    for key, values in [*lists.items(), ("timestamp", times), ("INSTANCE_SEGMENTATION", masks)]:
+    masks = None if prefix else _lists(example, "INSTANCE_SEGMENTATION/image/multi_encoded")
+    named = [(prefix + k if not k.startswith("vidlabel/") else k, v) for k, v in lists.items()]
+    for key, values in [*named, (time_key, times), ("INSTANCE_SEGMENTATION/image/multi_encoded", masks)]:
         if values is not None and len(values) != n_frames:
-            raise fail(file, where, f"{key} has {len(values)} entries; region/bbox/ymin has {n_frames} (one a frame)")
-    frames = video.frames(file, f"{where} region/timestamp", [t[0] for t in times])
+            raise fail(
+                file, where, f"{key} has {len(values)} entries; {prefix}region/bbox/ymin has {n_frames} (one a frame)"
+            )
+    frames = video.frames(file, f"{where} {time_key}", [t[0] for t in times])
     width, height = video.meta.width, video.meta.height
     for j in range(n_frames):
         at = f"{where} frame {j}"
         n = len(ymin[j])
-        for key, values in lists.items():
+        for key, values in named:
             if values is not None and len(values[j]) != n:
                 raise fail(file, at, f"{key} holds {len(values[j])} values; the frame has {n} regions")
         if n == 0:
             continue
         strings = lists["region/label/string"]
         if strings is None:
-            raise fail(file, at, "regions without region/label/string (labels are imported by name)")
+            raise fail(file, at, f"regions without {prefix}region/label/string (labels are imported by name)")
         kinds = lists["vidlabel/region/kind"]
         frame_masks = masks[j] if masks is not None else []
         if kinds is not None:
@@ -316,13 +332,12 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
                 if not all(math.isfinite(v) for v in box):
                     raise fail(file, at, f"region {k} has a box that is not finite: {box}")
                 row["kind"], row["box"] = "box", box
-            track = video.track(tracks[j][k]) if tracks is not None else None
+            track = video.track(tracks[j][k], prefix) if tracks is not None else None
             if track is not None:
                 row["track_id"] = track
-            row.update(
-                _origin_conf(_at(lists["vidlabel/region/origin"], j), _at(lists["region/label/confidence"], j), k)
-            )
-            vr.add(row, f"{file.name} {at} region {k}")
+            origins = [b"model"] * n if prefix else _at(lists["vidlabel/region/origin"], j)
+            row.update(_origin_conf(origins, _at(lists["region/label/confidence"], j), k))
+            vr.add(row, f"{file.name} {at} {prefix}region {k}")
 
 
 def _at(values: list[list[Any]] | None, j: int) -> list[Any] | None:
