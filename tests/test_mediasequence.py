@@ -568,6 +568,37 @@ def test_predicted_regions_are_model_rows(tmp_path: Path, clip: ClipTruth) -> No
     assert new.annotations() == []
 
 
+def test_image_labels_are_markers_of_their_frame(tmp_path: Path, clip: ClipTruth) -> None:
+    # image/label/string (add_image_label_string: "if an image at a specific timestamp should have a label") was
+    # not read: a record of frame labels imported nothing, and said nothing
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context = {"clip/media_id": (b"v", "byte")}
+    features = {
+        "image/timestamp": ([33333, 100000, 133333], "int"),
+        "image/label/string": ([[b"goal"], [], [b"goal", b"person"]], "byte"),
+        "image/label/index": ([[2], [], [2, 0]], "int"),
+    }  # fmt: skip
+    import_labels(ds, "mediasequence", write_record(tmp_path / "i.tfrecord", context, features))
+    got = sorted((r["kind"], r["label"], r["start_frame"], r["end_frame"], r["origin"]) for r in ds.annotations())
+    assert got == [("marker", "goal", 1, 1, "human"), ("marker", "goal", 4, 4, "human"),
+                   ("marker", "person", 4, 4, "human")]  # fmt: skip
+    new = make_dataset(tmp_path / "new", clip, [])
+    scored = {**features, "image/label/confidence": ([[0.5], [], [0.25, 0.75]], "float")}
+    import_labels(new, "mediasequence", write_record(tmp_path / "c.tfrecord", context, scored))
+    assert sorted((r["label"], r["start_frame"], r["origin"], r["confidence"]) for r in new.annotations()) == [
+        ("goal", 1, "model", 0.5), ("goal", 4, "model", 0.25), ("person", 4, "model", 0.75)]  # fmt: skip
+    other = make_dataset(tmp_path / "other", clip, [])
+    short = {**features, "image/timestamp": ([33333, 100000], "int")}
+    with pytest.raises(
+        FormatError, match=r"s\.tfrecord record 0: image/timestamp has 2 entries; image/label/string has 3"
+    ):
+        import_labels(other, "mediasequence", write_record(tmp_path / "s.tfrecord", context, short))
+    untimed = {k: v for k, v in features.items() if k != "image/timestamp"}
+    with pytest.raises(FormatError, match=r"has image/label/string but no image/timestamp"):
+        import_labels(other, "mediasequence", write_record(tmp_path / "u.tfrecord", context, untimed))
+    assert other.annotations() == []
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

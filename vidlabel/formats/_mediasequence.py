@@ -19,8 +19,8 @@ tracks others than the unprefixed regions'. Masks are the PNGs of
 regions is all masks). Segments become markers from the first frame at or after
 ``segment/start/timestamp`` to the last at or before ``segment/end/timestamp``; clip labels become
 markers over the clip (``vidlabel/clip/label/{start,end}/timestamp`` when present, else
-``clip/{start,end}/timestamp``). A marker repeated in several records of one video (a marker
-spanning clips) is imported once. Records exported with a view (``vidlabel/view_id``) are refused:
+``clip/{start,end}/timestamp``); image labels (``image/label/string``) become markers of their image's
+frame. A marker repeated in several records of one video (a marker spanning clips) is imported once. Records exported with a view (``vidlabel/view_id``) are refused:
 their boxes are relative to the view's crop.
 
 Export through ``export_labels(ds, "mediasequence", OUT)`` writes labels-only records (no images:
@@ -357,9 +357,38 @@ def _decode_mask(file: Path, where: str, png: bytes, width: int, height: int) ->
     return resize_mask((image > 0).astype(np.uint8), (width, height))
 
 
+def _image_labels(file: Path, where: str, example: Any, video: _Video, found: Counter[tuple[Any, ...]]) -> None:
+    """``image/label/string`` (MediaSequence's labels of one image, ``add_image_label_string``): each a marker
+    of that image's frame, found by its ``image/timestamp``; a finite ``image/label/confidence`` makes it a
+    ``model`` marker."""
+    labels = _lists(example, "image/label/string")
+    if labels is None:
+        return
+    times, conf = _lists(example, "image/timestamp"), _lists(example, "image/label/confidence")
+    if times is None:
+        raise fail(file, where, "has image/label/string but no image/timestamp (the frame of each image's labels)")
+    for key, values in (("image/timestamp", times), ("image/label/confidence", conf)):
+        if values is not None and len(values) != len(labels):
+            raise fail(
+                file, where, f"{key} has {len(values)} entries; image/label/string has {len(labels)} (one an image)"
+            )
+    frames = video.frames(file, f"{where} image/timestamp", [t[0] for t in times])
+    for j, names in enumerate(labels):
+        if conf is not None and len(conf[j]) != len(names):
+            raise fail(
+                file, f"{where} frame {j}", f"image/label/confidence holds {len(conf[j])} values; "
+                f"image/label/string {len(names)}",
+            )  # fmt: skip
+        for k, name in enumerate(names):
+            extra = tuple(sorted(_origin_conf(None, conf[j] if conf is not None else None, k).items()))
+            found[(name.decode("utf-8", "replace"), int(frames[j]), int(frames[j]), extra)] += 1
+
+
 def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None:
-    """Segments and clip labels of one record into the video's markers (a repeat in another record counts once)."""
+    """Segments, clip labels and image labels of one record into the video's markers (a repeat in another record
+    counts once)."""
     found: Counter[tuple[Any, ...]] = Counter()
+    _image_labels(file, where, example, video, found)
     seg_start, seg_end = _context(example, "segment/start/timestamp"), _context(example, "segment/end/timestamp")
     seg_labels = _context(example, "segment/label/string")
     if seg_start is not None or seg_labels is not None:

@@ -50,6 +50,9 @@ CONTEXT: dict[str, tuple[str, bool]] = {
 FEATURE_LISTS: dict[str, tuple[str, bool]] = {
     "image/encoded": ("byte", False),
     "image/timestamp": ("int", False),
+    "image/label/index": ("int", True),
+    "image/label/string": ("byte", True),
+    "image/label/confidence": ("float", True),
     "region/bbox/ymin": ("float", True),
     "region/bbox/xmin": ("float", True),
     "region/bbox/ymax": ("float", True),
