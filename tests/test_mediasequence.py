@@ -599,6 +599,51 @@ def test_image_labels_are_markers_of_their_frame(tmp_path: Path, clip: ClipTruth
     assert other.annotations() == []
 
 
+@pytest.mark.parametrize(
+    ("extra_context", "extra_features", "match"),
+    [
+        ({}, {"region/point/x": ([[0.5], []], "float"), "region/point/y": ([[0.5], []], "float")},
+         r"region/point/x, region/point/y \(points: vidlabel has no point annotations\)"),
+        ({}, {"GT/region/bbox/ymin": ([[0.5]], "float"), "GT/region/label/string": ([[b"car"]], "byte")},
+         r"GT/region/bbox/ymin, GT/region/label/string \(regions under the prefix 'GT': vidlabel reads region/\* "
+         r"and PREDICTED/region/\*\)"),
+        ({}, {"INSTANCE_SEGMENTATION/image/encoded": ([[b"png"], [b"png"]], "byte")},
+         r"INSTANCE_SEGMENTATION/image/encoded \(one image of instance ids per frame"),
+        ({}, {"CLASS_SEGMENTATION/image/encoded": ([[b"png"], [b"png"]], "byte")},
+         r"CLASS_SEGMENTATION/image/encoded \(class segmentation images"),
+        ({}, {"PREDICTED/region/label/string": ([[b"car"]], "byte")},
+         r"PREDICTED/region/label/string without PREDICTED/region/bbox/\* \(labels of no region\)"),
+        ({}, {"PREDICTED/region/bbox/ymin": ([[0.5]], "float"), "PREDICTED/region/bbox/xmax": ([[0.5]], "float")},
+         r"PREDICTED/region/bbox/ymin, PREDICTED/region/bbox/xmax without PREDICTED/region/bbox/xmin, "
+         r"PREDICTED/region/bbox/ymax"),
+        ({"clip/label/index": ([2], "int")}, {}, r"clip/label/index without clip/label/string \(labels are imported"),
+        ({"segment/label/index": ([2], "int")}, {}, r"segment/label/index without segment/label/string"),
+        ({}, {"image/timestamp": ([0, 33333], "int"), "image/label/index": ([[2], []], "int")},
+         r"image/label/index without image/label/string"),
+    ],
+)  # fmt: skip
+def test_labels_the_import_cannot_read_are_refused_by_key(
+    tmp_path: Path, clip: ClipTruth, extra_context: dict[str, Any], extra_features: dict[str, Any], match: str
+) -> None:
+    # MediaSequence keys holding labels vidlabel has no rows for (keypoints, another prefix's regions, segmentation
+    # images, labels of no box, label indices without names) were skipped: the rest imported and nothing said so
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    path = write_record(tmp_path / "x.tfrecord", {**context, **extra_context}, {**features, **extra_features})
+    with pytest.raises(FormatError, match=r"x\.tfrecord record 0: holds labels the import cannot read, so nothing is "
+                       r"imported: .*" + match + r".*; remove those keys from the records to import the rest"):  # fmt: skip
+        import_labels(ds, "mediasequence", path)
+    assert ds.annotations() == []
+
+
+def test_masks_without_boxes_are_refused(tmp_path: Path, clip: ClipTruth) -> None:
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    features = {"region/timestamp": ([0], "int"), "INSTANCE_SEGMENTATION/image/multi_encoded": ([[b"png"]], "byte")}
+    path = write_record(tmp_path / "m.tfrecord", {"clip/media_id": (b"v", "byte")}, features)
+    with pytest.raises(FormatError, match=r"INSTANCE_SEGMENTATION/image/multi_encoded without region/bbox/\*"):
+        import_labels(ds, "mediasequence", path)
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

@@ -21,7 +21,9 @@ regions is all masks). Segments become markers from the first frame at or after
 markers over the clip (``vidlabel/clip/label/{start,end}/timestamp`` when present, else
 ``clip/{start,end}/timestamp``); image labels (``image/label/string``) become markers of their image's
 frame. A marker repeated in several records of one video (a marker spanning clips) is imported once. Records exported with a view (``vidlabel/view_id``) are refused:
-their boxes are relative to the view's crop.
+their boxes are relative to the view's crop. A record holding labels the import has no rows for (points,
+regions under another prefix, segmentation images, labels of no box, label indices without strings) is
+refused, naming each key (:func:`_refuse_unread_labels`).
 
 Export through ``export_labels(ds, "mediasequence", OUT)`` writes labels-only records (no images:
 MediaPipe's metadata stage); ``vidlabel.export(ds, OUT, format="mediasequence")`` writes the images too.
@@ -251,6 +253,7 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
     for file, number, example in read_records(ctx.path):
         where = f"record {number}"
         meta = _resolve(ctx, uris, file, where, example)
+        _refuse_unread_labels(file, where, example)
         view = _one(example, "vidlabel/view_id")
         if view:
             raise fail(
@@ -270,6 +273,59 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
                 vr.add({"kind": "marker", "label": label, "start_frame": start, "end_frame": end, **dict(extra)},
                        video.marker_where[key])  # fmt: skip
     return parsed
+
+
+#: Feature-list keys of labels the import has no rows for, and why.
+_UNREAD = {
+    "INSTANCE_SEGMENTATION/image/encoded": "one image of instance ids per frame; vidlabel reads one PNG per "
+    "instance, INSTANCE_SEGMENTATION/image/multi_encoded, with the region/bbox/* of each",
+    "CLASS_SEGMENTATION/image/encoded": "class segmentation images: vidlabel has no per-pixel class labels",
+    "CLASS_SEGMENTATION/image/multi_encoded": "class segmentation images: vidlabel has no per-pixel class labels",
+}
+_POINT_KEYS = ("region/point/", "region/3d_point/", "region/radius")
+_BOX_KEYS = ("region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax")
+
+
+def _refuse_unread_labels(file: Path, where: str, example: Any) -> None:
+    """Refuse a record holding labels the import has no rows for, naming each key and why, rather than import the
+    rest and leave them out unsaid: points, regions under another prefix than ``PREDICTED``, segmentation images,
+    region labels or masks without their boxes, label indices without the strings labels are read by."""
+    context = set(example.context.feature)
+    lists = set(example.feature_lists.feature_list)
+    problems: list[str] = []
+    why: dict[str, list[str]] = {}  # reason -> keys
+    for key in sorted(lists):
+        at = key.find("region/")
+        if at < 0 or (at > 0 and key[at - 1] != "/"):
+            if key in _UNREAD:
+                why.setdefault(_UNREAD[key], []).append(key)
+            continue
+        prefix, base = key[:at], key[at:]
+        if base.startswith(_POINT_KEYS):
+            why.setdefault("points: vidlabel has no point annotations", []).append(key)
+        elif prefix not in ("", PREDICTED) and base.startswith(("region/bbox/", "region/label/", "region/track/")):
+            reason = f"regions under the prefix {prefix[:-1]!r}: vidlabel reads region/* and {PREDICTED}region/*"
+            why.setdefault(reason, []).append(key)
+    problems += [f"{', '.join(keys)} ({reason})" for reason, keys in why.items()]
+    for prefix in ("", PREDICTED):
+        boxes = [prefix + k for k in _BOX_KEYS if prefix + k in lists]
+        if boxes and len(boxes) < len(_BOX_KEYS):
+            missing = [prefix + k for k in _BOX_KEYS if prefix + k not in lists]
+            problems.append(f"{', '.join(boxes)} without {', '.join(missing)}")
+        elif not boxes:
+            labels = [prefix + k for k in ("region/label/string", "region/label/index") if prefix + k in lists]
+            if labels:
+                problems.append(f"{', '.join(labels)} without {prefix}region/bbox/* (labels of no region)")
+    if "INSTANCE_SEGMENTATION/image/multi_encoded" in lists and "region/bbox/ymin" not in lists:
+        problems.append("INSTANCE_SEGMENTATION/image/multi_encoded without region/bbox/* and region/label/string")
+    for base, keys in (("clip/label", context), ("segment/label", context), ("image/label", lists)):
+        if f"{base}/index" in keys and f"{base}/string" not in keys:
+            problems.append(f"{base}/index without {base}/string (labels are imported by name)")
+    if problems:
+        raise fail(
+            file, where, f"holds labels the import cannot read, so nothing is imported: {'; '.join(problems)}; "
+            "remove those keys from the records to import the rest",
+        )  # fmt: skip
 
 
 def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: VideoRows, prefix: str = "") -> None:
