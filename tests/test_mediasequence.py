@@ -644,6 +644,38 @@ def test_masks_without_boxes_are_refused(tmp_path: Path, clip: ClipTruth) -> Non
         import_labels(ds, "mediasequence", path)
 
 
+@pytest.mark.parametrize(
+    ("key", "values", "match"),
+    [
+        ("segment/label/confidence", ([0.5, 0.25], "float"), "segment/label/confidence holds 2 values; "
+         "segment/label/string holds 1"),
+        ("segment/label/index", ([2, 2], "int"), "segment/label/index holds 2 values"),
+        ("vidlabel/segment/origin", ([], "byte"), "vidlabel/segment/origin holds 0 values"),
+        ("clip/label/confidence", ([0.5, 0.25], "float"), "clip/label/confidence holds 2 values; clip/label/string "
+         "holds 1"),
+        ("vidlabel/clip/label/origin", ([], "byte"), "vidlabel/clip/label/origin holds 0 values"),
+    ],
+)  # fmt: skip
+def test_a_marker_list_of_another_length_is_refused(tmp_path: Path, clip: ClipTruth, key: str, values, match) -> None:
+    # one confidence (index, origin) per segment / clip label: a longer list was read up to the labels' count and a
+    # shorter origin list stopped on a bare IndexError
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context = {
+        "clip/media_id": (b"v", "byte"),
+        "clip/start/timestamp": (0, "int"),
+        "clip/end/timestamp": (100000, "int"),
+    }
+    group = key.split("/")[1] if key.startswith("vidlabel/") else key.split("/")[0]
+    if group == "segment":
+        context.update({"segment/start/timestamp": ([0], "int"), "segment/end/timestamp": ([66666], "int"),
+                        "segment/label/string": ([b"goal"], "byte")})  # fmt: skip
+    else:
+        context["clip/label/string"] = ([b"goal"], "byte")
+    with pytest.raises(FormatError, match=r"l\.tfrecord record 0: " + match):
+        import_labels(ds, "mediasequence", write_record(tmp_path / "l.tfrecord", {**context, key: values}, {}))
+    assert ds.annotations() == []
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

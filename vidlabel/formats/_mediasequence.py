@@ -440,6 +440,15 @@ def _image_labels(file: Path, where: str, example: Any, video: _Video, found: Co
             found[(name.decode("utf-8", "replace"), int(frames[j]), int(frames[j]), extra)] += 1
 
 
+def _one_per_label(file: Path, where: str, example: Any, group: str, n: int) -> None:
+    """``{group}/label/index``, ``/confidence`` and our origins hold one value per ``{group}/label/string``."""
+    origin = "vidlabel/clip/label/origin" if group == "clip" else "vidlabel/segment/origin"
+    for key in (f"{group}/label/index", f"{group}/label/confidence", origin):
+        values = _context(example, key)
+        if values is not None and len(values) != n:
+            raise fail(file, where, f"{key} holds {len(values)} values; {group}/label/string holds {n} (one a label)")
+
+
 def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None:
     """Segments, clip labels and image labels of one record into the video's markers (a repeat in another record
     counts once)."""
@@ -458,6 +467,7 @@ def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None
                 file, where, "segment/start/timestamp, segment/end/timestamp and segment/label/string must be "
                 "present together with one value per segment",
             )  # fmt: skip
+        _one_per_label(file, where, example, "segment", len(seg_labels))
         origins, conf = _context(example, "vidlabel/segment/origin"), _context(example, "segment/label/confidence")
         for k, (a, b) in enumerate(zip(seg_start, seg_end)):
             first = int(np.searchsorted(video.ts, a, "left"))
@@ -484,6 +494,7 @@ def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None
             starts, ends = [a] * len(clip_labels), [b] * len(clip_labels)
         if not len(starts) == len(ends) == len(clip_labels):
             raise fail(file, where, "vidlabel/clip/label/{start,end}/timestamp must hold one value per clip label")
+        _one_per_label(file, where, example, "clip", len(clip_labels))
         origins, conf = _context(example, "vidlabel/clip/label/origin"), _context(example, "clip/label/confidence")
         span = video.frames(file, f"{where} clip label", [*starts, *ends])
         n = len(clip_labels)
