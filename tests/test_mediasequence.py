@@ -39,6 +39,7 @@ from vidlabel import Dataset, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.errors import FormatError, OptionError, StoreError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
+from vidlabel.geometry import decode_rle
 from vidlabel.spec import FrameIndex
 
 LABELS = ["person", "car", "goal"]
@@ -297,8 +298,6 @@ def test_every_key_name_type_and_length_per_frame(exported: tuple[Dataset, Path]
                 masks = [r for r in here if r["kind"] == "mask"]
                 assert len(pngs) == len(masks)
                 for png, r in zip(pngs, masks):
-                    from vidlabel.geometry import decode_rle
-
                     np.testing.assert_array_equal(decode_png(png, "gray")[:, :], decode_rle(r["mask"]))
     assert position == len(stored)
     # frames 10 and 13 hold the masks: only the first record (frames 1..13) has masks
@@ -797,32 +796,62 @@ def test_cli_export_and_import(tmp_path: Path, clip: ClipTruth, capsys: pytest.C
 
 _TF_SCRIPT = r"""
 import json, sys
+import numpy as np
 import tensorflow as tf
 files = sys.argv[1:]
+S, I, F = tf.string, tf.int64, tf.float32
+one, many, seq = tf.io.FixedLenFeature, tf.io.VarLenFeature, tf.io.FixedLenSequenceFeature
+# media_sequence.py's parsers: a single context value FixedLenFeature((), type), a context list VarLenFeature,
+# one value per frame FixedLenSequenceFeature((), type), a list per frame VarLenFeature
 context_spec = {
-    "clip/media_id": tf.io.FixedLenFeature([], tf.string),
-    "clip/start/timestamp": tf.io.FixedLenFeature([], tf.int64),
-    "image/height": tf.io.FixedLenFeature([], tf.int64),
-    "segment/start/index": tf.io.VarLenFeature(tf.int64),
+    "example/id": one((), S), "example/dataset_name": one((), S), "clip/data_path": one((), S),
+    "clip/media_id": one((), S), "clip/start/timestamp": one((), I), "clip/end/timestamp": one((), I),
+    "clip/label/index": many(I), "clip/label/string": many(S), "clip/label/confidence": many(F),
+    "segment/start/timestamp": many(I), "segment/end/timestamp": many(I), "segment/start/index": many(I),
+    "segment/end/index": many(I), "segment/label/index": many(I), "segment/label/string": many(S),
+    "segment/label/confidence": many(F), "image/format": one((), S), "image/channels": one((), I),
+    "image/height": one((), I), "image/width": one((), I), "image/frame_rate": one((), F),
 }
 sequence_spec = {
-    "image/encoded": tf.io.FixedLenSequenceFeature([], tf.string),
-    "image/timestamp": tf.io.FixedLenSequenceFeature([], tf.int64),
-    "region/is_annotated": tf.io.FixedLenSequenceFeature([], tf.int64),
-    "region/bbox/ymin": tf.io.VarLenFeature(tf.float32),
-    "region/label/string": tf.io.VarLenFeature(tf.string),
+    "image/encoded": seq((), S), "image/timestamp": seq((), I), "region/timestamp": seq((), I),
+    "region/is_annotated": seq((), I), "region/bbox/ymin": many(F), "region/bbox/xmin": many(F),
+    "region/bbox/ymax": many(F), "region/bbox/xmax": many(F), "region/label/index": many(I),
+    "region/label/string": many(S), "region/label/confidence": many(F), "region/track/string": many(S),
+    "INSTANCE_SEGMENTATION/image/multi_encoded": many(S),
 }
-parsed = [tf.io.parse_single_sequence_example(raw, context_features=context_spec, sequence_features=sequence_spec)
-          for raw in tf.data.TFRecordDataset(files)]
-context, seq = parsed[0]
-print(json.dumps({
-    "records": len(parsed),
-    "media_id": context["clip/media_id"].numpy().decode(),
-    "height": int(context["image/height"].numpy()),
-    "timestamps": seq["image/timestamp"].numpy().tolist(),
-    "image1": tf.io.decode_png(seq["image/encoded"][1]).numpy().tolist(),
-    "ymin_rows": int(tf.sparse.to_dense(seq["region/bbox/ymin"]).shape[0]),
-}))
+
+def number(image):  # tests/media.py's read_frame_number
+    gray = image.astype(np.float32).mean(axis=2)
+    return sum(1 << k for k in range(16)
+               if gray[(k // 8) * 8 + 2 : (k // 8) * 8 + 6, (k % 8) * 8 + 2 : (k % 8) * 8 + 6].mean() > 128)
+
+def ragged(sparse, n, decode=True):
+    rows = [[] for _ in range(n)]
+    for (j, _), v in zip(sparse.indices.numpy().tolist(), sparse.values.numpy().tolist()):
+        rows[j].append(v.decode() if isinstance(v, bytes) and decode else v)
+    return rows
+
+out = []
+for raw in tf.data.TFRecordDataset(files):
+    c, s = tf.io.parse_single_sequence_example(raw, context_features=context_spec, sequence_features=sequence_spec)
+    n = int(s["image/timestamp"].shape[0])
+    out.append({
+        "media_id": c["clip/media_id"].numpy().decode(),
+        "clip": [int(c["clip/start/timestamp"].numpy()), int(c["clip/end/timestamp"].numpy())],
+        "size": [int(c["image/width"].numpy()), int(c["image/height"].numpy()), int(c["image/channels"].numpy())],
+        "format": c["image/format"].numpy().decode(),
+        "timestamps": s["image/timestamp"].numpy().tolist(), "region_ts": s["region/timestamp"].numpy().tolist(),
+        "numbers": [number(tf.io.decode_image(e, channels=3).numpy()) for e in s["image/encoded"]],
+        "annotated": s["region/is_annotated"].numpy().tolist(),
+        "regions": [list(zip(*rows)) for rows in zip(*(ragged(s[k], n) for k in (
+            "region/label/string", "region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax",
+            "region/label/index", "region/track/string")))],
+        "masks": [[tf.io.decode_png(p).numpy()[..., 0].sum().item() for p in row]
+                  for row in ragged(s["INSTANCE_SEGMENTATION/image/multi_encoded"], n, decode=False)],
+        "segments": c["segment/label/string"].values.numpy().tolist() and [
+            c["segment/start/index"].values.numpy().tolist(), c["segment/end/index"].values.numpy().tolist()],
+    })
+print(json.dumps(out, default=lambda b: b.decode()))
 """
 
 
@@ -831,19 +860,38 @@ def test_tensorflow_parses_the_records(exported: tuple[Dataset, Path], clip: Cli
     # which cannot share a process with TensorFlow's (both define tensorflow.BytesList in protobuf's pool).
     if importlib.util.find_spec("tensorflow") is None:
         pytest.skip("TensorFlow is not a vidlabel dependency; this check runs where it is installed")
-    _, out = exported
+    ds, out = exported
     files = sorted(str(p) for p in out.glob("part-*.tfrecord"))
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run([sys.executable, "-c", _TF_SCRIPT, *files], capture_output=True, text=True, env=env,
                           timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    records = json.loads(proc.stdout.strip().splitlines()[-1])
     times = pts_us(clip.path)
-    assert got["records"] == 4
-    assert got["media_id"] == "v" and got["height"] == H
-    assert got["timestamps"] == [times[f] for f in (1, 4, 7, 10, 13)]
-    assert read_frame_number(np.array(got["image1"], np.uint8)) == 4
-    assert got["ymin_rows"] == 5
+    stored = list(range(1, clip.frame_count, 3))  # the frames of sample_rows' boxes and masks
+    assert len(records) == 4 and {r["media_id"] for r in records} == {"v"}
+    assert [t for r in records for t in r["timestamps"]] == [times[f] for f in stored]
+    for r in records:  # the pixels TensorFlow decodes are the frames the timestamps name
+        assert r["numbers"] == [times.index(t) for t in r["timestamps"]] and r["region_ts"] == r["timestamps"]
+        assert r["clip"] == [r["timestamps"][0], r["timestamps"][-1]]
+        assert r["size"] == [W, H, 3] and r["format"] == "PNG" and set(r["annotated"]) == {1}
+    rows = [a for a in ds.annotations() if a["kind"] != "marker"]
+    for r in records:
+        for t, regions, masks in zip(r["timestamps"], r["regions"], r["masks"]):
+            frame = times.index(t)
+            want = sorted(
+                (a["label"], a["box"][1] / H, a["box"][0] / W, a["box"][3] / H, a["box"][2] / W, LABELS.index(a["label"]))
+                for a in rows if a["start_frame"] == frame
+            )  # fmt: skip
+            got = sorted(tuple(g[:6]) for g in regions)
+            assert [g[0] for g in got] == [w[0] for w in want] and [g[5] for g in got] == [w[5] for w in want]
+            assert np.allclose([g[1:5] for g in got], [w[1:5] for w in want], atol=1e-6), (frame, got, want)
+            want_masks = [int(a["mask"] is not None and decode_rle(a["mask"]).sum()) for a in rows
+                          if a["start_frame"] == frame and a["kind"] == "mask"]  # fmt: skip
+            assert sorted(masks) == sorted(want_masks)
+    # first frame at or after the start, last at or before the end (positions in the record's frames 1, 4, 7, 10, 13):
+    # goal 5..11 is frames 7..10, person 2..2 lies between frames 1 and 4 (end before start)
+    assert [r["segments"] for r in records] == [[[2, 1], [3, 0]], [], [], []]
 
 
 _TF_LIKE_POOL = r"""
