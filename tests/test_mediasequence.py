@@ -675,6 +675,44 @@ def test_a_marker_list_of_another_length_is_refused(tmp_path: Path, clip: ClipTr
     assert ds.annotations() == []
 
 
+def test_a_folder_of_tensorflow_shard_names_is_read_whole(tmp_path: Path, clip: ClipTruth) -> None:
+    # TensorFlow and MediaPipe name shards NAME-00000-of-00010 (MediaPipe's datasets without an extension) or
+    # *.tfrecords: only *.tfrecord files were read, so such shards next to one were left out unsaid, and a folder
+    # of them alone was "no *.tfrecord file"
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for name, ts in [("a.tfrecord", 0), ("kinetics-00000-of-00002", 1), ("kinetics-00001-of-00002", 2),
+                     ("b.tfrecords", 3), ("c.tfrecord-00000-of-00001", 4)]:  # fmt: skip
+        write_record(folder / name, context, {**features, "region/timestamp": ([times_us(clip, ts), 0], "int")})
+    (folder / "label_map.txt").write_text("car\n")
+    import_labels(ds, "mediasequence", folder)
+    assert sorted(r["start_frame"] for r in ds.annotations()) == [0, 1, 2, 3, 4]
+
+
+def times_us(clip: ClipTruth, n: int) -> int:
+    return int(clip.seconds(n) * 1_000_000)
+
+
+def test_an_export_that_did_not_finish_is_refused(exported: tuple[Dataset, Path], tmp_path: Path) -> None:
+    # a killed export leaves a .partial shard (or no _SUCCESS): its finished shards were imported as if whole
+    ds, out = exported
+    new = fresh_like(tmp_path / "new", ds)
+    killed = tmp_path / "killed"
+    shutil.copytree(out, killed)
+    last = sorted(killed.glob("part-*.tfrecord"))[-1]
+    last.rename(last.with_name(last.name + ".partial"))
+    with pytest.raises(FormatError, match=rf"killed: is a MediaSequence export that did not finish \({last.name}\.partial "
+                       r"half written\): its records are not all there; rerun the export to finish it, then import"):  # fmt: skip
+        import_labels(new, "mediasequence", killed)
+    last.with_name(last.name + ".partial").unlink()
+    (killed / "_SUCCESS").unlink()
+    with pytest.raises(FormatError, match=r"did not finish \(_plan\.json without _SUCCESS\)"):
+        import_labels(new, "mediasequence", killed)
+    assert new.annotations() == []
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF
@@ -747,7 +785,7 @@ def test_bad_records_are_format_errors(tmp_path: Path, clip: ClipTruth) -> None:
            "segment/label/string": ([b"goal"], "byte")}  # fmt: skip
     refused(write_record(tmp_path / "g.tfrecord", seg, features), r"segment 0 \(10\.\.20 us\) holds no frame")
     (tmp_path / "empty").mkdir()
-    refused(tmp_path / "empty", r"holds no \*\.tfrecord file")
+    refused(tmp_path / "empty", r"holds no TFRecord file \(\*\.tfrecord, \*\.tfrecords, NAME-00000-of-00010\)")
     refused(tmp_path / "absent.tfrecord", "file not found")
 
 

@@ -1,8 +1,8 @@
 """MediaSequence (TensorFlow / MediaPipe) ``tf.train.SequenceExample`` records in TFRecord files.
 
-Import (``import_labels(ds, "mediasequence", PATH)``; PATH a ``.tfrecord`` file or a folder of
-``*.tfrecord`` shards): each record's video is its ``clip/media_id`` when that is a registered
-video id, else the registered video whose uri is its ``clip/data_path`` (``videos=`` maps either to a
+Import (``import_labels(ds, "mediasequence", PATH)``; PATH a TFRecord file or a folder of shards:
+``*.tfrecord``, ``*.tfrecords`` and TensorFlow's ``NAME-00000-of-00010``; an export that did not finish
+is refused): each record's video is its ``clip/media_id`` when that is a registered video id, else the registered video whose uri is its ``clip/data_path`` (``videos=`` maps either to a
 video id; ``video_id=`` takes every record for one video); a record naming no registered video is
 refused with the known ids. Frames are found by time, never by position: each feature-list entry's
 ``region/timestamp`` (else ``image/timestamp``) is looked up in the registered video's frame index
@@ -32,6 +32,7 @@ MediaPipe's metadata stage); ``vidlabel.export(ds, OUT, format="mediasequence")`
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -62,11 +63,24 @@ _REGION_LISTS = (
 # -- reading TFRecord files ------------------------------------------------------------------------------------
 
 
+#: TFRecord file names in a folder: ``*.tfrecord``, ``*.tfrecords``, and TensorFlow's shard names
+#: ``NAME-00000-of-00010`` (MediaPipe's datasets, Beam's ``WriteToTFRecord``), with or without an extension before.
+_SHARD_NAME = re.compile(r"(\.tfrecords?|-\d+-of-\d+)$")
+
+
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(".tfrecord"))
+        names = {p.name for p in path.iterdir()}
+        partial = sorted(n for n in names if n.endswith(".partial") and _SHARD_NAME.search(n[: -len(".partial")]))
+        if partial or ("_plan.json" in names and "_SUCCESS" not in names):
+            raise fail(
+                path, None, "is a MediaSequence export that did not finish (" + (f"{', '.join(partial[:3])} half "
+                "written" if partial else "_plan.json without _SUCCESS") + "): its records are not all there; "
+                "rerun the export to finish it, then import",
+            )  # fmt: skip
+        files = sorted(p for p in path.iterdir() if p.is_file() and _SHARD_NAME.search(p.name))
         if not files:
-            raise fail(path, None, "folder holds no *.tfrecord file")
+            raise fail(path, None, "folder holds no TFRecord file (*.tfrecord, *.tfrecords, NAME-00000-of-00010)")
         return files
     if not path.is_file():
         raise fail(path, None, "file not found")
