@@ -713,6 +713,24 @@ def test_an_export_that_did_not_finish_is_refused(exported: tuple[Dataset, Path]
     assert new.annotations() == []
 
 
+def test_generated_regions_are_model_rows(tmp_path: Path, clip: ClipTruth) -> None:
+    # region/is_generated (1: generated, 0: annotated by hand) was not read: generated boxes without a confidence
+    # came in as human annotations
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, _ = good_record()
+    two = {"region/timestamp": ([0], "int"), "region/bbox/ymin": ([[0.1, 0.2]], "float"),
+           "region/bbox/xmin": ([[0.1, 0.2]], "float"), "region/bbox/ymax": ([[0.5, 0.6]], "float"),
+           "region/bbox/xmax": ([[0.5, 0.6]], "float"), "region/label/string": ([[b"car", b"person"]], "byte"),
+           "region/is_generated": ([[1, 0]], "int")}  # fmt: skip
+    import_labels(ds, "mediasequence", write_record(tmp_path / "g.tfrecord", context, two))
+    got = sorted((r["label"], r["origin"], r["confidence"]) for r in ds.annotations())
+    assert got == [("car", "model", None), ("person", "human", None)]
+    bad = {**two, "region/is_generated": ([[1]], "int")}
+    with pytest.raises(FormatError, match=r"frame 0: region/is_generated holds 1 values; the frame has 2 regions"):
+        import_labels(make_dataset(tmp_path / "b", clip, []), "mediasequence",
+                      write_record(tmp_path / "b.tfrecord", context, bad))  # fmt: skip
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

@@ -11,7 +11,8 @@ are normalized: they are scaled by the registered video's width and height. Labe
 (``region/label/string``); each distinct ``region/track/string`` of a video becomes one track (an
 empty string: no track), and so does each distinct ``region/track/index`` (MediaSequence's integer track
 ids, read when a record has no strings); a finite ``region/label/confidence`` makes a ``model`` row with that
-confidence (``vidlabel/region/origin``, when present, says the origin). MediaSequence's predicted regions
+confidence (``vidlabel/region/origin``, when present, says the origin, else MediaSequence's
+``region/is_generated``: 1 a ``model`` row, 0 a ``human`` one). MediaSequence's predicted regions
 (``PREDICTED/region/*``, the same keys under MediaPipe's ``PREDICTED`` prefix) are ``model`` rows, their
 tracks others than the unprefixed regions'. Masks are the PNGs of
 ``INSTANCE_SEGMENTATION/image/multi_encoded``, one per mask region of the frame in region order
@@ -56,7 +57,7 @@ PREDICTED = "PREDICTED/"
 _REGION_LISTS = (
     "region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax", "region/label/index",
     "region/label/string", "region/label/confidence", "region/track/string", "region/track/index", "vidlabel/region/kind",
-    "vidlabel/region/origin",
+    "vidlabel/region/origin", "region/is_generated",
 )  # fmt: skip
 
 
@@ -406,6 +407,9 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
             if track is not None:
                 row["track_id"] = track
             origins = [b"model"] * n if prefix else _at(lists["vidlabel/region/origin"], j)
+            generated = lists["region/is_generated"]
+            if origins is None and generated is not None:  # MediaSequence's 1: generated, 0: annotated by hand
+                origins = [b"model" if g else b"human" for g in generated[j]]
             row.update(_origin_conf(origins, _at(lists["region/label/confidence"], j), k))
             vr.add(row, f"{file.name} {at} {prefix}region {k}")
 

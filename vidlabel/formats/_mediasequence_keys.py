@@ -63,6 +63,7 @@ FEATURE_LISTS: dict[str, tuple[str, bool]] = {
     "region/track/string": ("byte", True),
     "region/track/index": ("int", True),
     "region/is_annotated": ("int", False),
+    "region/is_generated": ("int", True),
     "region/timestamp": ("int", False),
     "INSTANCE_SEGMENTATION/image/multi_encoded": ("byte", True),
     "INSTANCE_SEGMENTATION/image/timestamp": ("int", False),
