@@ -66,7 +66,7 @@ FEATURE_TYPES = {
     "region/label/index": "int64_list", "region/label/string": "bytes_list", "region/label/confidence": "float_list",
     "region/track/string": "bytes_list", "region/is_annotated": "int64_list", "region/timestamp": "int64_list",
     "INSTANCE_SEGMENTATION/image/multi_encoded": "bytes_list", "INSTANCE_SEGMENTATION/image/timestamp": "int64_list",
-    "vidlabel/region/kind": "bytes_list", "vidlabel/region/origin": "bytes_list",
+    "vidlabel/region/kind": "bytes_list", "vidlabel/region/origin": "bytes_list", "region/is_generated": "int64_list",
 }  # fmt: skip
 ONE_VALUE = {"image/encoded", "image/timestamp", "region/is_annotated", "region/timestamp",
              "INSTANCE_SEGMENTATION/image/timestamp"}  # fmt: skip
@@ -287,6 +287,7 @@ def test_every_key_name_type_and_length_per_frame(exported: tuple[Dataset, Path]
             assert fl(se, "region/label/string")[j] == [r["label"].encode() for r in here]
             assert fl(se, "region/label/index")[j] == [rel.labels.index(r["label"]) for r in here]
             assert fl(se, "vidlabel/region/kind")[j] == [r["kind"].encode() for r in here]
+            assert fl(se, "region/is_generated")[j] == [int(r["origin"] == "model") for r in here]
             tracks = fl(se, "region/track/string")[j]
             assert [t != b"" for t in tracks] == [r["track_id"] is not None for r in here]
             if "region/label/confidence" in se.feature_lists.feature_list:

@@ -444,7 +444,8 @@ def _regions(
     with_conf = bool((origin[r0:r1] == _MODEL).any())
     with_masks = bool(is_mask[r0:r1].any())
     keys = ["region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax", "region/label/index",
-            "region/label/string", "region/track/string", "vidlabel/region/kind", "vidlabel/region/origin"]  # fmt: skip
+            "region/label/string", "region/track/string", "region/is_generated", "vidlabel/region/kind",
+            "vidlabel/region/origin"]  # fmt: skip
     if with_conf:
         keys.append("region/label/confidence")
     if with_masks:
@@ -464,6 +465,7 @@ def _regions(
         )
         lists["vidlabel/region/kind"].append([b"mask" if m else b"box" for m in is_mask[a0:a1].tolist()])
         lists["vidlabel/region/origin"].append(_origin_names(origin[a0:a1]))
+        lists["region/is_generated"].append((origin[a0:a1] == _MODEL).astype(np.int64).tolist())
         if with_conf:
             lists["region/label/confidence"].append(a["regions/confidence"][a0:a1].astype(np.float64).tolist())
         if with_masks:
@@ -471,6 +473,7 @@ def _regions(
                 [_mask_png(a, k, video.size) for k in range(a0, a1) if is_mask[k]]
             )
     types = {"region/label/index": "int", "region/label/string": "byte", "region/track/string": "byte",
+             "region/is_generated": "int",
              "vidlabel/region/kind": "byte", "vidlabel/region/origin": "byte",
              "INSTANCE_SEGMENTATION/image/multi_encoded": "byte"}  # fmt: skip
     for k, v in lists.items():
