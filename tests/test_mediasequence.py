@@ -732,6 +732,30 @@ def test_generated_regions_are_model_rows(tmp_path: Path, clip: ClipTruth) -> No
                       write_record(tmp_path / "b.tfrecord", context, bad))  # fmt: skip
 
 
+def test_a_region_in_records_of_overlapping_clips_is_imported_once(tmp_path: Path, clip: ClipTruth) -> None:
+    # MediaPipe pipelines cut a video into clips that overlap (sliding windows); a box on a frame two records share
+    # was imported once per record, so every such box came in twice
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context = {"clip/media_id": (b"v", "byte")}
+
+    def window(frames: list[int], boxes: list[list[float]]) -> dict[str, Any]:
+        return {"region/timestamp": ([times_us(clip, f) for f in frames], "int"),
+                **{f"region/bbox/{c}": ([[b[i] for b in bs] for bs in boxes], "float")
+                   for i, c in enumerate(("ymin", "xmin", "ymax", "xmax"))},
+                "region/label/string": ([[b"car"] * len(bs) for bs in boxes], "byte"),
+                "region/track/string": ([[b"t1"] * len(bs) for bs in boxes], "byte")}  # fmt: skip
+
+    a, b = [0.1, 0.1, 0.5, 0.5], [0.2, 0.2, 0.6, 0.6]
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    write_record(folder / "c-00000-of-00002", context, window([0, 1], [[a, a], [b]]))  # twice on frame 0: both kept
+    write_record(folder / "c-00001-of-00002", context, window([1, 2], [[b], [a]]))  # frame 1 is in both records
+    import_labels(ds, "mediasequence", folder)
+    rows = ds.annotations()
+    assert sorted(r["start_frame"] for r in rows) == [0, 0, 1, 2]
+    assert len({r["track_id"] for r in rows}) == 1
+
+
 def corrupt(path: Path, offset: int) -> Path:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF

@@ -21,8 +21,9 @@ regions is all masks). Segments become markers from the first frame at or after
 ``segment/start/timestamp`` to the last at or before ``segment/end/timestamp``; clip labels become
 markers over the clip (``vidlabel/clip/label/{start,end}/timestamp`` when present, else
 ``clip/{start,end}/timestamp``); image labels (``image/label/string``) become markers of their image's
-frame. A marker repeated in several records of one video (a marker spanning clips) is imported once. Records exported with a view (``vidlabel/view_id``) are refused:
-their boxes are relative to the view's crop. A record holding labels the import has no rows for (points,
+frame. A marker repeated in several records of one video (a marker spanning clips) is imported once, and
+so is a box or mask several records of a video hold (clips that overlap). Records exported with a view
+(``vidlabel/view_id``) are refused: their boxes are relative to the view's crop. A record holding labels the import has no rows for (points,
 regions under another prefix, segmentation images, labels of no box, label indices without strings) is
 refused, naming each key (:func:`_refuse_unread_labels`).
 
@@ -173,6 +174,14 @@ class _Video:
         self.tracks: dict[tuple[str, str, Any], int] = {}
         self.markers: Counter[tuple[Any, ...]] = Counter()
         self.marker_where: dict[tuple[Any, ...], str] = {}
+        self.regions: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]] = {}
+
+    def keep_regions(self, found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]]) -> None:
+        """Keep one record's regions: a region another record of the video holds too (clips that overlap: the
+        same frame, label, box or mask, track, origin and confidence) is kept as often as one record holds it."""
+        for key, rows in found.items():
+            if len(rows) > len(self.regions.get(key, ())):
+                self.regions[key] = rows
 
     def frames(self, file: Path, where: str, ts: Sequence[int]) -> np.ndarray:
         """The frame of each timestamp: the nearest, within half the gap to its neighbours."""
@@ -276,12 +285,17 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
                 "import a full-frame export",
             )  # fmt: skip
         video = videos.setdefault(meta.video_id, _Video(meta))
-        vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
-        _import_regions(file, where, example, video, vr)
-        _import_regions(file, where, example, video, vr, PREDICTED)
+        parsed.videos.setdefault(meta.video_id, VideoRows(meta))
+        found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]] = {}
+        _import_regions(file, where, example, video, found)
+        _import_regions(file, where, example, video, found, PREDICTED)
+        video.keep_regions(found)
         _import_markers(file, where, example, video)
     for vid, video in videos.items():
         vr = parsed.videos[vid]
+        for rows in video.regions.values():
+            for row, at in rows:
+                vr.add(row, at)
         for key, n in video.markers.items():
             label, start, end, extra = key
             for _ in range(n):
@@ -343,9 +357,13 @@ def _refuse_unread_labels(file: Path, where: str, example: Any) -> None:
         )  # fmt: skip
 
 
-def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: VideoRows, prefix: str = "") -> None:
-    """The regions of one record: ``region/*``, or with ``prefix`` ``PREDICTED`` MediaSequence's predicted
-    boxes (``PREDICTED/region/*``, ``add_predicted_bbox``), which are ``model`` rows."""
+def _import_regions(
+    file: Path, where: str, example: Any, video: _Video, found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]],
+    prefix: str = "",
+) -> None:  # fmt: skip
+    """The regions of one record into ``found`` (by what they hold): ``region/*``, or with ``prefix``
+    ``PREDICTED`` MediaSequence's predicted boxes (``PREDICTED/region/*``, ``add_predicted_bbox``), which are
+    ``model`` rows."""
     lists = {k: _lists(example, k, "" if k.startswith("vidlabel/") else prefix) for k in _REGION_LISTS}
     if prefix:  # our own keys describe the unprefixed regions only
         lists["vidlabel/region/kind"] = lists["vidlabel/region/origin"] = None
@@ -395,8 +413,10 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
         m = 0
         for k in range(n):
             row: dict[str, Any] = {"label": strings[j][k].decode("utf-8", "replace"), "start_frame": int(frames[j])}
+            png = None
             if is_mask[k]:
-                row["kind"], row["mask"] = "mask", _decode_mask(file, at, frame_masks[m], width, height)
+                png = bytes(frame_masks[m])
+                row["kind"], row["mask"] = "mask", _decode_mask(file, at, png, width, height)
                 m += 1
             else:
                 box = (xmin[j][k] * width, ymin[j][k] * height, xmax[j][k] * width, ymax[j][k] * height)
@@ -411,7 +431,9 @@ def _import_regions(file: Path, where: str, example: Any, video: _Video, vr: Vid
             if origins is None and generated is not None:  # MediaSequence's 1: generated, 0: annotated by hand
                 origins = [b"model" if g else b"human" for g in generated[j]]
             row.update(_origin_conf(origins, _at(lists["region/label/confidence"], j), k))
-            vr.add(row, f"{file.name} {at} {prefix}region {k}")
+            same = (row["kind"], row["label"], row["start_frame"], row.get("box"), png, row.get("track_id"),
+                    row.get("origin"), row.get("confidence"))  # fmt: skip
+            found.setdefault(same, []).append((row, f"{file.name} {at} {prefix}region {k}"))
 
 
 def _at(values: list[list[Any]] | None, j: int) -> list[Any] | None:
