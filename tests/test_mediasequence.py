@@ -600,17 +600,42 @@ def test_image_labels_are_markers_of_their_frame(tmp_path: Path, clip: ClipTruth
 
 
 @pytest.mark.parametrize(
+    ("extra_features", "reason", "n"),
+    [
+        ({"region/point/x": ([[0.5, 0.25], [0.75]], "float"),
+          "region/point/y": ([[0.5, 0.25], [0.75]], "float")},
+         "region/point (points: vidlabel has no point annotations)", 3),
+        ({"GT/region/bbox/ymin": ([[0.5], [0.25, 0.5]], "float"),
+          "GT/region/label/string": ([[b"car"], [b"car", b"car"]], "byte")},
+         "GT/region/* (regions under the prefix 'GT': vidlabel reads region/* and PREDICTED/region/*)", 3),
+        ({"INSTANCE_SEGMENTATION/image/encoded": ([[b"png"], []], "byte")},
+         "INSTANCE_SEGMENTATION/image/encoded (one image of instance ids per frame", 1),
+        ({"CLASS_SEGMENTATION/image/encoded": ([[b"png"], [b"png"]], "byte")},
+         "CLASS_SEGMENTATION/image/encoded (class segmentation images", 2),
+    ],
+)  # fmt: skip
+def test_labels_the_import_has_no_rows_for_are_counted_not_imported(
+    tmp_path: Path, clip: ClipTruth, extra_features: dict[str, Any], reason: str, n: int
+) -> None:
+    # MediaSequence keys holding labels vidlabel has no rows for (keypoints, another prefix's regions, segmentation
+    # images) were skipped: the rest imported and nothing said so; they are counted, as CVAT's points are
+    ds = make_dataset(tmp_path / "ds", clip, [])
+    context, features = good_record()
+    path = write_record(tmp_path / "x.tfrecord", context, {**features, **extra_features})
+    report = import_labels(ds, "mediasequence", path)
+    (key,) = report.skipped
+    assert key.startswith(reason)
+    assert report.skipped[key] == n
+    assert f"not imported: {key}: {n}" in str(report)
+    # the rest of the record is imported: the one box of good_record(), as without those keys
+    (row,) = ds.annotations()
+    assert row["start_frame"] == 0 and row["label"] == "car"
+    assert np.allclose(row["box"], (0.2 * W, 0.1 * H, 0.6 * W, 0.5 * H))
+
+
+@pytest.mark.parametrize(
     ("extra_context", "extra_features", "match"),
     [
-        ({}, {"region/point/x": ([[0.5], []], "float"), "region/point/y": ([[0.5], []], "float")},
-         r"region/point/x, region/point/y \(points: vidlabel has no point annotations\)"),
-        ({}, {"GT/region/bbox/ymin": ([[0.5]], "float"), "GT/region/label/string": ([[b"car"]], "byte")},
-         r"GT/region/bbox/ymin, GT/region/label/string \(regions under the prefix 'GT': vidlabel reads region/\* "
-         r"and PREDICTED/region/\*\)"),
-        ({}, {"INSTANCE_SEGMENTATION/image/encoded": ([[b"png"], [b"png"]], "byte")},
-         r"INSTANCE_SEGMENTATION/image/encoded \(one image of instance ids per frame"),
-        ({}, {"CLASS_SEGMENTATION/image/encoded": ([[b"png"], [b"png"]], "byte")},
-         r"CLASS_SEGMENTATION/image/encoded \(class segmentation images"),
         ({}, {"PREDICTED/region/label/string": ([[b"car"]], "byte")},
          r"PREDICTED/region/label/string without PREDICTED/region/bbox/\* \(labels of no region\)"),
         ({}, {"PREDICTED/region/bbox/ymin": ([[0.5]], "float"), "PREDICTED/region/bbox/xmax": ([[0.5]], "float")},
@@ -625,8 +650,7 @@ def test_image_labels_are_markers_of_their_frame(tmp_path: Path, clip: ClipTruth
 def test_labels_the_import_cannot_read_are_refused_by_key(
     tmp_path: Path, clip: ClipTruth, extra_context: dict[str, Any], extra_features: dict[str, Any], match: str
 ) -> None:
-    # MediaSequence keys holding labels vidlabel has no rows for (keypoints, another prefix's regions, segmentation
-    # images, labels of no box, label indices without names) were skipped: the rest imported and nothing said so
+    # labels with no box, or label indices with no names, cannot be read as MediaSequence writes them
     ds = make_dataset(tmp_path / "ds", clip, [])
     context, features = good_record()
     path = write_record(tmp_path / "x.tfrecord", {**context, **extra_context}, {**features, **extra_features})

@@ -23,9 +23,10 @@ markers over the clip (``vidlabel/clip/label/{start,end}/timestamp`` when presen
 ``clip/{start,end}/timestamp``); image labels (``image/label/string``) become markers of their image's
 frame. A marker repeated in several records of one video (a marker spanning clips) is imported once, and
 so is a box or mask several records of a video hold (clips that overlap). Records exported with a view
-(``vidlabel/view_id``) are refused: their boxes are relative to the view's crop. A record holding labels the import has no rows for (points,
-regions under another prefix, segmentation images, labels of no box, label indices without strings) is
-refused, naming each key (:func:`_refuse_unread_labels`).
+(``vidlabel/view_id``) are refused: their boxes are relative to the view's crop. Labels the import has no rows for (points, regions under another
+prefix, segmentation images) are counted in the report's "not imported", as the other formats count shapes they do
+not import; a record whose labels cannot be read (labels of no box, label indices without strings) is refused,
+naming each key (:func:`_unread_labels`).
 
 Export through ``export_labels(ds, "mediasequence", OUT)`` writes labels-only records (no images:
 MediaPipe's metadata stage); ``vidlabel.export(ds, OUT, format="mediasequence")`` writes the images too.
@@ -277,7 +278,7 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
     for file, number, example in read_records(ctx.path):
         where = f"record {number}"
         meta = _resolve(ctx, uris, file, where, example)
-        _refuse_unread_labels(file, where, example)
+        _unread_labels(file, where, example, parsed.skipped)
         view = _one(example, "vidlabel/view_id")
         if view:
             raise fail(
@@ -315,27 +316,42 @@ _POINT_KEYS = ("region/point/", "region/3d_point/", "region/radius")
 _BOX_KEYS = ("region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax")
 
 
-def _refuse_unread_labels(file: Path, where: str, example: Any) -> None:
-    """Refuse a record holding labels the import has no rows for, naming each key and why, rather than import the
-    rest and leave them out unsaid: points, regions under another prefix than ``PREDICTED``, segmentation images,
-    region labels or masks without their boxes, label indices without the strings labels are read by."""
+def _values(flist: Any) -> int:
+    """How many values a feature list holds over its frames, whatever their type."""
+    return sum(_values_of(feature) for feature in flist.feature)
+
+
+def _unread_labels(file: Path, where: str, example: Any, skipped: Counter[str]) -> None:
+    """Count the labels of a record the import has no rows for, as the other formats count the shapes they do not
+    import (CVAT's points, COCO's crowd regions): points, regions under another prefix than ``PREDICTED``,
+    segmentation images, each under its reason in ``skipped`` (the report's "not imported"). Refuse a record whose
+    labels cannot be read as MediaSequence writes them: some of a region's four ``region/bbox/*`` keys, region labels
+    or masks of no box, label indices without the strings labels are read by."""
+    lists = example.feature_lists.feature_list
     context = set(example.context.feature)
-    lists = set(example.feature_lists.feature_list)
-    problems: list[str] = []
-    why: dict[str, list[str]] = {}  # reason -> keys
+    counted: dict[str, int] = {}  # reason -> values of its keys, the most of any one key (a point's x and y: one)
     for key in sorted(lists):
         at = key.find("region/")
         if at < 0 or (at > 0 and key[at - 1] != "/"):
             if key in _UNREAD:
-                why.setdefault(_UNREAD[key], []).append(key)
+                reason = f"{key} ({_UNREAD[key]})"
+                counted[reason] = max(counted.get(reason, 0), sum(1 for f in lists[key].feature if _values_of(f)))
             continue
         prefix, base = key[:at], key[at:]
         if base.startswith(_POINT_KEYS):
-            why.setdefault("points: vidlabel has no point annotations", []).append(key)
+            reason = f"{prefix}region/point (points: vidlabel has no point annotations)"
         elif prefix not in ("", PREDICTED) and base.startswith(("region/bbox/", "region/label/", "region/track/")):
-            reason = f"regions under the prefix {prefix[:-1]!r}: vidlabel reads region/* and {PREDICTED}region/*"
-            why.setdefault(reason, []).append(key)
-    problems += [f"{', '.join(keys)} ({reason})" for reason, keys in why.items()]
+            reason = (
+                f"{prefix}region/* (regions under the prefix {prefix[:-1]!r}: vidlabel reads region/* and "
+                f"{PREDICTED}region/*)"
+            )
+        else:
+            continue
+        counted[reason] = max(counted.get(reason, 0), _values(lists[key]))
+    for reason, n in counted.items():
+        if n:
+            skipped[reason] += n
+    problems: list[str] = []
     for prefix in ("", PREDICTED):
         boxes = [prefix + k for k in _BOX_KEYS if prefix + k in lists]
         if boxes and len(boxes) < len(_BOX_KEYS):
@@ -347,7 +363,7 @@ def _refuse_unread_labels(file: Path, where: str, example: Any) -> None:
                 problems.append(f"{', '.join(labels)} without {prefix}region/bbox/* (labels of no region)")
     if "INSTANCE_SEGMENTATION/image/multi_encoded" in lists and "region/bbox/ymin" not in lists:
         problems.append("INSTANCE_SEGMENTATION/image/multi_encoded without region/bbox/* and region/label/string")
-    for base, keys in (("clip/label", context), ("segment/label", context), ("image/label", lists)):
+    for base, keys in (("clip/label", context), ("segment/label", context), ("image/label", set(lists))):
         if f"{base}/index" in keys and f"{base}/string" not in keys:
             problems.append(f"{base}/index without {base}/string (labels are imported by name)")
     if problems:
@@ -355,6 +371,12 @@ def _refuse_unread_labels(file: Path, where: str, example: Any) -> None:
             file, where, f"holds labels the import cannot read, so nothing is imported: {'; '.join(problems)}; "
             "remove those keys from the records to import the rest",
         )  # fmt: skip
+
+
+def _values_of(feature: Any) -> int:
+    """How many values one frame's feature holds."""
+    kind = feature.WhichOneof("kind")
+    return len(getattr(feature, kind).value) if kind else 0
 
 
 def _import_regions(
