@@ -217,3 +217,14 @@ def test_rle_counts_beyond_int64_are_refused(dataset: Path, tmp_path: Path, caps
     with pytest.raises(AnnotationError, match=r"row 0.*mask RLE counts are not valid COCO RLE"):
         Dataset.open(dataset).add_annotations([row], "cam1")
     assert len(Dataset.open(dataset).snapshot().table) == 0
+
+
+@pytest.mark.parametrize("counts", [[2**63 - 1, 2**63 - 1, 2 + 48 * 64], [5, 2**63 - 1, 2**63 - 1, 48 * 64 - 3]])
+def test_rle_counts_whose_int64_sum_wraps_to_the_mask_size_are_refused(dataset: Path, counts: list[int]) -> None:
+    # before: the runs summed in int64 wrapped around to 48 * 64, so the check passed and decoding the runs
+    # crashed the Python process (a segmentation fault in NumPy's repeat), from any file of masks
+    row = {"kind": "mask", "label": "car", "start_frame": 0, "mask": {"size": [48, 64], "counts": counts}}
+    with pytest.raises(AnnotationError, match=rf"row 0.*mask RLE counts cover {sum(counts)} pixels, but its size "
+                       r"48x64 has 3072"):  # fmt: skip
+        Dataset.open(dataset).add_annotations([row], "cam1")
+    assert len(Dataset.open(dataset).snapshot().table) == 0

@@ -377,8 +377,9 @@ def _parse_rle(
     runs = _rle_runs(counts)
     if isinstance(runs, str):
         return runs
-    if int(runs.sum()) != h * w:
-        return f"mask RLE counts cover {int(runs.sum())} pixels, but its size {h}x{w} has {h * w}"
+    covered = sum(runs.tolist())  # Python ints: an int64 sum wraps, and runs near 2**63 then summed to h * w
+    if covered != h * w:
+        return f"mask RLE counts cover {covered} pixels, but its size {h}x{w} has {h * w}"
     if (h, w) == full:
         bbox = _rle_bbox(runs, h)
         if bbox is None:
