@@ -408,3 +408,19 @@ def test_model_markers_round_trip_and_touching_markers_counted(tmp_path: Path) -
     import_labels(new, "cvat-video", tmp_path / "a.xml", video_id="cam1")
     got = sorted((r["label"], r["start_frame"], r["end_frame"], r["origin"]) for r in new.annotations())
     assert got == [("goal", 0, 9, "human"), ("goal", 2, 3, "model"), ("person", 20, 21, "model")]
+
+
+@pytest.mark.parametrize(
+    ("rle", "message"),
+    [
+        (f"{2**63 - 1}, {2**63 - 1}, 102", rf"rle covers {2 * (2**63 - 1) + 102} pixels; the mask's box 10x10 has 100"),
+        ("-5, 105", r"rle has a negative run \(-5\); runs are pixel counts >= 0"),
+    ],
+)
+def test_mask_runs_that_wrap_or_are_negative_are_refused(tmp_path: Path, rle: str, message: str) -> None:
+    # before: runs summed in int64 wrapped around to the box's 100 pixels, the check passed and decoding the
+    # runs crashed the Python process (a segmentation fault in NumPy's repeat); a negative run was refused as
+    # "rle covers 100 pixels; the mask's box 10x10 has 100"
+    xml = cvat(f"<track id='0' label='car'>{mask_el(0, rle, 10, 10)}</track>")
+    with pytest.raises(FormatError, match=r'<track id="0" label="car"><mask frame="0">: ' + message):
+        load(tmp_path, xml)

@@ -148,8 +148,11 @@ def cvat_rle_decode(path: Path, where: str, elem: ET.Element, height: int, width
         raise fail(path, where, f"rle is not comma-separated integers ({err})") from err
     if w <= 0 or h <= 0:
         raise fail(path, where, f"mask box width={w} height={h}; width and height must be positive (pixels)")
-    if (runs < 0).any() or int(runs.sum()) != w * h:
-        raise fail(path, where, f"rle covers {int(runs.sum())} pixels; the mask's box {w}x{h} has {w * h}")
+    if (runs < 0).any():
+        raise fail(path, where, f"rle has a negative run ({int(runs.min())}); runs are pixel counts >= 0")
+    covered = sum(runs.tolist())  # Python ints: an int64 sum wraps, and runs near 2**63 then summed to w * h
+    if covered != w * h:
+        raise fail(path, where, f"rle covers {covered} pixels; the mask's box {w}x{h} has {w * h}")
     if left < 0 or top < 0 or left + w > width or top + h > height:
         raise fail(path, where, f"mask box left={left} top={top} {w}x{h} leaves the {width}x{height} frame")
     tight = np.repeat((np.arange(runs.size) % 2).astype(np.uint8), runs).reshape(h, w)
