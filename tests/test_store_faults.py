@@ -801,3 +801,26 @@ def test_a_zarr_store_exported_again_under_an_open_reader_says_to_open_it_again(
     next((out / "videos" / "a" / "frames").glob("c.2.*")).unlink()
     with pytest.raises(StoreCorruptError, match=r"is missing .*`vidlabel verify` lists every damaged chunk"):
         open_store(out).read_rows("a", [5])
+
+
+@pytest.mark.parametrize(
+    ("video_ids", "problem"),
+    [
+        ([1, 2], r"its video_ids hold 1, not a video id \(a string\)"),
+        ("ab", r"its video_ids 'ab' are not a list of video ids"),
+        (["a", "a"], r"its video_ids list video 'a' twice"),
+    ],
+)
+def test_a_root_whose_video_ids_are_not_distinct_names_is_refused(
+    world: tuple[Path, Dataset], tmp_path: Path, video_ids: object, problem: str
+) -> None:
+    # before: ids that are numbers were a raw TypeError from the file-name quoting ("quote_from_bytes() expected
+    # bytes"), on open and in verify; a string read as one video per character
+    store = copy_store(world, "zarr-none", tmp_path)
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"]["video_ids"] = video_ids
+    (store / "zarr.json").write_text(json.dumps(meta))
+    where = re.escape(f"frame store '{store}': ")
+    with pytest.raises(StoreCorruptError, match=where + problem + ": the store was changed after export"):
+        open_store(store)
+    assert re.fullmatch(re.escape(f"{store}: ") + problem, verify_store(store)["problems"][0])

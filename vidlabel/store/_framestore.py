@@ -45,6 +45,7 @@ from vidlabel.store._layout import (
     root_videos_problem,
     summary_problem,
     summary_problems,
+    video_ids_problem,
     video_problems,
 )
 from vidlabel.store._position import frame_number as frame_number_of
@@ -1103,7 +1104,11 @@ def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
         raise SchemaVersionError(
             f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
         )
-    problem = class_names_problem(attrs.get("class_names", [])) or root_videos_problem(attrs.get("videos", {}))
+    problem = (
+        class_names_problem(attrs.get("class_names", []))
+        or video_ids_problem(attrs.get("video_ids", []))
+        or root_videos_problem(attrs.get("videos", {}))
+    )
     if problem is not None:
         raise _root_changed(folder, problem)
     if attrs.get("complete") is not True and attrs.get("failed"):

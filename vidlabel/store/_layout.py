@@ -55,6 +55,7 @@ __all__ = [
     "root_videos_problem",
     "summary_problem",
     "summary_problems",
+    "video_ids_problem",
     "video_problems",
 ]
 
@@ -122,6 +123,20 @@ def class_names_problem(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return None
     return f"its class_names {value!r} are not a list of names"
+
+
+def video_ids_problem(value: Any) -> str | None:
+    """A phrase when a store root's ``video_ids`` is not a list of distinct video ids (strings), else None (a
+    list of numbers was a raw TypeError from the file-name quoting, a string read as one video per character)."""
+    if not isinstance(value, list):
+        return f"its video_ids {_short(value)} are not a list of video ids"
+    for video_id in value:
+        if not isinstance(video_id, str):
+            return f"its video_ids hold {_short(video_id)}, not a video id (a string)"
+    if len(set(value)) != len(value):
+        again = next(v for i, v in enumerate(value) if v in value[:i])
+        return f"its video_ids list video {again!r} twice"
+    return None
 
 
 def format_version_problem(value: Any) -> str | None:

@@ -23,6 +23,7 @@ from vidlabel.store._layout import (
     root_videos_problem,
     summary_problem,
     summary_problems,
+    video_ids_problem,
     video_problems,
 )
 from vidlabel.store._position import positions_by_code
@@ -102,12 +103,13 @@ def _verify_one(
     elif attrs.get("complete") is not True:
         problems.append(f"{where}: root is not marked complete (export interrupted or running)")
     videos_problem = root_videos_problem(attrs.get("videos", {}))
-    for problem in (class_names_problem(attrs.get("class_names", [])), videos_problem):
+    ids_problem = video_ids_problem(attrs.get("video_ids", []))
+    for problem in (class_names_problem(attrs.get("class_names", [])), ids_problem, videos_problem):
         if problem is not None:
             problems.append(f"{where}: {problem}")
-    video_ids = list(attrs.get("video_ids", []))
+    video_ids = list(attrs.get("video_ids", [])) if ids_problem is None else []
     summary = attrs.get("videos", {}) if videos_problem is None else {}
-    if summary:
+    if summary and ids_problem is None:
         problems.extend(f"{where}: {problem}" for problem in summary_problems(summary, video_ids))
     on_disk = backend.video_ids()
     for v in sorted(set(video_ids) - set(on_disk)):
