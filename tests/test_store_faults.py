@@ -824,3 +824,63 @@ def test_a_root_whose_video_ids_are_not_distinct_names_is_refused(
     with pytest.raises(StoreCorruptError, match=where + problem + ": the store was changed after export"):
         open_store(store)
     assert re.fullmatch(re.escape(f"{store}: ") + problem, verify_store(store)["problems"][0])
+
+
+def _set_meta(store: Path, rel: str, **changes: object) -> None:
+    """Edit the ``zarr.json`` at ``rel``: each change a top-level key, ``chunk_shape`` the chunk grid's."""
+    path = store / rel / "zarr.json"
+    meta = json.loads(path.read_text())
+    for key, value in changes.items():
+        if key == "chunk_shape":
+            meta["chunk_grid"]["configuration"]["chunk_shape"] = value
+        else:
+            meta[key] = value
+    path.write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize(
+    ("rel", "changes", "message"),
+    [
+        # a declared shape of 10**12 was allocated (a raw MemoryError of terabytes) or reshaped (a raw ValueError)
+        ("index", {"shape": [10**12, 2]}, r"Zarr array '.*/index' declares shape \[1000000000000, 2\] int64 "
+         r"\(16000000000000 bytes\), more than 1024 times the \d+ bytes its folder holds: refused before reading"),
+        ("videos/a/frame_number", {"shape": [10**12]}, r"declares shape \[1000000000000\] int64"),
+        ("videos/a/regions/mask_counts", {"shape": [10**13]}, r"declares shape \[10000000000000\] uint8"),
+        ("videos/a/frame_number", {"shape": [10**12], "chunk_shape": [10**12]},
+         r"chunk of Zarr array '.*/videos/a/frame_number' \(1000000000000 int64\) holds 132 bytes, not the "
+         r"8000000000004 its shape and type take with the checksum"),
+        ("index", {"shape": [10**12, 2], "chunk_shape": [10**12, 2]}, r"\(1000000000000x2 int64\) holds \d+ bytes"),
+        # metadata of the wrong kinds: raw KeyError, TypeError, ValueError, ZeroDivisionError
+        ("videos/a/frame_number", {"shape": "x"}, r"frame_number': its shape 'x' is not a list of whole numbers"),
+        ("videos/a/frame_number", {"chunk_grid": None}, r"its chunk shape None is not a whole number in \[1, max"),
+        ("videos/a/frame_number", {"data_type": "object"}, r"its data type 'object' is not one of bool, float16"),
+        ("videos/a/frame_number", {"codecs": "x"}, r"its codecs 'x' are not a list of codec objects"),
+        ("videos/a/frames", {"chunk_shape": [10**9, 48, 64, 3]},
+         r"frames array '.*/videos/a/frames': its chunk shape \[1000000000, 48, 64, 3\] is not a whole number in "
+         r"\[1, max\(1, n\)\] per dimension of \[16, 48, 64, 3\]"),
+        ("videos/a/frames", {"chunk_shape": [0, 48, 64, 3]}, r"its chunk shape \[0, 48, 64, 3\] is not a whole"),
+        ("videos/a/frames", {"attributes": {}}, r"frames array '.*/videos/a/frames': its attributes \{\} name no "
+         r"codec"),
+    ],
+)  # fmt: skip
+def test_zarr_array_metadata_that_declares_what_no_store_holds_is_refused_before_reading(
+    world: tuple[Path, Dataset], tmp_path: Path, rel: str, changes: dict[str, object], message: str
+) -> None:
+    store = copy_store(world, "zarr-none", tmp_path)
+    _set_meta(store, rel, **changes)
+
+    def read() -> None:
+        fs = open_store(store)
+        fs.video_data("a")
+        fs.get_frame("a", 0)
+
+    with pytest.raises(StoreCorruptError, match=message + ".*: the store was changed after export"):
+        read()
+
+
+def test_a_zarr_root_nested_too_deeply_is_not_a_store(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    # before: a raw RecursionError from json
+    store = copy_store(world, "zarr-none", tmp_path)
+    (store / "zarr.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(StoreError, match=rf"no vidlabel frame store at '{re.escape(str(store))}'"):
+        open_store(store)

@@ -662,14 +662,17 @@ def _is_store_root(data: bytes | None) -> bool:
 
 
 def parse_json(data: bytes | None) -> dict[str, Any] | None:
-    """A JSON object document (``zarr.json``), or None for missing, unreadable or non-object bytes."""
+    """A JSON object document (``zarr.json``), or None for missing, unreadable or non-object bytes, and for an
+    object whose ``attributes`` are not an object (readers take them for a mapping)."""
     if data is None:
         return None
     try:
         meta = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
-    return meta if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("attributes", {}), dict):
+        return None
+    return meta
 
 
 def find_url_stores(url: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:

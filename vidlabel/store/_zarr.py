@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import threading
 import uuid
@@ -163,9 +164,95 @@ def _small_chunk_key(shape: Sequence[int]) -> str:
     return "c/" + "/".join("0" for _ in shape)
 
 
-def _is_small(meta: dict[str, Any]) -> bool:
-    """True for an array written by :func:`_write_array` (one chunk, ``bytes`` + ``crc32c``)."""
-    shape = tuple(int(n) for n in meta["shape"])
+#: The data types of a store's arrays (vidlabel's small arrays and frames; NumPy names, as Zarr v3 writes them).
+_DATA_TYPES = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
+)
+
+#: A multi-chunk array (one that vidlabel did not write, e.g. rewritten with zarr-python) may declare at most this
+#: many times the bytes its folder holds (and at least 1 MiB): its shape is what Zarr allocates before reading.
+_DECLARED_PER_STORED = 1024
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _array_problem(meta: dict[str, Any]) -> str | None:
+    """A phrase when an array's ``zarr.json`` is not one a store's arrays have (shape, chunk shape, data type and
+    codecs of the right kinds), else None. Reading such metadata raised Python's own KeyError, TypeError or
+    ZeroDivisionError, or allocated what a shape of 10**12 asked for."""
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+        return f"its shape {_short(shape)} is not a list of whole numbers >= 0"
+    grid = meta.get("chunk_grid")
+    conf = grid.get("configuration") if isinstance(grid, dict) else None
+    chunk = conf.get("chunk_shape") if isinstance(conf, dict) else None
+    if (
+        not isinstance(chunk, list)
+        or len(chunk) != len(shape)
+        or not all(type(c) is int and 1 <= c <= max(1, n) for c, n in zip(chunk, shape, strict=False))
+    ):
+        return f"its chunk shape {_short(chunk)} is not a whole number in [1, max(1, n)] per dimension of {shape}"
+    if meta.get("data_type") not in _DATA_TYPES:
+        return f"its data type {_short(meta.get('data_type'))} is not one of {', '.join(sorted(_DATA_TYPES))}"
+    codecs = meta.get("codecs", [])
+    if not isinstance(codecs, list) or not all(isinstance(c, dict) for c in codecs):
+        return f"its codecs {_short(codecs)} are not a list of codec objects"
+    return None
+
+
+def _check_array(meta: dict[str, Any], where: str) -> None:
+    """Refuse array metadata with :func:`_array_problem` (StoreCorruptError naming ``where``)."""
+    problem = _array_problem(meta)
+    if problem is not None:
+        raise StoreCorruptError(f"Zarr array {where!r}: {problem}: {STORE_CHANGED}", path=where)
+
+
+def _frames_layout(meta: dict[str, Any], where: str) -> tuple[tuple[int, ...], int, str, dict[str, Any]]:
+    """(shape, chunk_frames, codec name, attributes) of a ``frames`` array's metadata.
+
+    Raises
+    ------
+    StoreCorruptError
+        If it is not that of frames: (T, H, W, 3) uint8 chunked along T alone, ``chunk_frames`` in
+        ``[1, max(1, T)]`` (a chunk of 10**9 frames was allocated on the first read), a codec named.
+    """
+    problem = _array_problem(meta)
+    attrs = meta.get("attributes", {})
+    if problem is None:
+        shape, chunk = meta["shape"], meta["chunk_grid"]["configuration"]["chunk_shape"]
+        if len(shape) != 4 or shape[3] != 3 or meta["data_type"] != "uint8" or chunk[1:] != shape[1:]:
+            problem = (
+                f"it is {meta['data_type']} of shape {shape} in chunks of {chunk}, not (T, H, W, 3) uint8 frames "
+                "in chunks of whole frames"
+            )
+        elif not isinstance(attrs, dict) or not isinstance(attrs.get("codec"), str):
+            problem = f"its attributes {_short(attrs)} name no codec"
+    if problem is not None:
+        raise StoreCorruptError(f"frames array {where!r}: {problem}: {STORE_CHANGED}", path=where)
+    return tuple(meta["shape"]), int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), attrs["codec"], attrs
+
+
+def _declared_bytes(meta: dict[str, Any]) -> int:
+    """Bytes of the whole array its checked metadata declares (Python ints: no overflow)."""
+    n = np.dtype(meta["data_type"]).itemsize
+    for d in meta["shape"]:
+        n *= d
+    return int(n)
+
+
+def _is_small(meta: dict[str, Any], where: str) -> bool:
+    """True for an array written by :func:`_write_array` (one chunk, ``bytes`` + ``crc32c``).
+
+    Raises
+    ------
+    StoreCorruptError
+        If the metadata is not that of an array (:func:`_array_problem`), naming ``where``.
+    """
+    _check_array(meta, where)
+    shape = tuple(meta["shape"])
     names = [c.get("name") for c in meta.get("codecs", [])]
     chunk_shape = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
     return names == ["bytes", "crc32c"] and chunk_shape == tuple(max(1, n) for n in shape)
@@ -187,12 +274,13 @@ def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.nd
     """
     import google_crc32c
 
+    _check_array(meta, where)
     shape = tuple(int(n) for n in meta["shape"])
     dtype = np.dtype(meta["data_type"])
     if dtype.itemsize > 1:
         dtype = dtype.newbyteorder("<")
     if data is None:
-        if int(np.prod(shape)):
+        if math.prod(shape):
             chunk = f"{where.rstrip('/')}/{_small_chunk_key(shape)}"
             raise StoreCorruptError(
                 f"chunk {chunk!r} of Zarr array {where!r} ({'x'.join(map(str, shape))} {dtype.name}) is missing: "
@@ -200,6 +288,13 @@ def _decode_small(meta: dict[str, Any], data: bytes | None, where: str) -> np.nd
                 path=chunk,
             )
         return np.zeros(shape, dtype=dtype.newbyteorder("="))
+    want = _declared_bytes(meta) + 4
+    if len(data) != want:
+        raise StoreCorruptError(
+            f"chunk of Zarr array {where!r} ({'x'.join(map(str, shape))} {dtype.name}) holds {len(data)} bytes, not "
+            f"the {want} its shape and type take with the checksum: {STORE_CHANGED}",
+            path=where,
+        )
     body, crc = data[:-4], int.from_bytes(data[-4:], "little")
     if google_crc32c.value(body) != crc:
         raise StoreError(f"checksum mismatch in Zarr array {where!r}: the chunk is corrupt", path=where)
@@ -226,7 +321,15 @@ def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
     meta = _read_meta(path, root)
     if meta is None or meta.get("node_type") != "array":
         raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
-    if not _is_small(meta):
+    if not _is_small(meta, str(path)):
+        declared, stored = _declared_bytes(meta), folder_size(path)
+        if declared > max(2**20, _DECLARED_PER_STORED * stored):
+            raise StoreCorruptError(
+                f"Zarr array {str(path)!r} declares shape {meta['shape']} {meta['data_type']} ({declared} bytes), "
+                f"more than {_DECLARED_PER_STORED} times the {stored} bytes its folder holds: refused before "
+                f"reading: {STORE_CHANGED}",
+                path=str(path),
+            )
         return np.asarray(_open_large_array(str(path))[...])
     try:
         data: bytes | None = _read_file(path / _small_chunk_key(meta["shape"]), "chunk file")
@@ -282,10 +385,8 @@ class ZarrFramesReader(FramesReader):
         meta = _read_meta(frames_dir, self.root)
         if meta is None:
             raise StoreError(f"no Zarr frames array at {str(frames_dir)!r}", path=str(frames_dir))
-        attrs = meta.get("attributes", {})
-        super().__init__(
-            tuple(meta["shape"]), int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), attrs["codec"]
-        )
+        shape, chunk_frames, codec, attrs = _frames_layout(meta, str(frames_dir))
+        super().__init__(shape, chunk_frames, codec)
         self.path = frames_dir
         self.attrs = attrs
         self.unit_key = attrs.get("key")
@@ -577,10 +678,10 @@ def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.n
             path=store.url_of(key),
             video_id=video_id,
         )
-    if not _is_small(meta):
+    if not _is_small(meta, store.url_of(key)):
         arr = _open_large_array(store.url_of(key), store.storage_options)
         return np.asarray(arr[...])
-    size = int(np.prod(meta["shape"]))
+    size = math.prod(meta["shape"])
     data = store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
     return _decode_small(meta, data, store.url_of(key))
 
@@ -591,10 +692,8 @@ class ZarrURLFramesReader(FramesReader):
     backend = "zarr"
 
     def __init__(self, store: ObjectStore, key: str, meta: dict[str, Any], video_id: str) -> None:
-        attrs = meta.get("attributes", {})
-        super().__init__(
-            tuple(meta["shape"]), int(meta["chunk_grid"]["configuration"]["chunk_shape"][0]), attrs["codec"]
-        )
+        shape, chunk_frames, codec, attrs = _frames_layout(meta, store.url_of(key))
+        super().__init__(shape, chunk_frames, codec)
         self.store = store
         self.key = key
         self.attrs = attrs
@@ -651,9 +750,13 @@ class ZarrURLVideoReader(VideoReader):
         keys = {n: self._array_key(n) for n in names}
         got = self.store.get_many(f"{keys[n]}/zarr.json" for n in names)
         metas = {n: parse_json(got[f"{keys[n]}/zarr.json"]) for n in names}
-        small = {n: m for n, m in metas.items() if m and m.get("node_type") == "array" and _is_small(m)}
+        small = {
+            n: m
+            for n, m in metas.items()
+            if m and m.get("node_type") == "array" and _is_small(m, self.store.url_of(keys[n]))
+        }
         chunk_keys = {n: f"{keys[n]}/{_small_chunk_key(m['shape'])}" for n, m in small.items()}
-        chunks = self.store.get_many(k for n, k in chunk_keys.items() if int(np.prod(small[n]["shape"])) > 0)
+        chunks = self.store.get_many(k for n, k in chunk_keys.items() if math.prod(small[n]["shape"]) > 0)
         for n, m in small.items():
             self._arrays[n] = _decode_small(m, chunks.get(chunk_keys[n]), self.store.url_of(keys[n]))
 
@@ -815,10 +918,10 @@ class ZarrURLBackend(Backend):
         return dict(meta.get("attributes", {})), index
 
     def _index(self, meta: dict[str, Any]) -> np.ndarray:
-        if not _is_small(meta):
+        if not _is_small(meta, self.store.url_of("index")):
             arr = _open_large_array(self.store.url_of("index"), self.store.storage_options)
             return np.asarray(arr[...])
-        data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if int(np.prod(meta["shape"])) else None
+        data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if math.prod(meta["shape"]) else None
         return _decode_small(meta, data, self.store.url_of("index"))
 
     # -- writing: the root ------------------------------------------------------------------------------------
@@ -920,7 +1023,7 @@ class ZarrURLBackend(Backend):
         meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
         if meta is None:
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
-        size = int(np.prod(meta["shape"]))
+        size = math.prod(meta["shape"])
         data = self.store.get(f"{prefix}/{_small_chunk_key(meta['shape'])}") if size else None
         return _decode_small(meta, data, self.store.url_of(prefix))
 
