@@ -884,3 +884,45 @@ def test_a_zarr_root_nested_too_deeply_is_not_a_store(world: tuple[Path, Dataset
     (store / "zarr.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(StoreError, match=rf"no vidlabel frame store at '{re.escape(str(store))}'"):
         open_store(store)
+
+
+@pytest.mark.parametrize(
+    ("rel", "name", "dataset", "message"),
+    [
+        # chunks never written read as the fill value: a shape of 10**12 in a small file was a raw MemoryError
+        ("store.h5", "index", {"shape": (10**12, 2), "dtype": "int64", "chunks": (1024, 2)},
+         r"array 'index' of '.*/store\.h5' declares shape \(1000000000000, 2\) int64 \(16000000000000 bytes\), "
+         r"more than 1024 times the 0 bytes the file stores for it: refused before reading"),
+        ("videos/a.h5", "regions/mask_counts", {"shape": (10**13,), "dtype": "uint8", "chunks": (4096,)},
+         r"array 'regions/mask_counts' of '.*/videos/a\.h5' declares shape \(10000000000000,\) uint8"),
+        # strings were read, and failed later as a raw TypeError
+        ("videos/a.h5", "frame_number", {"data": np.array([b"x"] * 16, dtype=h5py.string_dtype())},
+         r"video 'a' of store '.*': frame_number holds object values, not numbers"),
+    ],
+)  # fmt: skip
+def test_hdf5_arrays_that_declare_what_their_file_does_not_hold_are_refused_before_reading(
+    world: tuple[Path, Dataset], tmp_path: Path, rel: str, name: str, dataset: dict[str, object], message: str
+) -> None:
+    store = copy_store(world, "hdf5-none", tmp_path)
+    with h5py.File(store / rel, "r+") as f:
+        del f[name]
+        f.create_dataset(name, **dataset)  # type: ignore[arg-type]
+
+    def read() -> None:
+        fs = open_store(store)
+        fs.video_data("a")
+
+    with pytest.raises(StoreCorruptError, match=message + ".*: the store was changed after export"):
+        read()
+
+
+def test_an_hdf5_root_attribute_nested_too_deeply_is_named_in_short(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # before: a raw RecursionError from json
+    store = copy_store(world, "hdf5-none", tmp_path)
+    with h5py.File(store / "store.h5", "r+") as f:
+        f.attrs["class_names"] = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(StoreCorruptError, match=r"its class_names '\[{56}\.\.\. are not a list of names") as err:
+        open_store(store)
+    assert len(str(err.value)) < 400

@@ -122,7 +122,7 @@ def class_names_problem(value: Any) -> str | None:
     """A phrase when a store root's ``class_names`` is not a list of names (strings), else None."""
     if isinstance(value, list) and all(isinstance(name, str) for name in value):
         return None
-    return f"its class_names {value!r} are not a list of names"
+    return f"its class_names {_short(value)} are not a list of names"
 
 
 def video_ids_problem(value: Any) -> str | None:
@@ -223,6 +223,17 @@ def _lengths(
     return length, problems
 
 
+def _not_numbers(
+    arrays: dict[str, np.ndarray], regions: dict[str, np.ndarray] | None, segments: dict[str, np.ndarray] | None
+) -> list[str]:
+    """A phrase for each array that holds no numbers (strings, read as h5py reads them: the checks of
+    :func:`array_problems` and :func:`export_problems` failed on them with Python's own TypeError)."""
+    every = {**arrays}
+    every.update({f"regions/{k}": v for k, v in (regions or {}).items()})
+    every.update({f"segments/{k}": v for k, v in (segments or {}).items()})
+    return [f"{name} holds {a.dtype} values, not numbers" for name, a in every.items() if a.dtype.kind not in "biuf"]
+
+
 def array_problems(
     arrays: dict[str, np.ndarray],
     regions: dict[str, np.ndarray] | None,
@@ -255,6 +266,9 @@ def array_problems(
     -------
     list of str
     """
+    odd = _not_numbers(arrays, regions, segments)
+    if odd:
+        return odd
     t, problems = _lengths("per-row", arrays, {})
     fn = arrays["frame_number"]
     if t is not None and fn.shape == (t,) and t > 1 and not np.all(np.diff(fn) > 0):
@@ -460,6 +474,9 @@ def video_problems(
     list of str
     """
     identity = identity_problem(video_id, attrs)
+    odd = _not_numbers(arrays, regions, segments)
+    if odd:
+        return ([identity] if identity else []) + odd
     return ([identity] if identity else []) + (
         array_problems(arrays, regions, segments, n_classes=len(class_names))
         + export_problems(attrs, arrays, regions, segments, class_names)
