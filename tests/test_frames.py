@@ -533,3 +533,21 @@ def test_reader_without_index_opens_its_file_twice_not_three_times(
         read_checked(clip, reader, 0)
         read_checked(clip, reader, 30)
     assert len(opened) == 2
+
+
+def test_a_recorded_path_with_dot_dot_parts_is_not_followed_out_of_a_root(tmp_path: Path, clip: ClipTruth) -> None:
+    # before: a recorded path "/x/../../outside/clip.mp4" (a dataset or release file from elsewhere) was tried
+    # under root R as "R/../../outside/clip.mp4", and the file beside the root was opened and read
+    root = tmp_path / "data" / "root"
+    root.mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    shutil.copy(clip.path, tmp_path / "outside" / "clip.mp4")
+    meta = _meta(clip.path).replace(sources=[{"uri": "/x/../../outside/clip.mp4"}])
+    message = (
+        f"file of video 'clip' not found; tried: /x/../../outside/clip.mp4, {root}/outside/clip.mp4, {root}/clip.mp4 "
+        "(not found under the roots given either"
+    )
+    with pytest.raises(VideoNotFoundError, match=f"^{re.escape(message)}"):
+        resolve_video_path(meta, roots=[root])
+    with pytest.raises(VideoNotFoundError, match=f"^{re.escape(message)}"):
+        FrameReader.for_video(meta, roots=[root])

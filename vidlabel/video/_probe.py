@@ -866,7 +866,10 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
     """Where a registered video's file may be, in the order :func:`resolve_video_path` tries them.
 
     The recorded paths, then under each root the recorded paths' trailing
-    parts, longest first. Paths are yielded whether or not they exist.
+    parts, longest first. Paths are yielded whether or not they exist. Trailing
+    parts that hold ``..`` are not tried under a root: a path read from a
+    dataset or release file never leaves the root it is looked for under
+    (``/x/../../secret/v.mp4`` gave ``ROOT/../../secret/v.mp4``).
 
     Parameters
     ----------
@@ -882,7 +885,8 @@ def video_path_candidates(meta: VideoMetadata, roots: Iterable[str | os.PathLike
         for p in recorded:
             parts = [part for part in PurePath(p).parts if part not in (PurePath(p).anchor, "")]
             for i in range(len(parts)):
-                yield Path(root, *parts[i:])
+                if ".." not in parts[i:]:
+                    yield Path(root, *parts[i:])
 
 
 def _uri_path(uri: str) -> Path:
