@@ -7,7 +7,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sqlite3
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -228,3 +231,40 @@ def test_rle_counts_whose_int64_sum_wraps_to_the_mask_size_are_refused(dataset: 
                        r"48x64 has 3072"):  # fmt: skip
         Dataset.open(dataset).add_annotations([row], "cam1")
     assert len(Dataset.open(dataset).snapshot().table) == 0
+
+
+def _chunk_blob(con: sqlite3.Connection) -> bytes:
+    (blob,) = con.execute("SELECT data FROM chunks").fetchone()
+    return bytes(blob)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda blob: blob[:4], r"4 bytes, shorter than its 20-byte header"),  # was struct.error
+        (lambda blob: blob[:20] + b"garbage", r"its columns are not zlib data"),  # was zlib.error
+        # a header counting more rows than the columns hold: a raw ValueError (buffer is smaller than requested
+        # size); 2**32 - 1 rows are refused before inflating anything
+        (lambda blob: blob[:4] + struct.pack("<I", 6) + blob[8:], r"its columns hold 395 bytes, not the 474 its "
+         r"header's 6 rows, 0 mask rows and 0 RLE bytes take"),
+        (lambda blob: blob[:4] + struct.pack("<I", 2**32 - 1) + blob[8:], r"its header's 4294967295 rows, 0 mask "
+         r"rows and 0 RLE bytes take 339302416305 bytes, more than its \d+ bytes of zlib data can hold"),
+        # 2**63 RLE bytes: a raw OverflowError
+        (lambda blob: blob[:12] + struct.pack("<Q", 2**63) + blob[20:], r"its header's 5 rows, 0 mask rows and "
+         r"9223372036854775808 RLE bytes take \d+ bytes, more than its \d+ bytes of zlib data can hold"),
+        # 200 MB of zeros (a zlib bomb) was inflated whole, and read as 5 boxes [0, 0, 0, 0] without an error
+        (lambda blob: blob[:20] + zlib.compress(b"\0" * (200 * 2**20), 9), r"its columns hold more than \d+ bytes"),
+    ],
+)  # fmt: skip
+def test_a_damaged_annotation_chunk_is_a_dataset_error_naming_it(
+    dataset: Path, tmp_path: Path, damage, message
+) -> None:  # type: ignore[no-untyped-def]
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
+    con = sqlite3.connect(dataset / "vidlabel.sqlite")
+    con.execute("UPDATE chunks SET data = ?", (damage(_chunk_blob(con)),))
+    con.commit()
+    con.close()
+    where = re.escape(f"annotation chunk 1 of {dataset / 'vidlabel.sqlite'} is damaged (")
+    for call in (lambda: Dataset.open(dataset).annotations("cam1"), lambda: Dataset.open(dataset).build()):
+        with pytest.raises(DatasetError, match=where + message + r".*\): the file was edited or damaged; restore it"):
+            call()

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.dataset._chunks import Cols, concat, decode_chunk, empty_cols, encode_chunk, take
-from vidlabel.errors import AnnotationError
+from vidlabel.dataset._chunks import ChunkDamagedError, Cols, concat, decode_chunk, empty_cols, encode_chunk, take
+from vidlabel.errors import AnnotationError, DatasetError
 from vidlabel.spec import KINDS, ORIGINS, STATUSES
 
 __all__ = [
@@ -51,7 +51,7 @@ def append_chunks(con: sqlite3.Connection, vcode: int, cols: Cols, *, chunk_rows
         # Top up the video's last chunk so that many small batches do not make many tiny chunks.
         pos = min(n, chunk_rows - last[1])
         (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (last[0],)).fetchone()
-        merged = concat([decode_chunk(blob), take(cols, np.arange(pos))])
+        merged = concat([_decoded(con, last[0], blob), take(cols, np.arange(pos))])
         con.execute(
             "UPDATE chunks SET n_rows = ?, min_id = ?, max_id = ?, min_frame = ?, max_frame = ?, data = ? "
             "WHERE chunk = ?",
@@ -96,7 +96,7 @@ def edit_chunks(
     touched: set[int] = set()
     for chunk, vcode in meta[hi > lo][:, [0, 3]].tolist():
         (blob,) = con.execute("SELECT data FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
-        cols = decode_chunk(blob)
+        cols = _decoded(con, chunk, blob)
         hit = np.isin(cols["annotation_id"], wanted)
         if not hit.any():
             continue
@@ -123,14 +123,27 @@ def rebuild_tracks(con: sqlite3.Connection, vcode: int) -> None:
     """Recompute the (track id, label) pairs of video ``vcode`` from its stored rows."""
     con.execute("DELETE FROM tracks WHERE video = ?", (vcode,))
     pairs: set[tuple[int, int]] = set()
-    for (blob,) in con.execute("SELECT data FROM chunks WHERE video = ?", (vcode,)).fetchall():
-        c = decode_chunk(blob)
+    for chunk, blob in con.execute("SELECT chunk, data FROM chunks WHERE video = ?", (vcode,)).fetchall():
+        c = _decoded(con, chunk, blob)
         sel = c["track_id"] >= 0
         pairs.update(zip(c["track_id"][sel].tolist(), c["label"][sel].tolist()))
     con.executemany(
         "INSERT OR IGNORE INTO tracks (video, track_id, label) VALUES (?, ?, ?)",
         [(vcode, t, lab) for t, lab in sorted(pairs)],
     )
+
+
+def _decoded(con: sqlite3.Connection, chunk: int, blob: bytes) -> Cols:
+    """:func:`decode_chunk` of chunk ``chunk``; a damaged one is a DatasetError naming the database and the chunk."""
+    try:
+        return decode_chunk(blob)
+    except ChunkDamagedError as err:
+        db = con.execute("PRAGMA database_list").fetchone()[2]
+        raise DatasetError(
+            f"annotation chunk {chunk} of {db} is damaged ({err}): the file was edited or damaged; restore it "
+            "from a backup",
+            path=db,
+        ) from err
 
 
 def load_chunks(
@@ -141,7 +154,7 @@ def load_chunks(
     stop: int | None = None,
 ) -> tuple[Cols, np.ndarray]:
     """(columns, video code per row) of the chunks that may match, concatenated in chunk order."""
-    sql = "SELECT video, data FROM chunks"
+    sql = "SELECT chunk, video, data FROM chunks"
     where, params = [], []
     if video_code is not None:
         where.append("video = ?")
@@ -155,8 +168,8 @@ def load_chunks(
     if where:
         sql += " WHERE " + " AND ".join(where)
     parts, vcodes = [], []
-    for vcode, blob in con.execute(sql + " ORDER BY chunk", params):
-        c = decode_chunk(blob)
+    for chunk, vcode, blob in con.execute(sql + " ORDER BY chunk", params):
+        c = _decoded(con, chunk, blob)
         parts.append(c)
         vcodes.append(np.full(c["annotation_id"].shape[0], vcode, np.int64))
     if not parts:

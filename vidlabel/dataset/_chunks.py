@@ -23,6 +23,7 @@ from vidlabel.errors import DatasetError
 from vidlabel.spec import AnnotationTable, take_csr
 
 __all__ = [
+    "ChunkDamagedError",
     "Cols",
     "concat",
     "cols_from_rows",
@@ -65,12 +66,54 @@ def encode_chunk(cols: Cols) -> bytes:
     return head + zlib.compress(b"".join(parts), 1)
 
 
+#: Bytes of one row's columns in a chunk's payload, and of one mask row's (row, size, RLE length).
+_ROW_BYTES = sum(np.dtype(dt).itemsize * int(np.prod(shape, dtype=np.int64)) for _, dt, shape in _ROW_COLUMNS)
+_MASK_ROW_BYTES = 4 + 2 * 4 + 8
+
+
+#: zlib inflates at most about 1032 bytes per byte it reads.
+_ZLIB_MAX_RATIO = 1100
+
+
+class ChunkDamagedError(ValueError):
+    """An annotation chunk's bytes are not what :func:`encode_chunk` writes; the message says how."""
+
+
 def decode_chunk(blob: bytes) -> Cols:
-    """Inverse of :func:`encode_chunk` (arrays are read-only views of the decompressed bytes)."""
+    """Inverse of :func:`encode_chunk` (arrays are read-only views of the decompressed bytes).
+
+    Raises
+    ------
+    DatasetError
+        If the chunk is of another format (its magic).
+    ChunkDamagedError
+        If its bytes are not those of a chunk: cut, not zlib, a payload of another size than its header's
+        counts give (decompressed no further than that size, so a zlib bomb is not inflated), mask rows out of
+        order or outside the chunk, RLE lengths that do not add up to its RLE bytes.
+    """
+    if len(blob) < _HEAD.size:
+        raise ChunkDamagedError(f"{len(blob)} bytes, shorter than its {_HEAD.size}-byte header")
     magic, n, k, m = _HEAD.unpack_from(blob, 0)
     if magic != _MAGIC:
         raise DatasetError("an annotation chunk in the database is not in a format this vidlabel reads")
-    payload = zlib.decompress(memoryview(blob)[_HEAD.size :])
+    if k > n:
+        raise ChunkDamagedError(f"its header counts {k} mask rows in {n} rows")
+    want = n * _ROW_BYTES + k * _MASK_ROW_BYTES + m
+    if want > _ZLIB_MAX_RATIO * len(blob):
+        raise ChunkDamagedError(
+            f"its header's {n} rows, {k} mask rows and {m} RLE bytes take {want} bytes, more than its {len(blob)} "
+            "bytes of zlib data can hold"
+        )
+    inflate = zlib.decompressobj()
+    try:
+        payload = inflate.decompress(memoryview(blob)[_HEAD.size :], want + 1)
+    except zlib.error as err:
+        raise ChunkDamagedError(f"its columns are not zlib data ({err})") from err
+    if len(payload) != want or not inflate.eof:
+        got = f"{len(payload)}" if len(payload) <= want else f"more than {want}"
+        raise ChunkDamagedError(
+            f"its columns hold {got} bytes, not the {want} its header's {n} rows, {k} mask rows and {m} RLE bytes take"
+        )
     out: Cols = {}
     pos = 0
 
@@ -86,6 +129,12 @@ def decode_chunk(blob: bytes) -> Cols:
     msize = read("<i4", k, (2,))
     mlen = read("<i8", k)
     out["mask_counts"] = read("u1", m)
+    if k and (mrows[0] < 0 or mrows[-1] >= n or np.any(np.diff(mrows) <= 0)):
+        raise ChunkDamagedError(f"its mask rows are not increasing rows in [0, {n})")
+    if np.any(mlen <= 0) or np.any(msize <= 0) or sum(mlen.tolist()) != m:
+        raise ChunkDamagedError(
+            f"its masks' sizes or RLE lengths are not positive or do not add up to its {m} RLE bytes"
+        )
     size = np.zeros((n, 2), np.int32)
     size[mrows] = msize
     lengths = np.zeros(n, np.int64)
