@@ -268,3 +268,27 @@ def test_a_damaged_annotation_chunk_is_a_dataset_error_naming_it(
     for call in (lambda: Dataset.open(dataset).annotations("cam1"), lambda: Dataset.open(dataset).build()):
         with pytest.raises(DatasetError, match=where + message + r".*\): the file was edited or damaged; restore it"):
             call()
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        # before: raw JSONDecodeError, RecursionError and AttributeError on every read of the videos
+        ("UPDATE videos SET metadata = 'x'", r"a video's metadata in {db} is not JSON \(JSONDecodeError: "),
+        ("UPDATE videos SET metadata = '" + "[" * 100_000 + "]" * 100_000 + "'",
+         r"a video's metadata in {db} is not JSON \(RecursionError: "),
+        ("UPDATE videos SET metadata = '[1]'", r"a video's metadata in {db} is list, not a JSON object"),
+        # before: a raw zlib.error
+        ("UPDATE videos SET index_pts = X'0102', index_keyframes = X'0102', frame_index = '{{}}'",
+         r"the frame index of video 'cam1' in {db} is damaged \(Error -3 while decompressing data"),
+    ],
+)  # fmt: skip
+def test_a_damaged_video_record_is_a_dataset_error_naming_the_database(dataset: Path, sql: str, message: str) -> None:
+    con = sqlite3.connect(dataset / "vidlabel.sqlite")
+    con.execute(sql.format())
+    con.commit()
+    con.close()
+    expected = message.format(db=re.escape(str(dataset / "vidlabel.sqlite"))) + r".*the file was edited or damaged"
+    for call in (lambda: Dataset.open(dataset).videos(), lambda: Dataset.open(dataset).build()):
+        with pytest.raises(DatasetError, match=expected):
+            call()

@@ -26,7 +26,6 @@ fork and spawn.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sqlite3
 import time
@@ -55,6 +54,7 @@ from vidlabel.dataset._db import (
     label_names,
     now,
     read_transaction,
+    record_json,
     unknown_video,
     video_from_record,
     video_record,
@@ -254,6 +254,11 @@ class Dataset:
         """The dataset folder (absolute)."""
         return self._path
 
+    @property
+    def _db_file(self) -> str:
+        """The database file, as messages name it."""
+        return str(self._path / DB_NAME)
+
     def __repr__(self) -> str:
         return f"Dataset({str(self._path)!r})"
 
@@ -401,7 +406,7 @@ class Dataset:
             if cur.rowcount == 0 or before is None:
                 raise self._unknown_video(con, meta.video_id)
             misfits = _rows_past(con, int(before[0]), meta)
-            old = json.loads(before[1])
+            old = record_json(before[1], f"the metadata of video {meta.video_id!r}", self._db_file)
             resized = (old.get("width"), old.get("height")) != (meta.width, meta.height)
             regions = resized and misfits is None and _region_rows(con, int(before[0]))
         _warn_untrusted(meta)
@@ -434,7 +439,7 @@ class Dataset:
             .execute("SELECT metadata, frame_index, index_pts, index_keyframes FROM videos ORDER BY video_id")
             .fetchall()
         )
-        return [video_from_record(*r) for r in rows]
+        return [video_from_record(*r, where=self._db_file) for r in rows]
 
     def video(self, video_id: str) -> VideoMetadata:
         """The metadata of one video.
@@ -450,7 +455,7 @@ class Dataset:
         ).fetchone()
         if row is None:
             raise self._unknown_video(con, video_id)
-        return video_from_record(*row)
+        return video_from_record(*row, where=self._db_file)
 
     # -- labels and views ------------------------------------------------------------------------
 
@@ -539,7 +544,7 @@ class Dataset:
             )
         with self._write("add_view") as con:
             for (metadata,) in con.execute("SELECT metadata FROM videos ORDER BY video_id"):
-                meta = video_from_record(metadata, None, None, None)
+                meta = video_from_record(metadata, None, None, None, where=self._db_file)
                 if view.crop[2] > meta.width or view.crop[3] > meta.height:
                     raise AnnotationError(
                         f"view {view.view_id!r}: crop {view.crop} does not fit inside video {meta.video_id!r} "
@@ -617,7 +622,7 @@ class Dataset:
             if row is None:
                 raise self._unknown_video(con, video_id)
             vcode, metadata = row
-            meta = VideoMetadata.from_dict(json.loads(metadata))
+            meta = VideoMetadata.from_dict(record_json(metadata, f"the metadata of video {video_id!r}", self._db_file))
             labels = label_names(con)
             cols = check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip)
             n = cols.n_rows
@@ -806,7 +811,7 @@ class Dataset:
                 "SELECT code, video_id, metadata, frame_index, index_pts, index_keyframes FROM videos"
             ).fetchall()
             cols, vcodes = load_chunks(con)
-        videos = {r[1]: video_from_record(*r[2:]) for r in sorted(video_rows, key=lambda r: r[1])}
+        videos = {r[1]: video_from_record(*r[2:], where=self._db_file) for r in sorted(video_rows, key=lambda r: r[1])}
         video_ids = tuple(videos)
         view_ids = tuple(sorted(view_rows))
         # Database codes -> positions in the sorted id tuples of the table.

@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 import uuid
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -52,6 +53,7 @@ __all__ = [
     "open_mode",
     "read_transaction",
     "unknown_video",
+    "record_json",
     "video_from_record",
     "video_record",
     "writable",
@@ -372,12 +374,53 @@ def video_record(meta: VideoMetadata) -> tuple[str, str | None, bytes | None, by
     return json.dumps(d), json.dumps(index_dict(fi)), pack_ints(fi.pts), pack_ints(fi.keyframes)
 
 
-def video_from_record(metadata: str, head: str | None, pts: bytes | None, kf: bytes | None) -> VideoMetadata:
-    """The inverse of :func:`video_record`."""
-    meta = VideoMetadata.from_dict(json.loads(metadata))
+def video_from_record(
+    metadata: str, head: str | None, pts: bytes | None, kf: bytes | None, *, where: str = DB_NAME
+) -> VideoMetadata:
+    """The inverse of :func:`video_record`.
+
+    Raises
+    ------
+    DatasetError
+        If the record is not what :func:`video_record` writes (text that is not a JSON object, JSON nested
+        thousands deep, packed integers that are not zlib data), naming ``where`` (the database file).
+    """
+    meta = VideoMetadata.from_dict(record_json(metadata, "a video's metadata", where))
     if head is None or pts is None or kf is None:
         return meta
-    return meta.replace(frame_index=index_from_dict(json.loads(head), unpack_ints(pts), unpack_ints(kf)))
+    what = f"the frame index of video {meta.video_id!r}"
+    try:
+        pts_values, kf_values = unpack_ints(pts), unpack_ints(kf)
+    except (zlib.error, TypeError, ValueError) as err:
+        raise DatasetError(
+            f"{what} in {where} is damaged ({err}): the file was edited or damaged; restore it from a backup, or "
+            f"register the video again (vidlabel add-video ... --replace)",
+            path=where,
+            video_id=meta.video_id,
+        ) from err
+    return meta.replace(frame_index=index_from_dict(record_json(head, what, where), pts_values, kf_values))
+
+
+def record_json(text: Any, what: str, where: str) -> dict[str, Any]:
+    """The JSON object ``text`` of a database record (``what`` it is, in ``where``, for the message).
+
+    Raises
+    ------
+    DatasetError
+        If it is not the text of a JSON object (``json`` raised its own JSONDecodeError, or RecursionError for
+        arrays nested thousands deep).
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError) as err:
+        value, problem = None, f"is not JSON ({type(err).__name__}: {str(err)[:80]})"
+    else:
+        problem = f"is {type(value).__name__}, not a JSON object"
+    if isinstance(value, dict):
+        return value
+    raise DatasetError(
+        f"{what} in {where} {problem}: the file was edited or damaged; restore it from a backup", path=where
+    )
 
 
 def as_meta(meta: VideoMetadata | Mapping[str, Any]) -> VideoMetadata:
