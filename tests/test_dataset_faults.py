@@ -292,3 +292,28 @@ def test_a_damaged_video_record_is_a_dataset_error_naming_the_database(dataset: 
     for call in (lambda: Dataset.open(dataset).videos(), lambda: Dataset.open(dataset).build()):
         with pytest.raises(DatasetError, match=expected):
             call()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("frame_count", 10**12, r"frame_count of video 'cam1' must be at most 2147483647, got 1000000000000"),
+        ("width", 2**31, r"width and height of video 'cam1' must be at most 65536 pixels \(the largest frame a codec "
+         r"decodes\), got 2147483648x48"),
+    ],
+)  # fmt: skip
+def test_absurd_video_sizes_are_refused_on_registration_and_when_read(
+    dataset: Path, field: str, value: int, message: str
+) -> None:
+    # before: accepted and stored; FrameSamples(frames="all") of a frame_count of 10**12 was a raw MemoryError
+    # (7.28 TiB), and a mask on a frame of 2**31 pixels a side asked as much of its decode
+    with pytest.raises(AnnotationError, match=message.replace("cam1", "cam2")):
+        Dataset.open(dataset).add_video({**json.loads(META), "video_id": "cam2", field: value})
+    con = sqlite3.connect(dataset / "vidlabel.sqlite")
+    con.execute(f"UPDATE videos SET metadata = json_set(metadata, '$.{field}', {value})")
+    con.commit()
+    con.close()
+    with pytest.raises(AnnotationError, match=message):
+        Dataset.open(dataset).videos()
+    with pytest.raises(AnnotationError, match=message):
+        Dataset.open(dataset).build()

@@ -236,6 +236,12 @@ def _same_optional(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 MAX_SIDE = 16384
 #: Longest video id in UTF-8 bytes: ids name files in frame stores (a file name holds 255 bytes).
 MAX_VIDEO_ID_BYTES = 200
+#: Largest width or height of a registered video in pixels: the largest frame any codec FFmpeg decodes has
+#: (AV1's 65536). Metadata past it (a damaged dataset, ``--metadata``) made a mask or frame read allocate terabytes.
+MAX_VIDEO_SIDE = 65536
+#: Most frames a registered video may have (2**31 - 1: over 100 days at 240 frames a second). Metadata past it
+#: made ``FrameSamples(frames="all")`` allocate terabytes.
+MAX_FRAME_COUNT = 2**31 - 1
 
 
 def video_id_problem(video_id: str) -> str | None:
@@ -357,9 +363,16 @@ class VideoMetadata:
             )
         if int(self.frame_count) < 0:
             raise AnnotationError(f"frame_count must be >= 0 for video {self.video_id!r}, got {self.frame_count}")
-        if int(self.width) <= 0 or int(self.height) <= 0:
+        if int(self.frame_count) > MAX_FRAME_COUNT:
+            raise AnnotationError(
+                f"frame_count of video {self.video_id!r} must be at most {MAX_FRAME_COUNT}, got {self.frame_count}"
+            )
+        if not (0 < int(self.width) <= MAX_VIDEO_SIDE and 0 < int(self.height) <= MAX_VIDEO_SIDE):
             raise AnnotationError(
                 f"width and height must be positive for video {self.video_id!r}, got {self.width}x{self.height}"
+                if int(self.width) <= 0 or int(self.height) <= 0
+                else f"width and height of video {self.video_id!r} must be at most {MAX_VIDEO_SIDE} pixels (the "
+                f"largest frame a codec decodes), got {self.width}x{self.height}"
             )
         if isinstance(self.rotation, bool) or self.rotation not in _ROTATIONS:
             raise AnnotationError(
