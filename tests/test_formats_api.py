@@ -286,3 +286,35 @@ def test_view_of_rows_counted_as_not_written(tmp_path: Path, fmt: str, out: str)
     report = export_labels(ds, fmt, tmp_path / out)
     views = sum(1 for r in rows if "view_id" in r)
     assert report.not_written["view of a row (the label formats hold no views: written without it)"] == views == 2
+
+
+@pytest.mark.parametrize("fmt", ["coco-vid", "ytvis", "label-studio"])
+def test_a_json_number_of_thousands_of_digits_is_a_format_error(tmp_path: Path, fmt: str) -> None:
+    # before: a raw ValueError from Python's limit on integer digits (4300)
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "labels.json"
+    f.write_text('[{"id": 1' + "0" * 5000 + "}]")
+    with pytest.raises(
+        FormatError,
+        match=rf"^{re.escape(str(f))}: a number in the JSON is too long to read \(Exceeds the limit \(4300 digits\) "
+        r"for integer string conversion: value has 5001 digits\)$",
+    ):
+        import_labels(ds, fmt, f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_cli_a_number_of_thousands_of_digits_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "vidlabel: error: ValueError: Exceeds the limit ...; use sys.set_int_max_str_digits() to increase
+    # the limit", naming neither the file nor the line, and add-video --metadata alike
+    dataset(tmp_path / "ds")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"kind": "box", "label": "car", "start_frame": 1' + "0" * 5000 + ', "box": [1, 1, 5, 5]}\n')
+    capsys.readouterr()
+    assert main(["add-annotations", str(tmp_path / "ds"), "cam1", str(rows)]) == 1
+    assert capsys.readouterr().err == (
+        f"vidlabel: error: {rows} line 1: a number is too long to read (Exceeds the limit (4300 digits) for integer "
+        "string conversion: value has 5001 digits)\n"
+    )
+    with pytest.raises(SystemExit):
+        main(["add-video", str(tmp_path / "ds"), str(tmp_path / "x.mp4"), "--metadata", "1" + "0" * 5000])
+    assert "argument --metadata: a number is too long to read (Exceeds the limit" in capsys.readouterr().err

@@ -186,6 +186,10 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
                     f"{path} line {number}: JSON nested too deeply to read; expected one flat annotation object "
                     "per line"
                 ) from None
+            except ValueError as err:  # an integer of more than 4300 digits, which Python refuses to convert
+                raise AnnotationError(
+                    f"{path} line {number}: a number is too long to read ({str(err).split(';')[0]})", path=str(path)
+                ) from None
             if not isinstance(row, dict):
                 raise AnnotationError(
                     f"{path} line {number}: expected a JSON object (one annotation row), got {type(row).__name__}"
@@ -602,6 +606,8 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from err
     except RecursionError:
         raise argparse.ArgumentTypeError("JSON nested too deeply to read") from None
+    except ValueError as err:  # an integer of more than 4300 digits, which Python refuses to convert
+        raise argparse.ArgumentTypeError(f"a number is too long to read ({str(err).split(';')[0]})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

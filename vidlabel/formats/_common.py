@@ -188,6 +188,8 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
         raise fail(path, err.lineno, f"not valid JSON ({err.msg} at column {err.colno})") from err
     except RecursionError as err:
         raise fail(path, None, "JSON nested too deeply to read (thousands of [ or { inside each other)") from err
+    except ValueError as err:  # an integer of more than 4300 digits, which Python refuses to convert
+        raise fail(path, None, f"a number in the JSON is too long to read ({str(err).split(';')[0]})") from None
     if not isinstance(doc, expect):
         names = expect.__name__ if isinstance(expect, type) else " or ".join(t.__name__ for t in expect)
         raise fail(path, None, f"expected a JSON {names} at the top, got {type(doc).__name__}")
