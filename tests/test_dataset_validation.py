@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -354,3 +355,15 @@ def test_rle_counts_inverts_pycocotools(h: int, w: int, data: st.DataObject) -> 
     assert runs.sum() == h * w
     values = np.repeat(np.arange(runs.size) % 2, runs)
     assert np.array_equal(values.reshape(w, h).T, m)
+
+
+def test_box_corners_past_float32_are_outside_the_frame_without_a_warning(ds: Dataset) -> None:
+    # before: NumPy's "RuntimeWarning: overflow encountered in cast" on every such batch, and (6.4e307, 0, 1.28e308,
+    # 12), both float32 infinity, was refused as "empty or inverted" rather than as outside the frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        refused(ds, [dict(GOOD, box=(6.4e307, 0, 1.28e308, 12))], r"field 'box'.*leaves the frame; allowed: 0 <= x0")
+        refused(ds, [dict(GOOD, box=(6.4e307, 0, 1.28e308, 12))], r"field 'box'.*lies entirely outside the 64x48 "
+                "frame", clip=True)  # fmt: skip
+        (i,) = ds.add_annotations([dict(GOOD, box=(2, 3, 1e39, 12))], "clip", clip=True)
+    assert {r["annotation_id"]: r["box"] for r in ds.annotations()}[i] == (2.0, 3.0, 64.0, 12.0)

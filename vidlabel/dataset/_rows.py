@@ -716,9 +716,11 @@ def _check_box_bounds(
     """The (K, 4) boxes of rows ``bidx``, clipped to the frame if ``clip``; refuse inverted boxes and boxes
     leaving the frame (with ``clip``: only those entirely outside)."""
     W, H = b.video.width, b.video.height
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # over: corners past float32's 3.4e38 (RuntimeWarning)
         x32 = xyxy.astype(np.float32)  # as stored: a box that is wider than 0 only in float64 is empty there
-        inverted = finite & ((x32[:, 2] <= x32[:, 0]) | (x32[:, 3] <= x32[:, 1]))
+        inverted = finite & ((xyxy[:, 2] <= xyxy[:, 0]) | (xyxy[:, 3] <= xyxy[:, 1]))
+        # a box past float32's range is far outside the frame, not empty: (1e308, 2e308) are both inf there
+        inverted |= finite & np.isfinite(x32).all(axis=1) & ((x32[:, 2] <= x32[:, 0]) | (x32[:, 3] <= x32[:, 1]))
         outside = finite & ~inverted & ((xyxy[:, 0] < 0) | (xyxy[:, 1] < 0) | (xyxy[:, 2] > W) | (xyxy[:, 3] > H))
     b.ref.add(
         b.at(bidx, inverted),
