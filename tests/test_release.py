@@ -343,3 +343,33 @@ def test_building_the_same_content_again_repairs_a_damaged_release_file(ds: Data
     loaded = Dataset.open(ds.path).release(rel.release_id)  # reads, and its content gives its id
     assert tables_equal(loaded.table, rel.table) and loaded.labels == rel.labels and loaded.videos == rel.videos
     assert again.releases() == [rel.release_id] and not list(path.parent.glob("*.partial"))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        # a shape of 10**12 with no chunk written: a raw MemoryError of 7.28 TiB
+        ("huge_column", r"ValueError: array '/table/start_frame' of shape \(1000000000000,\) declares 976562500 "
+         r"chunks, the file holds 0"),
+        ("huge_index", r"ValueError: array '/videos/pts' of shape \(1000000000000,\) declares 976562500 chunks"),
+        # raw RecursionError and AttributeError
+        ("deep_labels", r"RecursionError: maximum recursion depth exceeded"),
+        ("views_list", r"AttributeError: 'list' object has no attribute 'items'"),
+    ],
+)  # fmt: skip
+def test_a_release_file_declaring_what_it_does_not_hold_is_damaged(ds: Dataset, damage: str, message: str) -> None:
+    import h5py
+
+    rel, report = ds.build()
+    with h5py.File(report.path, "r+") as f:
+        if damage.startswith("huge"):
+            name = "table/start_frame" if damage == "huge_column" else "videos/pts"
+            del f[name]
+            f.create_dataset(name, shape=(10**12,), dtype="int64", chunks=(1024,))
+        elif damage == "deep_labels":
+            f.attrs["labels"] = "[" * 100_000 + "]" * 100_000
+        else:
+            f.attrs["views"] = "[1]"
+    with pytest.raises(ReleaseCorruptError, match=rf"release file .*{rel.release_id}\.h5 is damaged and cannot be "
+                       rf"read \({message}.*\); build the release again"):  # fmt: skip
+        Dataset.open(ds.path).release(rel.release_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import uuid
 from collections.abc import Mapping
@@ -354,7 +355,8 @@ def read_release(path: str | os.PathLike[str], *, verify: bool = True) -> Releas
         raise ReleaseNotFoundError(f"release file {p} does not exist", path=str(p))
     try:
         release = _read_release_file(p)
-    except (OSError, KeyError, ValueError, TypeError) as err:
+    except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, RecursionError) as err:
+        # AttributeError, IndexError: JSON attributes of other shapes; RecursionError: JSON nested thousands deep
         if isinstance(err, (ReleaseNotFoundError, SchemaVersionError)):
             raise
         raise ReleaseCorruptError(
@@ -374,6 +376,19 @@ def read_release(path: str | os.PathLike[str], *, verify: bool = True) -> Releas
     return release
 
 
+def _whole(ds: Any) -> np.ndarray:
+    """The whole of h5py dataset ``ds``, refused (ValueError) if the file does not hold every chunk its shape
+    declares: chunks never written read as the fill value, so a shape of 10**12 in a small file was allocated."""
+    if ds.chunks is not None and ds.size:
+        declared = math.prod(-(-n // c) for n, c in zip(ds.shape, ds.chunks, strict=True))
+        held = ds.id.get_num_chunks()
+        if held != declared:
+            raise ValueError(f"array {ds.name!r} of shape {ds.shape} declares {declared} chunks, the file holds {held}")
+    elif ds.size and ds.id.get_storage_size() < ds.size * ds.dtype.itemsize:
+        raise ValueError(f"array {ds.name!r} of shape {ds.shape} is not all stored in the file")
+    return np.asarray(ds[()])
+
+
 def _read_release_file(p: Path) -> Release:
     import h5py
     import hdf5plugin  # noqa: F401  (registers the Blosc filter)
@@ -389,7 +404,7 @@ def _read_release_file(p: Path) -> Release:
                 path=str(p),
             )
         labels = tuple(json.loads(f.attrs["labels"]))
-        cols = {name: f["table"][name][()] for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts")}
+        cols = {name: _whole(f["table"][name]) for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts")}
         table = AnnotationTable(
             labels=labels,
             video_ids=tuple(json.loads(f.attrs["video_ids"])),
@@ -402,7 +417,7 @@ def _read_release_file(p: Path) -> Release:
         }
         videos: dict[str, VideoMetadata] = {}
         vg = f["videos"]
-        arrays = {name: vg[name][()] for name in ("pts", "keyframes", "pts_offsets", "keyframes_offsets")}
+        arrays = {name: _whole(vg[name]) for name in ("pts", "keyframes", "pts_offsets", "keyframes_offsets")}
         for i, (meta, index) in enumerate(json.loads(vg.attrs["metadata"])):
             fi = None
             if index is not None:
