@@ -926,3 +926,29 @@ def test_an_hdf5_root_attribute_nested_too_deeply_is_named_in_short(
     with pytest.raises(StoreCorruptError, match=r"its class_names '\[{56}\.\.\. are not a list of names") as err:
         open_store(store)
     assert len(str(err.value)) < 400
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_upload_refuses_a_store_holding_a_symbolic_link(
+    world: tuple[Path, Dataset], tmp_path: Path, mem: str, link: str
+) -> None:
+    # before: a chunk file linked to a file beside the store was uploaded with that file's bytes (a store from
+    # elsewhere, uploaded to a shared bucket, sent ~/.ssh/id_rsa there), and a linked folder was left out silently
+    store = copy_store(world, "zarr-none", tmp_path)
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"private key")
+    if link == "file":
+        name = "videos/a/frames/c.0.0.0.0"
+        (store / name).unlink()
+        (store / name).symlink_to(secret)
+    else:
+        name = "videos/a/segments"
+        shutil.move(store / name, tmp_path / "segments")
+        (store / name).symlink_to(tmp_path / "segments")
+    with pytest.raises(StoreError, match=rf"store '{re.escape(str(store))}': '{name}' is a symbolic link \(to "
+                       r"'.*'\): refused, a store's files must be its own and an upload would send what it points "
+                       "at"):  # fmt: skip
+        upload(store, f"{mem}/up")
+    fs = fsspec.filesystem("memory")
+    held = fs.find(f"{mem}/up") if fs.exists(f"{mem}/up") else []
+    assert all(fs.cat_file(p) != b"private key" for p in held)

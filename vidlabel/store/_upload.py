@@ -146,14 +146,29 @@ def upload(
 
 
 def _local_files(folder: Path) -> dict[str, Path]:
-    """Files of a store folder by key, without the writer's own (``.partial``, ``.trash``, lock, temporaries)."""
+    """Files of a store folder by key, without the writer's own (``.partial``, ``.trash``, lock, temporaries).
+
+    Raises
+    ------
+    StoreError
+        If a file or folder in it is a symbolic link: an upload would send what it points at (a chunk file
+        linked to ``~/.ssh/id_rsa`` put that file in the bucket), and a linked folder was skipped without a word.
+    """
     out: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         rel = Path(dirpath).relative_to(folder)
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                out[(rel / name).as_posix()] = Path(dirpath) / name
+        for name in [*dirnames, *sorted(n for n in filenames if not n.startswith("."))]:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                raise StoreError(
+                    f"store {str(folder)!r}: {(rel / name).as_posix()!r} is a symbolic link (to "
+                    f"{os.readlink(path)!r}): refused, a store's files must be its own and an upload would send "
+                    "what it points at; export the store again into an empty folder",
+                    path=str(folder),
+                )
+            if name not in dirnames:
+                out[(rel / name).as_posix()] = path
     return out
 
 
