@@ -952,3 +952,57 @@ def test_upload_refuses_a_store_holding_a_symbolic_link(
     fs = fsspec.filesystem("memory")
     held = fs.find(f"{mem}/up") if fs.exists(f"{mem}/up") else []
     assert all(fs.cat_file(p) != b"private key" for p in held)
+
+
+def test_a_stored_mask_covering_fewer_pixels_than_its_frame_is_refused_not_returned_as_memory(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # before: a mask's RLE bytes edited to runs covering fewer pixels than the frame (its labels key made again, as
+    # anyone can) were decoded by pycocotools into uninitialised memory: a sample's mask held values such as 40 and
+    # 245 (what the process's heap held there), not 0 and 1
+    from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS, labels_key
+
+    store = copy_store(world, "hdf5-none", tmp_path)
+    reader = backend_for(store).open_video("a")
+    names = [*VIDEO_ARRAYS, *(f"regions/{n}" for n in REGION_FIELDS), *(f"segments/{n}" for n in SEGMENT_FIELDS)]
+    arrays = {name: reader.array(name) for name in names}
+    attrs = dict(reader.attrs)
+    reader.close()
+    mo = arrays["regions/mask_offsets"]
+    region = int(np.flatnonzero(np.diff(mo))[0])
+    counts = arrays["regions/mask_counts"].copy()
+    counts[mo[region] : mo[region + 1]] = ord("0")  # runs of 0 pixels: valid characters, no pixel covered
+    arrays["regions/mask_counts"] = counts
+    class_names = open_store(store).class_names
+    key = labels_key(attrs, arrays, class_names)
+    with h5py.File(store / "videos" / "a.h5", "r+") as f:
+        del f["regions/mask_counts"]
+        f["regions/mask_counts"] = counts
+        f.attrs["labels_key"] = json.dumps(key)
+    with h5py.File(store / "store.h5", "r+") as f:
+        videos = json.loads(f.attrs["videos"])
+        videos["a"]["labels_key"] = key
+        f.attrs["videos"] = json.dumps(videos)
+    fs = open_store(store)
+    row = int(np.searchsorted(np.asarray(fs.video_data("a").regions["row_offsets"]), region, side="right")) - 1
+    with pytest.raises(StoreCorruptError, match=rf"video 'a' of store '{re.escape(str(store))}': the mask of region "
+                       rf"{region} \(stored row {row}\) is not a mask of the 64x48 frame \(mask RLE counts cover 0 "
+                       r"pixels, but its size 48x64 has 3072\): the store was changed after export"):  # fmt: skip
+        fs.select(with_masks=True).sample_row("a", row)
+
+
+def test_decode_rle_refuses_compressed_counts_of_another_size() -> None:
+    from vidlabel.geometry import _rle_pixels_covered, decode_rle, encode_rle
+
+    mask = np.zeros((48, 64), np.uint8)
+    mask[5:20, 7:30] = 1
+    rle = encode_rle(mask)
+    assert _rle_pixels_covered(rle["counts"]) == 48 * 64 and np.array_equal(decode_rle(rle), mask)
+    for counts, problem in (
+        (b"0", r"mask RLE counts cover 0 pixels, but its size 4x4 has 16"),
+        (rle["counts"], r"mask RLE counts cover 3072 pixels, but its size 4x4 has 16"),
+        (b"\x7f", r"byte 127 at position 0 is not a compressed RLE character"),
+        (b"P", r"compressed RLE string is truncated"),
+    ):
+        with pytest.raises(ValueError, match=problem):
+            decode_rle({"size": [4, 4], "counts": counts})

@@ -262,6 +262,43 @@ def encode_rle(mask: np.ndarray) -> dict[str, Any]:
     return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": bytes(rle["counts"])}
 
 
+def _rle_pixels_covered(counts: bytes) -> int:
+    """The pixels a COCO compressed RLE string covers (the sum of its runs), decoded with NumPy.
+
+    pycocotools' ``decode`` trusts the string: counts covering fewer pixels than ``size`` return uninitialised
+    memory as the mask (``{"size": [4, 4], "counts": b"0"}`` gave values such as 40 and 245).
+
+    Raises
+    ------
+    ValueError
+        If it is not a compressed RLE string: a byte outside ``'0'..'o'``, cut inside a run, a run longer than
+        2**40 or negative.
+    """
+    c = np.frombuffer(counts, np.uint8).astype(np.int64) - 48
+    if c.size == 0:
+        return 0
+    if c.min() < 0 or c.max() > 63:
+        bad = int(np.flatnonzero((c < 0) | (c > 63))[0])
+        raise ValueError(f"byte {counts[bad]!r} at position {bad} is not a compressed RLE character")
+    more = (c & 0x20) != 0
+    if more[-1]:
+        raise ValueError("compressed RLE string is truncated")
+    ends = np.flatnonzero(~more)
+    starts = np.r_[0, ends[:-1] + 1]
+    lengths = ends - starts + 1
+    if lengths.max() > 8:  # 40 bits: a run (or the change of one) of no frame is longer
+        raise ValueError("compressed RLE string holds a run longer than 2**40")
+    k = np.arange(c.size) - np.repeat(starts, lengths)
+    x = np.add.reduceat((c & 0x1F) << (5 * k), starts)
+    x -= np.where((c[ends] & 0x10) != 0, np.int64(1) << (5 * lengths), 0)  # the last 5 bits' sign, extended
+    runs = x.copy()  # each run after the third is a delta from the run two before it
+    runs[2::2] = np.cumsum(x[2::2])
+    runs[3::2] = x[1] + np.cumsum(x[3::2]) if x.size > 3 else runs[3::2]
+    if runs.min() < 0:
+        raise ValueError("compressed RLE string decodes to a negative run length")
+    return sum(runs.tolist())
+
+
 def decode_rle(rle: dict[str, Any]) -> np.ndarray:
     """(H, W) uint8 {0, 1} mask from COCO RLE (compressed ``bytes``/``str`` counts, or uncompressed list counts).
 
@@ -269,6 +306,12 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
     ----------
     rle : dict
         ``{"size": [H, W], "counts": ...}``.
+
+    Raises
+    ------
+    ValueError
+        If compressed counts are not valid RLE or do not cover exactly H x W pixels (pycocotools returned
+        uninitialised memory for fewer, :func:`_rle_pixels_covered`).
     """
     from pycocotools import mask as mask_utils
 
@@ -277,7 +320,11 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
     if isinstance(counts, list):
         obj = mask_utils.frPyObjects({"size": [h, w], "counts": counts}, h, w)
     else:
-        obj = {"size": [h, w], "counts": counts.encode() if isinstance(counts, str) else bytes(counts)}
+        data = counts.encode() if isinstance(counts, str) else bytes(counts)
+        covered = _rle_pixels_covered(data)
+        if covered != h * w:
+            raise ValueError(f"mask RLE counts cover {covered} pixels, but its size {h}x{w} has {h * w}")
+        obj = {"size": [h, w], "counts": data}
     return np.ascontiguousarray(mask_utils.decode(obj), dtype=np.uint8)
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError, check_flag, check_label_offset
+from vidlabel.errors import OptionError, StoreCorruptError, check_flag, check_label_offset
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
+from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
 
 __all__ = ["StoreSamples"]
@@ -261,7 +262,16 @@ class StoreSamples:
             mo, mc = t.mask_offsets, t.mask_counts
             for j, r in enumerate(t.region[a:b].tolist()):
                 if mo[r + 1] > mo[r]:
-                    masks[j] = decode_rle({"size": [t.height, t.width], "counts": mc[mo[r] : mo[r + 1]].tobytes()})
+                    counts = mc[mo[r] : mo[r + 1]].tobytes()
+                    try:
+                        masks[j] = decode_rle({"size": [t.height, t.width], "counts": counts})
+                    except ValueError as err:
+                        raise StoreCorruptError(
+                            f"video {video_id!r} of store {str(self.store.path)!r}: the mask of region {r} (stored "
+                            f"row {row}) is not a mask of the {t.width}x{t.height} frame ({err}): {STORE_CHANGED}",
+                            path=str(self.store.path),
+                            video_id=video_id,
+                        ) from err
         frame = int(t.frame_number[row])
         frame_labels = np.zeros(len(self._class_names), np.float32)
         if t.seg_start.size:
