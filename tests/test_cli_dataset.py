@@ -191,6 +191,17 @@ def test_add_annotations_errors_name_the_line(
     assert Dataset.open(dataset).annotations() == []
 
 
+def test_a_cut_json_line_names_where_its_string_starts_once(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text('{"kind": "box", "lab')  # a file cut while it was written
+    code, _, err = run(capsys, "add-annotations", dataset, "cam1", cut)
+    assert code == 1
+    assert "cut.jsonl line 1: not valid JSON (Unterminated string starting at column 17);" in err
+    assert "at at" not in err
+
+
 def test_add_annotations_refuses_a_file_that_is_not_utf8(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

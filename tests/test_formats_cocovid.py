@@ -132,6 +132,16 @@ def test_one_based_or_gappy_frames_refused(tmp_path: Path, frames, match: str) -
         import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc([], frames=frames)))
 
 
+def test_a_cut_json_file_names_where_its_string_starts_once(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"videos": [\n  {"name": "cam')
+    with pytest.raises(
+        FormatError, match=r"cut.json line 2: not valid JSON \(Unterminated string starting at column 12\)$"
+    ):
+        import_labels(ds, "coco-vid", cut)
+
+
 def test_bad_files(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     bad = tmp_path / "bad.json"

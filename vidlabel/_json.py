@@ -3,9 +3,10 @@ without a word, so ``{"label": "person", ..., "label": "car"}`` would silently b
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-__all__ = ["RepeatedKeyError", "no_repeated_keys"]
+__all__ = ["RepeatedKeyError", "json_error_text", "no_repeated_keys"]
 
 
 class RepeatedKeyError(ValueError):
@@ -24,3 +25,9 @@ def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise RepeatedKeyError(key, out[key], value)
         out[key] = value
     return out
+
+
+def json_error_text(err: json.JSONDecodeError) -> str:
+    """What is wrong and where on its line: "Expecting value at column 5". Some of ``json``'s messages end in
+    "at" themselves ("Unterminated string starting at", "Invalid control character at"), which is not repeated."""
+    return f"{err.msg.removesuffix(' at')} at column {err.colno}"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vidlabel._json import RepeatedKeyError, no_repeated_keys
+from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys
 from vidlabel._version import __version__
 from vidlabel._words import plural
 from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
@@ -178,7 +178,7 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
                 ) from None
             except json.JSONDecodeError as err:
                 raise AnnotationError(
-                    f"{path} line {number}: not valid JSON ({err.msg} at column {err.colno}); "
+                    f"{path} line {number}: not valid JSON ({json_error_text(err)}); "
                     "expected one annotation object per line"
                 ) from err
             except RecursionError:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._json import RepeatedKeyError, no_repeated_keys
+from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
@@ -185,7 +185,7 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
             path, None, f"key {err.key!r} is given twice in one object ({first} and {second}): give each key once"
         ) from None
     except json.JSONDecodeError as err:
-        raise fail(path, err.lineno, f"not valid JSON ({err.msg} at column {err.colno})") from err
+        raise fail(path, err.lineno, f"not valid JSON ({json_error_text(err)})") from err
     except RecursionError as err:
         raise fail(path, None, "JSON nested too deeply to read (thousands of [ or { inside each other)") from err
     except ValueError as err:  # an integer of more than 4300 digits, which Python refuses to convert
