@@ -30,6 +30,24 @@ def test_vidlabel_error_prints_one_line_and_exits_1(monkeypatch, capsys, tmp_pat
     assert capsys.readouterr().err == "vidlabel: error: unknown video 'cam9'; known: cam1, cam2\n"
 
 
+@pytest.mark.parametrize(
+    ("command", "argv", "said"),
+    [
+        ("_cmd_export", ["export", "ds", "store"], "vidlabel: interrupted; the same command resumes it\n"),
+        ("_cmd_cache", ["cache", "ds", "cache"], "vidlabel: interrupted; the same command resumes it\n"),
+        ("_cmd_upload", ["upload", "store", "file:///b/s"], "vidlabel: interrupted; the same command resumes it\n"),
+        ("_cmd_create", ["create", "ds"], "vidlabel: interrupted\n"),
+    ],
+)
+def test_ctrl_c_says_whether_the_same_command_resumes(monkeypatch, capsys, command, argv, said):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, command, interrupted)
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err == said
+
+
 def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit, match="2"):
         cli.main(["export"])

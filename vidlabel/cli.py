@@ -829,6 +829,9 @@ def _stdout_to_devnull() -> None:
         pass
 
 
+_RESUMABLE = frozenset({"export", "cache", "upload"})  # commands whose rerun resumes an interrupted run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vidlabel`` console script; returns the exit status.
 
@@ -867,7 +870,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            print("vidlabel: interrupted", file=sys.stderr)
+            # what an export or upload finished is kept, and rerunning it resumes (README: The frame store)
+            resumes = "; the same command resumes it" if args.command in _RESUMABLE else ""
+            print(f"vidlabel: interrupted{resumes}", file=sys.stderr)
             return 130
 
 
