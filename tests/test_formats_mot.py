@@ -104,7 +104,7 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
         ("1,1,10,20,0,6,1,1,1\n", r"bad.txt line 1: box x=10.0, y=20.0, w=0.0"),
         (
             "1,1,10,20,5,6,1,1,1\n31,1,10,20,5,6,1,1,1\n",
-            r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29",
+            r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29 \(30 frames\)$",  # once
         ),
         ("0,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame -1 \(0-based\) is outside"),
         (

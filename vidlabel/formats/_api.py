@@ -17,7 +17,7 @@ from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
-from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg, where_text
+from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
@@ -275,8 +275,7 @@ def _check_frames(path: Path, parsed: Parsed) -> None:
             raise fail(
                 path,
                 vr.where[i],
-                f"frame {f} (0-based) is outside video {vid!r}: frames 0..{n - 1} ({n} frames); "
-                f"as in the file: {where_text(vr.where[i])}",
+                f"frame {f} (0-based) is outside video {vid!r}: frames 0..{n - 1} ({n} frames)",
             )
 
 
