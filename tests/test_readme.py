@@ -16,9 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.formats_util import dataset
 from vidlabel import FrameReader, open_store
 from vidlabel.dataset._rows import KIND_FIELDS
 from vidlabel.demo import demo_truth, encode_demo_clip
+from vidlabel.errors import FormatError
+from vidlabel.formats import import_labels
 from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,6 +188,31 @@ def test_the_annotation_table_documents_every_field():
     documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
     fields = set().union(*KIND_FIELDS.values())
     assert documented == fields
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "content", "match"),
+    [
+        ("coco-vid", "empty.json", b"", r"empty\.json line 1: not valid JSON"),
+        ("ytvis", "empty.json", b"", r"empty\.json line 1: not valid JSON"),
+        ("label-studio", "empty.json", b"", r"empty\.json line 1: not valid JSON"),
+        ("cvat-video", "empty.xml", b"", r"empty\.xml line 1: not well-formed XML"),
+        ("coco-vid", "other.json", b'{"a": 1}', r"other\.json videos: a COCO-VID file needs a list 'videos'"),
+        ("ytvis", "other.json", b'{"a": 1}', r"other\.json videos: a YouTube-VIS file needs a list 'videos'"),
+        ("cvat-video", "other.xml", b"<a/>", r"other\.xml <a>: the root element of a CVAT file is <annotations>"),
+    ],
+)
+def test_the_formats_section_says_which_files_without_rows_are_errors(tmp_path, fmt, name, content, match):
+    # the README said every empty file and all "JSON of another shape" only warn
+    every = _section("Labels in and out: MOT, CVAT, YouTube-VIS, COCO-VID, Label Studio").split("### ")[0]
+    said = " ".join(every.split())
+    assert "(an empty file, or JSON of another shape)" not in said
+    assert "An empty JSON or XML file is not valid JSON or XML: a `FormatError`" in said
+    assert "COCO-VID or YouTube-VIS JSON without a `videos` list" in said
+    f = tmp_path / name
+    f.write_bytes(content)
+    with pytest.raises(FormatError, match=match):
+        import_labels(dataset(tmp_path / "ds"), fmt, f, video_id="cam1")
 
 
 def test_the_store_layout_names_every_stored_array():
