@@ -458,6 +458,31 @@ def test_folder_of_stores_reads_as_one(tmp_path: Path, fmt: str) -> None:
         open_store(tmp_path / "stores")
 
 
+def test_verify_finds_what_keeps_a_folder_of_stores_from_opening(tmp_path: Path) -> None:
+    # verify said "ok: 2 stores" of a folder that open_store and info refuse
+    a = make_dataset(tmp_path / "a", videos=("left_cam",), n_frames=12)
+    export(a, tmp_path / "stores" / "part1", progress=False)
+    export(a, tmp_path / "stores" / "part2", progress=False)
+    report = verify_store(tmp_path / "stores")
+    assert not report["ok"] and len(report["problems"]) == 1
+    assert re.match(
+        r"video 'left_cam' is in two stores of .*stores': .*part1' and .*part2'; open_store refuses",
+        report["problems"][0],
+    )
+    b = make_dataset(tmp_path / "b", videos=("right_cam",), n_frames=12)
+    b.add_labels(["bicycle"])
+    b.build()
+    shutil.rmtree(tmp_path / "stores" / "part2")
+    export(b, tmp_path / "stores" / "part2", progress=False)
+    with pytest.raises(StoreError, match=r"have different class names"):
+        open_store(tmp_path / "stores")
+    (problem,) = verify_store(tmp_path / "stores")["problems"]
+    assert re.match(
+        r"the stores under .*stores' have different class names: .*part1': \[.*\]; .*part2': \[.*'bicycle'\]", problem
+    )
+    assert verify_store(tmp_path / "stores" / "part1")["ok"]
+
+
 def test_workers_export_equals_single_process(world: tuple[Path, Dataset], tmp_path: Path) -> None:
     _, ds = world
     one = export(ds, tmp_path / "one", codec="lz4", chunk_frames=2, progress=False)

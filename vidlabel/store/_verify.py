@@ -72,8 +72,8 @@ def verify_store(
 
         bar = tqdm(desc="verify", unit="chunk", disable=None)
     try:
-        for folder in folders:
-            _verify_one(folder, report, bar, storage_options)
+        roots = [(folder, _verify_one(folder, report, bar, storage_options)) for folder in folders]
+        report["problems"].extend(_across_stores(path, roots))
     finally:
         if bar is not None:
             bar.close()
@@ -81,16 +81,41 @@ def verify_store(
     return report
 
 
+def _across_stores(path: Any, roots: list[tuple[Path | str, dict[str, Any]]]) -> list[str]:
+    """What keeps a folder of stores from opening as one (as open_store refuses it): a video in two of its
+    stores, or stores with different class names."""
+    problems: list[str] = []
+    seen: dict[str, Path | str] = {}
+    for folder, attrs in roots:
+        for v in attrs.get("video_ids", []) if isinstance(attrs.get("video_ids"), list) else []:
+            if v in seen:
+                problems.append(
+                    f"video {v!r} is in two stores of {str(path)!r}: {str(seen[v])!r} and {str(folder)!r}; "
+                    "open_store refuses the folder: move or delete one of them"
+                )
+            else:
+                seen[v] = folder
+    names = {tuple(attrs.get("class_names", [])) for _, attrs in roots if attrs}
+    if len(names) > 1:
+        problems.append(
+            f"the stores under {str(path)!r} have different class names: "
+            + "; ".join(f"{str(folder)!r}: {list(attrs.get('class_names', []))}" for folder, attrs in roots if attrs)
+            + "; open_store refuses the folder: open each store on its own"
+        )
+    return problems
+
+
 def _verify_one(
     folder: Path | str, report: dict[str, Any], bar: Any, storage_options: Mapping[str, Any] | None
-) -> None:
+) -> dict[str, Any]:
+    """Check one store into ``report``; returns its root's attributes ({} when it has none)."""
     problems: list[str] = report["problems"]
     backend = backend_for(folder, storage_options=storage_options)
     attrs, index = backend.read_root()
     where = str(folder)
     if not attrs:
         problems.append(f"{where}: no root (export not finished)")
-        return
+        return {}
     if attrs.get("format") != FORMAT:
         problems.append(f"{where}: root format is {attrs.get('format')!r}, expected {FORMAT!r}")
     version_problem = format_version_problem(attrs.get("format_version", 0))
@@ -146,6 +171,7 @@ def _verify_one(
     expected = attrs.get("samples")
     if expected is not None and int(expected) != int(index.shape[0]):
         problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
+    return attrs
 
 
 def _expected_chunks(attrs: dict[str, Any], summary: dict[str, Any]) -> int:
