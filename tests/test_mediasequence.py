@@ -896,6 +896,26 @@ def test_cli_export_and_import(tmp_path: Path, clip: ClipTruth, capsys: pytest.C
     assert_rows_equal(new.annotations(), ds.annotations())
 
 
+def test_store_readers_info_and_verify_say_what_a_mediasequence_export_is(
+    exported: tuple[Dataset, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a user who runs the walkthrough's `vidlabel verify` / `info` on it was told only "no vidlabel frame store"
+    from vidlabel.store import verify_store
+
+    _, out = exported
+    said = r"holds a MediaSequence export \(TFRecord shards of tf.train.SequenceExample\), which frame store readers, info and verify do not read: read it with tf.data"
+    with pytest.raises(StoreError, match=rf"no vidlabel frame store at .*out'; .*out' {said}"):
+        open_store(out)
+    with pytest.raises(StoreError, match=rf"no vidlabel frame store at .*out'; .*out' {said}"):
+        verify_store(out)
+    assert main(["verify", str(out)]) == 1
+    assert main(["info", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("`vidlabel import DATASET mediasequence FOLDER`") == 2
+    with pytest.raises(StoreError, match=r"no vidlabel frame store at .*nowhere'$"):
+        open_store(out.parent / "nowhere")
+
+
 # -- TensorFlow ------------------------------------------------------------------------------------------------
 
 

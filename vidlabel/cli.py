@@ -298,12 +298,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 f"vidlabel: error: {path} does not exist (expected a dataset folder or a frame store)", file=sys.stderr
             )
             return 1
-        from vidlabel.store._framestore import find_stores
+        from vidlabel.store._framestore import find_stores, not_a_store_hint
 
         if path.is_dir() and not find_stores(path):
             print(
                 f"vidlabel: error: {str(path)!r} is neither a vidlabel dataset (it has no {DB_NAME}) nor a frame store "
-                "(no store in it, nor directly inside it); give a dataset folder or a store",
+                f"(no store in it, nor directly inside it); give a dataset folder or a store{not_a_store_hint(path)}",
                 file=sys.stderr,
             )
             return 1

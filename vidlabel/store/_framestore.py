@@ -122,6 +122,23 @@ def backend_for(
     raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
 
 
+def not_a_store_hint(path: str | os.PathLike[str]) -> str:
+    """What to do with a local folder that holds no frame store but a MediaSequence export (``vidlabel export
+    --format mediasequence``), which stores' readers, info and verify do not read; "" for any other path."""
+    folder = Path(path)
+    try:
+        shards = (folder / "_plan.json").is_file() or any(folder.glob("*.tfrecord"))
+    except OSError:
+        return ""
+    if not shards:
+        return ""
+    return (
+        f"; {str(folder)!r} holds a MediaSequence export (TFRecord shards of tf.train.SequenceExample), which "
+        "frame store readers, info and verify do not read: read it with tf.data, or import its labels with "
+        "`vidlabel import DATASET mediasequence FOLDER`; export with --format hdf5 or zarr for a frame store"
+    )
+
+
 def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
     """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
 
@@ -331,7 +348,8 @@ class FrameStore:
         self.storage_options = dict(storage_options or {})
         folders = find_stores(self.path, storage_options=self.storage_options)
         if not folders:
-            raise StoreError(f"no vidlabel frame store at {str(self.path)!r}", path=str(self.path))
+            hint = "" if is_url(self.path) else not_a_store_hint(self.path)
+            raise StoreError(f"no vidlabel frame store at {str(self.path)!r}{hint}", path=str(self.path))
         parts: list[_Part] = []
         video_part: dict[str, int] = {}
         index_parts: list[np.ndarray] = []

@@ -11,7 +11,7 @@ import numpy as np
 
 from vidlabel.errors import StoreError, VidlabelError
 from vidlabel.store._backend import Backend, FramesReader, chunk_crc_problem, chunk_size_problem
-from vidlabel.store._framestore import backend_for, find_stores
+from vidlabel.store._framestore import backend_for, find_stores, not_a_store_hint
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
@@ -27,6 +27,7 @@ from vidlabel.store._layout import (
     video_problems,
 )
 from vidlabel.store._position import positions_by_code
+from vidlabel.store._remote import is_url
 
 __all__ = ["damaged_unit_chunks", "verify_store"]
 
@@ -63,7 +64,8 @@ def verify_store(
     """
     folders = find_stores(path, storage_options=storage_options)
     if not folders:
-        raise StoreError(f"no vidlabel frame store at {str(path)!r}", path=str(path))
+        hint = "" if is_url(path) else not_a_store_hint(path)
+        raise StoreError(f"no vidlabel frame store at {str(path)!r}{hint}", path=str(path))
     report: dict[str, Any] = {"ok": True, "problems": [], "stores": [str(f) for f in folders], "videos": 0,
                               "frames": 0, "chunks": 0, "chunks_total": 0, "bytes": 0}  # fmt: skip
     bar = None
