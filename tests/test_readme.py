@@ -20,7 +20,7 @@ from tests.formats_util import dataset
 from vidlabel import FrameReader, open_store
 from vidlabel.dataset._rows import KIND_FIELDS
 from vidlabel.demo import demo_truth, encode_demo_clip
-from vidlabel.errors import FormatError
+from vidlabel.errors import AnnotationError, FormatError
 from vidlabel.formats import import_labels
 from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
@@ -181,6 +181,22 @@ def test_the_sample_section_code_runs_in_the_walkthrough_folder(walkthrough):
     (code,) = [body for lang, body in _blocks(_section("What a sample contains")) if lang == "python"]
     out = _run([sys.executable, "-c", code], folder).stdout
     assert out.strip() == "10 (2, 4) 0 (240, 320, 3)"  # the walkthrough file has 2 boxes on frame 10; store starts at 0
+
+
+def test_the_walkthrough_says_how_to_remove_rows_added_twice(tmp_path):
+    # validate and build refuse or warn "until they are edited or deleted", and step 2 run twice doubles the
+    # rows, but the README named no way to delete one
+    step2 = " ".join(_section("Walkthrough: your own video").split("**3.")[0].split())
+    assert 'Dataset.open("my_dataset").delete_annotations(ids)' in step2
+    assert "Adding the same file twice adds its rows twice" in step2 and 'set_status(ids, "rejected")' in step2
+    ds = dataset(tmp_path / "ds")
+    row = {"kind": "box", "label": "car", "start_frame": 1, "box": [1, 2, 11, 12]}
+    first, second = ds.add_annotations([row], "cam1"), ds.add_annotations([row], "cam1")
+    assert [p.code for p in ds.validate(check_files=False)] == ["duplicate_annotation"]
+    ds.delete_annotations(second)
+    assert ds.validate(check_files=False) == [] and [r["annotation_id"] for r in ds.annotations("cam1")] == first
+    with pytest.raises(AnnotationError, match=r"delete_annotations: 1 unknown annotation id\(s\): 99; nothing"):
+        ds.delete_annotations([99])
 
 
 def test_the_annotation_table_documents_every_field():
