@@ -153,8 +153,15 @@ def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytes
     assert code == 0, err
     assert out.strip() == "added 3 annotations to video 'cam1' (ids 1..3)"
     one = write_jsonl(tmp_path / "one.jsonl", rows[:1])
-    code, out, err = run(capsys, "add-annotations", dataset, "cam1", one)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", VidlabelWarning)
+        code, out, err = run(capsys, "add-annotations", dataset, "cam1", one)
     assert code == 0 and out.strip() == "added 1 annotation to video 'cam1' (id 4)"
+    assert err == (  # the file's first row again: a file added twice is said at once, not only by validate
+        "vidlabel: warning: video 'cam1': the row just added (annotation 4) equals annotation 1 already stored (same "
+        "kind, label, view, frames, box and mask), as when one file is added twice; it is kept (validate warns "
+        "duplicate_annotation): remove it with Dataset.delete_annotations([4]) or set_status(ids, 'rejected')\n"
+    )
     Dataset.open(dataset).delete_annotations([4])
     got = Dataset.open(dataset).annotations()
     assert [r["kind"] for r in got] == ["box", "marker", "mask"]

@@ -458,6 +458,39 @@ def test_delete_frees_a_track_for_another_label(ds: Dataset) -> None:
     ds.add_annotations([box(2, "car", track_id=5)], "clip")
 
 
+def test_a_batch_added_twice_warns_at_once_and_keeps_the_rows(ds: Dataset) -> None:
+    # adding one file twice (a walkthrough step or an import run again) doubled its rows without a word: only
+    # validate and build said duplicate_annotation, later; the add now says it, naming the rows and how to remove them
+    ds.add_video(meta("other"))
+    mask = np.zeros((48, 64), np.uint8)
+    mask[10:20, 5:15] = 1
+    batch = [box(1), box(2, "car", track_id=4), {"kind": "mask", "label": "car", "start_frame": 3, "mask": mask},
+             {"kind": "marker", "label": "goal", "start_frame": 4, "end_frame": 9}]  # fmt: skip
+    first = ds.add_annotations(batch, "clip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: other video, rows that differ in a box, a frame, a mask pixel
+        ds.add_annotations(batch, "other")
+        ds.add_annotations([dict(box(1), box=(1, 2, 11, 23)), box(5)], "clip")
+        ds.add_annotations([dict(batch[2], mask=np.roll(mask, 1, axis=1))], "clip")
+        ds.add_annotations([box(7), box(7)], "clip")  # twice within one batch: validate's to say, not the add's
+    with pytest.warns(VidlabelWarning) as caught:
+        again = ds.add_annotations([box(8), *batch], "clip")
+    (w,) = caught
+    assert str(w.message) == (
+        f"video 'clip': 4 of the 5 rows just added equal rows already stored (row 1, annotation {again[1]}, equals "
+        f"annotation {first[0]}: same kind, label, view, frames, box and mask), as when one file is added twice; "
+        f"they are kept (validate warns duplicate_annotation): remove them with Dataset.delete_annotations"
+        f"([{', '.join(map(str, again[1:]))}]) or set_status(ids, 'rejected')"
+    )
+    assert len(ds.annotations("clip")) == 4 + 2 + 1 + 2 + 5  # kept: the warning changes nothing
+    ds.delete_annotations(again[1:])
+    ds.set_status([first[0]], "rejected")  # a rejected row is not one to warn of (validate skips it too)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds.add_annotations([box(1)], "clip")
+
+
+@pytest.mark.filterwarnings("ignore:video .* just added:vidlabel.errors.VidlabelWarning")  # rows repeat on purpose
 def test_many_batches_and_big_batches_across_chunks(ds: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     import vidlabel.dataset._dataset as dataset_module
 

@@ -18,6 +18,9 @@ from vidlabel.dataset._dataset import DB_NAME
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and fork are POSIX")
 
+# the batches here repeat their rows (the same boxes added again and again): what is tested is all or nothing
+pytestmark = pytest.mark.filterwarnings("ignore:video .* just added:vidlabel.errors.VidlabelWarning")
+
 
 def rows(n: int, label: str = "person", offset: int = 0) -> list[dict[str, Any]]:
     return [

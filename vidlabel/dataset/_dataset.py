@@ -71,7 +71,13 @@ from vidlabel.dataset._release import (
     write_release,
 )
 from vidlabel.dataset._rows import check_rows, check_tracks
-from vidlabel.dataset._validate import Problem, untrusted_summary, validate_table, video_file_problems
+from vidlabel.dataset._validate import (
+    Problem,
+    stored_duplicates,
+    untrusted_summary,
+    validate_table,
+    video_file_problems,
+)
 from vidlabel.dataset._validate import for_export as export_severity
 from vidlabel.errors import (
     AnnotationError,
@@ -598,6 +604,13 @@ class Dataset:
         list of int
             The new annotation ids, in row order (ids are never reused).
 
+        Warns
+        -----
+        VidlabelWarning
+            When rows just added equal rows already stored for the video and not rejected (kind,
+            label, view, frames, box and mask: validate's ``duplicate_annotation``), as when one
+            file is added twice; the rows are kept, and the warning names them.
+
         Raises
         ------
         UnknownVideoError
@@ -640,7 +653,14 @@ class Dataset:
             first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
             ids = np.arange(first, first + n, dtype=np.int64)
             con.execute("UPDATE meta SET value = ? WHERE key = 'next_annotation_id'", (str(first + n),))
-            append_chunks(con, vcode, cols_from_rows(ids, cols), chunk_rows=CHUNK_ROWS)
+            added = cols_from_rows(ids, cols)
+            try:
+                twice = stored_duplicates(load_chunks(con, video_code=vcode)[0], added)
+            except DatasetError:  # a damaged stored chunk: validate and build name it; adding is not refused for it
+                twice = []
+            append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
+        if twice:
+            _warn_added_twice(video_id, n, twice, ids)
         return ids.tolist()
 
     def _edit(self, ids: Iterable[int], operation: str, change: Callable[[Cols, np.ndarray], Cols | None]) -> None:
@@ -1194,3 +1214,25 @@ def _warn_untrusted(meta: VideoMetadata) -> None:
             VidlabelWarning,
             stacklevel=3,
         )
+
+
+def _warn_added_twice(video_id: str, n: int, twice: list[tuple[int, int]], ids: np.ndarray) -> None:
+    """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
+    row, stored = twice[0]
+    new_ids = [int(ids[r]) for r, _ in twice]
+    shown = ", ".join(map(str, new_ids[:5])) + (", ..." if len(new_ids) > 5 else "")
+    what = "same kind, label, view, frames, box and mask"
+    if n == 1:
+        head = f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored ({what})"
+    else:
+        head = (
+            f"{len(twice)} of the {n} rows just added equal rows already stored (row {row}, annotation "
+            f"{int(ids[row])}, equals annotation {stored}: {what})"
+        )
+    warnings.warn(
+        f"video {video_id!r}: {head}, as when one file is added twice; {'it is' if len(twice) == 1 else 'they are'} "
+        f"kept (validate warns duplicate_annotation): remove {'it' if len(twice) == 1 else 'them'} with Dataset.delete_annotations([{shown}]) or set_status(ids, "
+        "'rejected')",
+        VidlabelWarning,
+        stacklevel=3,
+    )

@@ -66,7 +66,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from vidlabel.dataset._rows import unique_rows
-from vidlabel.spec import KINDS, AnnotationTable, VideoMetadata, View, ranges_text
+from vidlabel.spec import KINDS, STATUSES, AnnotationTable, VideoMetadata, View, ranges_text
 
 __all__ = [
     "EXPORT_ERRORS",
@@ -544,6 +544,27 @@ def _duplicate_problems(r: _Rows) -> set[int]:
             )
         )
     return dup_set
+
+
+def stored_duplicates(stored: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> list[tuple[int, int]]:
+    """``(row of new, annotation id of stored)`` for each new row of one video equal to a stored row that is not
+    rejected, in what ``duplicate_annotation`` compares (kind, label, view, frames, box and mask bytes): the rows of
+    a file added twice. Column sets as the dataset's chunks hold them (``annotation_id``, ``kind``... with
+    ``mask_offsets`` of ``n + 1``); new rows' ids are above every stored id."""
+    from vidlabel.dataset._chunks import concat, take
+
+    keep = np.flatnonzero(stored["status"] != STATUSES.index("rejected"))
+    both = concat([take(stored, keep), new])
+    n_stored = keep.size
+    if n_stored == 0:
+        return []
+    kind, box, offsets = both["kind"], both["box"], both["mask_offsets"]
+    mask_key = np.zeros(kind.shape[0], np.int64)
+    for i in np.flatnonzero(offsets[1:] > offsets[:-1]).tolist():
+        mask_key[i] = hash(both["mask_counts"][offsets[i] : offsets[i + 1]].tobytes())
+    cols = [kind, both["label"], both["view"], both["start_frame"], both["end_frame"], *box.T, mask_key]
+    ids = both["annotation_id"]
+    return [(r - n_stored, int(ids[f])) for r, f in _duplicates(cols, ids) if r >= n_stored and f < n_stored]
 
 
 def _track_frame_problems(r: _Rows, duplicates: set[int]) -> None:
