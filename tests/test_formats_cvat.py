@@ -275,7 +275,7 @@ def test_entity_bomb_refused(tmp_path: Path) -> None:
             cvat('<track id="4" label="bus">' + box(1, 0, 0, 1, 1) + "</track>"),
             r"label\(s\) 'bus' are not in the dataset",
         ),
-        (cvat("", width=640), r"<original_size>: width 640 disagrees with video 'cam1'.s 64"),
+        (cvat("", width=640), r"<original_size>: width 640 disagrees with video 'cam1', whose width is 64"),
         (
             cvat('<track id="4" label="car">' + box(1, 0, "x", 1, 1) + "</track>"),
             r'<box frame="1">: attribute ytl=.x.; expected a number',

@@ -84,10 +84,10 @@ def test_frames_count_mismatch_error_or_warning(tmp_path: Path) -> None:
     doc = [task([region("a", [key(1, 0, 0)], frames_count=31)])]
     with pytest.raises(
         FormatError,
-        match=r"ls.json \[0\].annotations\[0\].result\[0\]: framesCount 31 disagrees with video 'cam1'.s frame count 30",
+        match=r"ls.json \[0\].annotations\[0\].result\[0\]: framesCount 31 disagrees with video 'cam1', whose frame count is 30",
     ):
         load(tmp_path, doc)
-    with pytest.warns(VidlabelWarning, match=r"framesCount 31 disagrees with video 'cam1'.s frame count 30"):
+    with pytest.warns(VidlabelWarning, match=r"framesCount 31 disagrees with video 'cam1', whose frame count is 30"):
         ds, rep = load(tmp_path / "w", doc, frames_count_mismatch="warn")
     assert len(ds.annotations()) == 30 and any("framesCount 31" in n for n in rep.notes)
 

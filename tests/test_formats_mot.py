@@ -81,13 +81,15 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
         "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=640\nimHeight=48\n",
     )
     gt = write(tmp_path / "seq" / "gt" / "gt.txt", "1,1,10,20,5,6,1,1,1\n")
-    with pytest.raises(FormatError, match=r"seqinfo.ini imWidth: imWidth=640 disagrees with video 'cam1'.s width 64"):
+    with pytest.raises(
+        FormatError, match=r"seqinfo.ini imWidth: imWidth=640 disagrees with video 'cam1', whose width is 64"
+    ):
         import_labels(ds, "mot", gt, label_map={1: "person"})
     assert ds.annotations() == []
     write(
         tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=30\nseqLength=30\nimWidth=64\nimHeight=48\n"
     )
-    with pytest.raises(FormatError, match=r"frameRate=30 disagrees with video 'cam1'.s 25.000 fps"):
+    with pytest.raises(FormatError, match=r"frameRate=30 disagrees with video 'cam1', whose rate is 25.000 fps"):
         import_labels(ds, "mot", gt, label_map={1: "person"})
     write(
         tmp_path / "seq" / "seqinfo.ini", "[Sequence]\nname=cam1\nframeRate=25\nseqLength=30\nimWidth=64\nimHeight=48\n"

@@ -226,7 +226,11 @@ def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, i
         for key, have in (("width", meta.width), ("height", meta.height)):
             got = size.findtext(key)
             if got is not None and _int(path, size, f"{mw}<original_size>", key) != have:
-                raise fail(path, f"{mw}<original_size>", f"{key} {got} disagrees with video {meta.video_id!r}'s {have}")
+                raise fail(
+                    path,
+                    f"{mw}<original_size>",
+                    f"{key} {got} disagrees with video {meta.video_id!r}, whose {key} is {have}",
+                )
     if not 0 <= start <= stop < meta.frame_count:
         raise fail(
             path,

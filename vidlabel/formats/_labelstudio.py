@@ -112,7 +112,7 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if count is not None:
                     count = whole_number(path, rat, count, "framesCount")
                 if count is not None and count != meta.frame_count:
-                    msg = f"framesCount {count} disagrees with video {meta.video_id!r}'s frame count {meta.frame_count}"
+                    msg = f"framesCount {count} disagrees with video {meta.video_id!r}, whose frame count is {meta.frame_count}"
                     if mismatch == "error":
                         raise fail(path, rat, msg + " (frames_count_mismatch='warn' imports it anyway)")
                     warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)

@@ -127,12 +127,14 @@ def _check_seqinfo(ini: Path, seq: Mapping[str, str], meta: Any) -> None:
     checks.append(("seqLength", meta.frame_count, "frame count"))
     for key, have, what in checks:
         if key in seq and _seq_number(ini, seq, key, whole=True) != have:
-            raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}'s {what} {have}")
+            raise fail(ini, key, f"{key}={seq[key]} disagrees with video {meta.video_id!r}, whose {what} is {have}")
     if "frameRate" in seq:
         fps = meta.fps["num"] / meta.fps["den"]
         if abs(_seq_number(ini, seq, "frameRate", whole=False) - fps) > 0.5:
             raise fail(
-                ini, "frameRate", f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}'s {fps:.3f} fps"
+                ini,
+                "frameRate",
+                f"frameRate={seq['frameRate']} disagrees with video {meta.video_id!r}, whose rate is {fps:.3f} fps",
             )
 
 
