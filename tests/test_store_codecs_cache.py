@@ -24,7 +24,7 @@ def test_parse_codecs() -> None:
     assert get_codec("png").per_frame and not get_codec("lz4").per_frame
     with pytest.raises(OptionError, match=r"unknown codec 'webp'; allowed: none, lz4, zstd, gzip, png, jpeg"):
         get_codec("webp")
-    with pytest.raises(OptionError, match=r"level of codec 'jpeg' must be an integer in \[1, 100\], got '0'"):
+    with pytest.raises(OptionError, match=r"quality of codec 'jpeg' must be an integer in \[1, 100\], got '0'"):
         get_codec("jpeg:0")
     with pytest.raises(OptionError, match=r"codec 'lz4' takes no level"):
         get_codec("lz4:3")

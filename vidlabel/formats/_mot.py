@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import plural
 from vidlabel.dataset import Release
 
 from ._common import (
@@ -112,7 +113,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
         ] += counts["ignored"]
     if counts["unknown_score"]:
         parsed.notes.append(
-            f"{counts['unknown_score']} scores outside [0, 1] not kept as confidence (the rows are kept)"
+            f"{plural(counts['unknown_score'], 'score')} outside [0, 1] not kept as confidence (the rows are kept)"
         )
     if 9 in widths:
         parsed.notes.append("visibility (gt column 9) is not stored")

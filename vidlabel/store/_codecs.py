@@ -221,7 +221,8 @@ def get_codec(codec: str | Codec | None) -> Codec:
         except ValueError:
             level = None
         if level is None or not lo <= level <= hi:
-            raise OptionError(f"level of codec {name!r} must be an integer in [{lo}, {hi}], got {level_text!r}")
+            what = "quality" if name == "jpeg" else "level"
+            raise OptionError(f"{what} of codec {name!r} must be an integer in [{lo}, {hi}], got {level_text!r}")
     return Codec(name, level)
 
 
