@@ -128,8 +128,14 @@ def test_open_missing_folder(tmp_path: Path) -> None:
 
 def test_open_folder_that_is_not_a_dataset(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
-    with pytest.raises(DatasetNotFoundError, match="not a vidlabel dataset"):
+    with pytest.raises(DatasetNotFoundError, match=r"not a vidlabel dataset \(it has no vidlabel.sqlite\)$"):
         Dataset.open(tmp_path / "plain")
+    for root in ("store.h5", "zarr.json"):  # a frame store's folder, given where a dataset is asked for
+        (tmp_path / root).mkdir()
+        (tmp_path / root / root).write_bytes(b"")
+        with pytest.raises(DatasetNotFoundError, match=rf"it has no vidlabel.sqlite\): it holds {root}, as a frame "
+                           r"store does: read it with vidlabel.open_store or StoreFrames"):  # fmt: skip
+            Dataset.open(tmp_path / root)
     (tmp_path / "plain" / DB_NAME).write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(DatasetNotFoundError, match="not a vidlabel dataset"):
         Dataset.open(tmp_path / "plain")

@@ -213,7 +213,14 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     if not p.is_dir():
         raise DatasetNotFoundError(f"{p} is a file, not a dataset folder", path=str(p))
     if not (p / DB_NAME).is_file():
-        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME})", path=str(p))
+        root = next((n for n in ("store.h5", "zarr.json") if (p / n).is_file()), None)
+        hint = (
+            f": it holds {root}, as a frame store does: read it with vidlabel.open_store or StoreFrames, and open the "
+            "dataset it was exported from with Dataset.open"
+            if root
+            else ""
+        )
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME}){hint}", path=str(p))
     try:
         meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError as err:
