@@ -88,6 +88,27 @@ def test_worker_info_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert worker_info() == (2, 3)
 
 
+def test_rank_without_world_size_is_refused_not_read_as_the_only_rank(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a launcher that exports RANK but not WORLD_SIZE: each rank took (0, 1) and read the whole epoch
+    for name in ("WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(OptionError, match=r"RANK is 1 but WORLD_SIZE is not set: .*Set WORLD_SIZE to the number"):
+        worker_info()
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["obj"])
+    with pytest.raises(OptionError, match="RANK is 1 but WORLD_SIZE is not set"):
+        list(VideoStream(FrameSamples(ds, release=None)))
+    assert common.rank_and_world((1, 3)) == (1, 3)  # the rank a dataset was pickled in tells the world size
+    monkeypatch.setattr(common, "process_group_rank", lambda: (1, 2))  # so does a process group
+    assert worker_info() == (1, 2)
+    monkeypatch.undo()
+    monkeypatch.setenv("RANK", "0")  # rank 0 of a world of one: as before
+    assert worker_info() == (0, 1)
+
+
 def _sample(h: int, w: int, n: int, frame: int) -> dict[str, Any]:
     return {
         "image": np.full((h, w, 3), frame, np.uint8),

@@ -16,7 +16,8 @@ Where the rank and world size come from, first found wins:
 3. the rank the dataset was pickled in (:class:`RankAware`): a DataLoader
    worker started by ``spawn`` or ``forkserver`` has no process group, so
    the datasets carry their rank process's (rank, world size) along;
-4. (0, 1).
+4. (0, 1); but ``RANK`` > 0 without ``WORLD_SIZE`` (and without 2. or 3.) is
+   refused: every rank would read the whole epoch.
 
 ``VIDLABEL_WORKER`` and ``VIDLABEL_NUM_WORKERS`` override the DataLoader
 worker number and count (``torch.utils.data.get_worker_info()``).
@@ -91,13 +92,16 @@ def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
     ``inherited`` (the rank a dataset was pickled in, see :class:`RankAware`), else (0, 1).
 
     ``WORLD_SIZE`` > 1 without ``RANK`` takes the rank from the process group (or ``inherited``) when its world
-    size is the same, as nothing else tells this process's rank.
+    size is the same, as nothing else tells this process's rank. ``RANK`` > 0 without ``WORLD_SIZE``, a process
+    group or ``inherited`` is refused: nothing tells the world size, and (0, 1) would read the whole epoch.
 
     Raises
     ------
     OptionError
         If the variables are not integers, the rank is outside ``[0, world_size)``, or ``WORLD_SIZE`` > 1 is set
-        without ``RANK`` and nothing else gives a rank in that world (every rank would read rank 0's share).
+        without ``RANK`` and nothing else gives a rank in that world (every rank would read rank 0's share), or
+        ``RANK`` > 0 is set without ``WORLD_SIZE`` and nothing else gives the world size (every rank would read
+        the whole epoch).
     """
     world = _env_int("WORLD_SIZE")
     if world is not None:
@@ -116,6 +120,13 @@ def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
         return group
     if inherited is not None:
         return _pair(int(inherited[0]), int(inherited[1]), "inherited rank/world_size")
+    rank = _env_int("RANK")
+    if rank is not None and rank > 0:  # the rank of a world > 1 whose size nothing here says
+        raise OptionError(
+            f"environment variable RANK is {rank} but WORLD_SIZE is not set: this process would read the whole "
+            "epoch, as every other rank would (each sample once per rank). Set WORLD_SIZE to the number of ranks "
+            f"(> {rank}; torchrun sets both), or unset RANK"
+        )
     return 0, 1
 
 
