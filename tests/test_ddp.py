@@ -313,3 +313,31 @@ def test_a_dataset_pickled_in_a_rank_carries_its_rank(built: Path, monkeypatch: 
     monkeypatch.delenv("WORLD_SIZE")
     with pytest.raises(OptionError, match=r"inherited rank/world_size: 2 must lie in \[0, 2\)"):
         rank_and_world((2, 2))
+
+
+def test_drop_last_with_more_ranks_than_samples_is_refused_not_an_empty_epoch(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 ranks over a 5-frame validation set with drop_last=True: floor(5 / 8) = 0 on every rank, and every rank
+    # used to run an epoch of no batches without a word
+    samples = FrameSamples(Dataset.open(built / "ds"), kinds=("box",))
+    plan = samples.plan_reads(np.arange(5), seed=1)
+    store = built / "store"
+    n = len(StoreStream(store, kinds=("box",)).samples)
+    for name in ("VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", str(n + 3))
+    monkeypatch.setenv("RANK", "1")
+    stream = StoreStream(store, kinds=("box",), drop_last=True)
+    said = rf"StoreStream over .*store.*drop_last=True with {n} samples over {n + 3} ranks .* = 0 samples, "
+    with pytest.raises(OptionError, match=said + r".*rank 1 yields nothing.*drop_last=False"):
+        next(iter(stream))
+    with pytest.raises(OptionError, match=r"PlannedStream: drop_last=True with 5 samples over \d+ ranks .*at most 5"):
+        next(iter(PlannedStream(samples, plan, drop_last=True)))
+    # without drop_last every rank reads one sample (the start of the order repeated), the right frame
+    for dataset in (StoreStream(store, kinds=("box",)), PlannedStream(samples, plan)):
+        got = list(dataset)
+        assert len(got) == len(dataset) == 1
+        assert read_frame_number(got[0]["image"].permute(1, 2, 0).numpy()) == got[0]["frame_index"]
+    monkeypatch.setenv("WORLD_SIZE", str(n))  # as many ranks as samples: one each, nothing dropped
+    assert len(list(StoreStream(store, kinds=("box",), drop_last=True))) == 1

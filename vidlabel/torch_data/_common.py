@@ -50,6 +50,7 @@ __all__ = [
     "Epochs",
     "RankAware",
     "SharedEpoch",
+    "check_rank_share",
     "collate_frames",
     "keep_heap_top",
     "process_group_rank",
@@ -128,6 +129,24 @@ def rank_and_world(inherited: tuple[int, int] | None = None) -> tuple[int, int]:
             f"(> {rank}; torchrun sets both), or unset RANK"
         )
     return 0, 1
+
+
+def check_rank_share(total: int, rank: int, world: int, drop_last: bool, what: str) -> None:
+    """Refuse an epoch that ``drop_last`` would drop whole: ``0 < total < world`` samples give every rank
+    ``floor(total / world) = 0``, so every rank would yield nothing and the run would train on nothing.
+
+    Raises
+    ------
+    OptionError
+        Naming ``what``, the counts, the rank, and what to change.
+    """
+    if drop_last and 0 < total < world:
+        raise OptionError(
+            f"{what}: drop_last=True with {total} samples over {world} ranks gives every rank floor({total} / "
+            f"{world}) = 0 samples, so the whole epoch would be dropped (rank {rank} yields nothing). Pass "
+            f"drop_last=False (each rank then gets 1 sample, the start of the order repeated) or use at most "
+            f"{total} ranks"
+        )
 
 
 class RankAware:

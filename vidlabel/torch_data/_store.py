@@ -21,7 +21,14 @@ from vidlabel.errors import OptionError, VidlabelError, check_flag
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.store._cache import check_cache_bytes
 from vidlabel.store._framestore import adopt_learnt
-from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, to_torch_sample, worker_and_count
+from vidlabel.torch_data._common import (
+    Epochs,
+    RankAware,
+    SharedEpoch,
+    check_rank_share,
+    to_torch_sample,
+    worker_and_count,
+)
 from vidlabel.torch_data._shm import post, take_buffer, take_slab
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
@@ -293,7 +300,8 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
     Raises
     ------
     OptionError
-        On a negative ``shuffle_buffer`` or ``seed``, or options StoreFrames refuses.
+        On a negative ``shuffle_buffer`` or ``seed``, or options StoreFrames refuses; when iterated, if
+        ``drop_last`` would drop the whole epoch (fewer samples than ranks).
     """
 
     def __init__(
@@ -377,6 +385,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         rank, world = self._rank_and_world()
+        check_rank_share(len(self.samples), rank, world, self.drop_last, f"StoreStream over {str(self.store.path)!r}")
         worker, workers = worker_and_count()
         epoch = self.epoch  # read once: the main process may set the next epoch while this one runs
         pieces = self.shard_pieces(epoch, rank, world, worker, workers)

@@ -29,6 +29,7 @@ from vidlabel.torch_data._common import (
     Epochs,
     RankAware,
     SharedEpoch,
+    check_rank_share,
     keep_heap_top,
     to_torch_sample,
     worker_and_count,
@@ -263,6 +264,12 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
         Receives the tensor sample dict and returns one.
     drop_last : bool
         With several ranks: drop the epoch's tail instead of repeating its start, so no request repeats.
+
+    Raises
+    ------
+    OptionError
+        When iterated with several ranks, if ``drop_last`` would drop the whole epoch (fewer requests than
+        ranks).
     """
 
     def __init__(
@@ -295,6 +302,8 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()
         rank, world = self._rank_and_world()
+        if world > 1:
+            check_rank_share(len(self.plan), rank, world, self.drop_last, "PlannedStream")
         worker, workers = worker_and_count()
         it = self.samples.iter_plan(
             self.plan, epoch=self.epoch, shuffle_buffer=self.shuffle_buffer, shard=rank * workers + worker,
