@@ -4,6 +4,7 @@ ranks with equal counts, determinism, pickling, the chunk cache bound."""
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ from torch.utils.data import DataLoader
 from tests.media import read_frame_number
 from tests.test_store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
-from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, StoreError, VidlabelError
+from vidlabel.errors import (
+    OptionError,
+    SampleIndexTypeError,
+    SampleOutOfRangeError,
+    StoreError,
+    VidlabelError,
+    VidlabelWarning,
+)
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 from vidlabel.torch_data._common import to_torch_sample
 
@@ -421,3 +429,29 @@ def test_dataloader_workers_pread_a_chunks_first_read_and_the_main_process_reads
     assert len(got) == len(data) and all(frame == shown for _, frame, shown in got)
     want = _hdf5.WORKER_FIRST_TOUCH if workers else _hdf5.FIRST_TOUCH
     assert {mode for mode, _, _ in got} == {want} and _hdf5.WORKER_FIRST_TOUCH != _hdf5.FIRST_TOUCH
+
+
+def test_kinds_the_export_did_not_select_are_warned_not_silently_missing(
+    world: tuple[Path, Dataset], tmp_path: Path
+) -> None:
+    # a store of the frames with a box, read for markers (a temporal head): the marker-only frames are not in
+    # it, and StoreFrames used to give the rest without a word
+    _, ds = world
+    with pytest.warns(VidlabelWarning, match="lie on frames this export does not store"):
+        export(ds, tmp_path / "boxes", kinds=("box",), progress=False)
+    truth = len(FrameSamples(ds, kinds=("marker",)))
+    said = r"store '.*boxes' was exported with frames='annotated', kinds=\['box'\]: .* a marker are not in it"
+    with pytest.warns(VidlabelWarning, match=said + r".*export with kinds=\['box', 'marker'\]"):
+        frames = StoreFrames(tmp_path / "boxes", kinds=("marker",))
+    assert 0 < len(frames) < truth  # only the marker frames that also hold a box are there
+    with pytest.warns(VidlabelWarning, match=r"kinds=\['box'\]: .* a mask or marker are not in it"):
+        StoreStream(tmp_path / "boxes", kinds=("mask", "marker"))
+    with pytest.warns(VidlabelWarning, match=r"kinds=\['box'\]: .* a mask are not in it"):
+        open_store(tmp_path / "boxes").select(kinds=("box", "mask"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        StoreFrames(tmp_path / "boxes", kinds=("box",))  # what it was exported for
+        open_store(tmp_path / "boxes").sample(0)  # one stored sample: no selection
+        export(ds, tmp_path / "every", kinds=("box",), frames="all", progress=False)
+        every = StoreFrames(tmp_path / "every", kinds=("marker",), frames="annotated")
+        assert len(every) == truth  # every frame is there

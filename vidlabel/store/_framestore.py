@@ -1065,10 +1065,19 @@ class FrameStore:
     # -- samples ------------------------------------------------------------------------------------------------
 
     def select(self, **options: Any) -> Any:
-        """A :class:`~vidlabel.store.StoreSamples` over this store (kinds, labels, box format, ...)."""
-        from vidlabel.store._selection import StoreSamples
+        """A :class:`~vidlabel.store.StoreSamples` over this store (kinds, labels, box format, ...).
 
-        return StoreSamples(self, **options)
+        Warns
+        -----
+        VidlabelWarning
+            If ``kinds`` names a kind the store's ``frames="annotated"`` export did not select: frames whose
+            only annotation is of that kind are not in the store.
+        """
+        from vidlabel.store._selection import StoreSamples, warn_unexported_kinds
+
+        samples = StoreSamples(self, **options)
+        warn_unexported_kinds(self, samples.kinds)
+        return samples
 
     def sample(self, i: int, **options: Any) -> dict[str, Any]:
         """The sample dict of stored sample ``i`` (every region; options as :meth:`select`, without its frame filter).

@@ -11,18 +11,20 @@ and ``with_masks``.
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError, StoreCorruptError, check_flag, check_label_offset
+from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag, check_label_offset
 from vidlabel.geometry import decode_rle, make_sample
 from vidlabel.spec import BOX_FORMATS, KINDS
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
 
-__all__ = ["StoreSamples"]
+__all__ = ["StoreSamples", "warn_unexported_kinds"]
 
 
 def _check(
@@ -47,6 +49,39 @@ def _check(
     if frames not in (None, "annotated", "stored"):
         raise OptionError(f"unknown frames mode {frames!r}; allowed: None (as exported), 'annotated', 'stored'")
     return kinds_t, labels_t
+
+
+def warn_unexported_kinds(store: Any, kinds: tuple[str, ...]) -> None:
+    """Warn when ``kinds`` asks for frames the export did not store: a ``frames="annotated"`` export holds only
+    the frames with an annotation of its own ``kinds``, so frames whose only annotation is of another kind are not
+    in the store (the export warned about box and mask rows it left out, never about markers)."""
+    narrow: list[tuple[str, list[str], list[str]]] = []  # (store folder, its kinds, the kinds it lacks)
+    for part in getattr(store, "_parts", None) or [store]:  # each store of a folder of stores
+        export = part.attrs.get("export") or {}
+        exported = export.get("kinds")
+        if export.get("frames", "annotated") == "all" or not isinstance(exported, list):
+            continue
+        missing = [k for k in kinds if k not in exported]
+        if missing:
+            narrow.append((str(getattr(part, "folder", store.path)), exported, missing))
+    if not narrow:
+        return
+    where, exported, missing = narrow[0]
+    others = f" (and {len(narrow) - 1} more of the stores read)" if len(narrow) > 1 else ""
+    wanted = sorted({*exported, *kinds}, key=KINDS.index)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, stacklevel = sys._getframe(0), 1  # the warning points at the first caller outside vidlabel
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, stacklevel = frame.f_back, stacklevel + 1
+    warnings.warn(
+        f"store {where!r}{others} was exported with frames='annotated', kinds={exported!r}: it holds only the "
+        f"frames with a {' or '.join(exported)} annotation, so frames whose only selected annotation is a "
+        f"{' or '.join(missing)} are not in it, nor among these samples (kinds={list(kinds)!r}). To have them, "
+        f"export with kinds={wanted!r} (vidlabel.export(..., kinds=...)) or every frame (`vidlabel export ... "
+        "--frames all`)",
+        VidlabelWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class StoreSamples:

@@ -21,6 +21,7 @@ from vidlabel.errors import OptionError, VidlabelError, check_flag
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.store._cache import check_cache_bytes
 from vidlabel.store._framestore import adopt_learnt
+from vidlabel.store._selection import warn_unexported_kinds
 from vidlabel.torch_data._common import (
     Epochs,
     RankAware,
@@ -96,6 +97,7 @@ class _StoreDataset:
             self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, frames=frames,
         )  # fmt: skip
+        warn_unexported_kinds(self.store, self.samples.kinds)
         self.transform = transform
 
     @property
@@ -164,6 +166,14 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         On a ``cache_bytes`` that is not an integer >= 0 (True, 1.5), a
         ``transform`` that is not callable, or options
         :class:`~vidlabel.store.StoreSamples` refuses.
+
+    Warns
+    -----
+    VidlabelWarning
+        If ``kinds`` names a kind the store's ``frames="annotated"`` export
+        did not select (``vidlabel info`` shows its ``kinds``): frames whose
+        only annotation is of that kind are not in the store, so not among
+        the samples.
 
     Notes
     -----
