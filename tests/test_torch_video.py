@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from torch.utils.data import DataLoader
 from tests.media import object_box, read_frame_number
 from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
 from vidlabel import Dataset, FrameSamples
-from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError
+from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError, VidlabelWarning
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames, worker_info
 from vidlabel.torch_data import _common as common
 from vidlabel.torch_data._common import to_torch_sample
@@ -169,6 +170,7 @@ def test_video_stream_every_sample_once(samples: FrameSamples, num_workers: int)
     assert Counter(got) == Counter(samples.index) and len(got) == N_SAMPLES
 
 
+@pytest.mark.filterwarnings("ignore:VideoStream under 2 ranks")  # uneven on purpose: the videos' sizes differ
 def test_video_stream_two_ranks_two_workers(samples: FrameSamples, monkeypatch: pytest.MonkeyPatch) -> None:
     stream = VideoStream(samples, seed=2)
     got: Counter = Counter()
@@ -177,6 +179,28 @@ def test_video_stream_two_ranks_two_workers(samples: FrameSamples, monkeypatch: 
         monkeypatch.setenv("WORLD_SIZE", "2")
         got.update(stream_pairs(stream, 2))
     assert got == Counter(samples.index)
+
+
+def test_video_stream_ranks_given_unequal_samples_warn_of_the_ddp_hang(
+    samples: FrameSamples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torchrun over the README's minimal loop: whole videos per rank, so the ranks ran different numbers of
+    # batches and DDP's next all_reduce waited forever, without a word
+    stream = VideoStream(samples, seed=2)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    sizes = np.diff(stream._edges)
+    per_rank = [sum(int(sizes[samples._codes[v]]) for v in videos) for videos in stream.assignment(0, 2)]
+    assert per_rank[0] != per_rank[1] and sum(per_rank) == N_SAMPLES  # the truth: unequal shares
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        said = rf"VideoStream under 2 ranks: epoch 0 gives rank {rank} {per_rank[rank]} samples, .*wait forever"
+        with pytest.warns(VidlabelWarning, match=said + r".*Use PlannedStream"):
+            assert len(list(stream)) == per_rank[rank]
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(stream)) == N_SAMPLES  # one rank: nothing to warn of
 
 
 def test_video_stream_whole_videos_in_order(samples: FrameSamples, monkeypatch: pytest.MonkeyPatch) -> None:

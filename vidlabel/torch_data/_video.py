@@ -16,13 +16,14 @@ without persistent workers.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch.utils.data
 
-from vidlabel.errors import OptionError, check_flag
+from vidlabel.errors import OptionError, VidlabelWarning, check_flag
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.store._position import sample_position
 from vidlabel.torch_data._common import (
@@ -31,9 +32,9 @@ from vidlabel.torch_data._common import (
     SharedEpoch,
     check_rank_share,
     keep_heap_top,
+    rank_and_world,
     to_torch_sample,
     worker_and_count,
-    worker_info,
 )
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
@@ -162,11 +163,36 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
                     f, lo, hi, pattern = by_frame[n]
                     yield samples._sample_of(code, f, lo, hi, pattern, image)
 
+    def _warn_uneven_ranks(self, epoch: int, shards: list[list[str]], rank: int, world: int) -> None:
+        """Warn when this epoch gives the ranks different numbers of samples (whole videos per shard): under
+        DDP the ranks with more batches wait forever at their next collective."""
+        sizes = np.diff(self._edges)
+        workers = len(shards) // world
+        per_rank = [
+            sum(int(sizes[self.samples._codes[v]]) for s in shards[r * workers : (r + 1) * workers] for v in s)
+            for r in range(world)
+        ]
+        if len(set(per_rank)) > 1:
+            warnings.warn(
+                f"VideoStream under {world} ranks: epoch {epoch} gives rank {rank} {per_rank[rank]} samples, and the "
+                f"ranks {min(per_rank)} to {max(per_rank)} (it shares out whole videos): with a collective per "
+                "batch (DistributedDataParallel) the ranks with more batches wait forever. Use PlannedStream("
+                "samples, samples.plan_reads(range(len(samples)), seed=...)), which gives every rank "
+                "ceil(len / world) samples",
+                VidlabelWarning,
+                stacklevel=2,
+            )
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         keep_heap_top()
-        shard, num_shards = worker_info(self._inherited_rank)
+        rank, world = rank_and_world(self._inherited_rank)
+        worker, workers = worker_and_count()
+        shard, num_shards = rank * workers + worker, world * workers  # as worker_info
         epoch = self.epoch
-        videos = self.assignment(epoch, num_shards)[shard]
+        shards = self.assignment(epoch, num_shards)
+        if world > 1 and worker == 0:  # once per rank
+            self._warn_uneven_ranks(epoch, shards, rank, world)
+        videos = shards[shard]
         rng = epoch_rng(self.seed, epoch, STREAM_SHUFFLE_BUFFER, shard)
         for sample in shuffled(self._numpy_samples(videos), self.shuffle_buffer, rng):
             yield self._output(sample)
