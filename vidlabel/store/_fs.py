@@ -21,6 +21,7 @@ from typing import IO, Any
 from vidlabel.errors import StoreCorruptError, StoreError, StoreLockedError
 
 __all__ = [
+    "DECLARED_PER_STORED",
     "LOCK_NAME",
     "MADV_POPULATE_READ",
     "PAGE",
@@ -35,6 +36,7 @@ __all__ = [
     "populate",
     "populate_available",
     "publish",
+    "refuse_overdeclared",
     "remove",
 ]
 
@@ -120,6 +122,28 @@ if hasattr(os, "register_at_fork"):
 
 #: What every refusal of a store changed after export says, after what it found.
 STORE_CHANGED = "the store was changed after export; restore it, or export again into an empty folder"
+
+#: An array read whole may declare at most this many times the bytes its file or folder stores for it (and at least
+#: 1 MiB): its shape is what the read allocates (chunks never written read as the fill value).
+DECLARED_PER_STORED = 1024
+
+
+def refuse_overdeclared(array: str, declared: int, stored: int, holder: str, path: str) -> None:
+    """Refuse an array that declares (``declared`` bytes) far more than is stored for it (``stored`` bytes, in
+    ``holder``: "the file stores for it", "its folder holds"), before anything is allocated.
+
+    Raises
+    ------
+    StoreCorruptError
+        Naming ``array`` (what it is and its declared shape), both sizes and ``path``.
+    """
+    if declared > max(2**20, DECLARED_PER_STORED * stored):
+        raise StoreCorruptError(
+            f"{array} ({declared} bytes), more than {DECLARED_PER_STORED} times the {stored} bytes {holder}: refused "
+            f"before reading: {STORE_CHANGED}",
+            path=path,
+        )
+
 
 #: Lock file kept in the store folder while a writer works on it.
 LOCK_NAME = ".vidlabel-lock"

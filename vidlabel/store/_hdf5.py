@@ -59,13 +59,13 @@ from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
     MADV_POPULATE_READ,
     PAGE,
-    STORE_CHANGED,
     fsync_file,
     in_background,
     inside_store,
     populate,
     populate_available,
     publish,
+    refuse_overdeclared,
     remove,
 )
 from vidlabel.store._layout import index_rows
@@ -266,11 +266,6 @@ def _check_links(f: h5py.File, path: Path, root: Path) -> None:
         _link_target(root, path, name, filename)
 
 
-#: An array may declare at most this many times the bytes its file stores for it (and at least 1 MiB): its shape is
-#: what a read allocates (vidlabel writes its small arrays uncompressed; an edit with h5py may compress them).
-_DECLARED_PER_STORED = 1024
-
-
 def _check_dataset(ds: h5py.Dataset | h5py.h5d.DatasetID, name: str, path: Path) -> None:
     """Refuse a dataset whose data lies in other files (HDF5 external storage, or a virtual dataset)."""
     dcpl = (ds.id if isinstance(ds, h5py.Dataset) else ds).get_create_plist()
@@ -326,15 +321,12 @@ def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
         raise StoreError(f"{str(path)!r}: {name!r} is not an array", path=str(path))
     _check_dataset(obj, name, path)
     dtype = obj.dtype
-    declared, stored = dtype.itemsize * math.prod(obj.shape), obj.get_storage_size()
-    if declared > max(2**20, _DECLARED_PER_STORED * stored):
-        # chunks never written read as the fill value, so a shape of 10**12 in a small file was allocated
-        raise StoreCorruptError(
-            f"array {name!r} of {str(path)!r} declares shape {obj.shape} {dtype} ({declared} bytes), more than "
-            f"{_DECLARED_PER_STORED} times the {stored} bytes the file stores for it: refused before reading: "
-            f"{STORE_CHANGED}",
-            path=str(path),
-        )
+    # chunks never written read as the fill value, so a shape of 10**12 in a small file was allocated (vidlabel writes
+    # its small arrays uncompressed; an edit with h5py may compress them)
+    refuse_overdeclared(
+        f"array {name!r} of {str(path)!r} declares shape {obj.shape} {dtype}", dtype.itemsize * math.prod(obj.shape),
+        obj.get_storage_size(), "the file stores for it", str(path),
+    )  # fmt: skip
     if dtype.kind == "O" or dtype.subdtype is not None:  # strings, array types: h5py's own conversions
         return np.asarray(h5py.Dataset(obj)[()])
     out = np.empty(obj.shape, dtype)

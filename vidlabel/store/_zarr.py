@@ -58,6 +58,7 @@ from vidlabel.store._fs import (
     open_no_follow,
     plain_name,
     publish,
+    refuse_overdeclared,
     remove,
 )
 from vidlabel.store._layout import index_rows
@@ -168,10 +169,6 @@ def _small_chunk_key(shape: Sequence[int]) -> str:
 _DATA_TYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
 )
-
-#: A multi-chunk array (one that vidlabel did not write, e.g. rewritten with zarr-python) may declare at most this
-#: many times the bytes its folder holds (and at least 1 MiB): its shape is what Zarr allocates before reading.
-_DECLARED_PER_STORED = 1024
 
 
 def _short(value: Any) -> str:
@@ -322,14 +319,11 @@ def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
     if meta is None or meta.get("node_type") != "array":
         raise StoreError(f"no Zarr array at {str(path)!r}", path=str(path))
     if not _is_small(meta, str(path)):
-        declared, stored = _declared_bytes(meta), folder_size(path)
-        if declared > max(2**20, _DECLARED_PER_STORED * stored):
-            raise StoreCorruptError(
-                f"Zarr array {str(path)!r} declares shape {meta['shape']} {meta['data_type']} ({declared} bytes), "
-                f"more than {_DECLARED_PER_STORED} times the {stored} bytes its folder holds: refused before "
-                f"reading: {STORE_CHANGED}",
-                path=str(path),
-            )
+        # a multi-chunk array (one vidlabel did not write, e.g. rewritten with zarr-python): Zarr allocates its shape
+        refuse_overdeclared(
+            f"Zarr array {str(path)!r} declares shape {meta['shape']} {meta['data_type']}", _declared_bytes(meta),
+            folder_size(path), "its folder holds", str(path),
+        )  # fmt: skip
         return np.asarray(_open_large_array(str(path))[...])
     try:
         data: bytes | None = _read_file(path / _small_chunk_key(meta["shape"]), "chunk file")
