@@ -89,3 +89,15 @@ def test_numpy_images_of_several_sizes_come_out_channels_first_each():
     batch = collate_frames([dict(_sample(0, 0), image=_rgb(0)), small])
     assert [tuple(t.shape) for t in batch["image"]] == [(3, 6, 8), (3, 4, 5)]
     assert batch["image"][0][2].unique().tolist() == [20]
+
+
+def test_a_key_only_a_later_sample_has_is_refused_not_dropped():
+    # keys were taken from the first sample: a transform adding "weight" to some samples (not the first) had it
+    # dropped from the batch without a word
+    first, later = to_torch_sample(_sample(1, 3)), to_torch_sample(_sample(2, 4))
+    later["weight"] = torch.tensor(0.5)
+    with pytest.raises(OptionError, match=r"collate_frames: sample 1 has key 'weight' that the first sample lacks "
+                       r"\(keys: \['image', 'boxes', .*\]\); every sample of a batch must have the same keys"):  # fmt: skip
+        collate_frames([first, later])
+    first["weight"] = torch.tensor(2.0)
+    assert collate_frames([first, later])["weight"].tolist() == [2.0, 0.5]

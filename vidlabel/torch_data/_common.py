@@ -418,7 +418,7 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ------
     OptionError
         On an empty batch, a batch that is not a sequence of sample dicts (None, one dict, a list of
-        numbers), or a sample missing a key of the first.
+        numbers), or a sample missing a key of the first or holding one the first lacks.
     """
     if isinstance(batch, (Mapping, str, bytes)) or not isinstance(batch, Sequence):
         hint = " (wrap one sample in a list: [sample])" if isinstance(batch, Mapping) else ""
@@ -431,8 +431,16 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 f"collate_frames takes a sequence of sample dicts; sample {i} is {_what(sample)} (a transform must "
                 "return the sample dict it receives, changed: a torchvision-style (image, target) pair is not one)"
             )
+    keys = list(batch[0])
+    for i, sample in enumerate(batch[1:], 1):  # keys are the first sample's: another key would be dropped unsaid
+        extra = [k for k in sample if k not in batch[0]]
+        if extra:
+            raise OptionError(
+                f"collate_frames: sample {i} has key {extra[0]!r} that the first sample lacks (keys: {keys}); every "
+                "sample of a batch must have the same keys (a transform that adds a key must add it to each sample)"
+            )
     out: dict[str, Any] = {}
-    for key in batch[0]:
+    for key in keys:
         try:
             values = [s[key] for s in batch]
         except KeyError as err:
