@@ -59,6 +59,7 @@ from vidlabel.store._codecs import Codec
 from vidlabel.store._fs import (
     MADV_POPULATE_READ,
     PAGE,
+    STORE_CHANGED,
     fsync_file,
     in_background,
     inside_store,
@@ -1236,7 +1237,9 @@ class HDF5Backend(Backend):
         path = self._video_path(video_id)
         if not path.exists():
             raise StoreError(
-                f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path})", video_id=video_id
+                f"frame store {str(self.folder)!r} has no file for video {video_id!r} ({path}): {STORE_CHANGED} "
+                "(the same export command into this folder writes the missing file again)",
+                video_id=video_id,
             )
         return HDF5VideoReader(path, self.folder)
 
