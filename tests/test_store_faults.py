@@ -1008,3 +1008,19 @@ def test_decode_rle_refuses_compressed_counts_of_another_size() -> None:
     ):
         with pytest.raises(ValueError, match=problem):
             decode_rle({"size": [4, 4], "counts": counts})
+
+
+@pytest.mark.parametrize("size", [[70000, 1], [1, 70000], [0, 5]])
+def test_a_mask_size_no_frame_has_is_refused_before_it_is_allocated(size: list[int]) -> None:
+    # decode_rle trusted the RLE's size: counts covering exactly 2**20 x 2**20 pixels (a few bytes of RLE in a
+    # store or release edited) made it allocate a terabyte; a side past the largest frame is refused first
+    from pycocotools import mask as mask_utils
+
+    from vidlabel.geometry import decode_rle, encode_rle
+
+    n = size[0] * size[1]
+    counts = mask_utils.frPyObjects({"size": size, "counts": [n]}, *size)["counts"] if n else b""
+    with pytest.raises(ValueError, match=rf"mask RLE size {size[0]}x{size[1]} is not that of a frame: each side must "
+                       r"be in \[1, 65536\]"):  # fmt: skip
+        decode_rle({"size": size, "counts": counts})
+    assert decode_rle(encode_rle(np.ones((3, 65536), np.uint8))).shape == (3, 65536)

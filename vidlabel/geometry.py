@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.spec import BOX_FORMATS, View
+from vidlabel.spec import BOX_FORMATS, MAX_VIDEO_SIDE, View
 
 __all__ = [
     "boxes_from_xyxy",
@@ -311,11 +311,14 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
     ------
     ValueError
         If compressed counts are not valid RLE or do not cover exactly H x W pixels (pycocotools returned
-        uninitialised memory for fewer, :func:`_rle_pixels_covered`).
+        uninitialised memory for fewer, :func:`_rle_pixels_covered`), or a side of ``size`` is outside
+        ``[1, MAX_VIDEO_SIDE]`` (a crafted size of 2**20 x 2**20 covered exactly was allocated).
     """
     from pycocotools import mask as mask_utils
 
     h, w = (int(v) for v in rle["size"])
+    if not (0 < h <= MAX_VIDEO_SIDE and 0 < w <= MAX_VIDEO_SIDE):  # a crafted size allocated whatever it asked for
+        raise ValueError(f"mask RLE size {h}x{w} is not that of a frame: each side must be in [1, {MAX_VIDEO_SIDE}]")
     counts = rle["counts"]
     if isinstance(counts, list):
         obj = mask_utils.frPyObjects({"size": [h, w], "counts": counts}, h, w)
