@@ -129,6 +129,7 @@ def child_passes(store: str, mode: str, batch: int, hold: bool = True) -> dict[s
     from vidlabel.torch_data import StoreFrames
 
     _hdf5.FIRST_TOUCH = mode
+    os.environ.pop("VIDLABEL_FIRST_TOUCH", None)  # the mode measured, not the one the environment names
     data = StoreFrames(store)
     idx = np.random.default_rng(0).permutation(len(data))
     batches = [idx[a : a + batch].tolist() for a in range(0, len(idx), batch)]

@@ -330,6 +330,46 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
     assert reader._fd == -1
 
 
+@pytest.mark.parametrize(("value", "want"), [("readahead", "readahead"), (" Fault ", "fault"), ("", None)])
+def test_vidlabel_first_touch_picks_how_this_process_meets_the_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, want: str | None
+) -> None:
+    # the fastest first touch depends on the machine (issue 15: "populate" on the Xeon VM, "readahead" on the EPYC
+    # VM), and only a module constant chose it: VIDLABEL_FIRST_TOUCH now does, for the process's own reads
+    from vidlabel.store import _hdf5
+
+    monkeypatch.setenv("VIDLABEL_FIRST_TOUCH", value)
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    frames = noisy_frames(4, seed=3)
+    write_unit(backend, "u1", frames, "none", 2)
+    reader = backend.open_frames_unit("u1")
+    try:
+        assert reader._first_touch == (want or _hdf5.FIRST_TOUCH)
+        assert np.array_equal(reader.read_chunk(1)[:2], np.stack(frames[2:4]))
+    finally:
+        reader.close()
+
+
+def test_a_first_touch_vidlabel_does_not_know_warns_and_keeps_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidlabel.errors import SwitchValueWarning
+    from vidlabel.store import _hdf5
+
+    monkeypatch.setenv("VIDLABEL_FIRST_TOUCH", "prefetch")
+    backend = backend_for(tmp_path / "out", "hdf5")
+    backend.mark_incomplete({"format": "vidlabel-store"})
+    write_unit(backend, "u1", noisy_frames(2, seed=3), "none", 1)
+    with pytest.warns(SwitchValueWarning, match=r"VIDLABEL_FIRST_TOUCH='prefetch' is not one of populate, "
+                      r"readahead, pread, fault: 'populate' is used"):  # fmt: skip
+        reader = backend.open_frames_unit("u1")
+    try:
+        assert reader._first_touch == _hdf5.FIRST_TOUCH == "populate"
+    finally:
+        reader.close()
+
+
 def test_hdf5_readahead_of_a_reader_closed_meanwhile_is_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

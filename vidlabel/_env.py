@@ -1,5 +1,5 @@
-"""vidlabel's on/off environment switches (``VIDLABEL_SHM_POOL``, ``VIDLABEL_HDF5_DIRECT_WRITE``,
-``VIDLABEL_EXPORT_FRAME_THREADS``): one rule for reading them all."""
+"""vidlabel's environment switches: on/off ones (``VIDLABEL_SHM_POOL``, ``VIDLABEL_HDF5_DIRECT_WRITE``,
+``VIDLABEL_EXPORT_FRAME_THREADS``) and ones naming a choice (``VIDLABEL_FIRST_TOUCH``): one rule for reading them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import overload
 
 from vidlabel.errors import SwitchValueWarning
 
-__all__ = ["env_switch"]
+__all__ = ["env_choice", "env_switch"]
 
 _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
@@ -38,6 +38,24 @@ def env_switch(name: str, default: bool | None) -> bool | None:
         used = "decided by vidlabel" if default is None else ("on" if default else "off")
         warnings.warn(
             f"{name}={raw!r} is not an on/off value (1, true, yes, on / 0, false, no, off): the switch is {used}",
+            SwitchValueWarning,
+            stacklevel=2,
+        )
+    return default
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    """The choice ``name`` names in the environment, one of ``choices`` (any case, spaces ignored); ``default`` when
+    it is unset or empty, and when it names none of them (which also warns, a
+    :class:`~vidlabel.errors.SwitchValueWarning`, once per value). Read at each use, as :func:`env_switch`."""
+    raw = os.environ.get(name, "")
+    value = raw.strip().lower()
+    if value in choices:
+        return value
+    if value and (name, raw) not in _WARNED:
+        _WARNED.add((name, raw))
+        warnings.warn(
+            f"{name}={raw!r} is not one of {', '.join(choices)}: {default!r} is used",
             SwitchValueWarning,
             stacklevel=2,
         )

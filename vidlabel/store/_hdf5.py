@@ -43,7 +43,7 @@ import google_crc32c  # here, not at the first read: DataLoader workers forked l
 import h5py
 import numpy as np
 
-from vidlabel._env import env_switch
+from vidlabel._env import env_choice, env_switch
 from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store._backend import (
     Backend,
@@ -90,6 +90,10 @@ PARTIAL = ".partial"
 #: against 0.87x; the goal is 0.8x. Handing each batch to the thread costs more than it saves when the chunks
 #: are small.
 FIRST_TOUCH = "populate"
+#: The ways a first read may meet the map; ``VIDLABEL_FIRST_TOUCH`` picks one for this process (the best one depends
+#: on the machine: on issue 15's EPYC VM "readahead" gave 0.77-0.91x where "populate" gave 0.66-0.76x, the
+#: reverse of the Xeon VM; ``scripts/bench_storeframes.py --only 1`` measures each on yours).
+FIRST_TOUCHES = ("populate", "readahead", "pread", "fault")
 #: How the first read of a chunk meets the file in a PyTorch DataLoader worker process. With torch's default
 #: ``persistent_workers=False`` every epoch starts new workers, so every epoch is a worker's first pass: the
 #: pages of the frames file are mapped again in each (a fork does not copy the parent's page tables of a file
@@ -648,7 +652,11 @@ class HDF5FramesReader(FramesReader):
         self._offsets: np.ndarray | None = None
         self._fd = -1  # for "pread" first touches
         self._touched = bytearray()  # per chunk: read through the map in this process already
-        self._first_touch = WORKER_FIRST_TOUCH if _in_dataloader_worker() else FIRST_TOUCH
+        self._first_touch = (
+            WORKER_FIRST_TOUCH
+            if _in_dataloader_worker()
+            else env_choice("VIDLABEL_FIRST_TOUCH", FIRST_TOUCHES, FIRST_TOUCH)
+        )
         self._map_lock = threading.Lock()  # the readahead thread advises the map under it; close unmaps under it
 
     def _use_map(self, mapped: mmap.mmap, fd: int, offsets: np.ndarray) -> None:
