@@ -1229,9 +1229,10 @@ def _warn_added_twice(video_id: str, n: int, twice: list[tuple[int, int]], ids: 
             f"{len(twice)} of the {n} rows just added equal rows already stored (row {row}, annotation "
             f"{int(ids[row])}, equals annotation {stored}: {what})"
         )
+    they, them = ("it is", "it") if len(twice) == 1 else ("they are", "them")
     warnings.warn(
-        f"video {video_id!r}: {head}, as when one file is added twice; {'it is' if len(twice) == 1 else 'they are'} "
-        f"kept (validate warns duplicate_annotation): remove {'it' if len(twice) == 1 else 'them'} with Dataset.delete_annotations([{shown}]) or set_status(ids, "
+        f"video {video_id!r}: {head}, as when one file is added twice; {they} kept (validate warns "
+        f"duplicate_annotation): remove {them} with Dataset.delete_annotations([{shown}]) or set_status(ids, "
         "'rejected')",
         VidlabelWarning,
         stacklevel=3,

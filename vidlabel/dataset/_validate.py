@@ -521,15 +521,20 @@ def _track_label_problems(r: _Rows) -> None:
         r.problems.append(_problem("track_label_conflict", message, r.vids[v], int(r.ids[row])))
 
 
+def _mask_keys(offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """A hash of each row's mask RLE bytes (CSR ``offsets`` of n + 1 into ``counts``), 0 for a row without a mask."""
+    keys = np.zeros(offsets.shape[0] - 1, np.int64)
+    for i in np.flatnonzero(offsets[1:] > offsets[:-1]).tolist():
+        keys[i] = hash(counts[offsets[i] : offsets[i + 1]].tobytes())
+    return keys
+
+
 def _duplicate_problems(r: _Rows) -> set[int]:
     """duplicate_annotation: same video, kind, label, view, frames, box (and mask bytes) as an earlier row;
     returns the duplicate rows."""
     t = r.table
     kind, start, end, box = t.kind, t.start_frame, t.end_frame, t.box
-    mask_key = np.zeros(len(t), np.int64)
-    for i in np.flatnonzero(kind == _MASK).tolist():
-        a, b = t.mask_offsets[i], t.mask_offsets[i + 1]
-        mask_key[i] = hash(t.mask_counts[a:b].tobytes())
+    mask_key = _mask_keys(t.mask_offsets, t.mask_counts)
     cols = [t.video, kind, t.label, t.view, start, end, box[:, 0], box[:, 1], box[:, 2], box[:, 3], mask_key]
     dup_set = set()
     for i, j in _duplicates(cols, r.ids):
@@ -554,15 +559,12 @@ def stored_duplicates(stored: dict[str, np.ndarray], new: dict[str, np.ndarray])
     from vidlabel.dataset._chunks import concat, take
 
     keep = np.flatnonzero(stored["status"] != STATUSES.index("rejected"))
-    both = concat([take(stored, keep), new])
     n_stored = keep.size
     if n_stored == 0:
         return []
-    kind, box, offsets = both["kind"], both["box"], both["mask_offsets"]
-    mask_key = np.zeros(kind.shape[0], np.int64)
-    for i in np.flatnonzero(offsets[1:] > offsets[:-1]).tolist():
-        mask_key[i] = hash(both["mask_counts"][offsets[i] : offsets[i + 1]].tobytes())
-    cols = [kind, both["label"], both["view"], both["start_frame"], both["end_frame"], *box.T, mask_key]
+    both = concat([take(stored, keep), new])
+    mask_key = _mask_keys(both["mask_offsets"], both["mask_counts"])
+    cols = [both["kind"], both["label"], both["view"], both["start_frame"], both["end_frame"], *both["box"].T, mask_key]
     ids = both["annotation_id"]
     return [(r - n_stored, int(ids[f])) for r, f in _duplicates(cols, ids) if r >= n_stored and f < n_stored]
 

@@ -316,11 +316,6 @@ _POINT_KEYS = ("region/point/", "region/3d_point/", "region/radius")
 _BOX_KEYS = ("region/bbox/ymin", "region/bbox/xmin", "region/bbox/ymax", "region/bbox/xmax")
 
 
-def _values(flist: Any) -> int:
-    """How many values a feature list holds over its frames, whatever their type."""
-    return sum(_values_of(feature) for feature in flist.feature)
-
-
 def _unread_labels(file: Path, where: str, example: Any, skipped: Counter[str]) -> None:
     """Count the labels of a record the import has no rows for, as the other formats count the shapes they do not
     import (CVAT's points, COCO's crowd regions): points, regions under another prefix than ``PREDICTED``,
@@ -347,7 +342,7 @@ def _unread_labels(file: Path, where: str, example: Any, skipped: Counter[str]) 
             )
         else:
             continue
-        counted[reason] = max(counted.get(reason, 0), _values(lists[key]))
+        counted[reason] = max(counted.get(reason, 0), sum(_values_of(f) for f in lists[key].feature))
     for reason, n in counted.items():
         if n:
             skipped[reason] += n
