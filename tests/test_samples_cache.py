@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.media import decode_all, encode_clip, object_box, read_frame_number
+from tests.media import ClipTruth, decode_all, encode_clip, object_box, read_frame_number
 from tests.test_store_faults import damage
-from vidlabel import Dataset, FrameReader, FrameSamples, probe
+from vidlabel import Dataset, FrameReader, FrameSamples, Release, probe
 from vidlabel.cli import main
 from vidlabel.errors import (
     FrameOutOfRangeError,
@@ -167,16 +167,23 @@ def test_a_cache_is_never_written_over_a_store_with_labels(
     assert open_store(store).frames_only
 
 
-def test_a_frame_the_cache_lacks_of_a_re_registered_video_says_to_build_a_new_release(tmp_path: Path) -> None:
-    # the file was re-encoded in place and re-registered after the release was built: the remedy is a new
-    # release (as FrameSamples says without a cache), not another re-registration
-    clip = encode_clip(tmp_path / "clip.mp4", n_frames=12, width=W, height=H, gop=6)
+def _cached_one_box(tmp_path: Path, *, n_frames: int, gop: int, frame: int) -> tuple[ClipTruth, Dataset, Release]:
+    """A clip with one box on ``frame``, its dataset with one release, and that release's cache at tmp_path/frames."""
+    clip = encode_clip(tmp_path / "clip.mp4", n_frames=n_frames, width=W, height=H, gop=gop)
     ds = Dataset.create(tmp_path / "ds")
     ds.add_labels(["object"])
     ds.add_video(probe(clip.path, video_id="clip"))
-    ds.add_annotations([{"kind": "box", "label": "object", "start_frame": 2, "box": object_box(2, W, H)}], "clip")
+    ds.add_annotations([{"kind": "box", "label": "object", "start_frame": frame, "box": object_box(frame, W, H)}],
+                       "clip")  # fmt: skip
     release, _ = ds.build()
     cache(ds, tmp_path / "frames", codec="none", progress=False)
+    return clip, ds, release
+
+
+def test_a_frame_the_cache_lacks_of_a_re_registered_video_says_to_build_a_new_release(tmp_path: Path) -> None:
+    # the file was re-encoded in place and re-registered after the release was built: the remedy is a new
+    # release (as FrameSamples says without a cache), not another re-registration
+    clip, ds, release = _cached_one_box(tmp_path, n_frames=12, gop=6, frame=2)
     encode_clip(clip.path, n_frames=12, width=W, height=H, gop=4)  # other bytes, same path
     ds.update_video(probe(clip.path, video_id="clip"))
     for store in (None, tmp_path / "frames"):
@@ -245,13 +252,7 @@ def test_a_cache_rebuilt_or_removed_while_in_use_still_gives_the_release_s_frame
 
 
 def test_a_cache_damaged_after_it_was_opened_is_refused_not_read_around(tmp_path: Path) -> None:
-    clip = encode_clip(tmp_path / "clip.mp4", n_frames=8, width=W, height=H, gop=4)
-    ds = Dataset.create(tmp_path / "ds")
-    ds.add_labels(["object"])
-    ds.add_video(probe(clip.path, video_id="clip"))
-    ds.add_annotations([{"kind": "box", "label": "object", "start_frame": 3, "box": object_box(3, W, H)}], "clip")
-    ds.build()
-    cache(ds, tmp_path / "frames", codec="none", progress=False)
+    _, ds, _ = _cached_one_box(tmp_path, n_frames=8, gop=4, frame=3)
     samples = FrameSamples(ds, cache=tmp_path / "frames")
     damage(tmp_path / "frames", "clip", 0)  # a byte of the one stored frame, after the cache was opened
     with samples.reader("clip") as reader:
