@@ -160,7 +160,8 @@ def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytes
     assert err == (  # the file's first row again: a file added twice is said at once, not only by validate
         "vidlabel: warning: video 'cam1': the row just added (annotation 4) equals annotation 1 already stored (same "
         "kind, label, view, frames, box and mask), as when one file is added twice; it is kept (validate warns "
-        "duplicate_annotation): remove it with Dataset.delete_annotations([4]) or set_status(ids, 'rejected')\n"
+        f"duplicate_annotation): remove it with Dataset.open({str(dataset.absolute())!r}).delete_annotations([4]) or "
+        "leave it out of releases with set_status([4], 'rejected')\n"
     )
     Dataset.open(dataset).delete_annotations([4])
     got = Dataset.open(dataset).annotations()

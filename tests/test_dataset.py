@@ -483,10 +483,11 @@ def test_a_batch_added_twice_warns_at_once_and_keeps_the_rows(ds: Dataset) -> No
         again = ds.add_annotations([box(8), *batch], "clip")
     (w,) = caught
     assert str(w.message) == (
-        f"video 'clip': 4 of the 5 rows just added equal rows already stored (row 1, annotation {again[1]}, equals "
-        f"annotation {first[0]}: same kind, label, view, frames, box and mask), as when one file is added twice; "
-        f"they are kept (validate warns duplicate_annotation): remove them with Dataset.delete_annotations"
-        f"([{', '.join(map(str, again[1:]))}]) or set_status(ids, 'rejected')"
+        f"video 'clip': 4 of the 5 rows just added equal rows already stored (row 1 (0-based), annotation "
+        f"{again[1]}, equals annotation {first[0]}: same kind, label, view, frames, box and mask), as when one file "
+        f"is added twice; they are kept (validate warns duplicate_annotation): remove them with "
+        f"Dataset.open({str(ds.path)!r}).delete_annotations([{', '.join(map(str, again[1:]))}]) or leave them out "
+        f"of releases with set_status([{', '.join(map(str, again[1:]))}], 'rejected')"
     )
     assert len(ds.annotations("clip")) == 4 + 2 + 1 + 2 + 5  # kept: the warning changes nothing
     ds.delete_annotations(again[1:])

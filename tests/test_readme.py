@@ -193,7 +193,8 @@ def test_the_walkthrough_says_how_to_remove_rows_added_twice(tmp_path):
     row = {"kind": "box", "label": "car", "start_frame": 1, "box": [1, 2, 11, 12]}
     first = ds.add_annotations([row], "cam1")
     with pytest.warns(VidlabelWarning, match=r"video 'cam1': the row just added \(annotation 2\) equals annotation 1 "
-                      r"already stored .*remove it with Dataset.delete_annotations\(\[2\]\)"):  # fmt: skip
+                      r"already stored .*remove it with Dataset.open\(.*\).delete_annotations\(\[2\]\) or leave it out of "
+                      r"releases with set_status\(\[2\], 'rejected'\)"):  # fmt: skip
         second = ds.add_annotations([row], "cam1")
     assert [p.code for p in ds.validate(check_files=False)] == ["duplicate_annotation"]
     ds.delete_annotations(second)

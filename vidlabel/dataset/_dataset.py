@@ -660,7 +660,7 @@ class Dataset:
                 twice = []
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
         if twice:
-            _warn_added_twice(video_id, n, twice, ids)
+            _warn_added_twice(self._path, video_id, n, twice, ids)
         return ids.tolist()
 
     def _edit(self, ids: Iterable[int], operation: str, change: Callable[[Cols, np.ndarray], Cols | None]) -> None:
@@ -1216,24 +1216,24 @@ def _warn_untrusted(meta: VideoMetadata) -> None:
         )
 
 
-def _warn_added_twice(video_id: str, n: int, twice: list[tuple[int, int]], ids: np.ndarray) -> None:
+def _warn_added_twice(path: Path, video_id: str, n: int, twice: list[tuple[int, int]], ids: np.ndarray) -> None:
     """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
     row, stored = twice[0]
-    new_ids = [int(ids[r]) for r, _ in twice]
+    new_ids = sorted(int(ids[r]) for r, _ in twice)
     shown = ", ".join(map(str, new_ids[:5])) + (", ..." if len(new_ids) > 5 else "")
     what = "same kind, label, view, frames, box and mask"
     if n == 1:
         head = f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored ({what})"
     else:
         head = (
-            f"{len(twice)} of the {n} rows just added equal rows already stored (row {row}, annotation "
+            f"{len(twice)} of the {n} rows just added equal rows already stored (row {row} (0-based), annotation "
             f"{int(ids[row])}, equals annotation {stored}: {what})"
         )
     they, them = ("it is", "it") if len(twice) == 1 else ("they are", "them")
     warnings.warn(
         f"video {video_id!r}: {head}, as when one file is added twice; {they} kept (validate warns "
-        f"duplicate_annotation): remove {them} with Dataset.delete_annotations([{shown}]) or set_status(ids, "
-        "'rejected')",
+        f"duplicate_annotation): remove {them} with Dataset.open({str(path)!r}).delete_annotations([{shown}]) or "
+        f"leave {them} out of releases with set_status([{shown}], 'rejected')",
         VidlabelWarning,
         stacklevel=3,
     )
