@@ -111,3 +111,29 @@ def test_progress_bars_stay_off_output_that_is_not_a_terminal(tmp_path, capsys, 
     assert cli.main(["verify", str(tmp_path / "store")]) == 0
     err = capsys.readouterr().err
     assert "%|" not in err and "frame/s" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "taken"),
+    [
+        (["validate", "--roots", "/videos", "ds"], "--roots", "/videos ds"),
+        (["validate", "--roots", "/a", "--json"], None, None),  # an option ends the list: DATASET was not given
+        (["export-labels", "--videos", "cam1", "ds", "coco-vid", "out.json"], "--videos", "cam1 ds coco-vid out.json"),
+    ],
+)
+def test_a_list_option_that_took_the_positional_arguments_is_named(capsys, argv, option, taken):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "the following arguments are required" in err
+    if option is None:
+        assert "took every value" not in err
+    else:
+        assert f"({option} took every value after it: {taken}; end its list with `--`" in err
+
+
+def test_a_list_option_ended_with_double_dash_leaves_the_positional_argument(tmp_path, capsys):
+    missing = tmp_path / "no_dataset"
+    assert cli.main(["validate", "--roots", str(tmp_path), "--", str(missing)]) == 1
+    assert f"no dataset at {missing}" in capsys.readouterr().err

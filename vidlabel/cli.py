@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys
 from vidlabel._version import __version__
@@ -610,9 +610,43 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"a number is too long to read ({str(err).split(';')[0]})") from None
 
 
+#: Options that take a list of values (``nargs="*"``): argparse gives them every value after them up to the next
+#: option, a positional argument written after them included.
+_LIST_OPTIONS = ("--roots", "--videos")
+
+
+def _list_took_positionals(argv: Sequence[str]) -> str:
+    """Where the last of ``argv``'s list options (:data:`_LIST_OPTIONS`) runs to the end of ``argv``, so that it
+    may have taken a positional argument: the words of a hint saying so, else ''."""
+    for at in range(len(argv) - 1, -1, -1):
+        word = argv[at]
+        if word == "--" or (word.startswith("-") and word not in _LIST_OPTIONS):
+            return ""
+        if word in _LIST_OPTIONS:
+            values = argv[at + 1 :]
+            if not values:
+                return ""
+            return (
+                f" ({word} took every value after it: {' '.join(values)}; end its list with `--` "
+                f"or write {word} after the positional arguments)"
+            )
+    return ""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose missing-argument error says when a list option took the positional arguments."""
+
+    hint = ""  # set by :func:`main` for the arguments it parses
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required"):
+            message += _Parser.hint
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``vidlabel`` command (one sub-parser per command)."""
-    parser = argparse.ArgumentParser(prog="vidlabel", description="Annotated videos to training data.")
+    parser = _Parser(prog="vidlabel", description="Annotated videos to training data.")
     parser.add_argument("--version", action="version", version=f"vidlabel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -847,6 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
+    _Parser.hint = _list_took_positionals(sys.argv[1:] if argv is None else list(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said with the command's usage (argparse's parse_args gives the top-level one)
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
