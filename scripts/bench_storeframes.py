@@ -45,7 +45,12 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``MADV_POPULATE_READ`` (the way since 2026-12-03, afternoon) or ``MADV_POPULATE_WRITE`` (before), and a new
    slab of the same size mapped both ways (milliseconds, runs alternating).
 
-Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4]
+touches. Row 1's first touches only ("populate", "fault", "readahead"), over the four stores of row 1 (640x480
+   and 1280x720, the small and the large store), the modes alternating in each repeat (their order reversed
+   every other repeat), so that more repeats fit in the time of one row-1 run: first/warm and the share of
+   the file mapped in 2 MiB pages for each, median and range. Not in the default ``--only``.
+
+Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4,touches]
 """
 
 from __future__ import annotations
@@ -360,6 +365,24 @@ def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
               f"{spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
 
 
+def first_touches(stores: dict[str, Path], repeat: int) -> None:
+    """Row 1's first touches alone over ``stores``, alternating (see the module's "touches")."""
+    modes = ("populate", "fault", "readahead")
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {(s, m): [] for s in stores for m in modes}
+    for r in range(repeat):
+        for label, store in stores.items():
+            for m in modes if r % 2 == 0 else modes[::-1]:
+                page_cache(store)
+                runs[label, m].append(run_child("passes", str(store), m, "8", "1"))
+    for label in stores:
+        words = []
+        for m in modes:
+            rs = runs[label, m]
+            words.append(f"{m} {spread([r['first'] / r['warm'] for r in rs])} "
+                         f"({statistics.median(r['pmd_share'] for r in rs):.0%} in 2 MiB pages)")  # fmt: skip
+        print(f"  first touches, {label}, first/warm: {'; '.join(words)}")
+
+
 def row2(workdir: Path, ds_path: Path, repeat: int) -> None:
     same, fresh = [], []
     store = workdir / "store_same_process"
@@ -563,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     c720 = make_clip(args.workdir / "clip_1280x720.mp4", 150, 1280, 720)
     s480 = store_for(args.workdir, "480", {"c480": c480})
     s720 = store_for(args.workdir, "720", {"c720": c720})
-    if "1" in only:
+    if "1" in only or "touches" in only:
         b480 = store_for(args.workdir, "480", {"c480": c480}, blocks_2mib=True)
         b720 = store_for(args.workdir, "720", {"c720": c720}, blocks_2mib=True)
         n480, n720 = large_frames(640, 480, 300), large_frames(1280, 720, 150)
@@ -571,7 +594,12 @@ def main(argv: list[str] | None = None) -> int:
         large720 = make_clip(args.workdir / f"clip_1280x720_{n720}.mp4", n720, 1280, 720)
         l480 = store_for(args.workdir, f"480_{n480}", {"c480": large480})
         l720 = store_for(args.workdir, f"720_{n720}", {"c720": large720})
-        row1({"640x480": (s480, b480, l480), "1280x720": (s720, b720, l720)}, args.repeat)
+        if "1" in only:
+            row1({"640x480": (s480, b480, l480), "1280x720": (s720, b720, l720)}, args.repeat)
+        if "touches" in only:
+            sizes = {"640x480": (s480, l480), "1280x720": (s720, l720)}
+            first_touches({f"{k}, {n / 1e6:,.0f} MB store": st for k, pair in sizes.items() for st in pair
+                           for n in [sum(f.stat().st_size for f in st.glob("frames/*.h5"))]}, args.repeat)  # fmt: skip
     if "2" in only:
         row2(args.workdir, args.workdir / "ds_store_480", args.repeat)
     if "3" in only:
