@@ -34,6 +34,7 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from vidlabel.errors import StoreCorruptError
+from vidlabel.spec import MAX_FRAME_COUNT, MAX_VIDEO_SIDE
 from vidlabel.store._codecs import Codec, get_codec
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "chunk_crc_problem",
     "chunk_missing_problem",
     "chunk_size_problem",
+    "frames_shape_problem",
     "node_name",
     "node_video_id",
 ]
@@ -103,6 +105,31 @@ class FramesHeader:
     path: Any
     shape: tuple[int, ...]
     unit_key: str | None
+
+
+def frames_shape_problem(shape: tuple[int, ...], chunk_frames: int) -> str | None:
+    """A phrase when a ``frames`` array's declared ``shape`` and ``chunk_frames`` lie outside what any export
+    writes, else None: (T, H, W, 3) with T in [0, :data:`~vidlabel.spec.MAX_FRAME_COUNT`] (the most frames a
+    video may have), H and W in [1, :data:`~vidlabel.spec.MAX_VIDEO_SIDE`] (the largest frame a video may have)
+    and ``chunk_frames`` in [1, max(1, T)].
+
+    A read allocates ``(chunk_frames, H, W, 3)`` bytes for a chunk before decoding it, so a store's metadata
+    edited to declare frames of 2**20 x 2**20 pixels (a few bytes) allocated terabytes on its first read; each
+    backend refuses such frames when it opens them, before anything is allocated.
+    """
+    if len(shape) != 4 or shape[3] != 3:
+        return f"its shape {tuple(shape)} is not (T, H, W, 3)"
+    t, h, w = shape[:3]
+    if not (1 <= h <= MAX_VIDEO_SIDE and 1 <= w <= MAX_VIDEO_SIDE):
+        return (
+            f"its frames are {h} pixels high and {w} wide: each side must be in [1, {MAX_VIDEO_SIDE}] (the largest "
+            "frame a video may have)"
+        )
+    if not 0 <= t <= MAX_FRAME_COUNT:
+        return f"it holds {t} frames: at most {MAX_FRAME_COUNT} (the most a video may have)"
+    if not 1 <= chunk_frames <= max(1, t):
+        return f"its chunks of {chunk_frames} frames are not in [1, {max(1, t)}] (1 to its {t} frames)"
+    return None
 
 
 class FramesReader(ABC):

@@ -52,6 +52,7 @@ from vidlabel.store._backend import (
     FramesWriter,
     VideoReader,
     folder_size,
+    frames_shape_problem,
     node_name,
     node_video_id,
 )
@@ -731,7 +732,9 @@ class HDF5FramesReader(FramesReader):
         StoreError
             If ``frames`` is missing, not an array of frames, or its data lies in other files.
         StoreCorruptError
-            If the file's metadata is damaged (h5py cannot follow it); the message names the file.
+            If the file's metadata is damaged (h5py cannot follow it), or declares frames no export writes
+            (:func:`~vidlabel.store._backend.frames_shape_problem`: sides, frame count, ``chunk_frames``) or chunks
+            other than ``chunk_frames`` whole frames; the message names the file and the valid range.
         """
         where = f"frames file {str(self.path)!r}"
         assert self._file is not None
@@ -753,6 +756,18 @@ class HDF5FramesReader(FramesReader):
         if "chunk_frames" not in attrs or "codec" not in attrs:
             raise StoreError(f"{where} has no 'chunk_frames' or 'codec' attribute", path=str(self.path))
         _check_dataset(ds, "frames", self.path)
+        chunk_frames = attrs["chunk_frames"]
+        if type(chunk_frames) is not int:
+            problem: str | None = f"its chunk_frames attribute {chunk_frames!r} is not a whole number"
+        else:
+            problem = frames_shape_problem(ds.shape, chunk_frames)
+            if problem is None and ds.chunks != (chunk_frames, *ds.shape[1:]):
+                problem = (
+                    f"its chunks are {ds.chunks}, not the ({chunk_frames}, H, W, 3) of whole frames its chunk_frames "
+                    f"attribute ({chunk_frames}) says"
+                )
+        if problem is not None:  # a read allocates (chunk_frames, H, W, 3) bytes a chunk: refused before any read
+            raise StoreCorruptError(f"{where}: 'frames' {ds.shape}: {problem}: {STORE_CHANGED}", path=str(self.path))
         return ds, attrs
 
     def _map_chunks(self) -> None:

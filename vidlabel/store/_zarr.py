@@ -46,6 +46,7 @@ from vidlabel.store._backend import (
     chunk_missing_problem,
     chunk_size_problem,
     folder_size,
+    frames_shape_problem,
     node_name,
     node_video_id,
 )
@@ -214,7 +215,8 @@ def _frames_layout(meta: dict[str, Any], where: str) -> tuple[tuple[int, ...], i
     ------
     StoreCorruptError
         If it is not that of frames: (T, H, W, 3) uint8 chunked along T alone, ``chunk_frames`` in
-        ``[1, max(1, T)]`` (a chunk of 10**9 frames was allocated on the first read), a codec named.
+        ``[1, max(1, T)]`` (a chunk of 10**9 frames was allocated on the first read), sides and frame count
+        within what a video may have (:func:`~vidlabel.store._backend.frames_shape_problem`), a codec named.
     """
     problem = _array_problem(meta)
     attrs = meta.get("attributes", {})
@@ -225,6 +227,8 @@ def _frames_layout(meta: dict[str, Any], where: str) -> tuple[tuple[int, ...], i
                 f"it is {meta['data_type']} of shape {shape} in chunks of {chunk}, not (T, H, W, 3) uint8 frames "
                 "in chunks of whole frames"
             )
+        elif (sides := frames_shape_problem(tuple(shape), chunk[0])) is not None:
+            problem = sides
         elif not isinstance(attrs, dict) or not isinstance(attrs.get("codec"), str):
             problem = f"its attributes {_short(attrs)} name no codec"
     if problem is not None:

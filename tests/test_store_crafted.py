@@ -1,0 +1,193 @@
+"""Stores are untrusted input (a store someone sent you): metadata crafted to make a read allocate what it
+declares, or to read one way for vidlabel and another for a careful reader, is refused when the store is
+opened, before anything is allocated, with a StoreCorruptError naming the store, the file or array and the
+valid range. Each store is made by the project's own export and then edited so that it passes every other
+check (the video's width and height, its labels key, the root's summary agree with the edit)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import h5py
+import hdf5plugin
+import pytest
+
+from tests.services import Bucket
+from tests.test_store_support import make_dataset
+from vidlabel import export, open_store
+from vidlabel.errors import StoreCorruptError
+from vidlabel.spec import MAX_FRAME_COUNT, MAX_VIDEO_SIDE
+from vidlabel.store import backend_for, upload
+from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS, labels_key
+
+N_FRAMES = 16
+CHUNK = 4
+CHANGED = r"the store was changed after export; restore it, or export again into an empty folder"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("store_crafted")
+    ds = make_dataset(root, videos=("a",), n_frames=N_FRAMES)
+    for fmt in ("hdf5", "zarr"):  # compressed, CHUNK frames a chunk: 4 chunks of 64x48 frames
+        export(ds, root / fmt, format=fmt, frames="all", codec="zstd", chunk_frames=CHUNK, progress=False)
+    return root
+
+
+def copy_store(exported: Path, fmt: str, tmp_path: Path) -> Path:
+    """A private copy (real copies, no hard links) of a fixture store, to edit."""
+    return Path(shutil.copytree(exported / fmt, tmp_path / fmt))
+
+
+def _edit_json(path: Path, change: Any) -> None:
+    meta = json.loads(path.read_text())
+    change(meta)
+    path.write_text(json.dumps(meta))
+
+
+def agree(store: Path, video_id: str, height: int, width: int) -> None:
+    """Make video ``video_id``'s width and height attributes, its labels key (recomputed with the store's own
+    function) and the root's summary of it say ``width`` x ``height``: a crafted store that passes every check
+    but the one under test."""
+    backend = backend_for(store)
+    root_attrs, _ = backend.read_root()
+    video = backend.open_video(video_id)
+    try:
+        names = [*VIDEO_ARRAYS, *(f"regions/{n}" for n in REGION_FIELDS), *(f"segments/{n}" for n in SEGMENT_FIELDS)]
+        arrays = {name: video.array(name) for name in names}
+        attrs = {**video.attrs, "width": width, "height": height}
+    finally:
+        video.close()
+    key = labels_key(attrs, arrays, root_attrs["class_names"])
+    changes = {"width": width, "height": height, "labels_key": key}
+    if (store / "store.h5").exists():
+        with h5py.File(store / "videos" / f"{video_id}.h5", "r+") as f:
+            for name, value in changes.items():
+                f.attrs[name] = json.dumps(value)
+        with h5py.File(store / "store.h5", "r+") as f:
+            videos = json.loads(f.attrs["videos"])
+            videos[video_id].update(changes)
+            f.attrs["videos"] = json.dumps(videos)
+        return
+    _edit_json(store / "videos" / video_id / "zarr.json", lambda m: m["attributes"].update(changes))
+    _edit_json(store / "zarr.json", lambda m: m["attributes"]["videos"][video_id].update(changes))
+
+
+def hdf5_frames_file(store: Path, video_id: str) -> Path:
+    with h5py.File(store / "videos" / f"{video_id}.h5", "r") as f:
+        return (store / "videos" / f.get("frames", getlink=True).filename).resolve()
+
+
+def claim_frames(store: Path, shape: tuple[int, int, int, int], chunk_frames: int = CHUNK) -> None:
+    """Edit video a's frames array to declare ``shape`` in chunks of ``chunk_frames`` frames (no pixel
+    written: a read allocates a chunk before it decodes one), and the rest of the store to agree."""
+    if (store / "store.h5").exists():
+        with h5py.File(hdf5_frames_file(store, "a"), "r+") as f:
+            del f["frames"]
+            f.create_dataset(
+                "frames", shape=shape, dtype="uint8", chunks=(chunk_frames, *shape[1:]), maxshape=(None, *shape[1:]),
+                **hdf5plugin.Zstd(),
+            )  # fmt: skip
+            f.attrs["chunk_frames"] = json.dumps(chunk_frames)
+    else:
+
+        def change(meta: dict[str, Any]) -> None:
+            meta["shape"] = list(shape)
+            meta["chunk_grid"]["configuration"]["chunk_shape"] = [chunk_frames, *shape[1:]]
+
+        _edit_json(store / "videos" / "a" / "frames" / "zarr.json", change)
+    agree(store, "a", shape[1], shape[2])
+
+
+def place(store: Path, where: str, s3_bucket: Bucket | None) -> tuple[str, dict[str, Any] | None]:
+    """The store to open: the folder itself, or for ``where`` "url" its upload to a fresh S3 bucket (moto)."""
+    if where != "url":
+        return str(store), None
+    assert s3_bucket is not None
+    url = s3_bucket.url("store")
+    upload(store, url, storage_options=s3_bucket.storage_options)
+    return url, s3_bucket.storage_options
+
+
+def frames_name(fmt: str, store: Path, opened: str) -> str:
+    """The frames file or array an error names (a regex)."""
+    if fmt == "hdf5":
+        return rf"frames file '{re.escape(str(hdf5_frames_file(store, 'a')))}': 'frames' \(\d+, \d+, \d+, 3\)"
+    return rf"frames array '{re.escape(opened)}/videos/a/frames'"
+
+
+SIDES = rf"each side must be in \[1, {MAX_VIDEO_SIDE}\] \(the largest frame a video may have\)"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "where", "shape", "problem"),
+    [
+        # HDF5 keeps a chunk under 4 GiB: one side past the limit
+        ("hdf5", "folder", (N_FRAMES, MAX_VIDEO_SIDE + 1, 64, 3),
+         rf"its frames are {MAX_VIDEO_SIDE + 1} pixels high and 64 wide: {SIDES}"),
+        ("zarr", "folder", (N_FRAMES, MAX_VIDEO_SIDE + 1, MAX_VIDEO_SIDE + 1, 3),
+         rf"its frames are {MAX_VIDEO_SIDE + 1} pixels high and {MAX_VIDEO_SIDE + 1} wide: {SIDES}"),
+        ("zarr", "url", (N_FRAMES, 48, 2**20, 3), rf"its frames are 48 pixels high and {2**20} wide: {SIDES}"),
+        ("zarr", "folder", (MAX_FRAME_COUNT + 1, 48, 64, 3),
+         rf"it holds {MAX_FRAME_COUNT + 1} frames: at most {MAX_FRAME_COUNT} \(the most a video may have\)"),
+    ],
+)  # fmt: skip
+def test_frames_larger_than_any_video_are_refused_when_opened(
+    exported: Path, tmp_path: Path, request: pytest.FixtureRequest, fmt: str, where: str, shape: Any, problem: str
+) -> None:
+    # before: a read allocated (chunk_frames, H, W, 3) bytes for its first chunk: 48 GiB for the zarr case, a raw
+    # MemoryError here, allocated where the machine has the memory
+    store = copy_store(exported, fmt, tmp_path)
+    claim_frames(store, shape)
+    opened, options = place(store, where, request.getfixturevalue("s3_bucket") if where == "url" else None)
+    message = rf"{frames_name(fmt, store, opened)}: {problem}: {CHANGED}"
+    video = backend_for(opened, storage_options=options).open_video("a")
+    try:
+        with pytest.raises(StoreCorruptError, match=message):
+            video.frames()  # refused when opened: nothing read, nothing allocated
+    finally:
+        video.close()
+    with pytest.raises(StoreCorruptError, match=rf"^video 'a' of store '{re.escape(opened)}': {message}"):
+        open_store(opened, storage_options=options).get_frame("a", 0)
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_frames_as_large_as_a_video_may_be_open(exported: Path, tmp_path: Path, fmt: str) -> None:
+    """The limit itself is no refusal: opening reads no chunk, so this allocates nothing either."""
+    store = copy_store(exported, fmt, tmp_path)
+    side = (N_FRAMES, MAX_VIDEO_SIDE, 64, 3) if fmt == "hdf5" else (N_FRAMES, MAX_VIDEO_SIDE, MAX_VIDEO_SIDE, 3)
+    claim_frames(store, side)
+    video = backend_for(store).open_video("a")
+    try:
+        frames = video.frames()
+        assert frames.shape == side and frames.chunk_frames == CHUNK
+        frames.close()
+    finally:
+        video.close()
+
+
+@pytest.mark.parametrize(
+    ("chunk_frames", "problem"),
+    [
+        (10**9, r"its chunks of 1000000000 frames are not in \[1, 16\] \(1 to its 16 frames\)"),  # was 9 TiB
+        (0, r"its chunks of 0 frames are not in \[1, 16\] \(1 to its 16 frames\)"),  # was a raw ZeroDivisionError
+        (2, r"its chunks are \(4, 48, 64, 3\), not the \(2, H, W, 3\) of whole frames its chunk_frames attribute "
+            r"\(2\) says"),  # read another chunk's bytes as this one's
+        ([4], r"its chunk_frames attribute \[4\] is not a whole number"),  # was a raw TypeError
+    ],
+)  # fmt: skip
+def test_an_hdf5_frames_file_whose_chunk_frames_no_export_writes_is_refused_when_opened(
+    exported: Path, tmp_path: Path, chunk_frames: Any, problem: str
+) -> None:
+    # a Zarr frames array's chunk_frames is its chunk shape, checked already; an HDF5 frames file's is an
+    # attribute beside the array's own chunks, and a read allocated what it said
+    store = copy_store(exported, "hdf5", tmp_path)
+    with h5py.File(hdf5_frames_file(store, "a"), "r+") as f:
+        f.attrs["chunk_frames"] = json.dumps(chunk_frames)
+    message = rf"{frames_name('hdf5', store, str(store))}: {problem}: {CHANGED}"
+    with pytest.raises(StoreCorruptError, match=rf"^video 'a' of store '{re.escape(str(store))}': {message}"):
+        open_store(store).get_frame("a", 0)
