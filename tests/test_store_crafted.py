@@ -7,6 +7,7 @@ check (the video's width and height, its labels key, the root's summary agree wi
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import h5py
 import hdf5plugin
+import numpy as np
 import pytest
 
 from tests.services import Bucket
@@ -191,3 +193,32 @@ def test_an_hdf5_frames_file_whose_chunk_frames_no_export_writes_is_refused_when
     message = rf"{frames_name('hdf5', store, str(store))}: {problem}: {CHANGED}"
     with pytest.raises(StoreCorruptError, match=rf"^video 'a' of store '{re.escape(str(store))}': {message}"):
         open_store(store).get_frame("a", 0)
+
+
+@pytest.mark.parametrize(
+    ("rel", "shape", "dtype"),
+    [
+        ("index", [10**12, 2], "int64"),
+        ("videos/a/frame_number", [10**12], "int64"),
+        ("videos/a/regions/mask_counts", [10**13], "uint8"),
+    ],
+)
+def test_an_array_at_a_url_that_declares_far_more_than_its_objects_hold_is_refused_before_reading(
+    exported: Path, s3_bucket: Bucket, rel: str, shape: list[int], dtype: str
+) -> None:
+    # before: a local store refused it (test_store_faults), the same store uploaded was read through Zarr, which
+    # allocated the declared shape (a raw MemoryError of terabytes; what fits in memory was allocated)
+    url, options = place(exported / "zarr", "url", s3_bucket)
+    s3 = s3_bucket.s3fs()
+    meta = json.loads(s3.cat_file(f"{s3_bucket.name}/store/{rel}/zarr.json"))
+    meta["shape"] = shape  # its chunk shape kept: chunks never written
+    s3.pipe_file(f"{s3_bucket.name}/store/{rel}/zarr.json", json.dumps(meta).encode())
+    listed = s3.find(f"{s3_bucket.name}/store/{rel}/", detail=True)
+    stored = sum(int(info["size"]) for info in listed.values())
+    declared = math.prod(shape) * np.dtype(dtype).itemsize
+    message = (
+        rf"Zarr array '{re.escape(url)}/{rel}' declares shape {re.escape(str(shape))} {dtype} \({declared} bytes\), "
+        rf"more than 1024 times the {stored} bytes its objects hold: refused before reading: {CHANGED}"
+    )
+    with pytest.raises(StoreCorruptError, match=message):
+        open_store(url, storage_options=options).video_data("a")

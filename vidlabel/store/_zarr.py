@@ -677,11 +677,29 @@ def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.n
             video_id=video_id,
         )
     if not _is_small(meta, store.url_of(key)):
-        arr = _open_large_array(store.url_of(key), store.storage_options)
-        return np.asarray(arr[...])
+        return _read_large_url_array(store, key, meta)
     size = math.prod(meta["shape"])
     data = store.get(f"{key}/{_small_chunk_key(meta['shape'])}") if size else None
     return _decode_small(meta, data, store.url_of(key))
+
+
+def _read_large_url_array(store: ObjectStore, key: str, meta: dict[str, Any]) -> np.ndarray:
+    """The multi-chunk array at ``key`` (checked ``meta``; one vidlabel did not write, e.g. rewritten with
+    zarr-python), whole, through Zarr, which allocates its declared shape (chunks never written read as the fill
+    value): refused first, as in a local store (:func:`_read_array`), when it declares more than 1024 times the
+    bytes of its objects, which are listed, not read.
+
+    Raises
+    ------
+    StoreCorruptError
+        Naming the array's URL, its declared shape and both sizes.
+    """
+    where = store.url_of(key)
+    refuse_overdeclared(
+        f"Zarr array {where!r} declares shape {meta['shape']} {meta['data_type']}", _declared_bytes(meta),
+        sum(store.sizes(key).values()), "its objects hold", where,
+    )  # fmt: skip
+    return np.asarray(_open_large_array(where, store.storage_options)[...])
 
 
 class ZarrURLFramesReader(FramesReader):
@@ -917,8 +935,7 @@ class ZarrURLBackend(Backend):
 
     def _index(self, meta: dict[str, Any]) -> np.ndarray:
         if not _is_small(meta, self.store.url_of("index")):
-            arr = _open_large_array(self.store.url_of("index"), self.store.storage_options)
-            return np.asarray(arr[...])
+            return _read_large_url_array(self.store, "index", meta)
         data = self.store.get(f"index/{_small_chunk_key(meta['shape'])}") if math.prod(meta["shape"]) else None
         return _decode_small(meta, data, self.store.url_of("index"))
 
