@@ -222,3 +222,86 @@ def test_an_array_at_a_url_that_declares_far_more_than_its_objects_hold_is_refus
     )
     with pytest.raises(StoreCorruptError, match=message):
         open_store(url, storage_options=options).video_data("a")
+
+
+def given_twice(text: str, inside: str, key: str, value: Any) -> str:
+    """JSON text ``text`` with ``"key": value`` put first in the object that starts at ``inside`` (``{`` for the
+    document, ``"attributes": {`` for a group's attributes): ``key`` is then given twice there, and ``json`` keeps
+    the one that was there (the last)."""
+    assert text.count(inside) >= 1
+    return text.replace(inside, f"{inside}{json.dumps(key)}: {json.dumps(value)}, ", 1)
+
+
+def test_given_twice_keeps_the_store_reading_as_it_was_for_json() -> None:
+    text = json.dumps({"shape": [16, 48, 64, 3], "attributes": {"width": 64}})
+    edited = given_twice(given_twice(text, "{", "shape", [10**9, 48, 64, 3]), '"attributes": {', "width", 2**20)
+    assert json.loads(edited) == json.loads(text)  # what the library read before: the edit unseen
+    assert edited.count('"shape"') == edited.count('"width"') == 2
+
+
+@pytest.mark.parametrize(
+    ("where", "rel", "inside", "key", "value", "first", "last"),
+    [
+        ("folder", "videos/a/frames", "{", "shape", [10**9, 48, 64, 3], r"\[1000000000, 48, 64, 3\]",
+         r"\[16, 48, 64, 3\]"),
+        ("folder", "", '"attributes": {', "class_names", ["x"], r"\['x'\]", r"\['obj', 'person', 'event'\]"),
+        ("url", "videos/a", '"attributes": {', "width", 2**20, str(2**20), "64"),
+    ],
+)  # fmt: skip
+def test_zarr_metadata_that_gives_a_key_twice_is_refused(
+    exported: Path, tmp_path: Path, request: pytest.FixtureRequest, where: str, rel: str, inside: str, key: str,
+    value: Any, first: str, last: str,
+) -> None:  # fmt: skip
+    # before: json kept the last value without a word, so the store read as exported while a reader keeping the
+    # first (or refusing) saw 10**9 frames, other class names, another width
+    store = copy_store(exported, "zarr", tmp_path)
+    bucket = request.getfixturevalue("s3_bucket") if where == "url" else None
+    opened, options = place(store, where, bucket)
+    meta_key = f"{rel}/zarr.json" if rel else "zarr.json"
+    if bucket is not None:  # edited there: an upload reads the local root
+        s3, path = bucket.s3fs(), f"{bucket.name}/store/{meta_key}"
+        s3.pipe_file(path, given_twice(s3.cat_file(path).decode(), inside, key, value).encode())
+    else:
+        path = str(store / meta_key)
+        Path(path).write_text(given_twice(Path(path).read_text(), inside, key, value))
+    message = (
+        rf"Zarr metadata '{re.escape(f'{opened}/{meta_key}')}' gives key '{key}' twice in one object \({first}, then "
+        rf"{last}\): each key must be given once: {CHANGED}"
+    )
+    with pytest.raises(StoreCorruptError, match=message):
+        read = open_store(opened, storage_options=options)
+        read.video_data("a")
+        read.get_frame("a", 0)
+
+
+@pytest.mark.parametrize(
+    ("rel", "attribute", "inside", "key", "value", "first", "last"),
+    [
+        ("store.h5", "videos", '"a": {', "frames", 10**9, "1000000000", "16"),
+        ("videos/a.h5", "fps", "{", "num", 60, "60", "30"),  # the labels key saw 30, as the export wrote it
+    ],
+)  # fmt: skip
+def test_an_hdf5_attribute_that_gives_a_key_twice_is_refused(
+    exported: Path, tmp_path: Path, rel: str, attribute: str, inside: str, key: str, value: Any, first: str,
+    last: str,
+) -> None:  # fmt: skip
+    store = copy_store(exported, "hdf5", tmp_path)
+    with h5py.File(store / rel, "r+") as f:
+        f.attrs[attribute] = given_twice(f.attrs[attribute], inside, key, value)
+    message = (
+        rf"attribute '{attribute}' of '/' in HDF5 file '{re.escape(str(store / rel))}' gives key '{key}' twice in one "
+        rf"object \({first}, then {last}\): each key must be given once: {CHANGED}"
+    )
+    with pytest.raises(StoreCorruptError, match=message):
+        open_store(store).video_data("a")
+
+
+def test_an_upload_replaces_a_root_at_the_url_that_gives_a_key_twice(exported: Path, s3_bucket: Bucket) -> None:
+    """The repair of such a store: uploading the store again over it (its root is not taken for this store's)."""
+    url, options = place(exported / "zarr", "url", s3_bucket)
+    s3, path = s3_bucket.s3fs(), f"{s3_bucket.name}/store/zarr.json"
+    s3.pipe_file(path, given_twice(s3.cat_file(path).decode(), '"attributes": {', "class_names", ["x"]).encode())
+    with pytest.raises(StoreCorruptError, match="gives key 'class_names' twice"):
+        open_store(url, storage_options=options)
+    upload(exported / "zarr", url, storage_options=options)
+    assert open_store(url, storage_options=options).class_names == open_store(exported / "zarr").class_names

@@ -23,7 +23,6 @@ from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION
-from vidlabel.store._remote import parse_json
 
 __all__ = [
     "Publisher",
@@ -183,7 +182,7 @@ def prepare_url(
     assert isinstance(backend, ZarrURLBackend)
     backend.check_writable()
     store = backend.store
-    root = parse_json(store.get("zarr.json"))
+    root = store.get_json("zarr.json")
     if store.exists("store.h5"):
         raise StoreError(f"{url!r} holds an HDF5 frame store (store.h5); export to another URL", path=url)
     if root is not None and not (root.get("node_type") == "group" and root.get("attributes", {}).get("format")):

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import json
 import mmap
 import os
 import queue
+import reprlib
 import shutil
 import socket
 import stat
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from vidlabel._json import RepeatedKeyError, no_repeated_keys
 from vidlabel.errors import StoreCorruptError, StoreError, StoreLockedError
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "in_background",
     "inside_store",
     "link_or_copy_tree",
+    "load_store_json",
     "open_no_follow",
     "plain_name",
     "populate",
@@ -143,6 +147,36 @@ def refuse_overdeclared(array: str, declared: int, stored: int, holder: str, pat
             f"before reading: {STORE_CHANGED}",
             path=path,
         )
+
+
+def load_store_json(text: str | bytes, where: str, path: str) -> Any:
+    """``json.loads`` of metadata a store holds (a ``zarr.json``, an HDF5 attribute), refusing an object that gives
+    one key twice: ``json`` keeps the last of them without a word, so ``{"shape": [10, ...], "shape": [10**9,
+    ...]}`` read as one shape in vidlabel and as another in a reader that keeps the first.
+
+    Parameters
+    ----------
+    text : str or bytes
+    where : str
+        What holds the text, for the message (``"Zarr metadata '.../zarr.json'"``).
+    path : str
+        The file or URL, for the error's ``path``.
+
+    Raises
+    ------
+    StoreCorruptError
+        On a key given twice in one object, naming ``where``, the key and both values.
+    ValueError, UnicodeDecodeError, RecursionError
+        As ``json.loads``, for text that is not JSON (callers decide what that means).
+    """
+    try:
+        return json.loads(text, object_pairs_hook=no_repeated_keys)
+    except RepeatedKeyError as err:
+        raise StoreCorruptError(
+            f"{where} gives key {err.key!r} twice in one object ({reprlib.repr(err.first)}, then "
+            f"{reprlib.repr(err.second)}): each key must be given once: {STORE_CHANGED}",
+            path=path,
+        ) from None
 
 
 #: Lock file kept in the store folder while a writer works on it.

@@ -64,6 +64,7 @@ from vidlabel.store._fs import (
     fsync_file,
     in_background,
     inside_store,
+    load_store_json,
     populate,
     populate_available,
     publish,
@@ -363,13 +364,22 @@ def _set_attrs(obj: h5py.HLObject, attrs: dict[str, Any]) -> None:
 
 def _get_attrs(obj: h5py.HLObject, keys: Iterable[str] | None = None) -> dict[str, Any]:
     """The JSON attributes of ``obj`` (all, or those of ``keys`` it has). h5py reads an attribute in about
-    0.1 ms: opening a video's frames needs 1 of a video file's 20 and 2 of a frames file's 7."""
+    0.1 ms: opening a video's frames needs 1 of a video file's 20 and 2 of a frames file's 7.
+
+    Raises
+    ------
+    StoreCorruptError
+        If an attribute's JSON gives one key of an object twice (:func:`~vidlabel.store._fs.load_store_json`),
+        naming the file, the attribute and the key.
+    """
     out = {}
     items = obj.attrs.items() if keys is None else [(k, obj.attrs[k]) for k in keys if k in obj.attrs]
     for key, value in items:
         text = value.decode() if isinstance(value, bytes) else str(value)
         try:
-            out[key] = json.loads(text)
+            out[key] = load_store_json(
+                text, f"attribute {key!r} of {obj.name!r} in HDF5 file {obj.file.filename!r}", obj.file.filename
+            )
         except (json.JSONDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
             out[key] = text
     return out
@@ -741,6 +751,8 @@ class HDF5FramesReader(FramesReader):
         try:
             ds = self._file.get("frames")
             attrs = _get_attrs(self._file, ("chunk_frames", "codec", "key"))
+        except StoreError:  # a key given twice in an attribute: said as it is
+            raise
         except (RuntimeError, KeyError, ValueError, OSError) as err:  # damaged metadata, a link loop
             raise StoreCorruptError(f"{where} is damaged: {err}", path=str(self.path)) from err
         if not isinstance(ds, h5py.Dataset):

@@ -30,7 +30,6 @@ configuration (e.g. the ``FSSPEC_S3_*`` environment variables).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import threading
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vidlabel.errors import OptionError, StoreError
+from vidlabel.store._fs import load_store_json
 
 __all__ = ["ObjectStore", "StoreConflict", "find_url_stores", "is_url", "parse_json", "refuse_url_output"]
 
@@ -230,6 +230,23 @@ class ObjectStore:
             raise
         except Exception as err:
             raise self._error(key, err) from err
+
+    def get_json(self, key: str) -> dict[str, Any] | None:
+        """Object ``key`` as a JSON object document (a ``zarr.json``), as :func:`parse_json` reads it (None where
+        it is missing or not one).
+
+        Raises
+        ------
+        StoreCorruptError
+            If an object in it gives one key twice (names the object's URL and the key).
+        StoreError
+            As :meth:`get`.
+        """
+        return parse_json(self.get(key), self.url_of(key))
+
+    def get_many_json(self, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """Several objects as :meth:`get_json` reads each, fetched as :meth:`get_many` fetches them."""
+        return {key: parse_json(data, self.url_of(key)) for key, data in self.get_many(keys).items()}
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes | None]:
         """The bytes of several objects, fetched concurrently where the filesystem can (None where missing).
@@ -658,18 +675,25 @@ def _file_replace_if(path: str, data: bytes, tag: str) -> str:
 # -- finding stores at a URL -----------------------------------------------------------------------------------
 
 
-def _is_store_root(data: bytes | None) -> bool:
-    meta = parse_json(data)
+def _is_store_root(data: bytes | None, where: str) -> bool:
+    meta = parse_json(data, where)
     return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
 
 
-def parse_json(data: bytes | None) -> dict[str, Any] | None:
-    """A JSON object document (``zarr.json``), or None for missing, unreadable or non-object bytes, and for an
-    object whose ``attributes`` are not an object (readers take them for a mapping)."""
+def parse_json(data: bytes | None, where: str) -> dict[str, Any] | None:
+    """A JSON object document (``zarr.json``; ``where`` its file or URL, for messages), or None for missing,
+    unreadable or non-object bytes, and for an object whose ``attributes`` are not an object (readers take them
+    for a mapping).
+
+    Raises
+    ------
+    StoreCorruptError
+        If an object in it gives one key twice (:func:`~vidlabel.store._fs.load_store_json`), naming ``where``.
+    """
     if data is None:
         return None
     try:
-        meta = json.loads(data)
+        meta = load_store_json(data, f"Zarr metadata {where!r}", where)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     if not isinstance(meta, dict) or not isinstance(meta.get("attributes", {}), dict):
@@ -692,13 +716,15 @@ def find_url_stores(url: str, storage_options: Mapping[str, Any] | None = None) 
         live in one process).
     """
     store = ObjectStore(url, storage_options)
-    if _is_store_root(store.get("zarr.json")):
+    if _is_store_root(store.get("zarr.json"), store.url_of("zarr.json")):
         return [store.url]
     if store.exists("store.h5"):
         raise _hdf5_error(store.url)
     children = store.list_dirs()
     metas = store.get_many(f"{c}/zarr.json" for c in children)
-    found = [store.url_of(c) for c in children if _is_store_root(metas[f"{c}/zarr.json"])]
+    found = [
+        store.url_of(c) for c in children if _is_store_root(metas[f"{c}/zarr.json"], store.url_of(f"{c}/zarr.json"))
+    ]
     if not found and ("videos" in children or "index" in children):
         return [store.url]
     if not found:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vidlabel._words import plural
-from vidlabel.errors import OptionError, StoreError, StoreIncompleteError
+from vidlabel.errors import OptionError, StoreCorruptError, StoreError, StoreIncompleteError
 from vidlabel.store._framestore import _check_root, backend_for, find_stores
 from vidlabel.store._fs import StoreLock
 from vidlabel.store._remote import ObjectStore, is_url, parse_json
@@ -207,7 +207,10 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
 
         there = dest.sizes()
         old_root = dest.get("zarr.json") if "zarr.json" in there else None
-        old_meta = parse_json(old_root) or {}
+        try:
+            old_meta = parse_json(old_root, dest.url_of("zarr.json")) or {}
+        except StoreCorruptError:  # a key given twice: not this store's root, whatever it says; replaced below
+            old_meta = {}
         old_attrs = dict(old_meta.get("attributes", {}))
         mine = {k: v for k, v in local_root["attributes"].items() if k != "complete"}
         same_store = {k: v for k, v in old_attrs.items() if k not in ("complete", UPLOAD_ATTR)} == mine

@@ -85,7 +85,7 @@ def _read_meta(path: Path, root: Path | None = None) -> dict[str, Any] | None:
         data = (path / "zarr.json").read_bytes()
     except OSError:
         return None
-    return parse_json(data)
+    return parse_json(data, str(path / "zarr.json"))
 
 
 def _read_file(path: Path, what: str) -> bytes:
@@ -153,7 +153,7 @@ def _meta_bytes(meta: dict[str, Any]) -> bytes:
 def _write_array(path: Path, arr: np.ndarray) -> None:
     """A small array in one chunk, ``bytes`` (little-endian) + ``crc32c`` codecs (see :func:`_array_objects`)."""
     objects = _array_objects(arr)
-    _write_meta(path, parse_json(objects.pop("zarr.json")) or {})
+    _write_meta(path, parse_json(objects.pop("zarr.json"), str(path / "zarr.json")) or {})
     for name, data in objects.items():
         chunk = path / name
         chunk.parent.mkdir(parents=True, exist_ok=True)
@@ -669,7 +669,7 @@ def _url_array(store: ObjectStore, group: str, name: str, video_id: str) -> np.n
     """Array ``name`` of the video group at key ``group``, whole (small ones straight from their chunk,
     others through Zarr)."""
     key = f"{group}/{name}"
-    meta = parse_json(store.get(f"{key}/zarr.json"))
+    meta = store.get_json(f"{key}/zarr.json")
     if meta is None or meta.get("node_type") != "array":
         raise StoreError(
             f"no Zarr array {name!r} in video {video_id!r} at {store.url_of(key)!r}",
@@ -764,8 +764,8 @@ class ZarrURLVideoReader(VideoReader):
     def preload(self, names: Iterable[str]) -> None:
         names = [n for n in names if n not in self._arrays]
         keys = {n: self._array_key(n) for n in names}
-        got = self.store.get_many(f"{keys[n]}/zarr.json" for n in names)
-        metas = {n: parse_json(got[f"{keys[n]}/zarr.json"]) for n in names}
+        got = self.store.get_many_json(f"{keys[n]}/zarr.json" for n in names)
+        metas = {n: got[f"{keys[n]}/zarr.json"] for n in names}
         small = {
             n: m
             for n, m in metas.items()
@@ -791,7 +791,7 @@ class ZarrURLVideoReader(VideoReader):
 
     def frames(self) -> ZarrURLFramesReader:
         key = self._array_key("frames")
-        meta = parse_json(self.store.get(f"{key}/zarr.json"))
+        meta = self.store.get_json(f"{key}/zarr.json")
         if meta is None:
             raise StoreError(
                 f"video {self.video_id!r} has no Zarr frames array at {self.store.url_of(key)!r}",
@@ -916,19 +916,19 @@ class ZarrURLBackend(Backend):
     def detect(cls, folder: Path) -> bool:
         if not is_url(str(folder)):
             return False
-        meta = parse_json(ObjectStore(str(folder)).get("zarr.json"))
+        meta = ObjectStore(str(folder)).get_json("zarr.json")
         return bool(meta and meta.get("node_type") == "group" and meta.get("attributes", {}).get("format"))
 
     def read_root(self) -> tuple[dict[str, Any], np.ndarray]:
-        got = self.store.get_many(["zarr.json", "index/zarr.json"])
-        meta = parse_json(got["zarr.json"])
+        got = self.store.get_many_json(["zarr.json", "index/zarr.json"])
+        meta = got["zarr.json"]
         if meta is None:
             absent = self.store.absent_from_process()
             if absent is not None:
                 raise StoreError(f"no vidlabel frame store at {self.url!r}: {absent}", path=self.url)
             return {}, np.zeros((0, 2), np.int64)
         index = np.zeros((0, 2), np.int64)
-        index_meta = parse_json(got["index/zarr.json"])
+        index_meta = got["index/zarr.json"]
         if index_meta is not None:
             index = index_rows(self._index(index_meta), self.url)
         return dict(meta.get("attributes", {})), index
@@ -1009,23 +1009,23 @@ class ZarrURLBackend(Backend):
         self.store.delete_prefix(f"{UNITS}/{key}")
 
     def unit_published(self, key: str, video_id: str | None = None) -> bool:
-        meta = parse_json(self.store.get(f"{UNITS}/{key}/zarr.json"))
+        meta = self.store.get_json(f"{UNITS}/{key}/zarr.json")
         return bool(meta and meta.get("attributes", {}).get("complete") is True)
 
     def frames_units(self) -> dict[str, dict[str, Any]]:
         self.store.refresh()
         names = [n for n in self.store.list_dirs(UNITS) if _safe_unit_key(f"{UNITS}/{n}")]
-        got = self.store.get_many(f"{UNITS}/{n}/zarr.json" for n in names)
+        got = self.store.get_many_json(f"{UNITS}/{n}/zarr.json" for n in names)
         out = {}
         for n in names:
-            attrs = (parse_json(got[f"{UNITS}/{n}/zarr.json"]) or {}).get("attributes", {})
+            attrs = (got[f"{UNITS}/{n}/zarr.json"] or {}).get("attributes", {})
             if attrs.get("complete") is True and attrs.get("key") == n:
                 out[n] = dict(attrs)
         return out
 
     def open_frames_unit(self, key: str) -> FramesReader:
         prefix = f"{UNITS}/{key}/frames"
-        meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
+        meta = self.store.get_json(f"{prefix}/zarr.json")
         if meta is None or not self.unit_published(key):
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
         return ZarrURLFramesReader(self.store, prefix, meta, str(meta.get("attributes", {}).get("video_id", key)))
@@ -1035,7 +1035,7 @@ class ZarrURLBackend(Backend):
 
     def _unit_array(self, key: str, name: str) -> np.ndarray:
         prefix = f"{UNITS}/{key}/{name}"
-        meta = parse_json(self.store.get(f"{prefix}/zarr.json"))
+        meta = self.store.get_json(f"{prefix}/zarr.json")
         if meta is None:
             raise StoreError(f"frame store {self.url!r} has no frames unit {key!r}", path=self.url)
         size = math.prod(meta["shape"])
@@ -1056,13 +1056,14 @@ class ZarrURLBackend(Backend):
     def video_ids(self) -> list[str]:
         self.store.refresh()
         names = self.store.list_dirs("videos")
-        got = self.store.get_many(f"videos/{n}/zarr.json" for n in names)
-        metas = {n: parse_json(got[f"videos/{n}/zarr.json"]) for n in names if got[f"videos/{n}/zarr.json"] is not None}
+        keys = {n: f"videos/{n}/zarr.json" for n in names}
+        got = self.store.get_many(keys.values())
+        metas = {n: parse_json(got[key], self.store.url_of(key)) for n, key in keys.items() if got[key] is not None}
         found = (node_video_id(n, functools.partial(_recorded_id, meta)) for n, meta in metas.items())
         return sorted(v for v in found if v is not None)
 
     def video_attrs(self, video_id: str) -> dict[str, Any] | None:
-        meta = parse_json(self.store.get(f"{self._video_key(video_id)}/zarr.json"))
+        meta = self.store.get_json(f"{self._video_key(video_id)}/zarr.json")
         return None if meta is None else dict(meta.get("attributes", {}))
 
     def write_video(
@@ -1090,7 +1091,7 @@ class ZarrURLBackend(Backend):
 
     def open_video(self, video_id: str) -> ZarrURLVideoReader:
         key = self._video_key(video_id)
-        meta = parse_json(self.store.get(f"{key}/zarr.json"))
+        meta = self.store.get_json(f"{key}/zarr.json")
         if meta is None:
             absent = self.store.absent_from_process()
             raise StoreError(
