@@ -37,6 +37,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ds = make_dataset(root, videos=("a",), n_frames=N_FRAMES)
     for fmt in ("hdf5", "zarr"):  # compressed, CHUNK frames a chunk: 4 chunks of 64x48 frames
         export(ds, root / fmt, format=fmt, frames="all", codec="zstd", chunk_frames=CHUNK, progress=False)
+    export(ds, root / "hdf5-none", format="hdf5", frames="all", progress=False)  # uncompressed, a frame a chunk
     return root
 
 
@@ -222,6 +223,33 @@ def test_an_array_at_a_url_that_declares_far_more_than_its_objects_hold_is_refus
     )
     with pytest.raises(StoreCorruptError, match=message):
         open_store(url, storage_options=options).video_data("a")
+
+
+def test_an_uncompressed_hdf5_frames_file_declaring_far_more_than_it_holds_is_refused_when_opened(
+    exported: Path, tmp_path: Path
+) -> None:
+    # before: opening it listed every chunk it declared, a few bytes each (a 160 KB file declaring 10**8 frames
+    # took 860 MB, 2**31 frames 19 GB), before the frames were compared with the video's
+    store = copy_store(exported, "hdf5-none", tmp_path)
+    frames_file = hdf5_frames_file(store, "a")
+    shape = (10**6, 48, 64, 3)
+    with h5py.File(frames_file, "r+") as f:
+        del f["frames"]
+        f.create_dataset("frames", shape=shape, dtype="uint8", chunks=(1, 48, 64, 3), maxshape=(None, 48, 64, 3))
+    size = frames_file.stat().st_size
+    message = (
+        rf"frames file '{re.escape(str(frames_file))}' declares uncompressed frames {re.escape(str(shape))} "
+        rf"\({math.prod(shape)} bytes\), more than 1024 times the {size} bytes the file holds: refused before "
+        rf"reading: {CHANGED}"
+    )
+    video = backend_for(store).open_video("a")
+    try:
+        with pytest.raises(StoreCorruptError, match=message):
+            video.frames()
+    finally:
+        video.close()
+    with pytest.raises(StoreCorruptError, match=rf"^video 'a' of store '{re.escape(str(store))}': {message}"):
+        open_store(store).get_frame("a", 0)
 
 
 def given_twice(text: str, inside: str, key: str, value: Any) -> str:
