@@ -478,7 +478,8 @@ def test_a_batch_added_twice_warns_at_once_and_keeps_the_rows(ds: Dataset) -> No
         ds.add_annotations(batch, "other")
         ds.add_annotations([dict(box(1), box=(1, 2, 11, 23)), box(5)], "clip")
         ds.add_annotations([dict(batch[2], mask=np.roll(mask, 1, axis=1))], "clip")
-        ds.add_annotations([box(7), box(7)], "clip")  # twice within one batch: validate's to say, not the add's
+    with pytest.warns(VidlabelWarning, match=r"rows 0 and 1 \(0-based\) of the input are the same annotation"):
+        ds.add_annotations([box(7), box(7)], "clip")  # twice within one batch: said too, as a repeat of the input
     with pytest.warns(VidlabelWarning) as caught:
         again = ds.add_annotations([box(8), *batch], "clip")
     (w,) = caught
@@ -495,6 +496,44 @@ def test_a_batch_added_twice_warns_at_once_and_keeps_the_rows(ds: Dataset) -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds.add_annotations([box(1)], "clip")
+
+
+def test_rows_repeated_within_one_batch_warn_at_once_naming_the_rows(ds: Dataset) -> None:
+    # a file (or list) holding one annotation twice was added doubled without a word: only validate and build said
+    # duplicate_annotation, later; the add now says it, naming the rows of the input, and keeps them
+    mask = np.zeros((48, 64), np.uint8)
+    mask[10:20, 5:15] = 1
+    distinct = [box(1), box(2, "car", track_id=4), {"kind": "mask", "label": "car", "start_frame": 3, "mask": mask},
+                {"kind": "marker", "label": "goal", "start_frame": 4, "end_frame": 9}]  # fmt: skip
+    order = [0, 1, 2, 0, 3, 2, 0]  # rows 3 and 6 repeat row 0, row 5 repeats row 2
+    repeats = [(i, order.index(k)) for i, k in enumerate(order) if order.index(k) < i]
+    with pytest.warns(VidlabelWarning) as caught:
+        ids = ds.add_annotations([dict(distinct[k]) for k in order], "clip")
+    (w,) = caught
+    (row, first), later = repeats[0], ", ".join(str(ids[i]) for i, _ in repeats)
+    assert str(w.message) == (
+        f"video 'clip': {len(repeats)} of the {len(order)} rows just added repeat an earlier row of the input (rows "
+        f"{first} and {row} (0-based) of the input are the same annotation, annotations {ids[first]} and {ids[row]}: "
+        f"same kind, label, view, frames, box and mask); they are kept (validate warns duplicate_annotation): remove "
+        f"them with Dataset.open({str(ds.path)!r}).delete_annotations([{later}]) or leave them out of releases with "
+        f"set_status([{later}], 'rejected')"
+    )
+    assert len(ds.annotations("clip")) == len(order)  # kept: the warning changes nothing
+    said = sorted(p.annotation_id for p in ds.validate(check_files=False) if p.code == "duplicate_annotation")
+    assert said == [ids[i] for i, _ in repeats]  # the rows validate reports later
+    ds.delete_annotations(ids)
+    with pytest.warns(VidlabelWarning) as caught:
+        two = ds.add_annotations([box(5), box(6), box(5, status="approved")], "clip")
+    (w,) = caught
+    assert str(w.message).startswith(
+        f"video 'clip': rows 0 and 2 (0-based) of the input are the same annotation: annotation {two[2]} just added "
+        f"repeats annotation {two[0]} (same kind, label, view, frames, box and mask); it is kept (validate warns "
+        f"duplicate_annotation): remove it with Dataset.open({str(ds.path)!r}).delete_annotations([{two[2]}])"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: rows that differ in a box, a frame or a label; a rejected row
+        ds.add_annotations([box(7), dict(box(7), box=(1, 2, 11, 23)), box(8), box(7, "car")], "clip")
+        ds.add_annotations([box(9), box(9, status="rejected"), *[box(10, status="rejected")] * 2], "clip")
 
 
 @pytest.mark.filterwarnings("ignore:video .* just added:vidlabel.errors.VidlabelWarning")  # rows repeat on purpose

@@ -164,8 +164,11 @@ def test_a_larger_file_warns_of_the_masks_it_no_longer_fits(ds: Dataset) -> None
 
 def test_duplicates_and_track_frame_conflicts(ds: Dataset) -> None:
     ids = ds.add_annotations([box(1, track_id=2), box(1, "car", (20, 2, 30, 12)), box(5, track_id=3)], "clip")
-    with pytest.warns(VidlabelWarning, match=r"video 'clip': 1 of the 5 rows just added equal rows already stored "
-                      r"\(row 0 \(0-based\), annotation 4, equals annotation 2: same kind, label, view, frames, box and mask\)"):  # fmt: skip
+    with (
+        pytest.warns(VidlabelWarning, match=r"video 'clip': 1 of the 5 rows just added equal rows already stored "
+                     r"\(row 0 \(0-based\), annotation 4, equals annotation 2: same kind, label, view, frames, box and mask\)"),
+        pytest.warns(VidlabelWarning, match=r"video 'clip': rows 2 and 3 \(0-based\) of the input are the same annotation"),
+    ):  # fmt: skip
         more = ds.add_annotations(
             [
                 box(1, "car", (20, 2, 30, 12)),  # same as ids[1]

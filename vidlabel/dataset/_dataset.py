@@ -70,10 +70,11 @@ from vidlabel.dataset._release import (
     release_id_of,
     write_release,
 )
-from vidlabel.dataset._rows import check_rows, check_tracks
+from vidlabel.dataset._rows import RowColumns, check_rows, check_tracks
 from vidlabel.dataset._validate import (
+    SAME_ANNOTATION,
     Problem,
-    stored_duplicates,
+    added_duplicates,
     untrusted_summary,
     validate_table,
     video_file_problems,
@@ -609,7 +610,8 @@ class Dataset:
         VidlabelWarning
             When rows just added equal rows already stored for the video and not rejected (kind,
             label, view, frames, box and mask: validate's ``duplicate_annotation``), as when one
-            file is added twice; the rows are kept, and the warning names them.
+            file is added twice; and when ``rows`` hold one annotation twice (neither rejected),
+            naming the 0-based rows of ``rows``. The rows are kept, and the warning names them.
 
         Raises
         ------
@@ -631,20 +633,14 @@ class Dataset:
             )
         rows = list(rows)
         with self._write("add_annotations") as con:
-            row = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (video_id,)).fetchone()
-            if row is None:
-                raise self._unknown_video(con, video_id)
-            vcode, metadata = row
-            meta = VideoMetadata.from_dict(record_json(metadata, f"the metadata of video {video_id!r}", self._db_file))
-            labels = label_names(con)
-            cols = check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip)
+            vcode, cols, labels = self._checked_rows(con, rows, video_id, clip=clip)
             n = cols.n_rows
             if n == 0:
                 return []
             tsel = cols["track_id"] >= 0
             if tsel.any():
-                stored = dict(con.execute("SELECT track_id, label FROM tracks WHERE video = ?", (vcode,)).fetchall())
-                check_tracks(cols, stored, labels=labels, video_id=video_id)
+                held = dict(con.execute("SELECT track_id, label FROM tracks WHERE video = ?", (vcode,)).fetchall())
+                check_tracks(cols, held, labels=labels, video_id=video_id)
                 pairs = sorted(set(zip(cols["track_id"][tsel].tolist(), cols["label"][tsel].tolist())))
                 con.executemany(
                     "INSERT OR IGNORE INTO tracks (video, track_id, label) VALUES (?, ?, ?)",
@@ -654,14 +650,49 @@ class Dataset:
             ids = np.arange(first, first + n, dtype=np.int64)
             con.execute("UPDATE meta SET value = ? WHERE key = 'next_annotation_id'", (str(first + n),))
             added = cols_from_rows(ids, cols)
-            try:
-                twice = stored_duplicates(load_chunks(con, video_code=vcode)[0], added)
-            except DatasetError:  # a damaged stored chunk: validate and build name it; adding is not refused for it
-                twice = []
+            twice, repeated = added_duplicates(_stored_rows(con, vcode), added)
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
+        if repeated:
+            _warn_repeated(self._path, video_id, n, repeated, ids)
         if twice:
             _warn_added_twice(self._path, video_id, n, twice, ids)
         return ids.tolist()
+
+    def _checked_rows(
+        self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
+    ) -> tuple[int, RowColumns, list[str]]:
+        """``(video code, checked columns, labels)`` of rows for ``video_id``, as ``add_annotations`` checks them
+        (labels ``more_labels`` taken as added after the dataset's own: a dry run's labels to add)."""
+        row = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (video_id,)).fetchone()
+        if row is None:
+            raise self._unknown_video(con, video_id)
+        vcode, metadata = row
+        meta = VideoMetadata.from_dict(record_json(metadata, f"the metadata of video {video_id!r}", self._db_file))
+        labels = label_names(con)
+        labels += [lab for lab in more_labels if lab not in labels]
+        return int(vcode), check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip), labels
+
+    def _duplicates_of(
+        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """What ``add_annotations(rows, video_id, clip=clip)`` would warn of, nothing written (an import's dry run):
+        ``(row, annotation id already stored)`` and ``(row, earlier row)`` pairs, as
+        :func:`~vidlabel.dataset._validate.added_duplicates` gives them.
+
+        Raises
+        ------
+        AnnotationError
+            If a row is one ``add_annotations`` refuses (its message).
+        UnknownVideoError
+            If the video is not registered.
+        """
+        with self._read() as con:
+            vcode, cols, _ = self._checked_rows(con, list(rows), video_id, clip=clip, more_labels=more_labels)
+            if cols.n_rows == 0:
+                return [], []
+            first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
+            ids = np.arange(first, first + cols.n_rows, dtype=np.int64)
+            return added_duplicates(_stored_rows(con, vcode), cols_from_rows(ids, cols))
 
     def _edit(self, ids: Iterable[int], operation: str, change: Callable[[Cols, np.ndarray], Cols | None]) -> None:
         """Apply ``change(cols, hit)`` to every chunk holding some of ``ids``; all ids must exist."""
@@ -1200,6 +1231,15 @@ def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str 
     return "; ".join(said) or None
 
 
+def _stored_rows(con: sqlite3.Connection, vcode: int) -> Cols | None:
+    """The rows stored for video ``vcode``, or None when a stored chunk is damaged (validate and build name it;
+    adding rows is not refused for it)."""
+    try:
+        return load_chunks(con, video_code=vcode)[0]
+    except DatasetError:
+        return None
+
+
 def _region_rows(con: sqlite3.Connection, vcode: int) -> int:
     """How many box and mask rows video ``vcode`` has."""
     cols, _ = load_chunks(con, video_code=vcode)
@@ -1219,21 +1259,44 @@ def _warn_untrusted(meta: VideoMetadata) -> None:
 def _warn_added_twice(path: Path, video_id: str, n: int, twice: list[tuple[int, int]], ids: np.ndarray) -> None:
     """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
     row, stored = twice[0]
-    new_ids = sorted(int(ids[r]) for r, _ in twice)
-    shown = ", ".join(map(str, new_ids[:5])) + (", ..." if len(new_ids) > 5 else "")
-    what = "same kind, label, view, frames, box and mask"
     if n == 1:
-        head = f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored ({what})"
+        head = (
+            f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored "
+            f"({SAME_ANNOTATION})"
+        )
     else:
         head = (
             f"{len(twice)} of the {n} rows just added equal rows already stored (row {row} (0-based), annotation "
-            f"{int(ids[row])}, equals annotation {stored}: {what})"
+            f"{int(ids[row])}, equals annotation {stored}: {SAME_ANNOTATION})"
         )
-    they, them = ("it is", "it") if len(twice) == 1 else ("they are", "them")
+    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice])
+
+
+def _warn_repeated(path: Path, video_id: str, n: int, repeated: list[tuple[int, int]], ids: np.ndarray) -> None:
+    """Warn that the rows just added hold one annotation twice (a file that lists it twice), naming how to remove
+    the later ones."""
+    row, first = repeated[0]
+    same = f"rows {first} and {row} (0-based) of the input are the same annotation"
+    if len(repeated) == 1:
+        head = f"{same}: annotation {int(ids[row])} just added repeats annotation {int(ids[first])} ({SAME_ANNOTATION})"
+    else:
+        head = (
+            f"{len(repeated)} of the {n} rows just added repeat an earlier row of the input ({same}, annotations "
+            f"{int(ids[first])} and {int(ids[row])}: {SAME_ANNOTATION})"
+        )
+    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated])
+
+
+def _warn_kept(path: Path, video_id: str, head: str, kept: list[int]) -> None:
+    """Warn ``head`` of video ``video_id``, then that the rows ``kept`` (annotation ids) are kept and how to remove
+    them or leave them out of releases."""
+    new_ids = sorted(kept)
+    shown = ", ".join(map(str, new_ids[:5])) + (", ..." if len(new_ids) > 5 else "")
+    they, them = ("it is", "it") if len(new_ids) == 1 else ("they are", "them")
     warnings.warn(
-        f"video {video_id!r}: {head}, as when one file is added twice; {they} kept (validate warns "
-        f"duplicate_annotation): remove {them} with Dataset.open({str(path)!r}).delete_annotations([{shown}]) or "
-        f"leave {them} out of releases with set_status([{shown}], 'rejected')",
+        f"video {video_id!r}: {head}; {they} kept (validate warns duplicate_annotation): remove {them} with "
+        f"Dataset.open({str(path)!r}).delete_annotations([{shown}]) or leave {them} out of releases with "
+        f"set_status([{shown}], 'rejected')",
         VidlabelWarning,
-        stacklevel=3,
+        stacklevel=4,
     )

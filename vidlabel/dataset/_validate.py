@@ -551,22 +551,51 @@ def _duplicate_problems(r: _Rows) -> set[int]:
     return dup_set
 
 
-def stored_duplicates(stored: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> list[tuple[int, int]]:
-    """``(row of new, annotation id of stored)`` for each new row of one video equal to a stored row that is not
-    rejected, in what ``duplicate_annotation`` compares (kind, label, view, frames, box and mask bytes): the rows of
-    a file added twice. Column sets as the dataset's chunks hold them (``annotation_id``, ``kind``... with
-    ``mask_offsets`` of ``n + 1``); new rows' ids are above every stored id."""
+#: What two rows that ``duplicate_annotation`` reports have in common, as warnings and reports word it.
+SAME_ANNOTATION = "same kind, label, view, frames, box and mask"
+
+
+def added_duplicates(
+    stored: dict[str, np.ndarray] | None, new: dict[str, np.ndarray]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The rows of ``new`` (rows about to be added to one video) that ``duplicate_annotation`` would report.
+
+    Rows compare as ``duplicate_annotation`` compares them (kind, label, view, frames, box and mask bytes).
+
+    Parameters
+    ----------
+    stored : dict of column name -> array, or None
+        The video's stored rows, as the dataset's chunks hold them (``annotation_id``, ``kind``... with
+        ``mask_offsets`` of ``n + 1``); None or no rows when nothing is stored.
+    new : dict of column name -> array
+        The rows being added, the same columns; their ids are above every stored id, in row order.
+
+    Returns
+    -------
+    twice : list of (int, int)
+        ``(row of new, annotation id of stored)`` for each new row equal to a stored row that is not rejected:
+        the rows of a file added twice.
+    repeated : list of (int, int)
+        ``(row of new, earlier row of new)`` for each row of ``new`` equal to an earlier one, neither rejected:
+        a file that holds one annotation twice.
+    """
     from vidlabel.dataset._chunks import concat, take
 
-    keep = np.flatnonzero(stored["status"] != STATUSES.index("rejected"))
+    rejected = STATUSES.index("rejected")
+    keep = np.flatnonzero(stored["status"] != rejected) if stored is not None else np.zeros(0, np.int64)
     n_stored = keep.size
-    if n_stored == 0:
-        return []
-    both = concat([take(stored, keep), new])
-    mask_key = _mask_keys(both["mask_offsets"], both["mask_counts"])
+    both = concat([take(stored, keep), new]) if stored is not None and n_stored else new
+    mask_key = _mask_keys(both["mask_offsets"], both["mask_counts"])  # each mask's bytes hashed once
     cols = [both["kind"], both["label"], both["view"], both["start_frame"], both["end_frame"], *both["box"].T, mask_key]
     ids = both["annotation_id"]
-    return [(r - n_stored, int(ids[f])) for r, f in _duplicates(cols, ids) if r >= n_stored and f < n_stored]
+    twice = []
+    if n_stored:
+        twice = [(r - n_stored, int(ids[f])) for r, f in _duplicates(cols, ids) if r >= n_stored and f < n_stored]
+    live = n_stored + np.flatnonzero(new["status"] != rejected)
+    repeated = [
+        (int(live[r]) - n_stored, int(live[f]) - n_stored) for r, f in _duplicates([c[live] for c in cols], ids[live])
+    ]
+    return twice, sorted(repeated)
 
 
 def _track_frame_problems(r: _Rows, duplicates: set[int]) -> None:

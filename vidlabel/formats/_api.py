@@ -15,9 +15,10 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
+from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
-from ._common import FORMATS, ImportContext, Parsed, fail, mapping_arg
+from ._common import FORMATS, ImportContext, Parsed, VideoRows, fail, mapping_arg, where_text
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
@@ -107,7 +108,9 @@ def import_labels(
     add_labels : bool
         Add labels named in the file that the dataset lacks (default: refuse the file, listing them).
     dry_run : bool
-        Read and check the file against the dataset (videos, frames, labels), write nothing.
+        Read and check the file against the dataset (videos, frames, labels, every row as
+        ``Dataset.add_annotations`` checks it), write nothing; the report's ``duplicates`` say what the
+        import would warn of (rows of the file repeated, rows already stored).
     **format_options
         Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
         ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
@@ -135,6 +138,8 @@ def import_labels(
     VidlabelWarning
         If the file yields no rows at all (and none were skipped): an empty file, or a file of another
         shape (``{"a": 1}`` as Label Studio); the warning names the file and what the format holds rows in.
+        As ``Dataset.add_annotations`` (not on a dry run, which reports them): rows of a video that repeat an
+        earlier row of the file, or equal rows already stored.
     """
     importer, _ = _format(format)
     p = Path(path)
@@ -195,7 +200,13 @@ def import_labels(
         report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
     if track_ids == "new":
         _number_tracks_after_existing(ds, parsed)
-    if dry_run:
+    if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
+        for vid, vr in parsed.videos.items():
+            try:
+                twice, repeated = ds._duplicates_of(vr.rows, vid, clip=clip, more_labels=missing)
+            except AnnotationError as err:
+                raise _refused(p, vid, vr, err) from err
+            report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
         return report
     # the file is one transaction: its new labels and every video's annotations, or nothing of them
     with ds._one_write("import_labels"):
@@ -205,14 +216,50 @@ def import_labels(
             try:
                 ids = ds.add_annotations(vr.rows, vid, clip=clip)
             except AnnotationError as err:
-                row, detail = getattr(err, "row", None), getattr(err, "detail", None)
-                where = vr.where[row] if row is not None and detail is not None and row < len(vr.where) else None
-                text = str(err) if where is None else str(detail)
-                if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
-                    text = f"video {vid!r}: {text}"
-                raise fail(p, where, text) from err
+                raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
     return report
+
+
+def _refused(path: Path, vid: str, vr: VideoRows, err: AnnotationError) -> FormatError:
+    """The FormatError of a row ``add_annotations`` refuses, naming the file's line or element of the row."""
+    row, detail = getattr(err, "row", None), getattr(err, "detail", None)
+    where = vr.where[row] if row is not None and detail is not None and row < len(vr.where) else None
+    text = str(err) if where is None else str(detail)
+    if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
+        text = f"video {vid!r}: {text}"
+    return fail(path, where, text)
+
+
+def _duplicate_lines(
+    vid: str, vr: VideoRows, twice: list[tuple[int, int]], repeated: list[tuple[int, int]]
+) -> list[str]:
+    """What a dry run reports of rows an import would warn of: rows of the file that repeat an earlier one,
+    and rows equal to annotations already stored, each with its first example named by line or element."""
+    out = []
+    if repeated:
+        row, first = repeated[0]
+        same = f"{where_text(vr.where[first])} and {where_text(vr.where[row])} are the same annotation"
+        if len(repeated) == 1:
+            head = f"{same} ({SAME_ANNOTATION}); an import keeps it"
+        else:
+            head = (
+                f"{len(repeated)} rows repeat an earlier row of the file ({same}: {SAME_ANNOTATION}); an import "
+                "keeps them"
+            )
+        out.append(f"video {vid!r}: {head} and warns (validate warns duplicate_annotation)")
+    if twice:
+        row, stored = twice[0]
+        equal = f"{where_text(vr.where[row])} equals annotation {stored} already stored"
+        if len(twice) == 1:
+            head = f"{equal} ({SAME_ANNOTATION}), as when one file is imported twice; an import keeps it"
+        else:
+            head = (
+                f"{len(twice)} rows equal annotations already stored ({equal}: {SAME_ANNOTATION}), as when one file "
+                "is imported twice; an import keeps them"
+            )
+        out.append(f"video {vid!r}: {head} and warns (validate warns duplicate_annotation)")
+    return out
 
 
 def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:

@@ -52,6 +52,10 @@ class ImportReport:
         attributes not stored, a ``framesCount`` that disagrees, ...).
     labels_added : list of str
         Labels added to the dataset because ``add_labels`` was given (or that would be, on a dry run).
+    duplicates : list of str
+        On a dry run, what the import would warn of, per video: rows of the file that repeat an earlier row,
+        and rows equal to annotations already stored (as validate's ``duplicate_annotation`` compares them),
+        each with its first example by line or element. An import warns them instead (``VidlabelWarning``).
     """
 
     format: str
@@ -61,6 +65,7 @@ class ImportReport:
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     labels_added: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -81,6 +86,7 @@ class ImportReport:
             "skipped": dict(self.skipped),
             "notes": list(self.notes),
             "labels_added": list(self.labels_added),
+            "duplicates": list(self.duplicates),
         }
 
     def __str__(self) -> str:
@@ -95,6 +101,7 @@ class ImportReport:
         if self.skipped:
             lines.append(f"  not imported: {_reasons(self.skipped)}")
         lines.extend(f"  note: {n}" for n in self.notes)
+        lines.extend(f"  duplicate: {d}" for d in self.duplicates)
         return "\n".join(lines)
 
 
