@@ -888,6 +888,30 @@ def test_a_zarr_root_nested_too_deeply_is_not_a_store(world: tuple[Path, Dataset
         open_store(store)
 
 
+def test_a_dataset_folder_given_as_a_store_says_to_export_it_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: "no vidlabel frame store at 'ds'" and nothing more, though Dataset.open on a store says it is one
+    from vidlabel.cli import main
+    from vidlabel.dataset._dataset import DB_NAME
+
+    folder = Dataset.create(tmp_path / "ds").path
+    said = (
+        f"{str(folder)!r} is a vidlabel dataset folder (it holds {DB_NAME}), not an exported frame store: export it "
+        "first with `vidlabel export DATASET OUT`"
+    )
+    for call in (open_store, FrameStore, StoreFrames, verify_store, backend_for, lambda p: upload(p, "memory://x")):
+        with pytest.raises(StoreError, match=rf"^no vidlabel frame store at '{re.escape(str(folder))}'.*; ") as got:
+            call(folder)
+        assert said in str(got.value)
+    for argv in (["verify", str(folder)], ["upload", str(folder), "memory://x", "--no-progress"]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("vidlabel: error: no vidlabel frame store at") and said in err and err.count("\n") == 1
+    with pytest.raises(StoreError, match=r"no vidlabel frame store at .*nowhere'$"):
+        open_store(tmp_path / "nowhere")  # a folder that is not there: nothing more to say
+
+
 @pytest.mark.parametrize(
     ("rel", "name", "dataset", "message"),
     [

@@ -119,14 +119,26 @@ def backend_for(
     for cls in classes.values():
         if cls.detect(folder):
             return cls(folder)
-    raise StoreError(f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root)", path=str(folder))
+    raise StoreError(
+        f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root){not_a_store_hint(folder)}",
+        path=str(folder),
+    )
 
 
 def not_a_store_hint(path: str | os.PathLike[str]) -> str:
-    """What to do with a local folder that holds no frame store but a MediaSequence export (``vidlabel export
-    --format mediasequence``), which stores' readers, info and verify do not read; "" for any other path."""
+    """What to do with a local folder that holds no frame store but a vidlabel dataset (its database), which is
+    exported into a store first, or a MediaSequence export (``vidlabel export --format mediasequence``), which
+    stores' readers, info and verify do not read; "" for any other path."""
+    from vidlabel.dataset._db import DB_NAME
+
     folder = Path(path)
     try:
+        if (folder / DB_NAME).is_file():
+            return (
+                f"; {str(folder)!r} is a vidlabel dataset folder (it holds {DB_NAME}), not an exported frame store: "
+                "export it first with `vidlabel export DATASET OUT` (or vidlabel.export(Dataset.open(DATASET), OUT)) "
+                "and read OUT; open the dataset itself with Dataset.open"
+            )
         shards = (folder / "_plan.json").is_file() or any(folder.glob("*.tfrecord"))
     except OSError:
         return ""

@@ -33,7 +33,7 @@ from typing import Any
 
 from vidlabel._words import plural
 from vidlabel.errors import OptionError, StoreCorruptError, StoreError, StoreIncompleteError
-from vidlabel.store._framestore import _check_root, backend_for, find_stores
+from vidlabel.store._framestore import _check_root, backend_for, find_stores, not_a_store_hint
 from vidlabel.store._fs import StoreLock
 from vidlabel.store._remote import ObjectStore, is_url, parse_json
 
@@ -126,7 +126,7 @@ def upload(
     folder = Path(store)
     folders = [Path(f) for f in find_stores(folder)]
     if not folders:
-        raise StoreError(f"no vidlabel frame store at {str(folder)!r}", path=str(folder))
+        raise StoreError(f"no vidlabel frame store at {str(folder)!r}{not_a_store_hint(folder)}", path=str(folder))
     target = ObjectStore(url, storage_options)
     report = UploadReport(url=target.url)
     bar = None
