@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pycocotools import mask as mask_utils
 
 from vidlabel import Dataset, VideoMetadata
-from vidlabel.dataset._rows import rle_counts
 from vidlabel.errors import AnnotationError, UnknownVideoError
+from vidlabel.geometry import decode_rle, rle_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 
@@ -352,10 +352,47 @@ def test_rle_counts_inverts_pycocotools(h: int, w: int, data: st.DataObject) -> 
     bits = data.draw(st.lists(st.booleans(), min_size=h * w, max_size=h * w))
     m = np.asfortranarray(np.array(bits, np.uint8).reshape(h, w))
     rle = mask_utils.encode(m)
-    runs = rle_counts(rle["counts"])
+    runs = rle_counts(rle["counts"])  # geometry's decoder, the one add_annotations and decode_rle both use
     assert runs.sum() == h * w
     values = np.repeat(np.arange(runs.size) % 2, runs)
     assert np.array_equal(values.reshape(w, h).T, m)
+    assert compressed(runs.tolist()) == rle["counts"]  # the test's writer writes what pycocotools writes
+    assert np.array_equal(decode_rle({"size": [h, w], "counts": rle["counts"]}), m)
+
+
+def compressed(runs: list[int]) -> bytes:
+    """COCO compressed RLE of run lengths, written as pycocotools' ``rleToString`` writes it (any Python int)."""
+    out = bytearray()
+    for i, run in enumerate(runs):
+        x = run - runs[i - 2] if i > 2 else run
+        more = True
+        while more:
+            c, x = x & 0x1F, x >> 5
+            more = x != -1 if c & 0x10 else x != 0
+            out.append((c | 0x20 if more else c) + 48)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [5, 2**41, 3067],  # one run past 2**40 (nine characters)
+        [0, 1, 2**39 - 1, 1, 2**40 - 2, 1, 3 * 2**39 - 3],  # changes of eight characters each that add up past it
+    ],
+)
+def test_runs_past_2_40_are_refused_naming_the_row(ds: Dataset, runs: list[int]) -> None:
+    # before: the loop decoded runs of any length, and a run past 2**40 (no frame holds one) was said only as
+    # counts covering another number of pixels; geometry's decoder says it, in add_annotations and decode_rle alike
+    counts = compressed(runs)
+    mask = {"size": [H, W], "counts": counts.decode()}
+    refused(
+        ds,
+        [{"kind": "mask", "label": "car", "start_frame": 1, "mask": mask}],
+        r"field 'mask'.*mask RLE counts are not valid COCO RLE \(compressed RLE string holds a run longer than "
+        r"2\*\*40\)",
+    )
+    with pytest.raises(ValueError, match=r"compressed RLE string holds a run longer than 2\*\*40"):
+        decode_rle({"size": [H, W], "counts": counts})
 
 
 def test_box_corners_past_float32_are_outside_the_frame_without_a_warning(ds: Dataset) -> None:

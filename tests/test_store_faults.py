@@ -1018,12 +1018,12 @@ def test_a_stored_mask_covering_fewer_pixels_than_its_frame_is_refused_not_retur
 
 
 def test_decode_rle_refuses_compressed_counts_of_another_size() -> None:
-    from vidlabel.geometry import _rle_pixels_covered, decode_rle, encode_rle
+    from vidlabel.geometry import decode_rle, encode_rle, rle_counts
 
     mask = np.zeros((48, 64), np.uint8)
     mask[5:20, 7:30] = 1
     rle = encode_rle(mask)
-    assert _rle_pixels_covered(rle["counts"]) == 48 * 64 and np.array_equal(decode_rle(rle), mask)
+    assert rle_counts(rle["counts"]).sum() == 48 * 64 and np.array_equal(decode_rle(rle), mask)
     for counts, problem in (
         (b"0", r"mask RLE counts cover 0 pixels, but its size 4x4 has 16"),
         (rle["counts"], r"mask RLE counts cover 3072 pixels, but its size 4x4 has 16"),

@@ -24,6 +24,7 @@ __all__ = [
     "mask_bbox",
     "resize_image",
     "resize_mask",
+    "rle_counts",
     "view_boxes",
     "view_image",
     "view_mask",
@@ -262,21 +263,33 @@ def encode_rle(mask: np.ndarray) -> dict[str, Any]:
     return {"size": [int(rle["size"][0]), int(rle["size"][1])], "counts": bytes(rle["counts"])}
 
 
-def _rle_pixels_covered(counts: bytes) -> int:
-    """The pixels a COCO compressed RLE string covers (the sum of its runs), decoded with NumPy.
+def rle_counts(counts: bytes) -> np.ndarray:
+    """Run lengths of a COCO compressed RLE string (the inverse of pycocotools' ``rleToString``), decoded with NumPy.
 
-    pycocotools' ``decode`` trusts the string: counts covering fewer pixels than ``size`` return uninitialised
-    memory as the mask (``{"size": [4, 4], "counts": b"0"}`` gave values such as 40 and 245).
+    pycocotools does not check what it decodes: its C decoder (``rleFrString``) accepts any byte, reads past a
+    truncated string's end and shifts ints by more than their width, and its ``decode`` of counts covering fewer
+    pixels than ``size`` returns uninitialised memory (``{"size": [4, 4], "counts": b"0"}`` gave values such as 40
+    and 245). Strings from users, files and stores are decoded here first.
+
+    Parameters
+    ----------
+    counts : bytes
+        The ``counts`` of a compressed COCO RLE.
+
+    Returns
+    -------
+    (R,) int64
+        Alternating run lengths, zeros first, in column-major (Fortran) pixel order; their sum is the pixels covered.
 
     Raises
     ------
     ValueError
-        If it is not a compressed RLE string: a byte outside ``'0'..'o'``, cut inside a run, a run longer than
-        2**40 or negative.
+        If it is not a compressed RLE string: a byte outside ``'0'..'o'``, cut inside a run, a run (or the change
+        of one) longer than 2**40, which no frame holds, or a negative run.
     """
     c = np.frombuffer(counts, np.uint8).astype(np.int64) - 48
     if c.size == 0:
-        return 0
+        return np.zeros(0, np.int64)
     if c.min() < 0 or c.max() > 63:
         bad = int(np.flatnonzero((c < 0) | (c > 63))[0])
         raise ValueError(f"byte {counts[bad]!r} at position {bad} is not a compressed RLE character")
@@ -291,12 +304,15 @@ def _rle_pixels_covered(counts: bytes) -> int:
     k = np.arange(c.size) - np.repeat(starts, lengths)
     x = np.add.reduceat((c & 0x1F) << (5 * k), starts)
     x -= np.where((c[ends] & 0x10) != 0, np.int64(1) << (5 * lengths), 0)  # the last 5 bits' sign, extended
-    runs = x.copy()  # each run after the third is a delta from the run two before it
+    runs = x.copy()  # each run after the third is a change from the run two before it
     runs[2::2] = np.cumsum(x[2::2])
     runs[3::2] = x[1] + np.cumsum(x[3::2]) if x.size > 3 else runs[3::2]
+    # Each change is under 2**40, so a sum that would wrap past int64 passes a run over 2**40 first: refused here.
+    if runs.max() > 2**40:
+        raise ValueError("compressed RLE string holds a run longer than 2**40")
     if runs.min() < 0:
         raise ValueError("compressed RLE string decodes to a negative run length")
-    return sum(runs.tolist())
+    return runs
 
 
 def decode_rle(rle: dict[str, Any]) -> np.ndarray:
@@ -311,7 +327,7 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
     ------
     ValueError
         If compressed counts are not valid RLE or do not cover exactly H x W pixels (pycocotools returned
-        uninitialised memory for fewer, :func:`_rle_pixels_covered`), or a side of ``size`` is outside
+        uninitialised memory for fewer, :func:`rle_counts`), or a side of ``size`` is outside
         ``[1, MAX_VIDEO_SIDE]`` (a crafted size of 2**20 x 2**20 covered exactly was allocated).
     """
     from pycocotools import mask as mask_utils
@@ -324,7 +340,7 @@ def decode_rle(rle: dict[str, Any]) -> np.ndarray:
         obj = mask_utils.frPyObjects({"size": [h, w], "counts": counts}, h, w)
     else:
         data = counts.encode() if isinstance(counts, str) else bytes(counts)
-        covered = _rle_pixels_covered(data)
+        covered = sum(rle_counts(data).tolist())  # Python ints: no int64 sum to wrap
         if covered != h * w:
             raise ValueError(f"mask RLE counts cover {covered} pixels, but its size {h}x{w} has {h * w}")
         obj = {"size": [h, w], "counts": data}

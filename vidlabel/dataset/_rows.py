@@ -14,16 +14,17 @@ track id, box, mask, one label per track); each adds its bad rows to one
 ``_Refusal``, so the message names the lowest bad row and, for that row, the
 first step that found it bad.
 
-Why compressed RLE is parsed here and not by pycocotools: the rows are
+Why compressed RLE is decoded by vidlabel and not by pycocotools: the rows are
 untrusted input, and pycocotools does not validate RLE. Its C decoder
 (``rleFrString``) accepts any byte, reads past a truncated string's end and
 shifts ints by more than their width, so ``area``/``toBbox`` of a bad string
 return nonsense (``counts=b"\x01\x02"`` on a 4x4 mask: area 4294967282); and
 ``decode`` of counts covering fewer pixels than ``size`` returns uninitialised
 memory (``{"size": [4, 4], "counts": b"0"}`` decodes to 16 bytes of garbage, no
-error). :func:`rle_counts` refuses bad characters, truncation and negative
-runs, and :func:`check_rows` checks the runs cover ``height * width`` pixels;
-only then is pycocotools used (to encode arrays, in
+error). :func:`vidlabel.geometry.rle_counts` (the one decoder of compressed RLE;
+``decode_rle`` uses it too) refuses bad characters, truncation, runs past 2**40
+and negative runs, and :func:`check_rows` checks the runs cover
+``height * width`` pixels; only then is pycocotools used (to encode arrays, in
 :mod:`vidlabel.geometry`).
 """
 
@@ -37,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from vidlabel.errors import AnnotationError
-from vidlabel.geometry import encode_rle, mask_bbox
+from vidlabel.geometry import encode_rle, mask_bbox, rle_counts
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
-__all__ = ["BATCH_COLUMNS", "KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing", "rle_counts"]
+__all__ = ["BATCH_COLUMNS", "KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing"]
 
 _COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
@@ -273,49 +274,6 @@ def _boxes(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         except (TypeError, ValueError, OverflowError):
             bad[i] = True
     return out, bad
-
-
-def rle_counts(counts: bytes) -> np.ndarray:
-    """Run lengths of a COCO compressed RLE string (the inverse of pycocotools' ``rleToString``).
-
-    Parameters
-    ----------
-    counts : bytes
-        The ``counts`` of a compressed COCO RLE.
-
-    Returns
-    -------
-    (R,) int64
-        Alternating run lengths, zeros first, in column-major (Fortran) pixel order.
-
-    Raises
-    ------
-    ValueError
-        If the string is not valid compressed RLE (bad character, truncated, negative run).
-    """
-    out: list[int] = []
-    p, n = 0, len(counts)
-    while p < n:
-        x = k = 0
-        more = True
-        while more:
-            if p >= n:
-                raise ValueError("compressed RLE string is truncated")
-            c = counts[p] - 48
-            if c < 0 or c > 63:
-                raise ValueError(f"byte {counts[p]!r} at position {p} is not a compressed RLE character")
-            x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(out) > 2:
-            x += out[-2]
-        if x < 0:
-            raise ValueError("compressed RLE string decodes to a negative run length")
-        out.append(x)
-    return np.asarray(out, dtype=np.int64)
 
 
 def _rle_bbox(runs: np.ndarray, height: int) -> tuple[float, float, float, float] | None:
