@@ -175,6 +175,27 @@ def test_missing_file(tmp_path: Path) -> None:
         import_labels(ds, "coco-vid", tmp_path / "nope.json")
 
 
+@pytest.mark.parametrize("special", ["fifo", "/dev/null"])
+@pytest.mark.parametrize("format", FORMAT_NAMES)
+def test_a_pipe_or_device_is_not_a_regular_file_not_missing(tmp_path: Path, capsys, format: str, special: str) -> None:
+    # before: a FIFO (or /dev/stdin, a device) given as the label file was "file not found", though it is there;
+    # it is said to be no regular file, found without opening it (opening a FIFO waits for a writer)
+    import os
+
+    ds = dataset(tmp_path / "ds")
+    path = Path(special)
+    if special == "fifo":
+        path = tmp_path / "labels.txt"
+        os.mkfifo(path)
+    said = f"{path}: is not a regular file (a pipe, a device or a socket); write the labels to a file and give its path"
+    with pytest.raises(FormatError, match=rf"^{re.escape(said)}$"):
+        import_labels(ds, format, path, video_id="cam1")
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "ds"), format, str(path), "--video", "cam1"]) == 1
+    assert capsys.readouterr().err == f"vidlabel: error: {said}\n"
+    assert ds.annotations() == []
+
+
 def test_refused_rows_name_the_video_once(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     gt = tmp_path / "gt.txt"

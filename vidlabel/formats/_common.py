@@ -154,9 +154,23 @@ FORMATS: dict[str, tuple[Importer, Exporter]] = {}
 # --------------------------------------------------------------------------------------------------
 
 
+def no_file(path: Path) -> FormatError:
+    """The FormatError of a label file path that is not a regular file: a folder, a pipe or a device (found by
+    ``stat``, never opened: opening a FIFO would wait for a writer), or nothing."""
+    if path.is_dir():
+        return fail(path, None, "is a folder, not a file")
+    if path.exists():  # /dev/stdin, a FIFO, a device: there, but not a file to read
+        return fail(
+            path,
+            None,
+            "is not a regular file (a pipe, a device or a socket); write the labels to a file and give its path",
+        )
+    return fail(path, None, "file not found")
+
+
 def read_text(path: Path) -> str:
     if not path.is_file():
-        raise fail(path, None, "is a folder, not a file" if path.is_dir() else "file not found")
+        raise no_file(path)
     raw = path.read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]

@@ -47,7 +47,7 @@ from vidlabel.dataset import Release
 from vidlabel.geometry import resize_mask
 from vidlabel.spec import VideoMetadata
 
-from ._common import ImportContext, Parsed, VideoRows, fail
+from ._common import ImportContext, Parsed, VideoRows, fail, no_file
 from ._mediasequence_keys import CONTEXT, FEATURE_LISTS, PROTO_FIELD
 from ._report import ExportLabelsReport
 
@@ -86,7 +86,7 @@ def _files(path: Path) -> list[Path]:
             raise fail(path, None, "folder holds no TFRecord file (*.tfrecord, *.tfrecords, NAME-00000-of-00010)")
         return files
     if not path.is_file():
-        raise fail(path, None, "file not found")
+        raise no_file(path)
     return [path]
 
 
