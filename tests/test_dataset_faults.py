@@ -294,6 +294,57 @@ def test_a_damaged_video_record_is_a_dataset_error_naming_the_database(dataset: 
             call()
 
 
+#: The packed frame index of 40 frames (pts 0..39, keyframe 0), as the database holds one.
+_PTS, _KEYFRAMES = _db.pack_ints(list(range(40))).hex(), _db.pack_ints([0]).hex()
+
+
+@pytest.mark.parametrize(
+    ("sql", "field", "message"),
+    [
+        ("UPDATE videos SET metadata = json_set(metadata, '$.frame_count', 'many')", "frame_count",
+         r"the metadata of video 'cam1' in {db} is damaged \(frame_count of video 'cam1' must be an integer, got "
+         r"'many'\)"),
+        ("UPDATE videos SET metadata = json_set(metadata, '$.fps', 'fast')", "fps",
+         r"the metadata of video 'cam1' in {db} is damaged \(fps of video 'cam1' must be an exact rational like "
+         r"\{{'num': 30000, 'den': 1001\}}, got 'fast'\)"),
+        ("UPDATE videos SET metadata = json_set(metadata, '$.untrusted_frames', 5)", "untrusted_frames",
+         r"the metadata of video 'cam1' in {db} is damaged \(untrusted_frames of video 'cam1' must be a list of "
+         r"\(first, last\) frame pairs, got 5\)"),
+        (f"UPDATE videos SET index_pts = X'{_PTS}', index_keyframes = X'{_KEYFRAMES}', frame_index = '{{{{}}}}'",
+         "timebase", r"the frame index of video 'cam1' in {db} is damaged \('timebase'\)"),  # the field missing
+    ],
+)  # fmt: skip
+def test_wrong_typed_video_metadata_in_the_database_is_a_dataset_error_naming_file_video_and_field(
+    dataset: Path, tmp_path: Path, capsys, sql: str, field: str, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    # before: frame_count 'many' (a raw UPDATE) raised AnnotationError, as if the user's input were wrong, and an
+    # untrusted_frames of 5 or a frame index without its timebase a bare TypeError or KeyError
+    con = sqlite3.connect(dataset / "vidlabel.sqlite")
+    con.execute(sql.format())
+    con.commit()
+    con.close()
+    db = str(dataset / "vidlabel.sqlite")
+    expected = message.format(db=re.escape(db)) + r": the file was edited or damaged; restore it from a backup"
+    assert field in expected
+    ds = Dataset.open(dataset)
+    calls = [ds.videos, lambda: ds.video("cam1"), ds.validate, ds.build]
+    if field != "timebase":  # rows are checked against the metadata (not the frame index)
+        calls.append(lambda: ds.add_annotations(ROWS, "cam1"))
+    for call in calls:
+        with pytest.raises(DatasetError, match=expected) as got:
+            call()
+        assert got.value.video_id == "cam1" and got.value.path == db and not isinstance(got.value, AnnotationError)
+    capsys.readouterr()
+    assert main(["info", str(dataset)]) == 1
+    err = one_line_error(capsys)
+    assert re.search(expected, err) and "`vidlabel add-video DATASET FILE --video-id cam1 --replace`" in err
+    # what the message says repairs it: the video registered again
+    assert main(["add-video", str(dataset), str(tmp_path / "cam1.mp4"), "--metadata", META, "--replace"]) == 0
+    assert Dataset.open(dataset).video("cam1").frame_count == json.loads(META)["frame_count"]
+    assert main(["add-annotations", str(dataset), "cam1", str(tmp_path / "rows.jsonl")]) == 0
+    assert len(Dataset.open(dataset).build()[0].table) == len(ROWS)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
@@ -313,7 +364,8 @@ def test_absurd_video_sizes_are_refused_on_registration_and_when_read(
     con.execute(f"UPDATE videos SET metadata = json_set(metadata, '$.{field}', {value})")
     con.commit()
     con.close()
-    with pytest.raises(AnnotationError, match=message):
+    db = re.escape(str(dataset / "vidlabel.sqlite"))  # read back, a damaged database: a DatasetError naming it
+    with pytest.raises(DatasetError, match=rf"the metadata of video 'cam1' in {db} is damaged \({message}\)"):
         Dataset.open(dataset).videos()
-    with pytest.raises(AnnotationError, match=message):
+    with pytest.raises(DatasetError, match=message):
         Dataset.open(dataset).build()

@@ -117,12 +117,16 @@ def _cmd_add_video(args: argparse.Namespace) -> int:
 
 
 def _registered(ds: Any, video_id: str) -> bool:
-    from vidlabel.errors import UnknownVideoError
+    from vidlabel.errors import DatasetError, UnknownVideoError
 
     try:
         ds.video(video_id)
     except UnknownVideoError:
         return False
+    except DatasetError as err:
+        if err.video_id != video_id:
+            raise
+        return True  # registered, its record damaged: --replace writes it anew, as the error says
     return True
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -397,6 +397,10 @@ class VideoMetadata:
             object.__setattr__(self, "untrusted_frames", self._checked_ranges(self.untrusted_frames))
 
     def _checked_ranges(self, value: Any) -> tuple[tuple[int, int], ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):  # 5 raised a bare TypeError
+            raise AnnotationError(
+                f"untrusted_frames of video {self.video_id!r} must be a list of (first, last) frame pairs, got {value!r}"
+            )
         pairs: list[tuple[int, int]] = []
         for item in value:
             try:

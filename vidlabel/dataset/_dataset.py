@@ -52,6 +52,7 @@ from vidlabel.dataset._db import (
     fetch_views,
     is_disk_full,
     label_names,
+    meta_from_record,
     now,
     read_transaction,
     record_json,
@@ -440,7 +441,14 @@ class Dataset:
         return unknown_video(con, self._path, video_id)
 
     def videos(self) -> list[VideoMetadata]:
-        """Every registered video, sorted by video id (with content hash and frame index)."""
+        """Every registered video, sorted by video id (with content hash and frame index).
+
+        Raises
+        ------
+        DatasetError
+            If a video's record in the database is damaged (a field of the wrong type, after an edit by hand):
+            the message names the database file, the video id and the field.
+        """
         rows = (
             self._con()
             .execute("SELECT metadata, frame_index, index_pts, index_keyframes FROM videos ORDER BY video_id")
@@ -455,6 +463,8 @@ class Dataset:
         ------
         UnknownVideoError
             If no video has this id; the message lists the known ids.
+        DatasetError
+            If the video's record in the database is damaged (see :meth:`videos`).
         """
         con = self._con()
         row = con.execute(
@@ -667,7 +677,7 @@ class Dataset:
         if row is None:
             raise self._unknown_video(con, video_id)
         vcode, metadata = row
-        meta = VideoMetadata.from_dict(record_json(metadata, f"the metadata of video {video_id!r}", self._db_file))
+        meta = meta_from_record(metadata, self._db_file, video_id)
         labels = label_names(con)
         labels += [lab for lab in more_labels if lab not in labels]
         return int(vcode), check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip), labels

@@ -53,6 +53,7 @@ __all__ = [
     "open_mode",
     "read_transaction",
     "unknown_video",
+    "meta_from_record",
     "record_json",
     "video_from_record",
     "video_record",
@@ -390,22 +391,54 @@ def video_from_record(
     ------
     DatasetError
         If the record is not what :func:`video_record` writes (text that is not a JSON object, JSON nested
-        thousands deep, packed integers that are not zlib data), naming ``where`` (the database file).
+        thousands deep, a field of the wrong type or out of range, packed integers that are not zlib data),
+        naming ``where`` (the database file), the video id and the field.
     """
-    meta = VideoMetadata.from_dict(record_json(metadata, "a video's metadata", where))
+    meta = meta_from_record(metadata, where)
     if head is None or pts is None or kf is None:
         return meta
     what = f"the frame index of video {meta.video_id!r}"
     try:
         pts_values, kf_values = unpack_ints(pts), unpack_ints(kf)
     except (zlib.error, TypeError, ValueError) as err:
-        raise DatasetError(
-            f"{what} in {where} is damaged ({err}): the file was edited or damaged; restore it from a backup, or "
-            f"register the video again (vidlabel add-video ... --replace)",
-            path=where,
-            video_id=meta.video_id,
-        ) from err
-    return meta.replace(frame_index=index_from_dict(record_json(head, what, where), pts_values, kf_values))
+        raise _damaged_video(what, where, meta.video_id, err) from err
+    index = record_json(head, what, where)
+    try:
+        return meta.replace(frame_index=index_from_dict(index, pts_values, kf_values))
+    except (KeyError, TypeError, ValueError) as err:  # ValueError: AnnotationError of a field of the wrong type
+        raise _damaged_video(what, where, meta.video_id, err) from err
+
+
+def meta_from_record(metadata: Any, where: str, video_id: str | None = None) -> VideoMetadata:
+    """The VideoMetadata of a ``videos`` record's metadata JSON (``video_id``, if known, for the message).
+
+    Raises
+    ------
+    DatasetError
+        If it is not a JSON object, or a field has the wrong type or is out of range (the file was edited or
+        damaged: a value ``add_video`` would have refused), naming ``where`` (the database file), the video id
+        and the field.
+    """
+    what = "a video's metadata" if video_id is None else f"the metadata of video {video_id!r}"
+    fields = record_json(metadata, what, where)
+    try:
+        return VideoMetadata.from_dict(fields)
+    except (TypeError, ValueError) as err:  # ValueError: the AnnotationError naming the field
+        vid = fields.get("video_id")
+        vid = vid if isinstance(vid, str) and vid else video_id
+        what = "a video's metadata" if vid is None else f"the metadata of video {vid!r}"
+        raise _damaged_video(what, where, vid, err) from err
+
+
+def _damaged_video(what: str, where: str, video_id: str | None, err: BaseException) -> DatasetError:
+    """The DatasetError of a video record in database ``where`` that is not what vidlabel wrote."""
+    again = "vidlabel add-video DATASET FILE" + ("" if video_id is None else f" --video-id {video_id}") + " --replace"
+    return DatasetError(
+        f"{what} in {where} is damaged ({err}): the file was edited or damaged; restore it from a backup, or "
+        f"register the video again (Dataset.update_video, or `{again}`)",
+        path=where,
+        video_id=video_id,
+    )
 
 
 def record_json(text: Any, what: str, where: str) -> dict[str, Any]:
