@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pycocotools import mask as mask_utils
 
@@ -674,13 +674,26 @@ row_strategy = st.fixed_dictionaries(
 )
 
 
+_ROW = {"kind": "box", "label": "person", "start_frame": 0, "box": (0.0, 0.0, 31.0, 21.0)}
+
+
 @settings(max_examples=15, deadline=None)
 @given(rows=st.lists(row_strategy, max_size=30))
+@example(rows=[_ROW, _ROW])  # a repeat: warned, both kept
+@example(rows=[_ROW, {**_ROW, "status": "rejected"}])  # a rejected repeat: not warned
 def test_rows_round_trip(tmp_path_factory: pytest.TempPathFactory, rows: list[dict]) -> None:
     d = Dataset.create(tmp_path_factory.mktemp("prop") / "ds")
     d.add_video(meta())
     d.add_labels(["person", "car"])
-    ids = d.add_annotations(rows, "clip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ids = d.add_annotations(rows, "clip")
+    # drawn rows may repeat: a repeat (as stored: float32 corners) among the rows not rejected is warned, and kept
+    keys = [
+        (r["label"], r["start_frame"], *np.float32(r["box"]).tolist()) for r in rows if r.get("status") != "rejected"
+    ]
+    said = [str(w.message) for w in caught if "the same annotation" in str(w.message)]
+    assert bool(said) == (len(set(keys)) < len(keys)) and len(caught) == len(said)
     got = d.annotations()
     assert [g["annotation_id"] for g in got] == ids
     for row, g in zip(rows, got):
