@@ -178,18 +178,19 @@ def test_add_annotations_from_jsonl(dataset: Path, tmp_path: Path, capsys: pytes
 def test_add_annotations_of_a_file_holding_a_row_twice_warns(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # the file's third row repeats its first: it was added doubled without a word (only validate said it, later)
+    # the file's third row repeats its first: it was added doubled without a word (only validate said it, later);
+    # the warning named "rows 0 and 2 (0-based) of the input", not the file's lines (1 and 4: a blank line between)
     rows = [
         {"kind": "box", "label": "person", "start_frame": 3, "box": [1, 2, 11, 22], "track_id": 1},
         {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 9},
     ]
-    f = write_jsonl(tmp_path / "a.jsonl", [*rows, rows[0]])
+    f = write_jsonl(tmp_path / "a.jsonl", [*rows, rows[0]], blank_after=1)
     with warnings.catch_warnings():
         warnings.simplefilter("always", VidlabelWarning)
         code, out, err = run(capsys, "add-annotations", dataset, "cam1", f)
     assert code == 0 and out.strip() == "added 3 annotations to video 'cam1' (ids 1..3)"
     assert err == (
-        "vidlabel: warning: video 'cam1': rows 0 and 2 (0-based) of the input are the same annotation: annotation 3 "
+        f"vidlabel: warning: video 'cam1': line 1 and line 4 of {f} are the same annotation: annotation 3 "
         "just added repeats annotation 1 (same kind, label, view, frames, box and mask); it is kept (validate warns "
         f"duplicate_annotation): remove it with Dataset.open({str(dataset.absolute())!r}).delete_annotations([3]) or "
         "leave it out of releases with set_status([3], 'rejected')\n"

@@ -55,9 +55,10 @@ def test_cli_import_dry_run_json_then_import_and_export(tmp_path: Path, capsys) 
 
 def test_rows_repeated_in_the_file_or_already_stored_warn_and_a_dry_run_reports_them(tmp_path: Path, capsys) -> None:
     # a file holding one box twice was imported doubled without a word, and a dry run said nothing of rows
-    # repeated in the file nor of rows already stored (a file imported twice): the import warns, the dry run reports
+    # repeated in the file nor of rows already stored (a file imported twice): the import warns, the dry run reports;
+    # the import's warning named 0-based rows of the rows read, not the file's lines (a line left out shifts them)
     ds = dataset(tmp_path / "ds")
-    lines = ["1,1,10,20,5,6,1,1,1", "2,1,11,20,5,6,1,1,1", "3,2,30,20,5,6,1,1,1", "1,1,10,20,5,6,1,1,1"]
+    lines = ["2,9,11,20,5,6,0,1,1", "1,1,10,20,5,6,1,1,1", "3,2,30,20,5,6,1,1,1", "1,1,10,20,5,6,1,1,1"]
     gt = tmp_path / "gt.txt"
     gt.write_text("\n".join(lines) + "\n")
     again = [i for i, line in enumerate(lines) if line in lines[:i]]  # 0-based rows repeating an earlier one
@@ -77,23 +78,23 @@ def test_rows_repeated_in_the_file_or_already_stored_warn_and_a_dry_run_reports_
     (w,) = caught
     ids = rep.videos["cam1"].annotation_ids
     assert str(w.message).startswith(
-        f"video 'cam1': rows {first} and {row} (0-based) of the input are the same annotation: annotation "
-        f"{ids[row]} just added repeats annotation {ids[first]} ({same}); it is kept"
+        f"video 'cam1': line {first + 1} and line {row + 1} of {gt} are the same annotation: annotation "
+        f"{ids[row - 1]} just added repeats annotation {ids[first - 1]} ({same}); it is kept"
     )
-    assert rep.duplicates == [] and len(ds.annotations()) == len(lines)
+    assert rep.duplicates == [] and len(ds.annotations()) == len(lines) - 1
     dry = import_labels(ds, "mot", gt, video_id="cam1", label="person", dry_run=True)
     assert dry.duplicates[1] == (
-        f"video 'cam1': {len(lines)} rows equal annotations already stored (line 1 equals annotation {ids[0]} "
+        f"video 'cam1': {len(lines) - 1} rows equal annotations already stored (line 2 equals annotation {ids[0]} "
         f"already stored: {same}), as when one file is imported twice; an import keeps them and warns (validate "
         "warns duplicate_annotation)"
     )
-    assert f"  duplicate: {dry.duplicates[1]}" in str(dry).splitlines() and len(ds.annotations()) == len(lines)
+    assert f"  duplicate: {dry.duplicates[1]}" in str(dry).splitlines() and len(ds.annotations()) == len(lines) - 1
     gt.write_text("1,1,10,20,5,6,1,1,1\n1,1,10,20,5,6,1,1,1\n1,1,70,20,5,6,1,1,1\n")
     with pytest.raises(FormatError, match=r"gt.txt line 3: field 'box' \(video 'cam1'\): .* leaves the frame") as real:
         import_labels(ds, "mot", gt, video_id="cam1", label="person", clip=False)
     with pytest.raises(FormatError) as dry_err:  # a dry run refuses what the import refuses, in its words
         import_labels(ds, "mot", gt, video_id="cam1", label="person", clip=False, dry_run=True)
-    assert str(dry_err.value) == str(real.value) and len(ds.annotations()) == len(lines)
+    assert str(dry_err.value) == str(real.value) and len(ds.annotations()) == len(lines) - 1
 
 
 def test_cli_errors_exit_1_with_file_and_line(tmp_path: Path, capsys) -> None:

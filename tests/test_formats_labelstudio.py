@@ -72,7 +72,13 @@ def test_timelinelabels_and_predictions(tmp_path: Path) -> None:
         "result": [region("p", [key(30, 0, 0)], score=0.9), region("q", [key(30, 0, 0)])],
     }
     rotated = region("rot", [key(1, 0, 0, rotation=15)])
-    with pytest.warns(VidlabelWarning, match=r"rows \d+ and \d+ \(0-based\) of the input are the same annotation"):
+    with pytest.warns(
+        VidlabelWarning,
+        match=(
+            r"\[0\]\.predictions\[0\]\.result\[0\]\.sequence\[0\] and \[0\]\.predictions\[0\]\.result\[1\]\.sequence\[0\] "
+            r"of .*ls\.json are the same annotation"
+        ),
+    ):
         ds, rep = load(tmp_path, [task([timeline, rotated], [pred])])  # p and q: one box, two scores
     rows = ds.annotations()
     assert [(r["start_frame"], r["end_frame"]) for r in rows if r["kind"] == "marker"] == [(2, 6)]

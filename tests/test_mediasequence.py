@@ -775,7 +775,11 @@ def test_a_region_in_records_of_overlapping_clips_is_imported_once(tmp_path: Pat
     folder.mkdir()
     write_record(folder / "c-00000-of-00002", context, window([0, 1], [[a, a], [b]]))  # twice on frame 0: both kept
     write_record(folder / "c-00001-of-00002", context, window([1, 2], [[b], [a]]))  # frame 1 is in both records
-    with pytest.warns(VidlabelWarning, match=r"rows 0 and 1 \(0-based\) of the input are the same annotation"):
+    with pytest.warns(
+        VidlabelWarning,
+        match=r"c-00000-of-00002 record 0 frame 0 region 0 and c-00000-of-00002 record 0 frame 0 region 1 of .*clips "
+        r"are the same annotation",
+    ):
         import_labels(ds, "mediasequence", folder)  # the box held twice by one record is kept, and said
     rows = ds.annotations()
     assert sorted(r["start_frame"] for r in rows) == [0, 0, 1, 2]

@@ -641,6 +641,19 @@ class Dataset:
                 f"rows must be a list of dicts (one per annotation), got {type(rows).__name__}{hint}",
                 video_id=video_id,
             )
+        return self._add_annotations(rows, video_id, clip=clip)
+
+    def _add_annotations(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        video_id: str,
+        *,
+        clip: bool,
+        source: tuple[str, Callable[[int], str]] | None = None,
+        stacklevel: int = 5,
+    ) -> list[int]:
+        """``add_annotations``, its warnings naming rows by ``source``: ``(file, row -> "line 4")`` of the file
+        the rows were read from (vidlabel add-annotations, import), rather than 0-based rows of the input."""
         rows = list(rows)
         with self._write("add_annotations") as con:
             vcode, cols, labels = self._checked_rows(con, rows, video_id, clip=clip)
@@ -663,9 +676,9 @@ class Dataset:
             twice, repeated = added_duplicates(_stored_rows(con, vcode), added)
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
         if repeated:
-            _warn_repeated(self._path, video_id, n, repeated, ids)
+            _warn_repeated(self._path, video_id, n, repeated, ids, source, stacklevel)
         if twice:
-            _warn_added_twice(self._path, video_id, n, twice, ids)
+            _warn_added_twice(self._path, video_id, n, twice, ids, source, stacklevel)
         return ids.tolist()
 
     def _checked_rows(
@@ -1266,9 +1279,18 @@ def _warn_untrusted(meta: VideoMetadata) -> None:
         )
 
 
-def _warn_added_twice(path: Path, video_id: str, n: int, twice: list[tuple[int, int]], ids: np.ndarray) -> None:
+def _warn_added_twice(
+    path: Path,
+    video_id: str,
+    n: int,
+    twice: list[tuple[int, int]],
+    ids: np.ndarray,
+    source: tuple[str, Callable[[int], str]] | None,
+    stacklevel: int,
+) -> None:
     """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
     row, stored = twice[0]
+    where = f"row {row} (0-based)" if source is None else f"{source[0]} {source[1](row)}"
     if n == 1:
         head = (
             f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored "
@@ -1276,28 +1298,40 @@ def _warn_added_twice(path: Path, video_id: str, n: int, twice: list[tuple[int, 
         )
     else:
         head = (
-            f"{len(twice)} of the {n} rows just added equal rows already stored (row {row} (0-based), annotation "
+            f"{len(twice)} of the {n} rows just added equal rows already stored ({where}, annotation "
             f"{int(ids[row])}, equals annotation {stored}: {SAME_ANNOTATION})"
         )
-    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice])
+    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice], stacklevel)
 
 
-def _warn_repeated(path: Path, video_id: str, n: int, repeated: list[tuple[int, int]], ids: np.ndarray) -> None:
+def _warn_repeated(
+    path: Path,
+    video_id: str,
+    n: int,
+    repeated: list[tuple[int, int]],
+    ids: np.ndarray,
+    source: tuple[str, Callable[[int], str]] | None,
+    stacklevel: int,
+) -> None:
     """Warn that the rows just added hold one annotation twice (a file that lists it twice), naming how to remove
     the later ones."""
     row, first = repeated[0]
-    same = f"rows {first} and {row} (0-based) of the input are the same annotation"
+    if source is None:
+        same = f"rows {first} and {row} (0-based) of the input are the same annotation"
+    else:
+        same = f"{source[1](first)} and {source[1](row)} of {source[0]} are the same annotation"
     if len(repeated) == 1:
         head = f"{same}: annotation {int(ids[row])} just added repeats annotation {int(ids[first])} ({SAME_ANNOTATION})"
     else:
         head = (
-            f"{len(repeated)} of the {n} rows just added repeat an earlier row of the input ({same}, annotations "
+            f"{len(repeated)} of the {n} rows just added repeat an earlier row of "
+            f"{'the input' if source is None else source[0]} ({same}, annotations "
             f"{int(ids[first])} and {int(ids[row])}: {SAME_ANNOTATION})"
         )
-    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated])
+    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated], stacklevel)
 
 
-def _warn_kept(path: Path, video_id: str, head: str, kept: list[int]) -> None:
+def _warn_kept(path: Path, video_id: str, head: str, kept: list[int], stacklevel: int) -> None:
     """Warn ``head`` of video ``video_id``, then that the rows ``kept`` (annotation ids) are kept and how to remove
     them or leave them out of releases."""
     new_ids = sorted(kept)
@@ -1308,5 +1342,5 @@ def _warn_kept(path: Path, video_id: str, head: str, kept: list[int]) -> None:
         f"Dataset.open({str(path)!r}).delete_annotations([{shown}]) or leave {them} out of releases with "
         f"set_status([{shown}], 'rejected')",
         VidlabelWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )

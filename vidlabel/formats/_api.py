@@ -6,7 +6,7 @@ import gc
 import os
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -214,11 +214,16 @@ def import_labels(
             ds.add_labels(missing)
         for vid, vr in parsed.videos.items():
             try:
-                ids = ds.add_annotations(vr.rows, vid, clip=clip)
+                ids = ds._add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)), stacklevel=4)
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
     return report
+
+
+def _where_of(vr: VideoRows) -> Callable[[int], str]:
+    """Row of ``vr`` -> its line or element in the file (``"line 4"``), as warnings of rows name them."""
+    return lambda i: where_text(vr.where[i])
 
 
 def _refused(path: Path, vid: str, vr: VideoRows, err: AnnotationError) -> FormatError:
