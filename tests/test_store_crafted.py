@@ -23,7 +23,7 @@ from tests.test_store_support import make_dataset
 from vidlabel import export, open_store
 from vidlabel.errors import StoreCorruptError
 from vidlabel.spec import MAX_FRAME_COUNT, MAX_VIDEO_SIDE
-from vidlabel.store import backend_for, upload
+from vidlabel.store import backend_for, upload, verify_store
 from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS, labels_key
 
 N_FRAMES = 16
@@ -333,3 +333,25 @@ def test_an_upload_replaces_a_root_at_the_url_that_gives_a_key_twice(exported: P
         open_store(url, storage_options=options)
     upload(exported / "zarr", url, storage_options=options)
     assert open_store(url, storage_options=options).class_names == open_store(exported / "zarr").class_names
+
+
+@pytest.mark.parametrize("fmt", ["hdf5", "zarr"])
+def test_a_frames_codec_attribute_other_than_the_videos_is_refused(exported: Path, tmp_path: Path, fmt: str) -> None:
+    # the frames' codec attribute, which a read decodes by, was trusted: rewritten from 'zstd' to 'jpeg', vidlabel
+    # verify said ok (4 chunks checked) and every read failed to decode; the codec is part of the video's unit
+    store = copy_store(exported, fmt, tmp_path)
+    if fmt == "hdf5":
+        with h5py.File(hdf5_frames_file(store, "a"), "r+") as f:
+            f.attrs["codec"] = json.dumps("jpeg")
+    else:
+        _edit_json(store / "videos" / "a" / "frames" / "zarr.json", lambda m: m["attributes"].update(codec="jpeg"))
+    problems = verify_store(store, progress=False)["problems"]
+    assert [p for p in problems if "codec" in p] == [
+        f"{store}: video 'a': its frames say codec 'jpeg:90', not the video's 'zstd:1'"
+    ]
+    with pytest.raises(
+        StoreCorruptError,
+        match=rf"^video 'a' of store '{re.escape(str(store))}': its frames .* say codec 'jpeg:90', not the video's "
+        rf"codec 'zstd:1': {CHANGED}$",
+    ):
+        open_store(store).get_frame("a", 0)

@@ -784,8 +784,12 @@ class FrameStore:
         where = f"video {video_id!r} of store {str(self.path)!r}: its frames {str(reader_path(reader))!r}"
         want_key, key = data.attrs.get("frames_key"), reader.unit_key
         problem = None
+        want_codec = data.attrs.get("codec")
         if want_key is not None and key is not None and key != want_key:
             problem = f"are frames unit {key!r}, not the video's own unit {want_key!r}"
+        elif isinstance(reader, FramesReader) and isinstance(want_codec, str) and reader.codec.spec != want_codec:
+            # the codec is part of the unit (its pixel key), but the file's codec attribute is what a read decodes by
+            problem = f"say codec {reader.codec.spec!r}, not the video's codec {want_codec!r}"
         else:
             width, height = data.size
             want = (int(data.frame_number.size), height, width, 3)

@@ -218,6 +218,9 @@ def _verify_video(
         want_key = video.attrs.get("frames_key")
         if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
             problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
+        want_codec = video.attrs.get("codec")
+        if isinstance(want_codec, str) and frames.codec.spec != want_codec:
+            problems.append(f"{where}: its frames say codec {frames.codec.spec!r}, not the video's {want_codec!r}")
         height, width = video.attrs.get("height", -1), video.attrs.get("width", -1)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (height, width)):
             problems.append(f"{where}: its width and height attributes are {width!r} and {height!r}, not whole numbers")
