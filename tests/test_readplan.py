@@ -185,3 +185,19 @@ def test_rank_and_worker_parts_tile_the_epoch(total: int, world: int) -> None:
             assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # contiguous, no overlap
             sizes = [hi - lo for lo, hi in spans]
             assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("epoch", [1.5, 1.9, True, np.float64(1.0)])
+def test_an_epoch_that_is_not_an_integer_is_refused_even_once_its_whole_part_was_read(epoch: object) -> None:
+    # shard(1, ...) kept epoch 1's assignment under the key int(epoch): afterwards shard(1.9, ...), shard(True, ...)
+    # and shard_sizes(1.5, ...) gave epoch 1's chunks without a word, where before they were refused
+    plan = ReadPlan([("a", f) for f in range(0, 1000, 7)], indexes={}, seed=0, block=50)
+    plan.shard(1, 0, 2)
+    plan.shard_sizes(1, 2)
+    with pytest.raises(OptionError, match=r"epoch must be an integer >= 0, got"):
+        plan.shard(epoch, 0, 2)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"epoch must be an integer >= 0, got"):
+        plan.shard_sizes(epoch, 2)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"epoch must be an integer >= 0, got"):
+        list(plan.iter_requests(epoch, 0, 2))  # type: ignore[arg-type]
+    assert [c.interval for c in plan.shard(np.int64(1), 0, 2)] == [c.interval for c in plan.shard(1, 0, 2)]

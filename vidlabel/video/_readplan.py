@@ -420,7 +420,8 @@ class ReadPlan:
         return [int(i) for i in rng.permutation(len(self._chunks))]
 
     def _assignment(self, epoch: int, num_shards: int) -> list[list[int]]:
-        key = (int(epoch), int(num_shards))
+        # checked before the cache: int(1.9) or int(True) must not find epoch 1's assignment
+        key = (check_nonneg_int(epoch, "epoch"), int(num_shards))
         cached = self._assign_cache.get(key)
         if cached is not None:
             return cached
