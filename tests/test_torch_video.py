@@ -446,3 +446,20 @@ def test_view_and_masks_through_the_loader(vds: VideoDataset) -> None:
             assert batch["boxes"][i].tolist() == [[x0, y0, x1, min(y1, 40)]]
             frames.append(frame)
     assert frames == list(range(0, 30, 3))
+
+
+@pytest.mark.parametrize("shuffle_videos", [True, False])
+def test_video_stream_assignment_refuses_shard_counts_and_epochs_that_are_not_integers(
+    samples: FrameSamples, shuffle_videos: bool
+) -> None:
+    # assignment(0, 1.5) was a raw TypeError from range(), assignment(0, True) one shard, and with
+    # shuffle_videos=False assignment(-1, 2) a split of epoch -1 that shuffle_videos=True refused
+    stream = VideoStream(samples, shuffle_videos=shuffle_videos, seed=1)
+    for bad in (1.5, True, "2", 0):
+        with pytest.raises(OptionError, match=r"num_shards must be an integer >= 1, got"):
+            stream.assignment(0, bad)  # type: ignore[arg-type]
+    for epoch in (-1, 1.5, True):
+        with pytest.raises(OptionError, match=r"epoch must be an integer >= 0, got"):
+            stream.assignment(epoch, 2)  # type: ignore[arg-type]
+    assert stream.assignment(np.int64(2), np.int64(3)) == stream.assignment(2, 3)
+    assert sorted(v for shard in stream.assignment(0, 2) for v in shard) == sorted(CLIPS)

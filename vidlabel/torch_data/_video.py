@@ -134,9 +134,16 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         -------
         list of list of str
             ``num_shards`` lists of video ids; every video with samples is in exactly one.
+
+        Raises
+        ------
+        OptionError
+            If ``epoch`` is not an integer >= 0 or ``num_shards`` not an integer >= 1 (bools refused).
         """
-        if num_shards < 1:
-            raise OptionError(f"num_shards must be >= 1, got {num_shards}")
+        epoch = check_nonneg_int(epoch, "epoch")  # with shuffle_videos=False too: the same epochs either way
+        if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
+            raise OptionError(f"num_shards must be an integer >= 1, got {num_shards!r}")
+        num_shards = int(num_shards)
         ids = self.samples.video_ids
         sizes = np.diff(self._edges).tolist()  # Python ints, converted once
         videos = [v for v in range(len(ids)) if sizes[v] > 0]
