@@ -463,3 +463,20 @@ def test_video_stream_assignment_refuses_shard_counts_and_epochs_that_are_not_in
             stream.assignment(epoch, 2)  # type: ignore[arg-type]
     assert stream.assignment(np.int64(2), np.int64(3)) == stream.assignment(2, 3)
     assert sorted(v for shard in stream.assignment(0, 2) for v in shard) == sorted(CLIPS)
+
+
+def test_plan_reads_takes_positions_drawn_as_a_torch_tensor(samples: FrameSamples) -> None:
+    # torch.multinomial(weights, n, replacement=True), the weighted draw on the PyTorch side, was refused with
+    # "request 0 must be a position or a (video_id, frame) pair, got tensor(5)": a position is what it is
+    weights = torch.ones(len(samples), dtype=torch.float64)
+    weights[:10] = 50.0
+    drawn = torch.multinomial(weights, 40, replacement=True, generator=torch.Generator().manual_seed(3))
+    assert drawn.dtype == torch.int64
+    plan = samples.plan_reads(drawn, seed=4)
+    want = Counter(samples.index[int(p)] for p in drawn.tolist())
+    assert Counter(check_tensor_sample(s) for s in PlannedStream(samples, plan)) == want
+    assert plan.summary() == samples.plan_reads(drawn.numpy(), seed=4).summary()
+    with pytest.raises(OptionError, match=rf"sample position {N_SAMPLES} out of range \[0, {N_SAMPLES}\)"):
+        samples.plan_reads(torch.tensor([0, N_SAMPLES]), seed=0)
+    with pytest.raises(OptionError, match=r"must be a 1-D array of positions"):
+        samples.plan_reads(torch.zeros((2, 2), dtype=torch.int64), seed=0)

@@ -613,7 +613,8 @@ class FrameSamples:
         Parameters
         ----------
         requests : (R,) int array-like, or sequence of (video_id, frame)
-            Positions in :attr:`index` (e.g. ``rng.choice(len(samples), size, p=w)``)
+            Positions in :attr:`index` (e.g. ``rng.choice(len(samples), size, p=w)``, or a 1-D integer
+            tensor such as ``torch.multinomial(w, size, replacement=True)``)
             or pairs naming any frame of a selected video. Any order, repeats allowed.
         seed : int
         block : int
@@ -638,6 +639,16 @@ class FrameSamples:
     def _requests_to_arrays(self, requests: Any) -> tuple[np.ndarray, np.ndarray]:
         n = len(self)
         what = f"positions in samples.index ([0, {n})) or (video_id, frame) pairs"
+        if not isinstance(requests, (np.ndarray, np.generic, list, tuple, range, str, bytes)) and hasattr(
+            requests, "__array__"
+        ):
+            # an integer array of another library (torch.multinomial / torch.randint draws): positions, as NumPy's
+            try:
+                as_array = np.asarray(requests)
+            except (TypeError, ValueError, RuntimeError):  # e.g. a tensor on a GPU: read item by item below
+                as_array = None
+            if as_array is not None and as_array.ndim >= 1 and as_array.dtype.kind in "iu":
+                requests = as_array
         if isinstance(requests, np.ndarray) and requests.dtype.kind in "iu":
             if requests.ndim != 1:
                 raise OptionError(
