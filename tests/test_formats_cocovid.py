@@ -347,3 +347,36 @@ def test_a_degenerate_segmentation_beside_a_bbox_imports_the_bbox_and_a_null_ins
         "polygon with < 3 points (its bbox imported as a box)": 1,
         "polygon of zero area (its bbox imported as a box)": 1,
     }
+
+
+def test_mot_frame_id_of_a_half_split_file_is_the_video_frame(tmp_path: Path) -> None:
+    # mmtracking's tools/convert_datasets/mot/mot2coco.py writes a "half-val" file from the second half of a MOT
+    # sequence: img_names = img_names[split_frame:], then frame_id = position in that slice (0, 1, ...) and
+    # mot_frame_id = int(file name), the sequence's own 1-based frame. mmtracking's MOTChallengeDataset writes
+    # results at mot_frame_id when an image has one ("`mot_frame_id` is the actual frame id used for evaluation.
+    # It may not start from 0"), else frame_id + 1. So the video frame (0-based) is mot_frame_id - 1.
+    ds = dataset(tmp_path / "ds")  # 30 frames; a half-val slice of 30 images starts at MOT frame 16 (30 // 2 + 1)
+    split = 30 // 2 + 1
+    images = [
+        {"id": 100 + k, "video_id": 5, "frame_id": k, "mot_frame_id": split + k + 1, "width": 64, "height": 48}
+        for k in range(30 - split)
+    ]
+    anns = [
+        {"id": 1, "image_id": 100, "category_id": 1, "instance_id": 0, "bbox": [1, 2, 3, 4]},  # 000017.jpg
+        {"id": 2, "image_id": 113, "category_id": 1, "instance_id": 0, "bbox": [5, 6, 3, 4]},  # 000030.jpg
+    ]
+    f = write(tmp_path / "half-val_cocoformat.json", {**doc(anns), "images": images})
+    rep = import_labels(ds, "coco-vid", f)
+    assert sorted(r["start_frame"] for r in ds.annotations()) == [16, 29]  # MOT frames 17 and 30, 1-based
+    assert any("mot_frame_id" in n for n in rep.notes)
+
+
+def test_mot_frame_id_below_one_or_repeated_is_refused(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    images = [{"id": 100 + k, "video_id": 5, "frame_id": k, "mot_frame_id": k + 1} for k in range(3)]
+    images[2]["mot_frame_id"] = 0
+    with pytest.raises(FormatError, match=r"images\[2\]: mot_frame_id 0 .*1-based"):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", {**doc([]), "images": images}))
+    images[2]["mot_frame_id"] = 2
+    with pytest.raises(FormatError, match=r"images\[2\]: .*mot_frame_id 2 .*images\[1\]"):
+        import_labels(ds, "coco-vid", write(tmp_path / "b.json", {**doc([]), "images": images}))

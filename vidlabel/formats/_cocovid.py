@@ -3,7 +3,8 @@
 ``videos[]`` (id, name), ``images[]`` (id, video_id, frame_id, width, height), ``annotations[]``
 (image_id, category_id, instance_id, bbox xywh, optional segmentation, optional score),
 ``categories[]`` (id, name). frame = ``images[].frame_id``, 0-based and dense per video (a gap
-or a 1-based file is refused with the evidence); track = ``instance_id`` (per video; -1 or
+or a 1-based file is refused with the evidence), unless the image has mmtracking's ``mot_frame_id`` (the
+sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot_frame_id - 1``; track = ``instance_id`` (per video; -1 or
 absent: untracked); categories are mapped by **name**; an annotation with a ``segmentation``
 (polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
 box row; a ``score`` makes it a model row with that confidence. ``iscrowd`` and ``ignore`` annotations (ignored
@@ -88,6 +89,8 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
     frames: dict[Any, list[tuple[int, int]]] = {}
+    mot_frames: dict[Any, dict[int, int]] = {}  # video key -> mot_frame_id -> position in images[]
+    moved: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, mot_frame_id) of its first image that differs
     for i, im in enumerate(doc["images"]):
         at = f"images[{i}]"
         if not isinstance(im, dict):
@@ -104,8 +107,10 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
             raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
-        images[image_id], image_at[image_id] = (vr, f), i
         frames.setdefault(im["video_id"], []).append((f, i))
+        if "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
+            f = _mot_frame(path, i, im, f, mot_frames.setdefault(im["video_id"], {}), moved)
+        images[image_id], image_at[image_id] = (vr, f), i
     for v, fl in frames.items():
         got = sorted(fl)
         ids = [f for f, _ in got]
@@ -123,6 +128,11 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 f"images[{got[j + 1][1]}]",
                 f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
             )
+    for v, (frame_id, mot) in moved.items():
+        parsed.notes.append(
+            f"video {v!r}: frames taken from the images' mot_frame_id - 1 (mmtracking's MOT frame, 1-based), not "
+            f"frame_id: frame_id {frame_id} is mot_frame_id {mot}, video frame {mot - 1} (a half split of a sequence)"
+        )
     not_stored: Counter[str] = Counter()
     box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
     box_values: list[Any] = []
@@ -183,6 +193,27 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")
     return parsed
+
+
+def _mot_frame(
+    path: Path, i: int, im: dict[str, Any], frame_id: int, seen: dict[int, int], moved: dict[Any, tuple[int, int]]
+) -> int:
+    """The video frame of an image with mmtracking's ``mot_frame_id``: ``mot_frame_id - 1``.
+
+    mmtracking's ``mot2coco`` numbers ``frame_id`` from 0 within a half split of a sequence and keeps the
+    sequence's own 1-based frame (its file name) as ``mot_frame_id``, which its ``MOTChallengeDataset`` writes
+    results at: ``frame_id`` of a "half-val" file is not the video frame.
+    """
+    at = f"images[{i}]"
+    mot = integer(path, at, im["mot_frame_id"], "mot_frame_id")
+    if mot < 1:
+        raise fail(path, at, f"mot_frame_id {mot} is not a MOT frame (1-based: 1, 2, ...)")
+    if mot in seen:
+        raise fail(path, at, f"video {im['video_id']!r}: mot_frame_id {mot} repeats (images[{seen[mot]}] has it too)")
+    seen[mot] = i
+    if mot - 1 != frame_id:
+        moved.setdefault(im["video_id"], (frame_id, mot))
+    return mot - 1
 
 
 def _cat_doc(release: Release) -> list[dict[str, Any]]:
