@@ -25,6 +25,7 @@ A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else 
 
 from __future__ import annotations
 
+import bisect
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -511,7 +512,10 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
                     seen.add(f)
                     _box_el(el, f, t.box[r].tolist(), False)
                     report.counts["box"] += 1
-                    nxt = frames[j + 1] if j + 1 < len(frames) else None
+                    # the next frame of the track holding a box: not a second box on this frame, which is not
+                    # written (an outside keyframe must still close the gap after f)
+                    k = bisect.bisect_right(frames, f, j + 1)
+                    nxt = frames[k] if k < len(frames) else None
                     if f + 1 < n and (nxt is None or nxt > f + 1):
                         _box_el(el, f + 1, t.box[r].tolist(), True)
             for r in trows[t.kind[trows] == MASK].tolist():
