@@ -20,6 +20,7 @@ they are on import and export), else ``videos=`` keyed by task id or the stem of
 
 from __future__ import annotations
 
+import bisect
 import warnings
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -253,7 +254,10 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
                     continue
                 seen.add(f)
                 x0, y0, x1, y1 = t.box[r].tolist()
-                nxt = frames[j + 1] if j + 1 < len(frames) else None
+                # the next frame of the track holding a box: not a second box on this frame, which is not
+                # written (enabled: false must still end the span after f)
+                k = bisect.bisect_right(frames, f, j + 1)
+                nxt = frames[k] if k < len(frames) else None
                 ends = f < n - 1 and (nxt is None or nxt > f + 1)
                 seq.append({
                     "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
