@@ -380,3 +380,35 @@ def test_mot_frame_id_below_one_or_repeated_is_refused(tmp_path: Path) -> None:
     images[2]["mot_frame_id"] = 2
     with pytest.raises(FormatError, match=r"images\[2\]: .*mot_frame_id 2 .*images\[1\]"):
         import_labels(ds, "coco-vid", write(tmp_path / "b.json", {**doc([]), "images": images}))
+
+
+def test_model_rows_without_a_confidence_are_counted_as_not_written(tmp_path: Path) -> None:
+    # COCO-VID tells a model's annotation by its score (mmtracking's results carry one); a model row without a
+    # confidence is written without a score, so it reads back as a human row: its origin is lost, and the
+    # report counts it under "not written" (as YouTube-VIS does), not only in a note.
+    ds = dataset(tmp_path / "a")
+    ds.add_annotations(
+        [
+            {"kind": "box", "label": "person", "start_frame": 1, "box": (1, 1, 5, 5), "origin": "model"},
+            {
+                "kind": "box",
+                "label": "person",
+                "start_frame": 2,
+                "box": (1, 1, 5, 5),
+                "origin": "model",
+                "confidence": 0.5,
+            },
+            {"kind": "box", "label": "person", "start_frame": 3, "box": (1, 1, 5, 5)},
+        ],
+        "cam1",
+    )
+    ds.build()
+    rep = export_labels(ds, "coco-vid", tmp_path / "out.json")
+    assert [n for why, n in rep.not_written.items() if "origin" in why] == [1]
+    ds2 = dataset(tmp_path / "b")
+    import_labels(ds2, "coco-vid", tmp_path / "out.json")
+    assert sorted((r["start_frame"], r["origin"]) for r in ds2.annotations()) == [
+        (1, "human"),
+        (2, "model"),
+        (3, "human"),
+    ]
