@@ -303,3 +303,17 @@ def test_seqinfo_name_with_a_percent_sign_is_text(tmp_path: Path) -> None:
         import_labels(ds, "mot", gt, label_map={1: "person"})
     import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
     assert len(ds.annotations()) == 1
+
+
+def test_one_label_for_a_gt_file_of_several_classes_is_refused(tmp_path: Path) -> None:
+    # 9-column gt: column 8 is the class (MOT16/17: 1 pedestrian, 3 car, 7 static person, ...). label= gives every
+    # row one label; over a file of several classes it merged cars into persons without a word.
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n2,2,10,20,5,6,1,3,1\n3,3,10,20,5,6,0,7,1\n")
+    with pytest.raises(FormatError, match=r"gt.txt line 2: class 3 \(column 8\) .* line 1 is class 1"):
+        import_labels(ds, "mot", f, video_id="cam1", label="person")
+    assert ds.annotations("cam1") == []
+    # one class among the rows imported (line 3 is consider 0, skipped): label= names it
+    write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n3,3,10,20,5,6,0,7,1\n")
+    import_labels(ds, "mot", f, video_id="cam1", label="person")
+    assert [r["label"] for r in ds.annotations("cam1")] == ["person"]

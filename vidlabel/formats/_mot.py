@@ -89,6 +89,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
     parsed.videos[meta.video_id] = vr
     shift = 1.0 if one_based else 0.0
     counts: Counter[str] = Counter()
+    classes: dict[int, int] = {}
     widths: set[int] = set()
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -104,7 +105,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
         if n == 9 and extra[0] == 0 and not include_ignored:
             counts["ignored"] += 1
             continue
-        _label_row(ctx, path, number, row, n, extra, label_map, counts)
+        _label_row(ctx, path, number, row, n, extra, label_map, counts, classes)
         vr.rows.append(row)
         vr.where.append(number)
     if counts["ignored"]:
@@ -182,15 +183,26 @@ def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[st
 
 def _label_row(
     ctx: ImportContext, path: Path, number: int, row: dict[str, Any], n: int, extra: list[float],
-    label_map: dict[int, str] | None, counts: Counter[str],
+    label_map: dict[int, str] | None, counts: Counter[str], classes: dict[int, int],
 ) -> None:  # fmt: skip
     """The row's label (9-column gt: column 8 through the label map; else ``label=``) and, for 7- and
-    10-column results, origin ``model`` with the score as confidence."""
+    10-column results, origin ``model`` with the score as confidence. ``classes``: class -> its first line, of the
+    gt rows imported so far under ``label=`` (a second class is refused)."""
     if n == 9:
         if not extra[1].is_integer():  # 1.5, nan and inf name no class
             raise fail(path, number, f"class {extra[1]} (column 8) is not a whole number")
         cls = int(extra[1])
         if ctx.label is not None:
+            classes.setdefault(cls, number)  # the first line of each class
+            if len(classes) > 1:  # one label over several classes would merge them without a word
+                other, line = next((k, v) for k, v in classes.items() if k != cls)
+                raise fail(
+                    path,
+                    number,
+                    f"class {cls} (column 8) with label={ctx.label!r}, which gives every row one label, but line "
+                    f"{line} is class {other}: the file holds several classes; give label_map (--label-map "
+                    "1=person,3=car) or a labels.txt beside the file",
+                )
             row["label"] = ctx.label
         elif label_map is None:
             raise fail(
