@@ -106,9 +106,9 @@ def test_seqinfo_mismatch_is_an_error(tmp_path: Path) -> None:
         ("1,1,10,20,0,6,1,1,1\n", r"bad.txt line 1: box x=10.0, y=20.0, w=0.0"),
         (
             "1,1,10,20,5,6,1,1,1\n31,1,10,20,5,6,1,1,1\n",
-            r"bad.txt line 2: frame 30 \(0-based\) is outside video 'cam1': frames 0..29 \(30 frames\)$",  # once
+            r"bad.txt line 2: frame 31 \(column 1, 1-based\) is outside video 'cam1': frames 1..30 \(30 frames\)$",  # once
         ),
-        ("0,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame -1 \(0-based\) is outside"),
+        ("0,1,10,20,5,6,1,1,1\n", r"bad.txt line 1: frame 0 \(column 1, 1-based\) is outside"),
         (
             "1,1,10,20,5,6,1,4,1\n",
             r"bad.txt line 1: class 4 \(column 8\) is not in the label map \(known classes: 1=person\)",
@@ -262,7 +262,7 @@ def test_frame_number_past_int64_is_outside_the_video(tmp_path: Path) -> None:
     gt = write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n20000000000000000000,1,10,20,5,6,1,1,1\n")
     with pytest.raises(
         FormatError,
-        match=r"gt\.txt line 2: frame 19999999999999999999 \(0-based\) is outside video 'cam1': frames 0..29",
+        match=r"gt\.txt line 2: frame 20000000000000000000 \(column 1, 1-based\) is outside video 'cam1': frames 1..30",
     ):
         import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"})
     assert ds.annotations() == []
@@ -317,3 +317,15 @@ def test_one_label_for_a_gt_file_of_several_classes_is_refused(tmp_path: Path) -
     write(tmp_path / "gt.txt", "1,1,10,20,5,6,1,1,1\n3,3,10,20,5,6,0,7,1\n")
     import_labels(ds, "mot", f, video_id="cam1", label="person")
     assert [r["label"] for r in ds.annotations("cam1")] == ["person"]
+
+
+@pytest.mark.parametrize("frame", [0, 31])
+def test_a_frame_outside_the_video_is_named_as_the_file_writes_it(tmp_path: Path, frame: int) -> None:
+    # MOT frames are 1-based (column 1): a 30-frame video holds frames 1..30. The error said "frame -1 (0-based) is
+    # outside ... frames 0..29" for a line whose column 1 is 0: neither the value in the file nor its range.
+    ds = dataset(tmp_path / "ds")
+    f = write(tmp_path / "gt.txt", f"1,1,10,20,5,6,1,1,1\n{frame},1,10,20,5,6,1,1,1\n")
+    with pytest.raises(
+        FormatError, match=rf"gt.txt line 2: frame {frame} \(column 1, 1-based\) is outside video 'cam1': frames 1..30"
+    ):
+        import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"})

@@ -95,6 +95,13 @@ def import_mot(ctx: ImportContext) -> Parsed:
         if not line.strip():
             continue
         row, n, extra = _mot_line(path, number, line, shift)
+        if not 0 <= row["start_frame"] < meta.frame_count:  # said as the file writes it: 1-based
+            raise fail(
+                path,
+                number,
+                f"frame {row['start_frame'] + 1} (column 1, 1-based) is outside video {meta.video_id!r}: "
+                f"frames 1..{meta.frame_count} ({meta.frame_count} frames)",
+            )
         widths.add(n)
         if n == 9 and extra[0] not in (0, 1):  # 2, -1 or nan would be kept as considered without a word
             raise fail(
