@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import vidlabel.formats as formats
@@ -383,3 +384,30 @@ def test_cli_a_number_of_thousands_of_digits_is_one_line(tmp_path: Path, capsys:
     with pytest.raises(SystemExit):
         main(["add-video", str(tmp_path / "ds"), str(tmp_path / "x.mp4"), "--metadata", "1" + "0" * 5000])
     assert "argument --metadata: a number is too long to read (Exceeds the limit" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:.*:vidlabel.errors.VidlabelWarning")
+@pytest.mark.parametrize(("fmt", "out"), [("cvat-video", "out.xml"), ("label-studio", "out.json")])
+def test_a_second_box_of_a_track_on_one_frame_does_not_bridge_the_gap_after_it(
+    tmp_path: Path, fmt: str, out: str
+) -> None:
+    # Track 0 has boxes on frames 5 (twice) and 9, nothing on 6..8. A CVAT track and a Label Studio region hold
+    # one shape per frame, so the second box on 5 is not written (counted); the first must still end its span (an
+    # outside keyframe on 6 in CVAT, enabled: false in Label Studio), or the tool interpolates 5 -> 9 and frames
+    # 6, 7, 8 come back with boxes nobody drew.
+    ds = dataset(tmp_path / "a")
+    ds.add_annotations(
+        [
+            {"kind": "box", "label": "person", "start_frame": 5, "box": (1, 1, 10, 10), "track_id": 0},
+            {"kind": "box", "label": "person", "start_frame": 5, "box": (2, 2, 12, 12), "track_id": 0},
+            {"kind": "box", "label": "person", "start_frame": 9, "box": (3, 3, 13, 13), "track_id": 0},
+        ],
+        "cam1",
+    )
+    ds.build()
+    rep = export_labels(ds, fmt, tmp_path / out)
+    assert sum(rep.not_written.values()) == 1
+    ds2 = dataset(tmp_path / "b")
+    import_labels(ds2, fmt, tmp_path / out)
+    got = {r["start_frame"]: np.float32(r["box"]).tolist() for r in ds2.annotations()}  # Label Studio: percents
+    assert got == {5: [1.0, 1.0, 10.0, 10.0], 9: [3.0, 3.0, 13.0, 13.0]}

@@ -432,25 +432,3 @@ def test_mask_runs_that_wrap_or_are_negative_are_refused(tmp_path: Path, rle: st
     xml = cvat(f"<track id='0' label='car'>{mask_el(0, rle, 10, 10)}</track>")
     with pytest.raises(FormatError, match=r'<track id="0" label="car"><mask frame="0">: ' + message):
         load(tmp_path, xml)
-
-
-@pytest.mark.filterwarnings("ignore:.*:vidlabel.errors.VidlabelWarning")
-def test_a_second_box_of_a_track_on_one_frame_does_not_bridge_the_gap_after_it(tmp_path: Path) -> None:
-    # Track 0 has boxes on frames 5 (twice) and 9, nothing on 6..8. CVAT holds one shape per frame and track, so the
-    # second box on 5 is not written (counted); the first must still be closed by an outside keyframe on 6, or CVAT
-    # interpolates 5 -> 9 and frames 6, 7, 8 come back with boxes nobody drew.
-    ds = dataset(tmp_path / "a")
-    ds.add_annotations(
-        [
-            {"kind": "box", "label": "person", "start_frame": 5, "box": (1, 1, 10, 10), "track_id": 0},
-            {"kind": "box", "label": "person", "start_frame": 5, "box": (2, 2, 12, 12), "track_id": 0},
-            {"kind": "box", "label": "person", "start_frame": 9, "box": (3, 3, 13, 13), "track_id": 0},
-        ],
-        "cam1",
-    )
-    ds.build()
-    rep = export_labels(ds, "cvat-video", tmp_path / "out.xml")
-    assert sum(rep.not_written.values()) == 1
-    ds2 = dataset(tmp_path / "b")
-    import_labels(ds2, "cvat-video", tmp_path / "out.xml")
-    assert boxes_by_frame(ds2) == {5: (1.0, 1.0, 10.0, 10.0), 9: (3.0, 3.0, 13.0, 13.0)}

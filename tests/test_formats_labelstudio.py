@@ -268,25 +268,3 @@ def test_two_keyframes_on_one_frame_are_refused_naming_both(tmp_path: Path) -> N
         r"\[0\]\.annotations\[0\]\.result\[0\]\.sequence\[1\]\)",
     ):
         load(tmp_path, [task([region("r", seq)])])
-
-
-@pytest.mark.filterwarnings("ignore:.*:vidlabel.errors.VidlabelWarning")
-def test_a_second_box_of_a_track_on_one_frame_does_not_bridge_the_gap_after_it(tmp_path: Path) -> None:
-    # Track 0 has boxes on frames 5 (twice) and 9, nothing on 6..8. A region holds one keyframe per frame, so the
-    # second box on 5 is not written (counted); the first must still end its span (enabled: false), or Label Studio
-    # interpolates 5 -> 9 and frames 6, 7, 8 come back with boxes nobody drew.
-    ds = dataset(tmp_path / "a")
-    ds.add_annotations(
-        [
-            {"kind": "box", "label": "person", "start_frame": 5, "box": (1, 1, 10, 10), "track_id": 0},
-            {"kind": "box", "label": "person", "start_frame": 5, "box": (2, 2, 12, 12), "track_id": 0},
-            {"kind": "box", "label": "person", "start_frame": 9, "box": (3, 3, 13, 13), "track_id": 0},
-        ],
-        "cam1",
-    )
-    ds.build()
-    rep = export_labels(ds, "label-studio", tmp_path / "out.json")
-    assert sum(rep.not_written.values()) == 1
-    ds2 = dataset(tmp_path / "b")
-    import_labels(ds2, "label-studio", tmp_path / "out.json")
-    assert sorted(r["start_frame"] for r in ds2.annotations()) == [5, 9]
