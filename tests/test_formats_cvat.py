@@ -257,6 +257,22 @@ def test_attributes_reported(tmp_path: Path) -> None:
     assert "attributes not stored: color (1)" in rep.notes
 
 
+def test_tag_attributes_reported(tmp_path: Path) -> None:
+    # a tag's attributes are lost as a shape's are: said in the same note, counted per attribute name
+    body = (
+        '<image id="0" name="f0"><tag label="goal"><attribute name="team">home</attribute></tag></image>'
+        '<image id="1" name="f1"><tag label="goal"><attribute name="team">home</attribute>'
+        '<attribute name="kind">penalty</attribute></tag></image>'
+        '<track id="0" label="car">'
+        + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="team">away</attribute></box>')
+        + "</track>"
+    )
+    ds, rep = load(tmp_path, cvat(body))
+    assert [(r["start_frame"], r["end_frame"]) for r in ds.annotations() if r["kind"] == "marker"] == [(0, 1)]
+    assert "attributes not stored: kind (1), team (3)" in rep.notes
+    assert not rep.skipped
+
+
 def test_entity_bomb_refused(tmp_path: Path) -> None:
     bomb = (
         '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'

@@ -19,7 +19,7 @@ track takes the track id of the box track with the same ``group_id``, else a tra
 polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
 markers (model markers for ``source="auto"`` tags). ``<track id>`` is an export counter: our track ids
-are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes are counted in the report's notes.
+are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes (of shapes and of tags) are counted in the report's notes.
 A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
@@ -343,6 +343,8 @@ class _CvatRead:
                     raise fail(self.path, _el(c, iw), "a tag needs a label")
                 key = (c.attrib["label"], c.attrib.get("source") == "auto")
                 self.tags.setdefault(key, []).append((f, _el(c, iw)))
+                for a in c.findall("attribute"):  # not stored, as a shape's: said in the notes
+                    self.attributes[a.attrib.get("name", "?")] += 1
             elif c.tag in _SHAPES:
                 self.parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
 
