@@ -60,6 +60,16 @@ def test_enabled_false_ends_after_that_frame(tmp_path: Path) -> None:
     assert tracks == {"car": 0, "person": 1}  # region ids in order of first appearance
 
 
+def test_region_without_keyframes_is_counted(tmp_path: Path) -> None:
+    # an empty (or absent) sequence holds no box: the region is counted, not dropped without a word
+    absent = region("c", [])
+    del absent["value"]["sequence"]
+    ds, rep = load(tmp_path, [task([region("a", []), region("b", [key(3, 1, 1)], label="person"), absent])])
+    assert {r["label"] for r in ds.annotations()} == {"person"}
+    assert {r["track_id"] for r in ds.annotations()} == {0}  # the empty region takes no track id
+    assert rep.skipped == {"videorectangle region without keyframes (empty value.sequence)": 2}
+
+
 def test_timelinelabels_and_predictions(tmp_path: Path) -> None:
     timeline = {
         "id": "t1",

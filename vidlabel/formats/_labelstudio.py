@@ -12,7 +12,8 @@ keeps the prediction's region ids). Two keyframes of a region on one frame are r
 ``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
-imported (counted). Which task is which video: ``video_id=`` for a file of one task, else
+imported (counted), nor are regions without keyframes (an empty ``value.sequence``). Which task is
+which video: ``video_id=`` for a file of one task, else
 ``data.video_id`` (vidlabel's exporter writes it; Label Studio keeps a task's ``data`` keys as
 they are on import and export), else ``videos=`` keyed by task id or the stem of ``data.video``
 (never opened).
@@ -142,6 +143,9 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if len(labels) > 1:
                     parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
                 seq = _list(path, f"{rat}.sequence", value.get("sequence"))
+                if not seq:
+                    parsed.skipped["videorectangle region without keyframes (empty value.sequence)"] += 1
+                    continue
                 rotations = [
                     number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
                     for k, item in enumerate(seq)
