@@ -44,6 +44,26 @@ def test_include_ignored_keeps_consider_zero_untracked(tmp_path: Path) -> None:
     assert row["track_id"] is None and row["start_frame"] == 1 and row["box"] == (1.0, 1.0, 3.0, 3.0)
 
 
+def test_rows_with_id_zero_or_negative_are_untracked_and_noted(tmp_path: Path) -> None:
+    # behaviour unchanged (ids <= 0 are untracked); the note says how many, and id 0 apart (a 0-based tracker)
+    ds = dataset(tmp_path / "ds")
+    res = write(tmp_path / "res.txt", "1,0,1,1,2,2\n2,0,1,1,2,2\n1,1,5,5,2,2\n3,-1,1,1,2,2\n")
+    rep = import_labels(ds, "mot", res, video_id="cam1", label="person")
+    got = sorted((r["start_frame"], -1 if r["track_id"] is None else r["track_id"]) for r in ds.annotations("cam1"))
+    assert got == [(0, -1), (0, 0), (1, -1), (2, -1)]  # only the id-1 row is tracked (track 0)
+    assert rep.notes == [
+        "3 rows with a track id <= 0 (column 2) imported untracked (MOT ids are 1-based: an id <= 0 is untracked, "
+        "see the README's MOT section); 2 rows with id 0: a tracker that numbers its ids from 0 loses object 0's "
+        "track (renumber its ids from 1)"
+    ]
+    ds2 = dataset(tmp_path / "ds2")
+    rep = import_labels(ds2, "mot", write(tmp_path / "res2.txt", "1,-1,1,1,2,2\n"), video_id="cam1", label="person")
+    assert rep.notes == [
+        "1 row with a track id <= 0 (column 2) imported untracked (MOT ids are 1-based: an id <= 0 is untracked, "
+        "see the README's MOT section)"
+    ]
+
+
 def test_det_with_scores_is_model_rows_untracked(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     det = write(tmp_path / "det.txt", "1,-1,4,5,6,7,0.75,-1,-1,-1\n5,-1,4,5,6,7,12.5,-1,-1,-1\n")

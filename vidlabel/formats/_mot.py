@@ -7,8 +7,8 @@ Columns (comma separated, spaces after commas allowed, any sort order)::
     9:  frame, id, x, y, w, h, consider, class, visibility        (gt)
     10: frame, id, x, y, w, h, score, X, Y, Z                      (det / results; X Y Z are -1)
 
-frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0 are untracked); x, y, w, h are taken as
-they are (pass ``one_based_pixels=True`` for files whose pixels are 1-based). A score makes the
+frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0 are untracked, and a
+note counts them); x, y, w, h are taken as they are (pass ``one_based_pixels=True`` for files whose pixels are 1-based). A score makes the
 row a model row with that confidence (scores outside [0, 1] are not kept as confidence, and
 counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps them); a consider
 flag other than 0 or 1 is refused.
@@ -113,6 +113,9 @@ def import_mot(ctx: ImportContext) -> Parsed:
             counts["ignored"] += 1
             continue
         _label_row(ctx, path, number, row, n, extra, label_map, counts, classes)
+        if "track_id" not in row:  # id <= 0: untracked, as the README says; said in a note
+            counts["untracked"] += 1
+            counts["id_zero"] += float(line.split(",")[1]) == 0
         vr.rows.append(row)
         vr.where.append(number)
     if counts["ignored"]:
@@ -122,6 +125,17 @@ def import_mot(ctx: ImportContext) -> Parsed:
     if counts["unknown_score"]:
         parsed.notes.append(
             f"{plural(counts['unknown_score'], 'score')} outside [0, 1] not kept as confidence (the rows are kept)"
+        )
+    if counts["untracked"]:
+        zero = ""
+        if counts["id_zero"]:
+            zero = (
+                f"; {plural(counts['id_zero'], 'row')} with id 0: a tracker that numbers its ids from 0 loses "
+                "object 0's track (renumber its ids from 1)"
+            )
+        parsed.notes.append(
+            f"{plural(counts['untracked'], 'row')} with a track id <= 0 (column 2) imported untracked "
+            f"(MOT ids are 1-based: an id <= 0 is untracked, see the README's MOT section){zero}"
         )
     if 9 in widths:
         parsed.notes.append("visibility (gt column 9) is not stored")
