@@ -11,8 +11,8 @@ measured in this run against its baseline, runs alternating; a row prints the me
    1280x720, for each way the
    first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "readahead", "populate",
    the default since 2026-12-03 evening, "pread" and "fault", the plain page faults), and the default over the same frames
-   exported in whole 2 MiB blocks of the file (``_hdf5.BUFFERED_REGION_WRITE = True``, off by default:
-   "2mib"). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
+   exported chunk by chunk with HDF5's ``write_direct_chunk`` (``_hdf5.BUFFERED_REGION_WRITE = False``, the
+   default before 2026-12-06: "chunkwise"; the stores are otherwise written in whole 2 MiB blocks). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
    of the first pass (its buffer is fresh memory of the process). The store is read once before each
    measurement (page-cached). Then what the machine itself charges for a first pass (:func:`child_bare`: a bare
    loop of copies and checksums in a fresh process, a second thread mapping every chunk ahead of it), and the
@@ -50,7 +50,17 @@ touches. Row 1's first touches only ("populate", "fault", "readahead"), over the
    every other repeat), so that more repeats fit in the time of one row-1 run: first/warm and the share of
    the file mapped in 2 MiB pages for each, median and range. Not in the default ``--only``.
 
-Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4,touches]
+folios. What the page cache's folio sizes do to a first pass, with no vidlabel code: a 1 GiB file of random
+   bytes written through the page cache in the three ways its bytes can arrive (:func:`write_file`): chunk by
+   chunk as HDF5's ``write_direct_chunk`` writes a 1280x720 / 640x480 frame (one ``pwrite`` of 2,764,800 /
+   921,600 bytes at an unaligned offset, the store's default), and in whole aligned 2 MiB blocks (what
+   ``_hdf5.BUFFERED_REGION_WRITE`` does); then, in fresh processes with the file page-cached as written, a pass
+   copying it frame by frame out of a read-only map (plain page faults), against a second pass in the same
+   process: first/warm, faults and the share mapped in 2 MiB pages (median and range over ``--repeat``
+   processes for each file). A kernel that reclaims idle page cache (DAMON pageout, printed on the machine line)
+   reads evicted pages back in its own folio sizes and so blurs the three. Not in the default ``--only``.
+
+Usage: python scripts/bench_storeframes.py [--repeat 3] [--workdir DIR] [--only 1,2,3,4,touches,folios]
 """
 
 from __future__ import annotations
@@ -95,20 +105,22 @@ def dataset(workdir: Path, name: str, clips: dict[str, Path]) -> Dataset:
     return ds
 
 
-def store_for(workdir: Path, name: str, clips: dict[str, Path], blocks_2mib: bool = False) -> Path:
-    """The store of ``clips`` exported ``--frames all`` (with ``blocks_2mib``, in whole 2 MiB blocks), exported
+def store_for(workdir: Path, name: str, clips: dict[str, Path], chunkwise: bool = False) -> Path:
+    """The store of ``clips`` exported ``--frames all`` (with ``chunkwise``, chunk by chunk with HDF5's
+    ``write_direct_chunk``, the default before 2026-12-06; else in whole 2 MiB blocks, the default), exported
     again when the marker beside it names another writer."""
     from vidlabel.store import _hdf5
 
-    out = workdir / (f"store_{name}" + ("_2mib" if blocks_2mib else ""))
-    marker, writer = out.with_name(out.name + ".writer"), "2mib" if blocks_2mib else "chunks"
+    out = workdir / (f"store_{name}" + ("_chunkwise" if chunkwise else ""))
+    marker, writer = out.with_name(out.name + ".writer"), "chunks" if chunkwise else "2mib"
     if not (out / "store.h5").exists() or not marker.exists() or marker.read_text() != writer:
         shutil.rmtree(out, ignore_errors=True)
-        _hdf5.BUFFERED_REGION_WRITE = blocks_2mib
+        default = _hdf5.BUFFERED_REGION_WRITE
+        _hdf5.BUFFERED_REGION_WRITE = not chunkwise
         try:
             export(dataset(workdir, name, clips), out, frames="all", progress=False)
         finally:
-            _hdf5.BUFFERED_REGION_WRITE = False
+            _hdf5.BUFFERED_REGION_WRITE = default
         marker.write_text(writer)
     return out
 
@@ -321,18 +333,18 @@ def row1_lines(label: str, runs: dict[str, list[dict[str, float]]], reference: s
 def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
     from vidlabel.store import _hdf5
 
-    default = _hdf5.FIRST_TOUCH  # "dropped" and "2mib" read the default way, and the table line gives it
-    modes = ("readahead", "dropped", "populate", "pread", "fault", "2mib")
+    default = _hdf5.FIRST_TOUCH  # "dropped" and "chunkwise" read the default way, and the table line gives it
+    modes = ("readahead", "dropped", "populate", "pread", "fault", "chunkwise")
     large_modes = ("readahead", "populate", "fault")
-    for label, (store, store_2mib, large) in stores.items():
+    for label, (store, store_chunkwise, large) in stores.items():
         runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
         large_runs: dict[str, list[dict[str, float]]] = {m: [] for m in large_modes}
         bare: list[dict[str, float]] = []
         for _ in range(repeat):
             for m in modes:
-                path = store_2mib if m == "2mib" else store
+                path = store_chunkwise if m == "chunkwise" else store
                 page_cache(path)
-                mode = default if m in ("2mib", "dropped") else m
+                mode = default if m in ("chunkwise", "dropped") else m
                 runs[m].append(run_child("passes", str(path), mode, "8", "0" if m == "dropped" else "1"))
             page_cache(store)
             bare.append(run_child("bare", str(store), "8"))
@@ -358,11 +370,11 @@ def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
         row1_lines(label, large_runs, "fault")
         firsts = [r["first"] / r["warm"] for r in runs[default]]
         large_firsts = [r["first"] / r["warm"] for r in large_runs[default]]
-        old = [r["first"] / r["warm"] for r in runs["2mib"]]
+        old = [r["first"] / r["warm"] for r in runs["chunkwise"]]
         dropped = [r["first"] / r["warm"] for r in runs["dropped"]]
         print(f"| StoreFrames first pass vs warm, fresh process, {label} ({default}) | {large_mb:,.0f} MB store: "
-              f"{spread(large_firsts)}; {small_mb:,.0f} MB store: {spread(firsts)} (written in 2 MiB blocks: "
-              f"{spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
+              f"{spread(large_firsts)}; {small_mb:,.0f} MB store: {spread(firsts)} (written chunk by chunk, the "
+              f"default before 2026-12-06: {spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
 
 
 def first_touches(stores: dict[str, Path], repeat: int) -> None:
@@ -381,6 +393,70 @@ def first_touches(stores: dict[str, Path], repeat: int) -> None:
             words.append(f"{m} {spread([r['first'] / r['warm'] for r in rs])} "
                          f"({statistics.median(r['pmd_share'] for r in rs):.0%} in 2 MiB pages)")  # fmt: skip
         print(f"  first touches, {label}, first/warm: {'; '.join(words)}")
+
+
+FOLIO_FILE_BYTES = 1 << 30
+#: How :func:`write_file` writes the file: (bytes a ``pwrite``, byte offset of the first).
+FOLIO_WRITES = {"1280x720 chunks": (2_764_800, 4096), "640x480 chunks": (921_600, 4096), "2 MiB blocks": (2 << 20, 0)}
+
+
+def write_file(path: Path, step: int, start: int) -> dict[str, float]:
+    """Write ``path``: ``FOLIO_FILE_BYTES`` of random bytes through the page cache, ``step`` bytes a ``pwrite``
+    from byte ``start`` (the bytes before it written first), then ``fsync`` (clean pages, as a store's are
+    once written back). Returns the seconds and the system CPU seconds of the writes (before the fsync)."""
+    block = np.random.default_rng(step).integers(0, 256, step, dtype=np.uint8)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t, sys0 = time.perf_counter(), os.times().system
+        if start:
+            os.pwrite(fd, bytes(start), 0)
+        for offset in range(start, FOLIO_FILE_BYTES, step):
+            os.pwrite(fd, block[: min(step, FOLIO_FILE_BYTES - offset)], offset)
+        took = {"write_s": time.perf_counter() - t, "write_sys_s": os.times().system - sys0}
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return took
+
+
+def child_map_passes(path: str, frame_bytes: int) -> dict[str, float]:
+    """In a fresh process: two passes copying ``path`` frame by frame (``frame_bytes``) out of a read-only map
+    into one buffer, in a random order of frames; seconds, minor faults and the share mapped in 2 MiB pages."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        mapped = np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+    out = np.empty(frame_bytes, np.uint8)
+    out.fill(0)
+    order = np.random.default_rng(0).permutation(size // frame_bytes) * frame_bytes
+    result: dict[str, float] = {}
+    for name in ("first", "warm"):
+        f0, t = minor_faults(), time.perf_counter()
+        for offset in order.tolist():
+            np.copyto(out, mapped[offset : offset + frame_bytes])
+        result[name + "_s"] = time.perf_counter() - t
+        result[name + "_faults"] = float(minor_faults() - f0)
+        if name == "first":
+            result["pmd_share"] = file_pmd_mapped() / size
+    return result
+
+
+def folios(workdir: Path, repeat: int) -> None:
+    """The module's "folios": first/warm of a plain map copy over a file written each way of FOLIO_WRITES."""
+    for label, (step, start) in FOLIO_WRITES.items():
+        path = workdir / "folios.bin"
+        path.unlink(missing_ok=True)
+        writes = [write_file(path, step, start) for _ in range(repeat)]  # the last one stays for the passes
+        runs = [run_child("mappasses", str(path), "2764800") for _ in range(repeat)]
+        path.unlink()
+        ratio = [r["warm_s"] / r["first_s"] for r in runs]
+        print(
+            f"  file written in {label}: {statistics.median(r['pmd_share'] for r in runs):.0%} mapped in 2 MiB pages, "
+            f"{statistics.median(r['first_faults'] for r in runs):,.0f} faults a first pass over "
+            f"{FOLIO_FILE_BYTES >> 20:,} MiB; first pass {statistics.median(r['first_s'] for r in runs) * 1000:.0f} ms, "
+            f"warm {statistics.median(r['warm_s'] for r in runs) * 1000:.0f} ms; first/warm {spread(ratio)}; "
+            f"the writes {statistics.median(w['write_s'] for w in writes):.2f} s "
+            f"({statistics.median(w['write_sys_s'] for w in writes):.2f} s system CPU)"
+        )
 
 
 def row2(workdir: Path, ds_path: Path, repeat: int) -> None:
@@ -564,6 +640,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, store, *rest = argv[1:]
         if kind == "passes":
             print(json.dumps(child_passes(store, rest[0], int(rest[1]), rest[2] == "1")))
+        elif kind == "mappasses":
+            print(json.dumps(child_map_passes(store, int(rest[0]))))
         elif kind == "bare":
             print(json.dumps(child_bare(store, int(rest[0]))))
         elif kind == "firstreads":
@@ -581,14 +659,18 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
     print(f"machine: {machine()}")
+    if "folios" in only:
+        folios(args.workdir, args.repeat)
+        if only == {"folios"}:
+            return 0
     c480 = make_clip(args.workdir / "clip_640x480.mp4", 300, 640, 480)
     c576 = make_clip(args.workdir / "clip_768x576.mp4", 150, 768, 576)
     c720 = make_clip(args.workdir / "clip_1280x720.mp4", 150, 1280, 720)
     s480 = store_for(args.workdir, "480", {"c480": c480})
     s720 = store_for(args.workdir, "720", {"c720": c720})
     if "1" in only or "touches" in only:
-        b480 = store_for(args.workdir, "480", {"c480": c480}, blocks_2mib=True)
-        b720 = store_for(args.workdir, "720", {"c720": c720}, blocks_2mib=True)
+        b480 = store_for(args.workdir, "480", {"c480": c480}, chunkwise=True)
+        b720 = store_for(args.workdir, "720", {"c720": c720}, chunkwise=True)
         n480, n720 = large_frames(640, 480, 300), large_frames(1280, 720, 150)
         large480 = make_clip(args.workdir / f"clip_640x480_{n480}.mp4", n480, 640, 480)
         large720 = make_clip(args.workdir / f"clip_1280x720_{n720}.mp4", n720, 1280, 720)
