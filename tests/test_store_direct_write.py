@@ -93,7 +93,8 @@ def test_units_go_direct_when_they_would_not_fit_in_free_memory_or_when_asked(
     opened = o_direct_opens(monkeypatch)
     path = write(tmp_path / "s", images, 1)
     got, _crc, early = stored(path)
-    assert early is direct and np.array_equal(got, np.stack(images))
+    # chunks allocated early: for O_DIRECT, and for the buffered writes in whole 2 MiB blocks (the default)
+    assert early is (direct or _hdf5.BUFFERED_REGION_WRITE) and np.array_equal(got, np.stack(images))
     assert any(flags & os.O_DIRECT for flags in opened) is direct
 
 
@@ -201,13 +202,20 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
     rng = np.random.default_rng(7)
     images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(20)]
     writes: list[tuple[str, int, int]] = []
-    real = _hdf5._pwrite_all
+    real, real_v = _hdf5._pwrite_all, _hdf5._pwritev_all
+    copied: list[bool] = []  # per view the flush thread wrote: True where it is not the bytes of an image
 
     def spy(fd: int, data: memoryview, offset: int) -> None:
         writes.append((threading.current_thread().name, offset, data.nbytes))
         real(fd, data, offset)
 
+    def spy_v(fd: int, views: list[memoryview], offset: int) -> None:
+        writes.append((threading.current_thread().name, offset, sum(v.nbytes for v in views)))
+        copied.extend(not any(np.shares_memory(np.frombuffer(v, np.uint8), im) for im in images) for v in views)
+        real_v(fd, views, offset)
+
     monkeypatch.setattr(_hdf5, "_pwrite_all", spy)
+    monkeypatch.setattr(_hdf5, "_pwritev_all", spy_v)
     backend = backend_for(tmp_path / "s", "hdf5")
     backend.mark_incomplete({"format": "vidlabel-store"})
     write_frames(
@@ -219,8 +227,39 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
     assert len(staged) >= 4 and all(a % folio == 0 for a, _ in staged)
     assert sum(n % folio == 0 for _, n in staged) >= len(staged) - 1  # one run: only its last write is short
     assert sum(n for _, _, n in writes) == 20 * h * w * 3  # every byte of the chunks written once
+    # the flush thread writes the chunks' own bytes (gathered views, one pwritev a stretch): no staging copy
+    assert copied and not any(copied)
     got, _, early = stored(tmp_path / "s" / "frames" / "u.h5")
     assert early and np.array_equal(got, np.stack(images))
+
+
+@pytest.mark.parametrize("cut", [0, 1, 5, 6, 7, 11, 12, 30])
+def test_split_views_cuts_after_the_bytes_asked(cut: int) -> None:
+    data = np.arange(30, dtype=np.uint8)
+    views = [memoryview(data[:5]), memoryview(data[5:6]), memoryview(data[6:12]), memoryview(data[12:])]
+    head, rest = _hdf5._split_views(views, cut)
+    assert b"".join(bytes(v) for v in head) == bytes(data[:cut])
+    assert b"".join(bytes(v) for v in rest) == bytes(data[cut:])
+    assert all(v.nbytes for v in head + rest)  # no empty view is written or kept
+
+
+def test_pwritev_all_finishes_short_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pwritev may write fewer bytes than asked (a signal, a full pipe of a FUSE file system): the rest follows
+    data = np.random.default_rng(3).integers(0, 256, 5000, dtype=np.uint8)
+    views = [memoryview(data[a : a + 700]) for a in range(0, 5000, 700)]
+    real = os.pwritev
+
+    def short(fd: int, buffers: list[memoryview], offset: int) -> int:
+        return real(fd, [memoryview(bytes(b"".join(bytes(b) for b in buffers)[:999]))], offset)
+
+    monkeypatch.setattr(os, "pwritev", short)
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        _hdf5._pwritev_all(fd, views, 100)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == bytes(100) + data.tobytes()
 
 
 def test_chunks_out_of_order_leave_the_direct_path_without_losing_bytes(tmp_path: Path, small_stage: None) -> None:
@@ -259,8 +298,9 @@ def test_an_exported_store_is_the_same_with_and_without_direct_writes(
     ds.build()
     export(ds, tmp_path / "direct", frames="all", progress=False)
     monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "0")
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", False)  # HDF5's own chunk writes
     export(ds, tmp_path / "plain", frames="all", progress=False)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)
+    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)  # whole 2 MiB blocks (the default)
     export(ds, tmp_path / "buffered", frames="all", progress=False)
     reference = decode_all(path)
     images = {}
@@ -293,7 +333,15 @@ def test_a_failed_write_on_the_flush_thread_fails_the_unit(
             raise OSError(errno.EIO, "injected write error")
         real_pwrite_all(fd, data, offset)
 
+    def failing_v(fd: int, views: list[memoryview], offset: int) -> None:  # the buffered stretches' writes
+        if offset > 0:
+            failed.append(offset)
+            raise OSError(errno.EIO, "injected write error")
+        real_pwritev_all(fd, views, offset)
+
+    real_pwritev_all = _hdf5._pwritev_all
     monkeypatch.setattr(_hdf5, "_pwrite_all", failing)
+    monkeypatch.setattr(_hdf5, "_pwritev_all", failing_v)
     with pytest.raises(OSError, match="injected write error"):
         write(tmp_path / "f", frames(30), 1)
     assert failed

@@ -112,18 +112,22 @@ WORKER_FIRST_TOUCH = "pread"
 #: through the page cache with ``write_direct_chunk`` (or, with :data:`BUFFERED_REGION_WRITE`, in whole 2 MiB
 #: blocks).
 DIRECT_WRITE = True
-#: True: an uncompressed unit that goes through the page cache is streamed into its early-allocated chunks by
-#: :class:`_ChunkRegion` in writes of whole 2 MiB blocks of the file, so that a kernel with large page-cache
-#: folios keeps 2 MiB folios that a reader maps with one page-table entry. Off: on issue 15's EPYC VM (Linux
-#: 6.18, ext4, DAMON reclaim) it gave no faster first pass (``scripts/bench_storeframes.py`` row 1, in the same
-#: runs, first/warm 0.79 / 0.80x and 0.67 / 0.74x at 480p / 720p against 0.94 / 0.85x and 0.73 / 0.78x for
-#: the same frames written chunk by chunk: pages paged out and read again come back in large folios anyway),
-#: and its staging copy cost export CPU at 640x480 in one of two runs (2.01 against 1.49 ms a frame,
-#: ``scripts/bench_exportwrite.py`` "export_2mib"). Kept for measuring on other machines.
-BUFFERED_REGION_WRITE = False
+#: True (the default since 2026-12-06): an uncompressed unit that goes through the page cache is streamed into
+#: its early-allocated chunks by :class:`_ChunkRegion` in writes of whole 2 MiB blocks of the file (the chunks'
+#: own bytes, gathered with ``pwritev``: no copy), so that a kernel with large page-cache folios keeps 2 MiB
+#: folios that a reader maps with one page-table entry. HDF5's write of each chunk at its own offset
+#: (``write_direct_chunk``, False) leaves smaller folios, and a file stays in the page cache as it was written:
+#: on issue 15's EPYC VM (Linux 6.18, ext4, proactive reclaim off) 0% / 24% of a 640x480 / 1280x720 frames file
+#: in 2 MiB folios against 95-98%, and a fresh process's first pass over the store 0.69 / 0.71x of its warm
+#: pass against 0.82 / 0.80x (``scripts/bench_storeframes.py`` row 1; ``--only folios`` measures the same with
+#: a plain map copy and no vidlabel code: 0.72 / 0.82x against 0.90-0.94x). Until 2026-12-06 the blocks were
+#: copied into staging buffers first, which cost export CPU, and it was off; with DAMON reclaim on, pages paged
+#: out and read again came back in large folios anyway and hid the difference.
+BUFFERED_REGION_WRITE = True
 _COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
 _STAGE_BYTES = 4 << 20  # bytes gathered before one write of a chunk region (two such buffers per unit written)
 _FOLIO_BYTES = 2 << 20  # buffered region writes start on these boundaries of the file (a PMD-sized folio)
+_IOV_MAX = 1024  # views one pwritev takes (Linux's IOV_MAX)
 
 
 def _in_dataloader_worker() -> bool:
@@ -434,6 +438,17 @@ def _mem_free_bytes() -> int | None:
     return None
 
 
+def _size_limit_allows(nbytes: int) -> bool:
+    """True unless this process's file size limit (``ulimit -f``, ``RLIMIT_FSIZE``) is below ``nbytes`` plus
+    1 MiB (HDF5's own structures in a frames file)."""
+    try:
+        import resource
+    except ImportError:  # not on this OS
+        return True
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return soft == resource.RLIM_INFINITY or soft >= nbytes + (1 << 20)
+
+
 def _direct_write_wanted(nbytes: int) -> bool:
     """Write an uncompressed unit of ``nbytes`` with ``O_DIRECT`` (:class:`_ChunkRegion`)?
 
@@ -460,11 +475,13 @@ class _ChunkRegion:
 
     HDF5 allocated the chunks up front (early allocation, no fill) in ``runs``: blocks of consecutive chunks
     lying back to back, between which it keeps pieces of its chunk index (at 1280x720, a few KB after every
-    ~57 chunks). Each run's bytes are gathered in one of two staging buffers of :data:`_STAGE_BYTES` and
-    written on the region's flush thread while the other buffer fills (with one 8 MB buffer, the writer
-    thread stood still for each write and the decoder waited on its queue: a 300-frame 640x480 export 0.30 s,
-    0.25 s with two 4 MB buffers, in one process, one run of each); a failed write is raised by the next
-    flush or :meth:`finish`.
+    ~57 chunks). Each run's bytes are written on the region's flush thread in stretches of about
+    :data:`_STAGE_BYTES` while the next stretch fills (with one 8 MB buffer, the writer thread stood still for
+    each write and the decoder waited on its queue: a 300-frame 640x480 export 0.30 s, 0.25 s with two 4 MB
+    buffers, in one process, one run of each); a failed write is raised by the next flush or :meth:`finish`.
+    With ``direct`` a stretch is copied into one of two page-aligned staging buffers (``O_DIRECT`` wants
+    aligned memory); buffered, it is the chunks' own bytes, gathered as views (which keep the chunks alive)
+    and written with one ``os.pwritev``: no copy (the copy cost 0.1-0.3 ms of export CPU a 720p frame).
 
     With ``direct`` the staged writes go past the page cache (``O_DIRECT``), starting on a page boundary; a
     run's unaligned first and last bytes go through the page cache, so no page HDF5's own (buffered) metadata
@@ -472,7 +489,7 @@ class _ChunkRegion:
     cost 1-7 ms of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most
     while the page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
 
-    Without ``direct`` (only with :data:`BUFFERED_REGION_WRITE`) the staged writes go through the page cache
+    Without ``direct`` (with :data:`BUFFERED_REGION_WRITE`, the default) the writes go through the page cache
     and start on a :data:`_FOLIO_BYTES` (2 MiB) boundary of the file, each covering whole 2 MiB blocks: where the kernel's page cache holds large
     folios for the file system (ext4 from Linux 6.16, XFS from 5.18), a write of a whole aligned block lands
     in one 2 MiB folio, which a read-only map of the file later maps with one page-table entry. HDF5's write
@@ -511,13 +528,17 @@ class _ChunkRegion:
                 os.close(self._plain)
                 raise
         self._staged_fd = self._direct if direct else self._plain
-        # Two page-aligned staging buffers: one fills while the other's write runs on the flush thread (an
-        # O_DIRECT write waits on the device; one buffer made the caller wait too, and its queue of chunks with
-        # it). numpy copies into them run without the GIL (an mmap slice assignment holds it).
-        self._stages = [_aligned_buffer(_STAGE_BYTES) for _ in range(2)]
+        # Buffered: the chunks' own bytes are gathered (views, no copy) and written with one ``pwritev`` a
+        # stretch of whole 2 MiB blocks; direct: copied into two page-aligned staging buffers, since O_DIRECT
+        # wants aligned memory. One stretch fills while the other's write runs on the flush thread (an O_DIRECT
+        # write waits on the device; one buffer made the caller wait too, and its queue of chunks with it).
+        # numpy copies into the buffers run without the GIL (an mmap slice assignment holds it).
+        self._gather = not direct and hasattr(os, "pwritev")
+        self._views: list[memoryview] = []  # gathered, not yet handed to the flush thread (their chunks stay alive)
+        self._stages = [] if self._gather else [_aligned_buffer(_STAGE_BYTES) for _ in range(2)]
         self._in_flight: list[Future[None] | None] = [None, None]
         self._current = 0
-        self._stage = self._stages[0]
+        self._stage = self._stages[0] if self._stages else np.empty(0, np.uint8)
         self._flusher: ThreadPoolExecutor | None = None  # started at the first staged write (a small unit has none)
         self._start_run(0)
 
@@ -554,6 +575,13 @@ class _ChunkRegion:
             _pwrite_all(self._plain, data[:k], self.pos)
             self.pos += k
             data = data[k:]
+        if self._gather and data.nbytes:
+            self._views.append(data)
+            self._filled += data.nbytes
+            self.pos += data.nbytes
+            if self._filled >= _STAGE_BYTES:  # hand over the whole 2 MiB blocks gathered; the rest waits
+                self._flush_stage((self._stage_at + self._filled) // _FOLIO_BYTES * _FOLIO_BYTES - self._stage_at)
+            return
         while data.nbytes:
             k = min(_STAGE_BYTES - self._filled, data.nbytes)
             self._stage[self._filled : self._filled + k] = np.frombuffer(data[:k], np.uint8)
@@ -565,7 +593,18 @@ class _ChunkRegion:
 
     def _flush_stage(self, n_thread: int) -> None:
         """Hand the staged bytes' first ``n_thread`` to the flush thread, write the rest through the page cache
-        here, and go on in the other buffer once its earlier write is done."""
+        here, and go on in the other buffer once its earlier write is done (gathered: the views of the rest
+        wait for the next stretch)."""
+        if self._gather:
+            if self._flusher is None:
+                self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
+            views, self._views = _split_views(self._views, n_thread)
+            self._in_flight[self._current] = self._flusher.submit(_pwritev_all, self._plain, views, self._stage_at)
+            self._stage_at += n_thread
+            self._filled -= n_thread
+            self._current ^= 1
+            self._wait(self._current)
+            return
         stage = self._stages[self._current]
         if n_thread:
             if self._flusher is None:
@@ -603,6 +642,7 @@ class _ChunkRegion:
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
         self._in_flight = [None, None]
+        self._views = []
         for fd in (self._direct, self._plain):
             if fd >= 0:
                 os.close(fd)
@@ -622,6 +662,30 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
         if done <= 0:
             raise OSError(errno.EIO, f"short write at byte {offset}")
         data, offset = data[done:], offset + done
+
+
+def _split_views(views: list[memoryview], nbytes: int) -> tuple[list[memoryview], list[memoryview]]:
+    """``views`` cut after their first ``nbytes`` bytes: (the views of those bytes, the views of the rest)."""
+    head: list[memoryview] = []
+    for k, view in enumerate(views):
+        if nbytes <= 0:
+            return head, views[k:]
+        if view.nbytes > nbytes:
+            return [*head, view[:nbytes]], [view[nbytes:], *views[k + 1 :]]
+        head.append(view)
+        nbytes -= view.nbytes
+    return head, []
+
+
+def _pwritev_all(fd: int, views: list[memoryview], offset: int) -> None:
+    """Write ``views`` back to back from byte ``offset`` with ``os.pwritev`` (at most ``_IOV_MAX`` views a
+    call), until every byte is written."""
+    while views:
+        done = os.pwritev(fd, views[:_IOV_MAX], offset)
+        if done <= 0:
+            raise OSError(errno.EIO, f"short write at byte {offset}")
+        offset += done
+        _, views = _split_views(views, done)
 
 
 class HDF5FramesReader(FramesReader):
@@ -975,8 +1039,13 @@ class HDF5FramesWriter(FramesWriter):
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
-        direct = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(int(np.prod(shape)))
+        nbytes = int(np.prod(shape))
+        direct = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(nbytes)
         early = direct or (codec.name == "none" and shape[0] > 0 and BUFFERED_REGION_WRITE)
+        if early and not _size_limit_allows(nbytes):
+            # HDF5 extends a file to its early-allocated size at a flush: past the file size limit that fails
+            # inside HDF5 (and h5py crashes at exit); chunk by chunk, the chunk write past it says EFBIG
+            direct = early = False
         self._ds = _create_frames(self._file, shape, chunk_frames, codec, early=early)
         self._chunk_frames = chunk_frames
         self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames, direct) if early else None
