@@ -349,3 +349,19 @@ def test_a_frame_outside_the_video_is_named_as_the_file_writes_it(tmp_path: Path
         FormatError, match=rf"gt.txt line 2: frame {frame} \(column 1, 1-based\) is outside video 'cam1': frames 1..30"
     ):
         import_labels(ds, "mot", f, video_id="cam1", label_map={1: "person"})
+
+
+def test_track_ids_past_2_53_stay_distinct_and_exact(tmp_path: Path) -> None:
+    # ids were parsed as floats: 9007199254740993 and ...992 both became track 9007199254740991, merging two
+    # objects into one track (two boxes of it on frame 0) without a word; '1_0' was read as frame 10
+    ds = dataset(tmp_path / "ds")
+    gt = write(tmp_path / "gt.txt", "1,9007199254740993,10,10,5,5,1,1,1\n1,9007199254740992,20,20,5,5,1,1,1\n")
+    import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "person"}, track_ids="keep")
+    assert sorted(r["track_id"] for r in ds.annotations()) == [9007199254740991, 9007199254740992]
+    for text, match in [
+        ("1,1.0e17,10,10,5,5,1,1,1\n", r"gt2\.txt line 1: frame '1' and id '1.0e17' \(columns 1, 2\) must be whole"),
+        ("1_0,1,10,10,5,5,1,1,1\n", r"gt2\.txt line 1: not a number in '1_0,1,.*digit separator"),
+    ]:
+        with pytest.raises(FormatError, match=match):
+            import_labels(ds, "mot", write(tmp_path / "gt2.txt", text), video_id="cam1", label_map={1: "person"})
+    assert len(ds.annotations()) == 2

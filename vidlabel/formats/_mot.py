@@ -172,6 +172,19 @@ def _seq_number(ini: Path, seq: Mapping[str, str], key: str, *, whole: bool) -> 
     return value
 
 
+def _whole_number(cell: str) -> int | None:
+    """A frame or id cell as an exact int: integer digits as they are (a float parses ids past 2**53 to a
+    neighbour, merging two tracks), a whole float (``3.0``) up to 2**53; None for anything else."""
+    text = cell.strip()
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)  # ValueError for text that is no number
+    if not value.is_integer() or abs(value) > 2**53:
+        return None
+    return int(value)
+
+
 def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[str, Any], int, list[float]]:
     """(box row without label, column count, columns 7.. as numbers) of one MOT line: frame and track id
     1-based whole numbers (id <= 0: untracked), xywh as written (``shift`` for 1-based pixels)."""
@@ -179,17 +192,23 @@ def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[st
     n = len(cells)
     if n not in (6, 7, 9, 10):
         raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
+    if any("_" in c for c in cells):  # Python's int() and float() read '1_0' as 10
+        raise fail(path, number, f"not a number in {line.strip()[:60]!r} (a digit separator '_')")
     try:
-        frame_f, tid_f = float(cells[0]), float(cells[1])
+        whole = [_whole_number(c) for c in cells[:2]]
         x, y, w, h = (float(c) for c in cells[2:6])
         extra = [float(c) for c in cells[6:]]
     except ValueError as err:
         raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
-    if not (frame_f.is_integer() and tid_f.is_integer()):
+    if None in whole:
         raise fail(
-            path, number, f"frame {cells[0].strip()!r} and id {cells[1].strip()!r} (columns 1, 2) must be whole numbers"
+            path,
+            number,
+            f"frame {cells[0].strip()!r} and id {cells[1].strip()!r} (columns 1, 2) must be whole numbers, "
+            f"written as integers beyond 2**53 (a float such as 1e16 holds no exact id there)",
         )
-    frame, tid = int(frame_f), int(tid_f)
+    frame, tid = whole[0], whole[1]
+    assert frame is not None and tid is not None
     if not (math.isfinite(x + y + w + h) and w > 0 and h > 0):
         raise fail(path, number, f"box x={x}, y={y}, w={w}, h={h}; a MOT box needs finite x, y and w, h > 0")
     row: dict[str, Any] = {
