@@ -278,3 +278,25 @@ def test_two_keyframes_on_one_frame_are_refused_naming_both(tmp_path: Path) -> N
         r"\[0\]\.annotations\[0\]\.result\[0\]\.sequence\[1\]\)",
     ):
         load(tmp_path, [task([region("r", seq)])])
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "match"),
+    [
+        (0, 4, r"ranges\[0\]: start 0 \(1-based, inclusive\) is outside video 'cam1': frames 1\.\.30$"),
+        (2, 31, r"ranges\[0\]: end 31 \(1-based, inclusive\) is outside video 'cam1': frames 1\.\.30$"),
+    ],
+)
+def test_a_timeline_range_outside_the_video_is_named_as_the_file_writes_it(
+    tmp_path: Path, start: int, end: int, match: str
+) -> None:
+    # was 'frame -1 (0-based) is outside video 'cam1': frames 0..29' for a start of 0 in the file: neither the
+    # file's value nor its 1-based range, where a sequence frame is said 1-based
+    ds = dataset(tmp_path / "ds")
+    timeline = {"id": "t", "type": "timelinelabels", "value": {"ranges": [{"start": start, "end": end}]}}
+    timeline["value"]["timelinelabels"] = ["goal"]
+    f = tmp_path / "ls.json"
+    f.write_text(json.dumps([task([timeline])]))
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "label-studio", f, video_id="cam1")
+    assert ds.annotations() == []

@@ -129,6 +129,15 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                             raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
                         a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
                         b = whole_number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end")
+                        n = vr.meta.frame_count
+                        for which, f in (("start", a), ("end", b)):  # said as the file writes it: 1-based
+                            if not 1 <= f <= n:
+                                raise fail(
+                                    path,
+                                    f"{rat}.ranges[{k}]",
+                                    f"{which} {f} (1-based, inclusive) is outside video {vr.meta.video_id!r}: "
+                                    f"frames 1..{n}",
+                                )
                         for lab in labels:
                             row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
                             vr.add(row, f"{rat}.ranges[{k}]")
