@@ -258,25 +258,53 @@ def test_a_file_whose_rows_are_all_skipped_does_not_warn(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("fmt", "text"),
+    ("fmt", "text", "column"),
     [
         (
             "coco-vid",
             '{"videos": [], "images": [], "categories": [], "annotations": [{"category_id": 1, "category_id": 3}]}',
+            64,
         ),
-        ("ytvis", '{"videos": [], "categories": [{"id": 1, "name": "car", "name": "person"}], "annotations": []}'),
-        ("label-studio", '[{"id": 1, "data": {"video": "a.mp4", "video": "b.mp4"}}]'),
+        ("ytvis", '{"videos": [], "categories": [{"id": 1, "name": "car", "name": "person"}], "annotations": []}', 31),
+        ("label-studio", '[{"id": 1, "data": {"video": "a.mp4", "video": "b.mp4"}}]', 20),
     ],
 )
-def test_a_json_key_given_twice_in_one_object_is_refused(tmp_path: Path, fmt: str, text: str) -> None:
+def test_a_json_key_given_twice_in_one_object_is_refused(tmp_path: Path, fmt: str, text: str, column: int) -> None:
     """json keeps the last of two equal keys without a word: a class or a video would silently change."""
     ds = dataset(tmp_path / "ds")
     f = tmp_path / "labels.json"
     f.write_text(text)
     with pytest.raises(
-        FormatError, match=rf"^{re.escape(str(f))}: key '\w+' is given twice in one object \(.+ and .+\)"
+        FormatError,
+        match=rf"^{re.escape(str(f))} line 1: key '\w+' is given twice in the object opening at column {column} "
+        r"\(.+ and .+\)",
     ):
         import_labels(ds, fmt, f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_a_json_key_given_twice_is_named_by_the_line_of_its_object(tmp_path: Path) -> None:
+    # the error named the file alone ('labels.json: key 'bbox' is given twice in one object'): in an
+    # indented COCO-VID file of thousands of annotations there was no telling which one
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "labels.json"
+    doc = {
+        "videos": [{"id": 1, "name": "cam1"}],
+        "images": [{"id": k + 1, "video_id": 1, "frame_id": k} for k in range(3)],
+        "categories": [{"id": 1, "name": "car"}],
+        "annotations": [{"id": k + 1, "image_id": k + 1, "category_id": 1, "bbox": [1, 2, 3, 4]} for k in range(3)],
+    }
+    lines = json.dumps(doc, indent=1).splitlines()
+    at = max(i for i, line in enumerate(lines) if '"bbox": [' in line)  # the last annotation's bbox
+    lines.insert(at, '   "bbox": [5, 6, 7, 8],')
+    f.write_text("\n".join(lines))
+    opening = max(i for i in range(at) if lines[i].strip() == "{") + 1
+    with pytest.raises(
+        FormatError,
+        match=rf"^{re.escape(str(f))} line {opening}: key 'bbox' is given twice in the object opening at column 3 "
+        r"\(\[5, 6, 7, 8\] and \[1, 2, 3, 4\]\)",
+    ):
+        import_labels(ds, "coco-vid", f, video_id="cam1")
     assert ds.annotations() == []
 
 

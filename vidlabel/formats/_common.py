@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys
+from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys, repeated_key_line
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
@@ -195,8 +195,13 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
         doc = json.loads(text, object_pairs_hook=no_repeated_keys)
     except RepeatedKeyError as err:
         first, second = (str(json.dumps(v))[:40] for v in (err.first, err.second))
+        at = repeated_key_line(text)
         raise fail(
-            path, None, f"key {err.key!r} is given twice in one object ({first} and {second}): give each key once"
+            path,
+            None if at is None else at[0],
+            f"key {err.key!r} is given twice in "
+            f"{'one object' if at is None else f'the object opening at column {at[1]}'} ({first} and {second}): "
+            "give each key once",
         ) from None
     except json.JSONDecodeError as err:
         raise fail(path, err.lineno, f"not valid JSON ({json_error_text(err)})") from err
