@@ -153,7 +153,7 @@ def test_bad_files(tmp_path: Path) -> None:
         import_labels(ds, "coco-vid", bad)
     far = [{"id": 1, "image_id": 130, "category_id": 1, "bbox": [1, 1, 2, 2]}]
     with pytest.raises(
-        FormatError, match=r"annotations\[0\]: frame 30 \(0-based\) is outside video 'cam1': frames 0..29"
+        FormatError, match=r"annotations\[0\]: its image images\[30\] \(id 130\) has frame_id 30, outside video 'cam1'"
     ):
         import_labels(ds, "coco-vid", write(tmp_path / "far.json", doc(far, frames=range(31))))
     unknown = [{"id": 1, "image_id": 100, "category_id": 3, "bbox": [1, 1, 2, 2]}]
@@ -412,3 +412,36 @@ def test_model_rows_without_a_confidence_are_counted_as_not_written(tmp_path: Pa
         (2, "model"),
         (3, "human"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("image", "match"),
+    [
+        (
+            {"frame_id": 0, "mot_frame_id": 31},
+            r"a\.json annotations\[0\]: its image images\[0\] \(id 100\) has mot_frame_id 31 \(1-based\), outside "
+            r"video 'cam1': mot_frame_id 1\.\.30 \(30 frames\)$",
+        ),
+        (
+            {"frame_id": 30},
+            r"a\.json annotations\[0\]: its image images\[30\] \(id 130\) has frame_id 30, outside video 'cam1': "
+            r"frame_id 0\.\.29 \(30 frames\)$",
+        ),
+    ],
+)
+def test_an_annotation_on_an_image_past_the_video_names_the_image_and_its_frame(
+    tmp_path: Path, image: dict, match: str
+) -> None:
+    # an image of mot_frame_id 31 was refused as 'annotations[0]: frame 30 (0-based) is outside video 'cam1':
+    # frames 0..29', a number the file holds nowhere, naming neither the image nor its mot_frame_id
+    ds = dataset(tmp_path / "ds")
+    d = doc([], frames=range(31) if "mot_frame_id" not in image else range(30))
+    at = 0 if "mot_frame_id" in image else 30
+    d["images"][at].update(image)
+    d["annotations"] = [{"id": 1, "image_id": 100 + at, "category_id": 1, "bbox": [1, 2, 3, 4]}]
+    if "mot_frame_id" in image:
+        for k, im in enumerate(d["images"][1:], 1):
+            im["mot_frame_id"] = k
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
+    assert ds.annotations() == []

@@ -152,6 +152,16 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if found is None:
             raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
         vr, frame = found
+        n = vr.meta.frame_count
+        if not 0 <= frame < n:  # said as the image gives it: frame_id 0-based, mot_frame_id 1-based
+            im_at = image_at[a["image_id"]]
+            im = doc["images"][im_at]
+            given = (
+                f"mot_frame_id {frame + 1} (1-based), outside video {vr.meta.video_id!r}: mot_frame_id 1..{n}"
+                if "mot_frame_id" in im
+                else f"frame_id {frame}, outside video {vr.meta.video_id!r}: frame_id 0..{n - 1}"
+            )
+            raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
         if label is None:
             raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
         if a.get("iscrowd"):
