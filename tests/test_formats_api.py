@@ -439,3 +439,34 @@ def test_a_second_box_of_a_track_on_one_frame_does_not_bridge_the_gap_after_it(
     import_labels(ds2, fmt, tmp_path / out)
     got = {r["start_frame"]: np.float32(r["box"]).tolist() for r in ds2.annotations()}  # Label Studio: percents
     assert got == {5: [1.0, 1.0, 10.0, 10.0], 9: [3.0, 3.0, 13.0, 13.0]}
+
+
+def test_a_video_map_key_that_matches_no_video_or_a_video_id_beside_a_map_is_refused(tmp_path: Path) -> None:
+    # --video-map 9=cam2 (a mistyped key) was ignored without a word: the file's video, named cam1, went to cam1;
+    # --video cam2 beside a map was ignored too, and the rows went where the map or the names led
+    from tests.formats_util import meta
+
+    ds = dataset(tmp_path / "ds", videos=[meta("cam1"), meta("cam2")])
+    f = tmp_path / "coco.json"
+    f.write_text(
+        json.dumps(
+            {
+                "categories": [{"id": 1, "name": "car"}],
+                "videos": [{"id": 5, "name": "cam1"}],
+                "images": [{"id": k + 1, "video_id": 5, "frame_id": k} for k in range(30)],
+                "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4]}],
+            }
+        )
+    )
+    with pytest.raises(
+        FormatError,
+        match=r"coco\.json: videos= \(--video-map\) key\(s\) '9' match no video of the file, whose video\(s\) 'cam1' the map does not name",
+    ):
+        import_labels(ds, "coco-vid", f, videos={9: "cam2"})
+    with pytest.raises(
+        FormatError, match=r"coco\.json: video_id='cam2' \(--video\) and videos= \(--video-map\) are both given"
+    ):
+        import_labels(ds, "coco-vid", f, video_id="cam2", videos={5: "cam2"})
+    assert ds.annotations() == []
+    import_labels(ds, "coco-vid", f, videos={5: "cam2", 6: "cam1"})  # a map shared with other files: 6 unused
+    assert [r["video_id"] for r in ds.annotations()] == ["cam2"]

@@ -145,6 +145,12 @@ def import_labels(
     p = Path(path)
     if video_id is not None:
         ds.video(video_id)  # UnknownVideoError with the known ids
+        if videos:  # the importers follow the map and never read video_id then: the rows went elsewhere
+            raise FormatError(
+                f"{p}: video_id={video_id!r} (--video) and videos= (--video-map) are both given; give video_id for "
+                "a file of one video, or videos= to map the file's videos, not both",
+                path=str(p),
+            )
     options = dict(format_options)
     clip = check_flag("clip", options.pop("clip", True))
     track_ids = options.pop("track_ids", "new")
@@ -170,6 +176,17 @@ def import_labels(
         parsed: Parsed = importer(ctx)
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
+    unused = [k for k in ctx.video_map if k not in ctx.map_keys_used]
+    if unused and ctx.matched_by_id:
+        # a mistyped key: the video it meant went where its name led instead (a map shared by several files,
+        # each holding some of its videos, leaves keys unused too, but then every video of the file is mapped)
+        raise FormatError(
+            f"{p}: videos= (--video-map) key(s) {', '.join(map(repr, unused))} match no video of the file, whose "
+            f"video(s) {', '.join(map(repr, dict.fromkeys(ctx.matched_by_id)))} the map does not name went to the "
+            "registered video(s) of that name; key a video by its id in the file, its name or its first "
+            "file-name folder",
+            path=str(p),
+        )
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
     if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
         expected = EXPECTED_ROWS.get(format, "annotation rows")

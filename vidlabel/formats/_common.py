@@ -98,6 +98,10 @@ class ImportContext:
     label_map: dict[int, str] | None
     label: str | None
     options: dict[str, Any]
+    #: keys of ``video_map`` some video of the file was found by
+    map_keys_used: set[str] = field(default_factory=set)
+    #: dataset videos a video of the file was matched to by a key that is a registered id, not through the map
+    matched_by_id: list[str] = field(default_factory=list)
 
     def resolve(self, keys: Sequence[Any], n_in_file: int, where: Where | None) -> VideoMetadata:
         """The dataset video for a video of the file known by ``keys`` (its id, name, folder...).
@@ -108,7 +112,9 @@ class ImportContext:
         if self.video_id is not None and n_in_file == 1 and not self.video_map:
             vid = self.video_id
         else:
-            found = [self.video_map[str(k)] for k in keys if k is not None and str(k) in self.video_map]
+            matched = [str(k) for k in keys if k is not None and str(k) in self.video_map]
+            self.map_keys_used.update(matched)
+            found = [self.video_map[k] for k in matched]
             if found:
                 vid = found[0]
             else:
@@ -127,6 +133,7 @@ class ImportContext:
                         f"{', '.join(sorted(self.videos)) or '(none)'}",
                     )
                 vid = direct[0]
+                self.matched_by_id.append(vid)
         if vid not in self.videos:
             raise fail(
                 self.path,

@@ -242,11 +242,13 @@ def _resolve(ctx: ImportContext, uris: dict[str, str], file: Path, where: str, e
         return ctx.videos[ctx.video_id]
     for key in (media_id, data_path):
         if key and key in ctx.video_map:
+            ctx.map_keys_used.add(key)
             vid = ctx.video_map[key]
             if vid not in ctx.videos:
                 raise fail(file, where, f"videos= maps {key!r} to {vid!r}, which is not registered")
             return ctx.videos[vid]
     if media_id in ctx.videos:
+        ctx.matched_by_id.append(media_id)
         return ctx.videos[media_id]
     if data_path in uris:
         return ctx.videos[uris[data_path]]
