@@ -445,3 +445,21 @@ def test_an_annotation_on_an_image_past_the_video_names_the_image_and_its_frame(
     with pytest.raises(FormatError, match=match):
         import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
     assert ds.annotations() == []
+
+
+def test_a_videos_entry_whose_size_disagrees_with_the_registered_video_is_refused(tmp_path: Path) -> None:
+    # videos[].width/height were never read: a file of a 128x96 video imported onto the 64x48 one without a
+    # word when its images carried no size (mmtracking's CocoVID files give the size on videos too)
+    ds = dataset(tmp_path / "ds")
+    d = doc([{"id": 1, "image_id": 100, "category_id": 1, "bbox": [1, 2, 3, 4]}])
+    for im in d["images"]:
+        del im["width"], im["height"]
+    d["videos"][0].update(width=128, height=96)
+    with pytest.raises(
+        FormatError, match=r"a\.json videos\[0\]: width 128 disagrees with video 'cam1', whose width is 64$"
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
+    assert ds.annotations() == []
+    d["videos"][0].update(width=64, height=48)
+    import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
+    assert len(ds.annotations()) == 1

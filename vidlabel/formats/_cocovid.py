@@ -85,6 +85,11 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if key in vids:
             raise fail(path, f"videos[{i}]", f"video id {key!r} repeats")
         m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
+        for dim, have in (("width", m.width), ("height", m.height)):  # as the images' sizes are checked below
+            if dim in v and whole_number(path, f"videos[{i}]", v[dim], dim) != have:
+                raise fail(
+                    path, f"videos[{i}]", f"{dim} {v[dim]!r} disagrees with video {m.video_id!r}, whose {dim} is {have}"
+                )
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
