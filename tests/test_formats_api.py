@@ -470,3 +470,28 @@ def test_a_video_map_key_that_matches_no_video_or_a_video_id_beside_a_map_is_ref
     assert ds.annotations() == []
     import_labels(ds, "coco-vid", f, videos={5: "cam2", 6: "cam1"})  # a map shared with other files: 6 unused
     assert [r["video_id"] for r in ds.annotations()] == ["cam2"]
+
+
+def test_a_video_id_for_a_file_of_several_videos_is_refused(tmp_path: Path) -> None:
+    # --video cam2 with a file of two Label Studio tasks was ignored without a word: both tasks went to cam1,
+    # the video their data.video names
+    from tests.formats_util import meta
+
+    ds = dataset(tmp_path / "ds", videos=[meta("cam1"), meta("cam2")])
+
+    def region(x: int) -> dict:
+        key = {"frame": 1, "enabled": False, "x": x, "y": 1, "width": 5, "height": 5}
+        return {"id": "a", "type": "videorectangle", "value": {"sequence": [key], "labels": ["car"]}}
+
+    tasks = [{"id": k, "data": {"video": "/data/cam1.mp4"}, "annotations": [{"result": [region(k)]}]} for k in (1, 2)]
+    f = tmp_path / "ls.json"
+    f.write_text(json.dumps(tasks))
+    with pytest.raises(
+        FormatError,
+        match=r"ls\.json: video_id='cam2' \(--video\) names the dataset video of a file of one video, but this file "
+        r"holds several, which would go to 'cam1' by their ids or names",
+    ):
+        import_labels(ds, "label-studio", f, video_id="cam2")
+    assert ds.annotations() == []
+    import_labels(ds, "label-studio", f, videos={1: "cam2", 2: "cam2"})
+    assert [r["video_id"] for r in ds.annotations()] == ["cam2", "cam2"]

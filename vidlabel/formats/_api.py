@@ -176,6 +176,14 @@ def import_labels(
         parsed: Parsed = importer(ctx)
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
+    if video_id is not None and not ctx.video_id_used and parsed.videos:
+        # a file of several videos (or tasks): each went where its id or name led, not to video_id
+        raise FormatError(
+            f"{p}: video_id={video_id!r} (--video) names the dataset video of a file of one video, but this file "
+            f"holds several, which would go to {', '.join(map(repr, parsed.videos))} by their ids or names; map "
+            "them with videos= (--video-map K=ID,...)",
+            path=str(p),
+        )
     unused = [k for k in ctx.video_map if k not in ctx.map_keys_used]
     if unused and ctx.matched_by_id:
         # a mistyped key: the video it meant went where its name led instead (a map shared by several files,

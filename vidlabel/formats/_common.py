@@ -102,6 +102,8 @@ class ImportContext:
     map_keys_used: set[str] = field(default_factory=set)
     #: dataset videos a video of the file was matched to by a key that is a registered id, not through the map
     matched_by_id: list[str] = field(default_factory=list)
+    #: whether ``video_id`` named the dataset video of the file (it does for a file of one video only)
+    video_id_used: bool = False
 
     def resolve(self, keys: Sequence[Any], n_in_file: int, where: Where | None) -> VideoMetadata:
         """The dataset video for a video of the file known by ``keys`` (its id, name, folder...).
@@ -111,6 +113,7 @@ class ImportContext:
         """
         if self.video_id is not None and n_in_file == 1 and not self.video_map:
             vid = self.video_id
+            self.video_id_used = True
         else:
             matched = [str(k) for k in keys if k is not None and str(k) in self.video_map]
             self.map_keys_used.update(matched)

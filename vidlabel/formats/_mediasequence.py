@@ -239,6 +239,7 @@ def _resolve(ctx: ImportContext, uris: dict[str, str], file: Path, where: str, e
     media_id = (_one(example, "clip/media_id") or b"").decode("utf-8", "replace")
     data_path = (_one(example, "clip/data_path") or b"").decode("utf-8", "replace")
     if ctx.video_id is not None and not ctx.video_map:
+        ctx.video_id_used = True
         return ctx.videos[ctx.video_id]
     for key in (media_id, data_path):
         if key and key in ctx.video_map:
