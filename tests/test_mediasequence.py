@@ -13,6 +13,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -1106,3 +1107,30 @@ def test_labels_only_export_counts_boxes_on_untrusted_frames(tmp_path: Path, cli
     labels = export_labels(ds, "mediasequence", tmp_path / "labels")
     assert labels.counts["frames"] == 1
     assert labels.not_written == {"box on a frame without a trustworthy picture (no record holds it)": 2}
+
+
+def test_regions_and_markers_a_second_record_repeats_are_imported_once_and_said(
+    tmp_path: Path, clip: ClipTruth
+) -> None:
+    # a record given twice (two shards of one clip, a file concatenated to itself) imported its rows once, as
+    # overlapping clips are, but the report said nothing of the rows left out
+    rows = [
+        {"kind": "box", "label": "car", "start_frame": 3, "box": [1, 2, 20, 20], "track_id": 0},
+        {"kind": "marker", "label": "car", "start_frame": 5, "end_frame": 9},
+    ]
+    ds = make_dataset(tmp_path / "ds", clip, rows)
+    export_labels(ds, "mediasequence", tmp_path / "ms")
+    (shard,) = (tmp_path / "ms").glob("*.tfrecord")
+    doubled = tmp_path / "doubled.tfrecord"
+    doubled.write_bytes(shard.read_bytes() * 2)
+    ds2 = make_dataset(tmp_path / "ds2", clip, [])
+    rep = import_labels(ds2, "mediasequence", doubled)
+    assert len(ds2.annotations()) == 2
+    assert any(
+        re.fullmatch(
+            r"video 'v': 1 marker and 1 region that another record of the video holds too \(a marker spanning clips, "
+            r"clips that overlap, or a record given twice\) imported once",
+            note,
+        )
+        for note in rep.notes
+    ), rep.notes

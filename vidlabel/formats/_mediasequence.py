@@ -176,12 +176,16 @@ class _Video:
         self.markers: Counter[tuple[Any, ...]] = Counter()
         self.marker_where: dict[tuple[Any, ...], str] = {}
         self.regions: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]] = {}
+        #: regions and markers another record of the video held too, imported once (said in a note)
+        self.repeats: Counter[str] = Counter()
 
     def keep_regions(self, found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]]) -> None:
         """Keep one record's regions: a region another record of the video holds too (clips that overlap: the
         same frame, label, box or mask, track, origin and confidence) is kept as often as one record holds it."""
         for key, rows in found.items():
-            if len(rows) > len(self.regions.get(key, ())):
+            have = len(self.regions.get(key, ()))
+            self.repeats["region"] += min(have, len(rows))
+            if len(rows) > have:
                 self.regions[key] = rows
 
     def frames(self, file: Path, where: str, ts: Sequence[int]) -> np.ndarray:
@@ -297,6 +301,12 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
         _import_markers(file, where, example, video)
     for vid, video in videos.items():
         vr = parsed.videos[vid]
+        if video.repeats.total():
+            held = " and ".join(f"{n} {what}{'s' if n != 1 else ''}" for what, n in sorted(video.repeats.items()) if n)
+            parsed.notes.append(
+                f"video {vid!r}: {held} that another record of the video holds too (a marker spanning clips, clips that "
+                "overlap, or a record given twice) imported once"
+            )
         for rows in video.regions.values():
             for row, at in rows:
                 vr.add(row, at)
@@ -562,6 +572,7 @@ def _import_markers(file: Path, where: str, example: Any, video: _Video) -> None
             extra = tuple(sorted(_origin_conf(origins, conf, k).items()))
             found[(clip_labels[k].decode("utf-8", "replace"), int(span[k]), int(span[n + k]), extra)] += 1
     for key, count in found.items():
+        video.repeats["marker"] += min(count, video.markers[key])
         if count > video.markers[key]:
             video.markers[key] = count
             video.marker_where.setdefault(key, f"{file.name} {where}")
