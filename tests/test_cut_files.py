@@ -18,7 +18,7 @@ import pytest
 
 from tests.media import decode_all, encode_clip, packet_layout, read_frame_number
 from vidlabel import Dataset, FrameReader, probe
-from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VidlabelWarning
+from vidlabel.errors import NoVideoStreamError, VideoDecodeError, VidlabelError, VidlabelWarning
 from vidlabel.spec import VideoMetadata
 
 W, H = 96, 64
@@ -167,3 +167,56 @@ def test_b_frames_cut_off_an_mpeg_ts_on_a_packet_boundary_leave_no_renumbered_fr
         with FrameReader.for_video(meta, on_corrupt="skip") as reader:
             got = dict(reader.iter_frames())
     assert got and all(np.array_equal(image, reference[n]) for n, image in got.items())
+
+
+def test_a_reader_without_metadata_never_gives_a_later_frame_of_a_cut_bframe_file(tmp_path: Path, intact: dict) -> None:
+    """A bare ``FrameReader(path)`` has no probe record of the frames a reordering decoder gave out only when
+    drained at the end of a cut file, whose B-frames may be gone: it returned them, and such a frame showed a
+    later picture (frame 47 of a cut MKV showed 48; the last frame of cut AVIs and MP4s likewise). It now reads
+    the signs probe reads off its own index pass (a header counting more packets, a duration past the last
+    packet, a hole in the pts among the last frames) and refuses those frames: every frame it returns equals
+    the intact file's."""
+    wrong: list[str] = []
+    refused_for_the_hole = refused_drained = frames_read = 0
+    for name, (path, reference) in intact.items():
+        if not CLIPS[name].get("bframes"):
+            continue
+        data = path.read_bytes()
+        for offset in cut_offsets(path) + [len(data) * k // 100 for k in range(70, 100, 3)]:
+            cut = tmp_path / f"{offset}_{name}"
+            cut.write_bytes(data[:offset])
+            try:
+                reader = FrameReader(cut)
+            except VidlabelError:
+                continue  # cut before the header or before any frame: refused whole
+            with reader:
+                for n in range(reader.frame_count):
+                    try:
+                        image = reader.read(n)
+                    except VideoDecodeError as err:
+                        refused_for_the_hole += "the pts skip a frame before it" in str(err)
+                        refused_drained += "only when drained at the end of a file that looks cut short" in str(err)
+                        continue
+                    frames_read += 1
+                    if not np.array_equal(image, reference[n]):
+                        wrong.append(f"{name} cut at {offset}: frame {n} shows {read_frame_number(image)}")
+    assert frames_read > 1000
+    assert wrong == []
+    # the cuts do leave such frames, and both signs refuse some: the file's own (its header counts more
+    # packets, its duration runs on) and, where the file shows nothing, the hole in the pts
+    assert refused_drained > 0 and refused_for_the_hole > 0
+
+
+def test_cut_tail_needs_a_constant_rate_and_a_hole_among_the_last_frames() -> None:
+    from vidlabel.video._reader import cut_tail
+
+    steady = np.arange(20) * 33
+    assert cut_tail(steady) == frozenset()
+    assert cut_tail(np.append(steady, steady[-1] + 66)) == frozenset({20})  # one frame missing before the last
+    jitter = np.cumsum([0] + [33, 34, 33] * 6)  # 1/1000 time base at 30 fps: steps of 33 and 34
+    assert cut_tail(np.append(jitter, jitter[-1] + 67)) == frozenset({jitter.size})
+    early = np.concatenate([steady[:5], steady[6:]])  # a hole in the middle: not the cut-off tail's sign
+    assert cut_tail(early) == frozenset()
+    variable = np.cumsum([0, 33, 40, 33, 50, 33, 33, 33, 33, 33, 66])  # a variable rate: nothing to tell
+    assert cut_tail(variable) == frozenset()
+    assert cut_tail(np.array([0, 33, 99])) == frozenset()  # too few frames to tell

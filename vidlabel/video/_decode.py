@@ -81,6 +81,11 @@ class DecodeEngine:
     _packets: Iterator[Any] | None
     _pending: deque[Any]
     _recorded_untrusted: frozenset[int] = frozenset()
+    #: Why the file looks cut short (set by a reader that indexed the file itself), else None.
+    _cut_reason: str | None = None
+    #: Frames the decoder gave out only when drained at the end of a file that looks cut short, in a video whose
+    #: decoder reorders frames: untrusted (the B-frames shown before them may be gone), as probe records them.
+    _drained_untrusted: frozenset[int] = frozenset()
     _to_rgb: VideoReformatter | None = None
     #: FFmpeg frame threads while decoding stays clean (0: PyAV's default, slice threads); see :meth:`_open`.
     _frame_threads: int = 0
@@ -141,6 +146,7 @@ class DecodeEngine:
         self._count_errors = 0
         self._skipped: set[int] = set()  # pts of packets sent while non-reference frames were skipped
         self._skip_mode = "DEFAULT"
+        self._draining = False  # the end of the file was reached: frames now come out of the final drain
         if self._stream is not None and self._stream.codec_context.skip_frame != "DEFAULT":
             self._stream.codec_context.skip_frame = "DEFAULT"
 
@@ -222,8 +228,23 @@ class DecodeEngine:
             except av.error.FFmpegError:
                 self._note_error()
                 continue
+            if packet.size == 0 and packet.pts is None and packet.dts is None:  # the final (flush) packet
+                self._draining = True
             self._pending.extend(frames)
         return self._pending.popleft()
+
+    @property
+    def _reorders(self) -> bool:
+        """The decoder holds frames back for reordering (B-frames)."""
+        return bool(getattr(self._stream.codec_context, "has_b_frames", 0))
+
+    def _drained_from_a_cut_file(self, n: int) -> bool:
+        """Frame ``n``, just given out, came out of the final drain of a file that looks cut short (see
+        ``_drained_untrusted``); it is remembered as such."""
+        if self._draining and self._cut_reason is not None and self._reorders:
+            self._drained_untrusted = self._drained_untrusted | {n}
+            return True
+        return False
 
     def _note_error(self) -> None:
         if self._frame_threads:
@@ -274,7 +295,7 @@ class DecodeEngine:
                 n = self._count_next
                 self._count_next += 1
                 self._last = n
-                self._cur = (n, frame, self._count_errors == 0)
+                self._cur = (n, frame, self._count_errors == 0 and not self._drained_from_a_cut_file(n))
                 return self._cur
             label = frame.pts
             key = bool(frame.key_frame)
@@ -309,7 +330,7 @@ class DecodeEngine:
                     )
                 self._lost.update(unexplained)
             self._last = n = found
-            self._cur = (n, frame, not self._tainted)
+            self._cur = (n, frame, not self._tainted and not self._drained_from_a_cut_file(n))
             return self._cur
 
     def _fallback(self, reason: str) -> None:

@@ -514,6 +514,16 @@ def read_frame_index(
     if method not in ("auto", "demux", "decode"):
         raise OptionError(f"method must be 'auto', 'demux' or 'decode', got {method!r}")
     hash_file = check_flag("hash_file", hash_file)
+    return index_and_cut(p, method=method, hash_file=hash_file)[0]
+
+
+def index_and_cut(
+    p: Path, *, method: Literal["auto", "demux", "decode"] = "auto", hash_file: bool = True
+) -> tuple[FrameIndex, str | None]:
+    """:func:`read_frame_index` (arguments checked), and why the file looks cut short (None where nothing
+    says so), from the same pass: the signs :func:`probe` reads (:func:`_truncation`), less the hole in the
+    pts before the frames drained at the end where only demuxing ran. A reader without probe's record
+    (``FrameReader(path)``) refuses the frames a reordering decoder gives out only when drained in such a file."""
     chash = content_hash(p) if hash_file else None
     if method != "decode":
         # One pass over the file: every packet demuxed, the first VERIFY_FRAMES frames also decoded.
@@ -521,6 +531,7 @@ def read_frame_index(
         try:
             has_b = bool(stream.codec_context.has_b_frames)
             scan = _scan(container, stream, decode=False, decode_first=VERIFY_FRAMES if method == "auto" else 0)
+            cut = _truncation(container, stream, scan)
         finally:
             container.close()
         index, problems = _index_from_demux(scan, chash, file_size=p.stat().st_size, has_b_frames=has_b)
@@ -529,13 +540,13 @@ def read_frame_index(
                 raise VideoDecodeError(
                     f"cannot index {str(p)!r} by demuxing: {'; '.join(problems)}; use method='decode'", path=str(p)
                 )
-            return index
+            return index, cut
         if index is not None and not problems:
             n = min(len(scan.labels), VERIFY_FRAMES, index.frame_count)
             if scan.errors == 0 and n > 0 and scan.labels[:n] == index.pts[:n].tolist():
-                return index
+                return index, cut
     scan, info = _decode_scan(p)
-    return _best_index(p, scan, info, chash)
+    return _best_index(p, scan, info, chash), scan.truncated
 
 
 def _best_index(p: Path, scan: _Scan, info: dict[str, Any], chash: str | None) -> FrameIndex:

@@ -67,8 +67,8 @@ from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
 from vidlabel.video._probe import (
     avcc_length,
     content_hash,
+    index_and_cut,
     is_vfr,
-    read_frame_index,
     resolve_video_path,
     video_path_candidates,
 )
@@ -175,6 +175,33 @@ def frame_list(frames: object, what: str, video_id: str) -> list[Any]:
     return list(frames)
 
 
+#: Frames at the end of an index among which :func:`cut_tail` looks for a hole in the pts: more than a
+#: decoder's reordering depth with two B-frames in a row or a B-pyramid of three.
+CUT_TAIL_FRAMES = 4
+
+
+def cut_tail(pts: np.ndarray) -> frozenset[int]:
+    """Frames of an index that follow a hole in the pts among its last :data:`CUT_TAIL_FRAMES` frames, where
+    every earlier step is one frame of a constant rate (within one tick of rounding): in a video whose decoder
+    reorders frames, the sign of a file cut short, whose B-frames shown before its last frames are gone, so a
+    frame there may show a later one. Empty where there is no such hole (or too few frames to tell).
+
+    :func:`vidlabel.video._probe._hole_at_the_end` reads the same sign off probe's full decode (the frames the
+    decoder gave out only when drained); a reader without probe's record uses this one.
+    """
+    steps = np.diff(pts)
+    if steps.size < CUT_TAIL_FRAMES + 2:
+        return frozenset()
+    body, tail = steps[:-CUT_TAIL_FRAMES], steps[-CUT_TAIL_FRAMES:]
+    low, high = int(body.min()), int(body.max())
+    if low <= 0 or high - low > 1:  # not a constant frame rate
+        return frozenset()
+    wide = np.flatnonzero(tail > high + max(1, low // 2))  # at least half a frame more: a frame is missing
+    if not wide.size:
+        return frozenset()
+    return frozenset(range(pts.size - CUT_TAIL_FRAMES + int(wide[0]), pts.size))
+
+
 def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
     """``untrusted_frames`` given to a reader, as (first, last) int pairs with ``0 <= first <= last``
     (that ``last`` lies inside the video is checked once its frame count is known).
@@ -231,8 +258,12 @@ class FrameReader(DecodeEngine):
         Inclusive (first, last) ranges of frames, ``0 <= first <= last < frame_count``,
         to refuse whatever this reader's own decoding finds, as
         :attr:`VideoMetadata.untrusted_frames` records them (probe's full pass
-        sees what a reader positioned by seeks may not: frames the decoder gave
-        out only when drained at the end of a cut file).
+        sees what a reader positioned by seeks may not). Without ``index``
+        (the reader indexes the file itself) it also refuses what its own pass
+        over the packets shows of a cut file: the frames a reordering decoder
+        gives out only when drained at the end of a file whose header counts
+        more packets, whose duration runs past the last one, or whose pts skip
+        a frame among the last ones (:func:`cut_tail`).
     frame_threads : int
         Decode with FFmpeg frame threading on this many threads (0 or 1: PyAV's default, slice threads).
         It pays off for long sequential reads (:meth:`iter_frames` over many frames) on a free core. It is
@@ -327,7 +358,12 @@ class FrameReader(DecodeEngine):
                     )
                     index = None
             self.indexed = index is not None
-            self._index: FrameIndex = index if index is not None else read_frame_index(self.path, hash_file=False)
+            # why the file looks cut short, from the reader's own index pass (None with a given index: probe's
+            # record, untrusted_frames, holds what its full pass saw)
+            self._cut_reason: str | None = None
+            if index is None:
+                index, self._cut_reason = index_and_cut(self.path, hash_file=False)
+            self._index: FrameIndex = index
             # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
             self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
             self._use_index(self._index)
@@ -351,6 +387,16 @@ class FrameReader(DecodeEngine):
             self._reset(from_start=True)
             self._cur: tuple[int, Any, bool] | None = None
             self._first_frame()
+            self._cut_tail: frozenset[int] = frozenset()
+            if not self.indexed and self._reorders:
+                # without probe's record: a hole in the pts of this reader's own index among its last frames
+                # (a cut on a packet boundary leaves no other sign); the drained frames of a file that looks cut
+                # short are refused as they come out (vidlabel.video._decode)
+                if self._mode == "label":
+                    self._cut_tail = cut_tail(np.asarray(self._index.pts, dtype=np.int64))
+                    self._recorded_untrusted = self._recorded_untrusted | self._cut_tail
+                if self._cut_tail and self._cut_reason is None:
+                    self._cut_reason = "a hole in the pts among the last frames (B-frames cut off)"
         except BaseException:
             self.close()
             raise
@@ -604,6 +650,18 @@ class FrameReader(DecodeEngine):
     def _why(self, t: int, found: Any) -> str:
         if isinstance(found, Missing):
             return f"frame {t}: {found.reason}"
+        if t in self._drained_untrusted:
+            return (
+                f"frame {t}: the decoder gave it out only when drained at the end of a file that looks cut short "
+                f"({self._cut_reason}); its decoder reorders frames, so it may show a later frame (probe, "
+                "add-video, records such frames as untrusted)"
+            )
+        if t in self._cut_tail:
+            return (
+                f"frame {t}: the pts skip a frame before it among the last frames of a video whose decoder reorders "
+                "frames (a file cut short: its B-frames may be gone, and this frame may show a later one); probe "
+                "(add-video) records such frames as untrusted"
+            )
         if t in self._recorded_untrusted:
             return f"frame {t}: probe recorded it as untrusted (decode error, corrupt packet or frame, or a cut file)"
         return (
