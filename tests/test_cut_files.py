@@ -85,7 +85,7 @@ def test_no_frame_of_a_cut_file_differs_from_the_intact_file(tmp_path: Path, int
             cut = tmp_path / f"{offset}_{name}"
             cut.write_bytes(data[:offset])
             try:
-                meta = probe(cut, video_id=f"{Path(name).stem}_{offset}")
+                meta = probe(cut, video_id=f"{name.replace('.', '_')}_{offset}")
             except (NoVideoStreamError, VideoDecodeError):
                 continue  # cut before the header or before any frame: refused whole
             with warnings.catch_warnings():
