@@ -300,3 +300,19 @@ def test_a_timeline_range_outside_the_video_is_named_as_the_file_writes_it(
     with pytest.raises(FormatError, match=match):
         import_labels(ds, "label-studio", f, video_id="cam1")
     assert ds.annotations() == []
+
+
+def test_a_skipped_annotation_is_counted_not_imported(tmp_path: Path) -> None:
+    # Label Studio keeps an annotation whose annotator pressed "Skip" with was_cancelled: true; what it holds
+    # is no finished labelling: its regions are counted under not imported, the task's other annotation and
+    # its predictions are imported as usual
+    doc = task([region("a", [key(1, 0, 0)])], predictions=[{"id": 9, "result": [region("p", [key(2, 5, 5)])]}])
+    doc["annotations"].append(
+        {"id": 2, "was_cancelled": True, "result": [region("b", [key(3, 1, 1)], label="person"), region("c", [])]}
+    )
+    doc["annotations"].append({"id": 3, "was_cancelled": True, "result": []})  # the usual skip: nothing in it
+    ds, rep = load(tmp_path, [doc])
+    rows = ds.annotations()
+    assert {(r["label"], r["origin"]) for r in rows} == {("car", "human"), ("car", "model")}
+    assert min(r["start_frame"] for r in rows if r["origin"] == "human") == 0  # annotation 1's region
+    assert rep.skipped == {"result of a skipped annotation (was_cancelled: true)": 2}

@@ -93,12 +93,18 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
         groups += [
             ("predictions", p, {"origin": "model"}) for p in _list(path, f"{at}.predictions", task.get("predictions"))
         ]
-        if len(annotations) > 1:
-            parsed.notes.append(f"task {task.get('id')!r}: {len(task['annotations'])} annotations, all imported")
+        finished = [a for a in annotations if not (isinstance(a, dict) and a.get("was_cancelled") is True)]
+        if len(finished) > 1:
+            parsed.notes.append(f"task {task.get('id')!r}: {len(finished)} annotations, all imported")
         for gi, (name, group, base) in enumerate(groups):
             if not isinstance(group, dict) or not isinstance(group.get("result", []), list):
                 raise fail(path, f"{at}.{name}", "expected an object with a result list")
             gat = f"{at}.{name}[{[g for g in groups if g[0] == name].index(groups[gi])}]"
+            if name == "annotations" and group.get("was_cancelled") is True:
+                # the annotator skipped the task (Label Studio's "Skip"): what it holds is no finished labelling
+                if group.get("result"):
+                    parsed.skipped["result of a skipped annotation (was_cancelled: true)"] += len(group["result"])
+                continue
             for ri, res in enumerate(group.get("result") or []):
                 rat = f"{gat}.result[{ri}]"
                 if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
