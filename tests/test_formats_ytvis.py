@@ -236,3 +236,38 @@ def test_an_empty_or_degenerate_segmentation_beside_a_bbox_imports_the_bbox(tmp_
         (2, "box", (5.0, 6.0, 12.0, 14.0)),
     ]
     assert rep.skipped == {"polygon with < 3 points (its bbox imported as a box)": 2, "polygon with < 3 points": 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        # a video's frames are its file_names: a length saying otherwise was imported without a word
+        ({"length": 5}, r"videos\[0\]: length 5 disagrees with its 2 file_names"),
+        ({"length": "2"}, r"videos\[0\]: length is '2'; expected a finite number"),
+        # bboxes / segmentations that are no lists were read as absent (the annotation's boxes gone unsaid)
+        ({"bboxes": {}}, r"annotations\[0\]: bboxes has \{\} entries; the video has 2 file_names"),
+        ({"bboxes": ""}, r"annotations\[0\]: bboxes has '' entries; the video has 2 file_names"),
+        ({"segmentations": 0}, r"annotations\[0\]: segmentations has 0 entries; the video has 2 file_names"),
+    ],
+)
+def test_a_length_or_lists_that_disagree_with_the_file_names_are_refused(tmp_path: Path, change, match) -> None:
+    ds = dataset(tmp_path / "ds")
+    d = doc([{"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2], None]}], ["00000.jpg", "00001.jpg"])
+    target = d["videos"][0] if "length" in change else d["annotations"][0]
+    target.update(change)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "ytvis", write(tmp_path / "y.json", d))
+    assert ds.annotations() == []
+
+
+def test_null_or_empty_lists_are_absent(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    anns = [
+        {"id": 1, "video_id": 3, "category_id": 1, "bboxes": [[1, 1, 2, 2], None], "segmentations": None},
+        {"id": 2, "video_id": 3, "category_id": 7, "bboxes": [None, [3, 3, 2, 2]], "segmentations": []},
+    ]
+    import_labels(ds, "ytvis", write(tmp_path / "y.json", doc(anns, ["00000.jpg", "00001.jpg"])))
+    assert sorted((r["label"], r["start_frame"], r["box"]) for r in ds.annotations()) == [
+        ("car", 1, (3.0, 3.0, 5.0, 5.0)),
+        ("person", 0, (1.0, 1.0, 3.0, 3.0)),
+    ]

@@ -112,6 +112,10 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         for key, have in (("width", m.width), ("height", m.height)):
             if key in v and whole_number(path, at, v[key], key) != have:  # "64" is text, not the size 64
                 raise fail(path, at, f"{key} {v[key]!r} disagrees with video {m.video_id!r}, whose {key} is {have}")
+        if v.get("length") is not None and whole_number(path, at, v["length"], "length") != len(names):
+            # the frames of a video are its file_names (each annotation's lists follow them): a length that
+            # says otherwise is a file cut or edited by hand
+            raise fail(path, at, f"length {v['length']!r} disagrees with its {len(names)} file_names")
         vids[vkey] = (
             parsed.videos.setdefault(m.video_id, VideoRows(m)),
             _frame_numbers(path, at, names, mode, parsed.notes),
@@ -125,8 +129,11 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         cat = json_key(path, at, a.get("category_id"), "category_id")
         if cat not in cats:
             raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
-        bboxes = a.get("bboxes") or [None] * len(frames)
-        segs = a.get("segmentations") or [None] * len(frames)
+        # absent (or an empty list): none; {}, "" or 0 are no lists and are refused below, not read as absent
+        bboxes, segs = (
+            [None] * len(frames) if a.get(key) is None or a.get(key) == [] else a[key]
+            for key in ("bboxes", "segmentations")
+        )
         for key, seq in (("bboxes", bboxes), ("segmentations", segs)):
             if not isinstance(seq, list) or len(seq) != len(frames):
                 raise fail(
