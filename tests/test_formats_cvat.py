@@ -448,3 +448,36 @@ def test_mask_runs_that_wrap_or_are_negative_are_refused(tmp_path: Path, rle: st
     xml = cvat(f"<track id='0' label='car'>{mask_el(0, rle, 10, 10)}</track>")
     with pytest.raises(FormatError, match=r'<track id="0" label="car"><mask frame="0">: ' + message):
         load(tmp_path, xml)
+
+
+def test_the_task_size_ends_the_task_where_no_stop_frame_is_given(tmp_path: Path) -> None:
+    # <size> counts the task's frames: a visible box persists to the task's end, frame 9 here, not to the
+    # video's last frame 29 (without <size> and <stop_frame> it went on to 29, rows nobody drew)
+    xml = cvat("<track id='0' label='car'>" + box(0, 1, 1, 5, 5) + "</track>").replace(
+        "<stop_frame>29</stop_frame>", "<size>10</size>"
+    )
+    ds, _ = load(tmp_path, xml)
+    assert sorted(r["start_frame"] for r in ds.annotations()) == list(range(10))
+
+
+@pytest.mark.parametrize(
+    ("size", "match"),
+    [
+        (
+            "12",
+            r"<meta><task><size>: size 12 disagrees with start_frame=0 \.\. stop_frame=29 \(step 1\): 30 task frames",
+        ),
+        ("0", r"<meta><task><size>: size 0; expected >= 1"),
+        ("ten", r"<meta><task>: size='ten'; expected an integer"),
+    ],
+)
+def test_a_task_size_that_disagrees_with_its_frames_is_refused(tmp_path: Path, size: str, match: str) -> None:
+    xml = cvat("<track id='0' label='car'>" + box(0, 1, 1, 5, 5) + "</track>").replace(
+        "<stop_frame>29</stop_frame>", f"<stop_frame>29</stop_frame><size>{size}</size>"
+    )
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "annotations.xml"
+    f.write_text(xml)
+    with pytest.raises(FormatError, match=match):
+        import_labels(ds, "cvat-video", f)
+    assert ds.annotations() == []

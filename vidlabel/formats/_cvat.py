@@ -232,6 +232,22 @@ def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, i
                     f"{mw}<original_size>",
                     f"{key} {got} disagrees with video {meta.video_id!r}, whose {key} is {have}",
                 )
+    if (task.findtext("size") or "").strip():
+        # <size> counts the task's frames (CVAT's data size, after the frame filter): without a stop_frame it
+        # says where the task ends (a visible box persists to there, not to the video's end); with one, the
+        # two must agree
+        n = _int(path, task, mw, "size")
+        if n < 1:
+            raise fail(path, f"{mw}<size>", f"size {n}; expected >= 1")
+        if not (task.findtext("stop_frame") or "").strip():
+            stop = start + (n - 1) * step
+        elif (stop - start) // step + 1 != n:
+            raise fail(
+                path,
+                f"{mw}<size>",
+                f"size {n} disagrees with start_frame={start} .. stop_frame={stop} (step {step}): "
+                f"{(stop - start) // step + 1} task frames",
+            )
     if not 0 <= start <= stop < meta.frame_count:
         raise fail(
             path,
