@@ -1040,9 +1040,11 @@ class HDF5FramesWriter(FramesWriter):
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
         nbytes = int(np.prod(shape))
+        # early allocation reserves whole chunks: a last chunk of fewer frames takes a full chunk's room too
+        allocated = -(-shape[0] // chunk_frames) * chunk_frames * int(np.prod(shape[1:]))
         direct = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(nbytes)
         early = direct or (codec.name == "none" and shape[0] > 0 and BUFFERED_REGION_WRITE)
-        if early and not _size_limit_allows(nbytes):
+        if early and not _size_limit_allows(allocated):
             # HDF5 extends a file to its early-allocated size at a flush: past the file size limit that fails
             # inside HDF5 (and h5py crashes at exit); chunk by chunk, the chunk write past it says EFBIG
             direct = early = False
