@@ -220,3 +220,39 @@ def test_cut_tail_needs_a_constant_rate_and_a_hole_among_the_last_frames() -> No
     variable = np.cumsum([0, 33, 40, 33, 50, 33, 33, 33, 33, 33, 66])  # a variable rate: nothing to tell
     assert cut_tail(variable) == frozenset()
     assert cut_tail(np.array([0, 33, 99])) == frozenset()  # too few frames to tell
+    assert cut_tail(np.array([0, 33, 99]), declared=33) == frozenset({2})  # ... but for the declared rate
+    assert cut_tail(np.array([0, 20, 99]), declared=33) == frozenset()  # a step shorter: not that rate
+    assert cut_tail(np.array([0, 33, 66]), declared=33) == frozenset()
+
+
+def test_a_transport_stream_cut_within_its_first_frames_gives_no_later_picture(tmp_path: Path, intact: dict) -> None:
+    """An MPEG-TS with B-frames cut on a 188-byte packet boundary within its first keyframe intervals: with
+    one or two frames before the drained ones there were too few steps for the rate, so neither probe nor
+    a bare reader saw the hole, and frame 2 showed picture 4 (helper-45). The stream's declared frame rate
+    now stands for it. Every cut up to a third of the file, read through probe's record and by a bare reader:
+    no frame differs from the intact file's."""
+    path, reference = intact["h264_bframes.ts"]
+    data = path.read_bytes()
+    wrong: list[str] = []
+    refused = frames_read = 0
+    for offset in range(188, len(data) // 3, 188):
+        cut = tmp_path / f"{offset}.ts"
+        cut.write_bytes(data[:offset])
+        try:
+            meta = probe(cut, video_id=f"ts_{offset}")
+            bare = FrameReader(cut)
+        except VidlabelError:
+            continue  # nothing decodes yet
+        with bare, FrameReader.for_video(meta) as registered:
+            for reader, how in ((bare, "bare"), (registered, "registered")):
+                for n in range(reader.frame_count):
+                    try:
+                        image = reader.read(n)
+                    except VideoDecodeError:
+                        refused += 1
+                        continue
+                    frames_read += 1
+                    if not np.array_equal(image, reference[n]):
+                        wrong.append(f"{how}, cut at {offset}: frame {n} shows {read_frame_number(image)}")
+    assert frames_read > 200 and refused > 0
+    assert wrong == []

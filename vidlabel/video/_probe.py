@@ -329,7 +329,7 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
     if entries > packets:
         return f"{packets} video packets, the container's index lists {entries}"
     known = np.unique(np.asarray([p for p in scan.pts if p is not None], dtype=np.int64))
-    hole = _hole_at_the_end(scan)
+    hole = _hole_at_the_end(scan, declared_step(stream))
     if hole:
         return hole
     if len(container.streams) == 1 and container.duration and known.size > 1:
@@ -341,10 +341,28 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
     return None
 
 
-def _hole_at_the_end(scan: _Scan) -> str | None:
+def declared_step(stream: Any) -> int | None:
+    """Ticks of ``stream``'s time base from one frame to the next at the frame rate it declares (the
+    bitstream's, else FFmpeg's guess, else the average), None where it declares none or the step is not a
+    whole number of ticks within 1%."""
+    for rate in (getattr(stream.codec_context, "framerate", None), stream.guessed_rate, stream.average_rate):
+        try:
+            if rate and rate > 0 and stream.time_base:
+                exact = 1 / (Fraction(rate) * Fraction(stream.time_base))
+                step = round(exact)
+                if step > 0 and abs(exact - step) <= max(1, step) * Fraction(1, 100):
+                    return int(step)
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+    return None
+
+
+def _hole_at_the_end(scan: _Scan, declared: int | None = None) -> str | None:
     """A pts step into a frame the final drain gave out that is wider than every other step of a constant
     frame rate: B-frames shown before the last frames kept were cut off (an MPEG-TS cut on a packet boundary
-    drops them without a sign in the packets). None when there is no such hole."""
+    drops them without a sign in the packets). The rate is the one every other step shows (two or more of
+    them, all equal), or, with fewer (a file cut within its first frames), the stream's ``declared`` step
+    where the steps there are equal to it. None when there is no such hole."""
     labels = scan.labels
     if not any(scan.drained) or any(v is None for v in labels):
         return None
@@ -354,9 +372,15 @@ def _hole_at_the_end(scan: _Scan) -> str | None:
     steps = np.diff(pts)
     into_drained = drained[1:]
     body, tail = steps[~into_drained], steps[into_drained]
-    if body.size < 2 or not np.all(body == body[0]) or body[0] <= 0 or not np.any(tail > body[0]):
+    if body.size >= 2 and np.all(body == body[0]) and body[0] > 0:
+        step = int(body[0])
+    elif declared and body.size < 2 and np.all(body == declared):
+        step = declared
+    else:
         return None
-    missing = int(np.sum(tail // body[0] - 1))
+    if not np.any(tail > step):
+        return None
+    missing = int(np.sum(tail // step - 1))
     return f"the pts skip {missing} frame{'s' if missing != 1 else ''} among the last frames (B-frames cut off)"
 
 

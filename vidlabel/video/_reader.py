@@ -67,6 +67,7 @@ from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
 from vidlabel.video._probe import (
     avcc_length,
     content_hash,
+    declared_step,
     index_and_cut,
     is_vfr,
     resolve_video_path,
@@ -180,26 +181,34 @@ def frame_list(frames: object, what: str, video_id: str) -> list[Any]:
 CUT_TAIL_FRAMES = 4
 
 
-def cut_tail(pts: np.ndarray) -> frozenset[int]:
+def cut_tail(pts: np.ndarray, declared: int | None = None) -> frozenset[int]:
     """Frames of an index that follow a hole in the pts among its last :data:`CUT_TAIL_FRAMES` frames, where
     every earlier step is one frame of a constant rate (within one tick of rounding): in a video whose decoder
     reorders frames, the sign of a file cut short, whose B-frames shown before its last frames are gone, so a
     frame there may show a later one. Empty where there is no such hole (or too few frames to tell).
 
     :func:`vidlabel.video._probe._hole_at_the_end` reads the same sign off probe's full decode (the frames the
-    decoder gave out only when drained); a reader without probe's record uses this one.
+    decoder gave out only when drained); a reader without probe's record uses this one. With fewer frames
+    than that (a file cut within its first frames), the stream's ``declared`` step (ticks a frame) stands
+    for the rate, where every earlier step equals it.
     """
     steps = np.diff(pts)
-    if steps.size < CUT_TAIL_FRAMES + 2:
+    if steps.size >= CUT_TAIL_FRAMES + 2:
+        body, tail = steps[:-CUT_TAIL_FRAMES], steps[-CUT_TAIL_FRAMES:]
+        low, high = int(body.min()), int(body.max())
+    elif declared and steps.size >= 2:
+        body, tail = steps[:0], steps[-CUT_TAIL_FRAMES:]
+        low = high = declared
+        if np.any(tail[:-1] < low - 1):  # steps shorter than a frame: not the declared rate
+            return frozenset()
+    else:
         return frozenset()
-    body, tail = steps[:-CUT_TAIL_FRAMES], steps[-CUT_TAIL_FRAMES:]
-    low, high = int(body.min()), int(body.max())
     if low <= 0 or high - low > 1:  # not a constant frame rate
         return frozenset()
     wide = np.flatnonzero(tail > high + max(1, low // 2))  # at least half a frame more: a frame is missing
     if not wide.size:
         return frozenset()
-    return frozenset(range(pts.size - CUT_TAIL_FRAMES + int(wide[0]), pts.size))
+    return frozenset(range(pts.size - tail.size + int(wide[0]), pts.size))
 
 
 def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
@@ -393,7 +402,7 @@ class FrameReader(DecodeEngine):
                 # (a cut on a packet boundary leaves no other sign); the drained frames of a file that looks cut
                 # short are refused as they come out (vidlabel.video._decode)
                 if self._mode == "label":
-                    self._cut_tail = cut_tail(np.asarray(self._index.pts, dtype=np.int64))
+                    self._cut_tail = cut_tail(np.asarray(self._index.pts, dtype=np.int64), declared_step(self._stream))
                     self._recorded_untrusted = self._recorded_untrusted | self._cut_tail
                 if self._cut_tail and self._cut_reason is None:
                     self._cut_reason = "a hole in the pts among the last frames (B-frames cut off)"
