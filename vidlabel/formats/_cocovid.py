@@ -32,6 +32,7 @@ from ._common import (
     Parsed,
     VideoRows,
     Where,
+    check_frame_size,
     coco_segmentation,
     fail,
     float32_value,
@@ -41,7 +42,6 @@ from ._common import (
     number,
     read_json,
     video_tables,
-    whole_number,
     write_json,
     xywh_boxes,
 )
@@ -85,11 +85,7 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if key in vids:
             raise fail(path, f"videos[{i}]", f"video id {key!r} repeats")
         m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
-        for dim, have in (("width", m.width), ("height", m.height)):  # as the images' sizes are checked below
-            if dim in v and whole_number(path, f"videos[{i}]", v[dim], dim) != have:
-                raise fail(
-                    path, f"videos[{i}]", f"{dim} {v[dim]!r} disagrees with video {m.video_id!r}, whose {dim} is {have}"
-                )
+        check_frame_size(path, f"videos[{i}]", v, m)  # as the images' sizes are below
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
@@ -104,11 +100,7 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
             raise fail(path, at, f"video_id {im.get('video_id')!r} is not in videos[] (ids {list(vids)[:10]})")
         vr = vids[im["video_id"]]
         f = integer(path, at, im.get("frame_id"), "frame_id")
-        for key, have in (("width", vr.meta.width), ("height", vr.meta.height)):
-            if key in im and whole_number(path, at, im[key], key) != have:  # "64" is text, not the size 64
-                raise fail(
-                    path, at, f"{key} {im[key]!r} disagrees with video {vr.meta.video_id!r}, whose {key} is {have}"
-                )
+        check_frame_size(path, at, im, vr.meta)
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
             raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")

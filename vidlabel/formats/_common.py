@@ -26,6 +26,7 @@ __all__ = [
     "Importer",
     "Parsed",
     "VideoRows",
+    "check_frame_size",
     "fail",
     "interpolate_keyframes",
     "float32_value",
@@ -243,6 +244,17 @@ def number(path: Path, where: Where, value: Any, what: str) -> float:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
         raise fail(path, where, f"{what} is {shown}; expected a finite number")
     return v
+
+
+def check_frame_size(path: Path, where: Where, entry: Mapping[str, Any], meta: Any) -> None:
+    """The ``width`` and ``height`` an entry of a label file gives (where it gives them) against the registered
+    video's ``meta``: a FormatError naming the entry where one is no whole number ("64" is text, not the size
+    64) or another size."""
+    for key, have in (("width", meta.width), ("height", meta.height)):
+        if key in entry and whole_number(path, where, entry[key], key) != have:
+            raise fail(
+                path, where, f"{key} {entry[key]!r} disagrees with video {meta.video_id!r}, whose {key} is {have}"
+            )
 
 
 def whole_number(path: Path, where: Where, value: Any, what: str) -> int:

@@ -33,6 +33,7 @@ from ._common import (
     ImportContext,
     Parsed,
     VideoRows,
+    check_frame_size,
     coco_segmentation,
     fail,
     float32_value,
@@ -109,9 +110,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         if vkey in vids:
             raise fail(path, at, f"video id {vkey!r} repeats")
         m = ctx.resolve([vkey, folder], len(doc["videos"]), at)
-        for key, have in (("width", m.width), ("height", m.height)):
-            if key in v and whole_number(path, at, v[key], key) != have:  # "64" is text, not the size 64
-                raise fail(path, at, f"{key} {v[key]!r} disagrees with video {m.video_id!r}, whose {key} is {have}")
+        check_frame_size(path, at, v, m)
         if v.get("length") is not None and whole_number(path, at, v["length"], "length") != len(names):
             # the frames of a video are its file_names (each annotation's lists follow them): a length that
             # says otherwise is a file cut or edited by hand
