@@ -596,30 +596,33 @@ class _ChunkRegion:
         here, and go on in the other buffer once its earlier write is done (gathered: the views of the rest
         wait for the next stretch)."""
         if self._gather:
-            if self._flusher is None:
-                self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
             views, self._views = _split_views(self._views, n_thread)
-            self._in_flight[self._current] = self._flusher.submit(_pwritev_all, self._plain, views, self._stage_at)
+            self._hand_over(_pwritev_all, self._plain, views, self._stage_at)
             self._stage_at += n_thread
             self._filled -= n_thread
-            self._current ^= 1
-            self._wait(self._current)
+            self._next_slot()
             return
         stage = self._stages[self._current]
         if n_thread:
-            if self._flusher is None:
-                self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
-            self._in_flight[self._current] = self._flusher.submit(
-                _pwrite_all, self._staged_fd, stage[:n_thread].data, self._stage_at
-            )
+            self._hand_over(_pwrite_all, self._staged_fd, stage[:n_thread].data, self._stage_at)
         rest = self._filled - n_thread
         if rest:  # the unaligned tail of the run, buffered
             _pwrite_all(self._plain, stage[n_thread : self._filled].data, self._stage_at + n_thread)
         self._stage_at += self._filled
         self._filled = 0
+        self._next_slot()
+        self._stage = self._stages[self._current]
+
+    def _hand_over(self, write: Callable[..., None], *args: Any) -> None:
+        """Run ``write(*args)`` on the flush thread (started by the first call) as the current slot's write."""
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
+        self._in_flight[self._current] = self._flusher.submit(write, *args)
+
+    def _next_slot(self) -> None:
+        """Go on in the other slot once its earlier write is done."""
         self._current ^= 1
         self._wait(self._current)
-        self._stage = self._stages[self._current]
 
     def _wait(self, k: int) -> None:
         pending, self._in_flight[k] = self._in_flight[k], None
