@@ -169,6 +169,24 @@ def test_b_frames_cut_off_an_mpeg_ts_on_a_packet_boundary_leave_no_renumbered_fr
     assert got and all(np.array_equal(image, reference[n]) for n, image in got.items())
 
 
+def read_against(
+    reader: FrameReader, reference: list[np.ndarray], where: str, wrong: list[str]
+) -> tuple[int, list[str]]:
+    """Read every frame of ``reader`` one by one; each that differs from ``reference`` is added to ``wrong``
+    (``where``, the frame and the number its pixels show). Returns (frames read, the refusals' messages)."""
+    read, refusals = 0, []
+    for n in range(reader.frame_count):
+        try:
+            image = reader.read(n)
+        except VideoDecodeError as err:
+            refusals.append(str(err))
+            continue
+        read += 1
+        if not np.array_equal(image, reference[n]):
+            wrong.append(f"{where}: frame {n} shows {read_frame_number(image)}")
+    return read, refusals
+
+
 def test_a_reader_without_metadata_never_gives_a_later_frame_of_a_cut_bframe_file(tmp_path: Path, intact: dict) -> None:
     """A bare ``FrameReader(path)`` has no probe record of the frames a reordering decoder gave out only when
     drained at the end of a cut file, whose B-frames may be gone: it returned them, and such a frame showed a
@@ -190,16 +208,10 @@ def test_a_reader_without_metadata_never_gives_a_later_frame_of_a_cut_bframe_fil
             except VidlabelError:
                 continue  # cut before the header or before any frame: refused whole
             with reader:
-                for n in range(reader.frame_count):
-                    try:
-                        image = reader.read(n)
-                    except VideoDecodeError as err:
-                        refused_for_the_hole += "the pts skip a frame before it" in str(err)
-                        refused_drained += "only when drained at the end of a file that looks cut short" in str(err)
-                        continue
-                    frames_read += 1
-                    if not np.array_equal(image, reference[n]):
-                        wrong.append(f"{name} cut at {offset}: frame {n} shows {read_frame_number(image)}")
+                read, refusals = read_against(reader, reference, f"{name} cut at {offset}", wrong)
+            frames_read += read
+            refused_for_the_hole += sum("the pts skip a frame before it" in r for r in refusals)
+            refused_drained += sum("only when drained at the end of a file that looks cut short" in r for r in refusals)
     assert frames_read > 1000
     assert wrong == []
     # the cuts do leave such frames, and both signs refuse some: the file's own (its header counts more
@@ -245,14 +257,8 @@ def test_a_transport_stream_cut_within_its_first_frames_gives_no_later_picture(t
             continue  # nothing decodes yet
         with bare, FrameReader.for_video(meta) as registered:
             for reader, how in ((bare, "bare"), (registered, "registered")):
-                for n in range(reader.frame_count):
-                    try:
-                        image = reader.read(n)
-                    except VideoDecodeError:
-                        refused += 1
-                        continue
-                    frames_read += 1
-                    if not np.array_equal(image, reference[n]):
-                        wrong.append(f"{how}, cut at {offset}: frame {n} shows {read_frame_number(image)}")
+                read, refusals = read_against(reader, reference, f"{how}, cut at {offset}", wrong)
+                frames_read += read
+                refused += len(refusals)
     assert frames_read > 200 and refused > 0
     assert wrong == []
