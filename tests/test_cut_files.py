@@ -262,3 +262,40 @@ def test_a_transport_stream_cut_within_its_first_frames_gives_no_later_picture(t
                 refused += len(refusals)
     assert frames_read > 200 and refused > 0
     assert wrong == []
+
+
+@pytest.mark.parametrize(("bframes", "n_frames", "gop"), [(0, 40, 10), (2, 90, 30)])
+def test_a_transport_stream_cut_inside_a_frame_s_later_packets_gives_no_half_picture(
+    tmp_path: Path, bframes: int, n_frames: int, gop: int
+) -> None:
+    """A frame bigger than one 188-byte transport packet, cut inside one of its later transport packets: the
+    demuxer gives out the frame's packet short, unmarked, at the end of the file, and it decoded without error
+    into a half-wrong picture that ``FrameReader(path)`` and probe's record both gave out as the frame (frame 3
+    of the 320x240 H.264 clip without B-frames cut at 2822; frame 0 of the one with B-frames cut at 1506). A
+    transport stream whose size is no whole number of its packets now taints its last video packet like one
+    marked corrupt: every frame read equals the intact file's, and the cut frames are refused, named."""
+    truth = encode_clip(tmp_path / "intact.ts", n_frames=n_frames, width=320, height=240, gop=gop, bframes=bframes)
+    reference = decode_all(truth.path)
+    data = truth.path.read_bytes()
+    # a PES packet's first transport packet holds about 170 bytes of the frame: cut in its later ones
+    offsets = [o for _, pos, size, _ in packet_layout(truth.path) for o in range(pos + 190, pos + size + 60, 47)]
+    offsets = [o for o in offsets if o % 188 and o < len(data)]
+    assert len(offsets) >= 10
+    wrong: list[str] = []
+    refused = frames_read = 0
+    for offset in offsets:
+        cut = tmp_path / f"{offset}.ts"
+        cut.write_bytes(data[:offset])
+        try:
+            meta = probe(cut, video_id=f"ts_{offset}")
+            bare = FrameReader(cut)
+        except VidlabelError:
+            continue  # nothing decodes yet
+        with bare, FrameReader.for_video(meta) as registered:
+            for reader, how in ((bare, "bare"), (registered, "registered")):
+                read, refusals = read_against(reader, reference, f"{how}, cut at {offset}", wrong)
+                frames_read += read
+                refused += len(refusals)
+                assert all("cannot read frame " in r for r in refusals)
+    assert wrong == []
+    assert frames_read > 100 and refused > 0

@@ -22,7 +22,7 @@ from av.video.reformatter import VideoReformatter
 
 from vidlabel.errors import VideoDecodeError, VidlabelWarning
 from vidlabel.spec import FrameIndex
-from vidlabel.video._probe import h264_nonref, open_video, rotation_of
+from vidlabel.video._probe import h264_nonref, open_video, rotation_of, with_last
 
 __all__ = ["SEEK_MARGIN", "DecodeEngine", "Missing"]
 
@@ -86,6 +86,9 @@ class DecodeEngine:
     #: Frames the decoder gave out only when drained at the end of a file that looks cut short, in a video whose
     #: decoder reorders frames: untrusted (the B-frames shown before them may be gone), as probe records them.
     _drained_untrusted: frozenset[int] = frozenset()
+    #: The file is a transport stream that ends inside a transport packet: its last video packet, which the
+    #: demuxer gives out unmarked, may be cut short, and taints like a packet marked corrupt.
+    _cut_last: bool = False
     _to_rgb: VideoReformatter | None = None
     #: FFmpeg frame threads while decoding stays clean (0: PyAV's default, slice threads); see :meth:`_open`.
     _frame_threads: int = 0
@@ -189,9 +192,10 @@ class DecodeEngine:
             if self._eof:
                 return None
             if self._packets is None:
-                self._packets = self._container.demux(self._stream)
+                demuxed = self._container.demux(self._stream)
+                self._packets = with_last(demuxed) if self._cut_last else ((p, False) for p in demuxed)
             try:
-                packet = next(self._packets)
+                packet, last = next(self._packets)
             except StopIteration:
                 self._eof = True
                 return None
@@ -199,8 +203,11 @@ class DecodeEngine:
                 self._note_error()
                 self._eof = True
                 return None
-            # A packet marked corrupt (cut short by the end of the file, damaged) taints like a decode error.
-            if packet.is_corrupt and not (packet.size == 0 and packet.pts is None and packet.dts is None):
+            # A packet marked corrupt (cut short by the end of the file, damaged) taints like a decode error, and
+            # so does the last packet of a transport stream that ends inside a transport packet.
+            if (packet.is_corrupt or (self._cut_last and last)) and not (
+                packet.size == 0 and packet.pts is None and packet.dts is None
+            ):
                 self._note_error()
             elif packet.is_keyframe and self._tainted and packet.pts is not None:
                 self._recover_label = packet.pts

@@ -198,6 +198,48 @@ class _Scan:
     )
 
 
+TS_PACKET_SIZES = (188, 192, 204)  # MPEG-TS, M2TS (a 4-byte timestamp first), TS with Reed-Solomon parity
+
+
+def ends_inside_transport_packet(container: Any) -> bool:
+    """An MPEG transport stream whose size is no whole number of its fixed-size packets: the file ends inside
+    one, so its last PES (the last video packet, which the demuxer gives out at the end of the file with no
+    length to check it against) may be cut short without the demuxer marking it corrupt."""
+    if container.format.name != "mpegts":
+        return False
+    try:
+        size = os.path.getsize(container.name)
+    except OSError:
+        return False
+    return all(size % n for n in TS_PACKET_SIZES)
+
+
+def with_last(packets: Iterator[Any]) -> Iterator[tuple[Any, bool]]:
+    """``(packet, last)`` for each packet of ``packets``: ``last`` is True for the last one that is not the
+    final (flush) packet. One packet is read ahead; a demuxing error comes after the packets before it."""
+    held = None
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            break
+        except av.error.FFmpegError:
+            if held is not None:
+                yield held, True
+            raise
+        if packet.size == 0 and packet.pts is None and packet.dts is None:
+            if held is not None:
+                yield held, True
+                held = None
+            yield packet, False
+            continue
+        if held is not None:
+            yield held, False
+        held = packet
+    if held is not None:
+        yield held, True
+
+
 def _scan(
     container: Any,
     stream: Any,
@@ -221,7 +263,9 @@ def _scan(
         bar = tqdm(
             total=stream.frames or None, unit="frame", desc=os.path.basename(container.name), leave=False, disable=None
         )
-    packets = container.demux(stream)
+    # A transport stream that ends inside a transport packet: its last video packet may be cut short unmarked.
+    cut_last = ends_inside_transport_packet(container)
+    packets = with_last(container.demux(stream)) if cut_last else ((p, False) for p in container.demux(stream))
     # The reader's rule (vidlabel.video._decode): after a decode error, a packet marked corrupt or a frame
     # marked corrupt, frames are untrusted until the frame of a keyframe packet demuxed after it comes out
     # of the decoder (the corrupt frame itself included).
@@ -230,7 +274,7 @@ def _scan(
     try:
         while True:
             try:
-                packet = next(packets)
+                packet, last = next(packets)
             except StopIteration:
                 break
             except av.error.FFmpegError as err:  # unreadable data while demuxing: the file ends here
@@ -250,7 +294,7 @@ def _scan(
                 continue
             # A packet the demuxer marks corrupt (cut short by the end of the file, damaged) may decode
             # without error into a half-concealed picture: it taints like a decode error.
-            corrupt = not flush and bool(packet.is_corrupt)
+            corrupt = not flush and (bool(packet.is_corrupt) or (cut_last and last))
             if corrupt:
                 scan.corrupt += 1
                 tainted, recover = True, None
@@ -323,6 +367,8 @@ def _truncation(container: Any, stream: Any, scan: _Scan) -> str | None:
         return f"demuxing stopped: {scan.demux_error}"
     if scan.short_packets or scan.corrupt:
         return "a packet is cut short or marked corrupt"
+    if ends_inside_transport_packet(container):
+        return "the file ends inside a transport stream packet"
     if stream.frames and packets < int(stream.frames):
         return f"{packets} video packets, the header counts {int(stream.frames)}"
     entries = sum(1 for e in stream.index_entries if e.size > 0)

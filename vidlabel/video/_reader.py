@@ -68,6 +68,7 @@ from vidlabel.video._probe import (
     avcc_length,
     content_hash,
     declared_step,
+    ends_inside_transport_packet,
     index_and_cut,
     is_vfr,
     resolve_video_path,
@@ -356,6 +357,7 @@ class FrameReader(DecodeEngine):
         self._pending: deque[Any] = deque()
         self._frame_threads = frame_threads if frame_threads > 1 else 0
         self._container, self._stream = self._open()
+        self._cut_last = ends_inside_transport_packet(self._container)
         self._avcc_length = avcc_length(self._stream.codec_context)
         try:
             if index is not None and check_hash and index.content_hash is not None:
