@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.media import ClipTruth
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, VideoMetadata, export, open_store
 from vidlabel.errors import AnnotationError, OptionError, VidlabelWarning
 from vidlabel.readplan import ReadPlan

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.errors import OptionError, check_flag
 from vidlabel.formats import import_labels

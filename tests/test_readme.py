@@ -255,7 +255,7 @@ def test_every_test_the_guarantees_name_exists() -> None:
     named: list[tuple[str, str]] = []
     current = None
     for ref in re.findall(r"`([^`]+)`", text):
-        match = re.fullmatch(r"(tests/test_\w+\.py)::(test_\w+)(\[.*\])?", ref)
+        match = re.fullmatch(r"(tests/(?:\w+/)?test_\w+\.py)::(test_\w+)(\[.*\])?", ref)
         if match:
             current = match.group(1)
             named.append((current, match.group(2)))

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
 from tests.services import HOST, REPO, Bucket, DaskCluster, MotoServer
-from tests.test_store_support import assert_same_sample, make_dataset
+from tests.store_support import assert_same_sample, make_dataset
 from vidlabel import export, open_store
 from vidlabel.store import upload, verify_store
 from vidlabel.torch_data import StoreFrames, collate_frames

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.media import object_box, read_frame_number
-from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
+from tests.samples.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
 
 
 @pytest.fixture(scope="module")

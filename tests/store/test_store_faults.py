@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.media import read_frame_number
-from tests.test_store_support import make_dataset, reference_frames
+from tests.store_support import make_dataset, reference_frames
 from vidlabel import Dataset, export, open_store
 from vidlabel.errors import FrameOutOfRangeError, OptionError, StoreCorruptError, StoreError, VidlabelError
 from vidlabel.store import FrameStore, backend_for, upload, verify_store

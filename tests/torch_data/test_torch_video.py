@@ -14,7 +14,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tests.media import object_box, read_frame_number
-from tests.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
+from tests.samples.test_samples_video import CLIPS, HEIGHT, WIDTH, VideoDataset, build_video_dataset
 from vidlabel import Dataset, FrameSamples
 from vidlabel.errors import OptionError, SampleIndexTypeError, SampleOutOfRangeError, VidlabelError, VidlabelWarning
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream, collate_frames, worker_info

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.test_store_support import make_dataset, reference_frames
+from tests.store_support import make_dataset, reference_frames
 from vidlabel import export, open_store
 from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store import FrameStore, _hdf5

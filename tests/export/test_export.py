@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.media import read_frame_number
-from tests.test_store_support import (
+from tests.store_support import (
     EMPTY_MARKER_FRAME,
     LABELS,
     MARKER,
@@ -41,7 +41,7 @@ from vidlabel.store import backend_for, verify_store
 from vidlabel.store._fs import StoreLock
 
 BACKENDS = ["hdf5", "zarr"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
-from tests.test_store_support import make_dataset, reference_frames
+from tests.store_support import make_dataset, reference_frames
 from vidlabel import export
 from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store import verify_store

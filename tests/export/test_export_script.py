@@ -15,7 +15,7 @@ from vidlabel import open_store
 from vidlabel.demo import demo_truth, make_demo_dataset, read_frame_number
 from vidlabel.errors import VidlabelWarning
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "export_release.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "export_release.py"
 TRUTH = demo_truth(frame_count=30, annotate_every=2, marker=("lights_on", 4, 9))
 
 

@@ -21,9 +21,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from tests.export.test_scaleout import FaultyRelay
 from tests.services import Bucket
-from tests.test_scaleout import FaultyRelay
-from tests.test_store_support import assert_same_sample, make_dataset
+from tests.store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import OptionError, StoreError, StoreIncompleteError
@@ -33,7 +33,7 @@ from vidlabel.store import backend_for, upload, verify_store
 from vidlabel.store._remote import ObjectStore, is_url
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 EVERY = ("box", "mask", "marker")
 
 

@@ -94,7 +94,7 @@ def test_check_video_without_index_and_errors(dataset: Dataset, capsys: pytest.C
 def test_check_video_leaves_untrusted_frames_out_of_the_timed_reads(
     tmp_path: Path, media_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.test_untrusted import cut_clip
+    from tests.video.test_untrusted import cut_clip
 
     meta = probe(cut_clip(media_dir, "check_cut80.mp4", 0.80), video_id="cut")
     assert meta.untrusted_count > 0  # the file is damaged: some frames have no trustworthy picture

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.media import ClipTruth, decode_all, encode_clip, object_box, read_frame_number
-from tests.test_store_faults import damage
+from tests.store.test_store_faults import damage
 from vidlabel import Dataset, FrameReader, FrameSamples, Release, probe
 from vidlabel.cli import main
 from vidlabel.errors import (

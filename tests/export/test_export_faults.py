@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.media import encode_clip, read_frame_number
-from tests.test_store_support import H, W, make_dataset, store_contents
+from tests.store_support import H, W, make_dataset, store_contents
 from vidlabel import Dataset, export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import StoreError, StoreIncompleteError, VidlabelWarning
@@ -26,7 +26,7 @@ from vidlabel.store import backend_for, verify_store
 from vidlabel.video import probe
 
 BACKENDS = ["hdf5", "zarr"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests.services import HOST, Bucket, DaskCluster, MotoServer, free_port, worker_env
-from tests.test_store_support import assert_same_sample, make_dataset
+from tests.store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import StoreError, StoreLockedError
@@ -693,7 +693,7 @@ def test_a_video_failing_on_a_worker_is_named_the_others_are_written_and_the_sto
     import shutil
 
     from tests.media import encode_clip
-    from tests.test_store_support import H, W
+    from tests.store_support import H, W
     from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoNotFoundError
 
     ds = make_dataset(tmp_path, videos=("a", "b", "c"), n_frames=12)

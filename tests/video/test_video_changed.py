@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.media import encode_clip, read_frame_number
-from tests.test_store_support import H, W, make_dataset
+from tests.store_support import H, W, make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.errors import StoreIncompleteError, VideoChangedError, VideoDecodeError

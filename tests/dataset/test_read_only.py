@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.media import read_frame_number
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import Dataset, FrameReader, FrameSamples, export, open_store
 from vidlabel.cli import main
 from vidlabel.dataset import _db

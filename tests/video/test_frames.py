@@ -338,7 +338,7 @@ def test_resolve_video_path_with_roots(tmp_path: Path, clip: ClipTruth) -> None:
     with FrameReader.for_video(meta, roots=[tmp_path / "new_home"]) as reader:
         read_checked(clip, reader, 9)
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()  # a folder here (one that is not is named: tests/test_export.py)
+    elsewhere.mkdir()  # a folder here (one that is not is named: tests/export/test_export.py)
     message = (  # before: "(pass roots=[...], --roots on the command line, to search folders)", with roots passed
         f"file of video 'clip' not found; tried: /gone/old_home/cams/clip.mp4, {elsewhere}/gone/old_home/cams/clip.mp4, "
         f"{elsewhere}/old_home/cams/clip.mp4, {elsewhere}/cams/clip.mp4, {elsewhere}/clip.mp4 (not found under the "

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
-from tests.test_store_support import LABELS, make_dataset
+from tests.store_support import LABELS, make_dataset
 from vidlabel import export, open_store
 from vidlabel.cli import main
 from vidlabel.errors import StoreCorruptError

@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
-from tests.test_store_support import assert_same_sample, make_dataset
+from tests.store_support import assert_same_sample, make_dataset
 from vidlabel import Dataset, FrameSamples, export, open_store
 from vidlabel.errors import (
     OptionError,

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.media import decode_all, encode_clip, read_frame_number
-from tests.test_store_support import LABELS, VIEW, H, W, annotation_rows, assert_same_sample
+from tests.store_support import LABELS, VIEW, H, W, annotation_rows, assert_same_sample
 from vidlabel import Dataset, FrameSamples, export, open_store, probe
 from vidlabel.errors import VidlabelWarning
 from vidlabel.store import CODECS, get_codec

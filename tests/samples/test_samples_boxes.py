@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_samples import make_release
+from tests.samples.test_samples import make_release
 from vidlabel import FrameSamples
 from vidlabel.geometry import boxes_from_xyxy, boxes_to_xyxy
 from vidlabel.spec import BOX_FORMATS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_store_support import make_dataset, store_contents
+from tests.store_support import make_dataset, store_contents
 from vidlabel import Dataset, FrameSamples, export
 from vidlabel.export._options import check_options
 from vidlabel.export._plan import plan_export, plan_units, select_frames

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import Dataset, export
 from vidlabel.errors import OptionError
 from vidlabel.torch_data import StoreFrames, _shm, collate_frames

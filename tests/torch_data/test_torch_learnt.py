@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import export, open_store
 from vidlabel.store import _hdf5
 from vidlabel.store._framestore import adopt_learnt

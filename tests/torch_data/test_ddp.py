@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from tests.media import read_frame_number
 from tests.services import HOST, free_port
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import Dataset, FrameSamples, export
 from vidlabel.errors import OptionError
 from vidlabel.torch_data import PlannedStream, StoreFrames, StoreStream, collate_frames

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests.services import Bucket
-from tests.test_store_support import make_dataset
+from tests.store_support import make_dataset
 from vidlabel import export, open_store
 from vidlabel.errors import StoreCorruptError
 from vidlabel.spec import MAX_FRAME_COUNT, MAX_VIDEO_SIDE
