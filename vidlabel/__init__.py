@@ -12,6 +12,7 @@ at random. ``import vidlabel`` needs NumPy, h5py and PyAV, never torch (only
 from __future__ import annotations
 
 from vidlabel._version import __version__
+from vidlabel.clip import ClipSpec
 from vidlabel.dataset._dataset import Dataset
 from vidlabel.dataset._release import Release
 from vidlabel.export._run import export
@@ -25,6 +26,7 @@ from vidlabel.video._readplan import ReadPlan
 __all__ = [
     "AnnotationTable",
     "CachedReader",
+    "ClipSpec",
     "Dataset",
     "FrameIndex",
     "FrameReader",
