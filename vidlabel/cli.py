@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys
 from vidlabel._version import __version__
 from vidlabel._words import plural
-from vidlabel.errors import VidlabelError, VidlabelWarning, replace_command
+from vidlabel.errors import OptionError, VidlabelError, VidlabelWarning, replace_command
 
 __all__ = ["build_parser", "main"]
 
@@ -364,8 +364,26 @@ def _info_store(path: Any) -> int:
         f"  selection: frames={exp.get('frames')} kinds={exp.get('kinds')} stride={exp.get('stride')} "
         f"view={exp.get('view_id')} output_size={exp.get('output_size')}"
     )
+    print(f"  clips:     {_clips_served(store)}")
     print(f"  on disk:   {size / 2**20:.1f} MiB")
     return 0
+
+
+def _clips_served(store: Any) -> str:
+    """Which clips a store serves, in words (``vidlabel info``)."""
+    from vidlabel.store._clips import describe_spec, stored_clip_specs
+
+    specs = stored_clip_specs(store)
+    if all(s is None for s in specs):
+        return (
+            "none beyond runs of stored frames (exported without a clip context; `vidlabel export ... --clip-frames "
+            "T` stores one)"
+        )
+    if len(set(specs)) > 1:
+        return "the stores differ: " + "; ".join("no clip context" if s is None else describe_spec(s) for s in specs)
+    spec = specs[0]
+    assert spec is not None
+    return f"{describe_spec(spec)} around each of the {plural(len(store), 'sample')} (StoreClips)"
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
@@ -505,6 +523,24 @@ def _cmd_check_video(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clip_option(args: argparse.Namespace) -> tuple[Any, int | None]:
+    """``(clip, clip_frames)`` of ``vidlabel export``: ``--clip-frames`` is a MediaSequence record's frames, and
+    for a store (with ``--clip-step/--clip-anchor/--clip-edge``) the clip whose context is stored."""
+    from vidlabel.clip import ClipSpec
+
+    shape = {"step": args.clip_step, "anchor": args.clip_anchor, "edge": args.clip_edge}
+    given = [f"--clip-{k}" for k, v in shape.items() if v is not None]
+    if args.store_format == "mediasequence" or args.clip_frames is None:
+        if given:
+            raise OptionError(
+                f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --clip-frames and --format hdf5 or zarr "
+                "(a MediaSequence record is --clip-frames stored frames)"
+            )
+        return None, args.clip_frames
+    kept = {k: v for k, v in shape.items() if v is not None}
+    return ClipSpec(args.clip_frames, **kept), None
+
+
 _OVERWRITE_HELP = "replace a store at OUT exported from another dataset (refused by default)"
 
 
@@ -513,12 +549,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from vidlabel.export._run import export
 
     ds = Dataset.open(args.dataset)
+    clip, clip_frames = _clip_option(args)
     options = dict(
         release=args.release, format=args.store_format, codec=args.codec, view_id=args.view_id, frames=args.frames,
         stride=args.stride, output_size=tuple(args.output_size) if args.output_size else None,
         chunk_frames=args.chunk_frames, workers=args.workers, progress=not args.no_progress, roots=args.roots,
-        storage_options=args.storage_options, overwrite=args.overwrite, clip_frames=args.clip_frames,
-        shard_frames=args.shard_frames,
+        storage_options=args.storage_options, overwrite=args.overwrite, clip_frames=clip_frames,
+        shard_frames=args.shard_frames, clip=clip,
     )  # fmt: skip
     if args.dask_scheduler is None:
         report = export(ds, args.out, **options)  # type: ignore[arg-type]
@@ -755,7 +792,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--clip-frames",
         type=int,
         default=None,
-        help="mediasequence: stored frames per SequenceExample (default: a video)",
+        help="hdf5/zarr: also store the frames of a clip of T frames around each selected frame (the clip "
+        "context StoreClips reads); mediasequence: stored frames per SequenceExample (default: a video)",
+    )
+    p.add_argument("--clip-step", type=int, default=None, help="frames between a clip's frames (default 1)")
+    p.add_argument(
+        "--clip-anchor",
+        choices=["start", "center", "end"],
+        default=None,
+        help="where the selected frame sits in its clip (default start)",
+    )
+    p.add_argument(
+        "--clip-edge",
+        choices=["error", "shift", "repeat", "skip"],
+        default=None,
+        help="a clip leaving the video or touching an untrusted frame: refuse, shift it inside (default), repeat "
+        "the edge frame, or leave it out",
     )
     p.add_argument(
         "--shard-frames",

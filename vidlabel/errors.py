@@ -19,6 +19,7 @@ __all__ = [
     "AnnotationError",
     "BuildError",
     "ClipError",
+    "ClipNotStoredError",
     "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
@@ -228,6 +229,12 @@ class StoreIncompleteError(StoreError):
 
 class StoreLockedError(StoreError):
     """Raised when another process holds the single-writer lock of a frame store."""
+
+
+class ClipNotStoredError(VidlabelError, LookupError):
+    """Raised when a clip is asked of a frame store that does not hold every frame of it (a store exported
+    without the clip context, or with a shorter one); names the store, the video, the clip's anchor frame, the
+    missing frames and the export option that stores them (``clip=ClipSpec(...)``, ``--clip-frames``)."""
 
 
 class OptionError(VidlabelError, ValueError):

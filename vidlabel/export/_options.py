@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel.clip import ClipSpec
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, check_flag
 from vidlabel.samples._select import check_kinds
@@ -62,6 +63,8 @@ class ExportOptions:
         MediaSequence: stored frames per SequenceExample (None: one per video).
     shard_frames : int
         MediaSequence: a TFRecord shard is closed once it holds this many frames.
+    clip : ClipSpec or None
+        HDF5 and Zarr: also store every frame the clip of each selected frame needs.
     """
 
     out: str
@@ -82,6 +85,7 @@ class ExportOptions:
     clip_frames: int | None = None
     shard_frames: int = 1024
     storage_options: dict[str, Any] | None = None
+    clip: ClipSpec | None = None
 
     @property
     def is_url(self) -> bool:
@@ -126,7 +130,13 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     else:
         for name in ("clip_frames", "shard_frames"):
             if options.get(name) is not None:
-                raise OptionError(f"{name} applies to format='mediasequence' only, not {fmt!r}")
+                hint = " (the clip context of a store: clip=ClipSpec(T, step=...))" if name == "clip_frames" else ""
+                raise OptionError(f"{name} applies to format='mediasequence' only, not {fmt!r}{hint}")
+    clip = options.get("clip")
+    if clip is not None and not isinstance(clip, ClipSpec):
+        raise OptionError(f"clip must be a vidlabel.ClipSpec (e.g. ClipSpec(16, step=2)) or None, got {clip!r}")
+    if clip is not None and fmt == MEDIASEQUENCE:
+        raise OptionError("clip applies to format='hdf5' and 'zarr'; a MediaSequence export takes clip_frames")
     codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
     if fmt == MEDIASEQUENCE and codec.name not in ("jpeg", "png"):
         raise OptionError(
@@ -163,6 +173,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         clip_frames=None if options.get("clip_frames") is None else int(options["clip_frames"]),
         shard_frames=int(options.get("shard_frames") or 1024),
         storage_options=None if storage_options is None else dict(storage_options),
+        clip=clip,
     )
 
 

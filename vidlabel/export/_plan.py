@@ -54,6 +54,8 @@ class VideoPlan:
     frames_key: str
     attrs: dict[str, Any]
     arrays: dict[str, np.ndarray]
+    #: Rows of the selected frames among the stored ones (the store's samples); None: every stored row.
+    sample_rows: np.ndarray | None = None
 
 
 @dataclass
@@ -75,6 +77,7 @@ class ExportPlan:
     markers_without_stored_frames: int = 0
     rows_outside_video: int = 0
     untrusted_frames: int = 0
+    clips_skipped: int = 0  # selected frames whose clip ``edge="skip"`` left out (no context stored for them)
 
 
 @dataclass
@@ -124,10 +127,16 @@ def select_frames(rel: Release, opts: ExportOptions, dataset_path: str | None) -
 def plan_export(selection: Selection, opts: ExportOptions) -> ExportPlan:
     """Plan every selected video: stored frames, unit keys, regions and segments, group attributes.
 
+    With ``opts.clip``, each video also stores the frames of every selected frame's clip
+    (:func:`_with_clip_context`).
+
     Raises
     ------
     VideoNotFoundError
         If a video registered without a content hash has no file to hash.
+    ClipError
+        From ``opts.clip`` (a clip longer than a video, ``edge="error"`` at a video's edge or next to frames
+        without a trustworthy picture), before anything is written.
     """
     rel, samples, annotated = selection.release, selection.samples, selection.annotated
     labels = list(rel.labels) if rel.labels else list(rel.table.labels)
@@ -138,14 +147,35 @@ def plan_export(selection: Selection, opts: ExportOptions) -> ExportPlan:
     annotated_of = {} if annotated is None else dict(positions_by_code(annotated.video_codes))
     for code, video_id in enumerate(samples.video_ids):
         stored = np.ascontiguousarray(frame_col[of_video.get(code, none)], dtype=np.int64)
+        selected, sample_rows = stored, None
+        if opts.clip is not None:
+            stored, sample_rows = _with_clip_context(plan, opts, rel.videos[video_id], selected)
         is_annotated = (
-            np.ones(stored.size, bool)
+            np.isin(stored, selected)
             if annotated is None
             else np.isin(stored, annotated.frames[annotated_of.get(code, none)])
         )
-        plan.videos.append(_plan_video(plan, opts, video_id, stored, is_annotated))
+        video = _plan_video(plan, opts, video_id, stored, is_annotated)
+        video.sample_rows = sample_rows
+        plan.videos.append(video)
     plan.untrusted_frames = samples.describe()["untrusted_frames_left_out"]
     return plan
+
+
+def _with_clip_context(
+    plan: ExportPlan, opts: ExportOptions, meta: VideoMetadata, selected: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The frames a video stores with ``opts.clip``: the selected frames and every frame of their clips (placed
+    as :meth:`ClipSpec.frames` places them, never on a frame without a trustworthy picture), ascending; and the
+    rows of the selected frames among them. Clips ``edge="skip"`` leaves out are counted in the plan."""
+    from vidlabel.store._clips import clip_frames_many
+
+    assert opts.clip is not None
+    usable = ~meta.untrusted_mask() if meta.untrusted_count else None
+    clips, kept = clip_frames_many(opts.clip, selected, meta.frame_count, usable, video_id=meta.video_id)
+    plan.clips_skipped += int((~kept).sum())
+    stored = np.union1d(selected, clips[kept].reshape(-1)).astype(np.int64)
+    return stored, np.searchsorted(stored, selected).astype(np.int64)
 
 
 def _plan_video(
@@ -180,6 +210,8 @@ def _plan_video(
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
         "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
+    if opts.clip is not None:  # where a clip read from the store is placed, as the export placed it
+        attrs["untrusted_frames"] = np.flatnonzero(meta.untrusted_mask()).tolist() if meta.untrusted_count else []
     attrs["labels_key"] = labels_key(attrs, arrays, plan.class_names)  # what a reader checks the video against
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)
 

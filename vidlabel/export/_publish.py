@@ -21,6 +21,7 @@ from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan
 from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
+from vidlabel.store._clips import spec_to_attrs
 from vidlabel.store._framestore import BACKENDS, backend_for
 from vidlabel.store._layout import FORMAT, FORMAT_VERSION
 
@@ -232,10 +233,12 @@ def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
         if old not in keep:
             backend.remove_video(old)
     video_ids = [v.video_id for v in plan.videos]
+    # with a clip context, the samples are the selected frames only, not the frames stored for their clips
+    rows_of = [np.arange(v.frame_number.size) if v.sample_rows is None else v.sample_rows for v in plan.videos]
     index = np.concatenate(
-        [np.column_stack([np.full(v.frame_number.size, i, np.int64), np.arange(v.frame_number.size)])
-         for i, v in enumerate(plan.videos)] or [np.zeros((0, 2), np.int64)]
-    )  # fmt: skip
+        [np.column_stack([np.full(rows.size, i, np.int64), rows]) for i, rows in enumerate(rows_of)]
+        or [np.zeros((0, 2), np.int64)]
+    )
     backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids)
     backend.collect_garbage({v.frames_key for v in plan.videos})
     return int(index.shape[0])
@@ -246,7 +249,8 @@ def _export_attrs(opts: ExportOptions) -> dict[str, Any]:
     return {"release": opts.release, "format": opts.format, "codec": opts.codec.spec, "view_id": opts.view_id,
             "frames": opts.frames, "kinds": list(opts.kinds), "stride": int(opts.stride),
             "output_size": None if opts.output_size is None else list(opts.output_size),
-            "chunk_frames": opts.chunk_frames}  # fmt: skip
+            "chunk_frames": opts.chunk_frames,
+            **({} if opts.clip is None else {"clip": spec_to_attrs(opts.clip)})}  # fmt: skip
 
 
 def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
@@ -302,7 +306,7 @@ def resumable_when_disk_full(backend: Backend) -> Iterator[None]:
 
 
 #: The export options that decide which frames a store holds (the root's ``export`` attributes).
-_SELECTION_OPTIONS = ("frames", "kinds", "stride", "view_id")
+_SELECTION_OPTIONS = ("frames", "kinds", "stride", "view_id", "clip")
 
 
 def _can_drop_frames(name: str, old: Any, new: Any) -> bool:
@@ -363,7 +367,9 @@ def warn_if_narrower(
     if previous.get("complete") is not True or not isinstance(old, dict):
         return
     new = _export_attrs(opts)  # compared as the store recorded its own
-    changed = [k for k in _SELECTION_OPTIONS if k in old and old[k] != new[k] and _can_drop_frames(k, old[k], new[k])]
+    changed = [
+        k for k in _SELECTION_OPTIONS if k in old and old[k] != new.get(k) and _can_drop_frames(k, old[k], new.get(k))
+    ]
     if not changed:
         return
     held, leaving = _frames_leaving(backend, plan)
@@ -371,7 +377,7 @@ def warn_if_narrower(
         return
     stores = sum(int(v.frame_number.size) for v in plan.videos)
     was = ", ".join(f"{k}={old[k]!r}" for k in changed)
-    now = ", ".join(f"{k}={new[k]!r}" for k in changed)
+    now = ", ".join(f"{k}={new.get(k)!r}" for k in changed)
     flags = [f for f in (_cli_flag(k, old[k]) for k in changed) if f is not None]
     cli = f" (`vidlabel export ... {' '.join(flags)}`)" if len(flags) == len(changed) else ""
     warnings.warn(

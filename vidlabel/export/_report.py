@@ -37,7 +37,7 @@ class ExportReport:
     videos : int
         Videos in the store.
     samples : int
-        Stored frames (rows of ``/index``).
+        Samples of the store (rows of ``/index``): the stored frames, or with ``clip`` the selected ones.
     frames_decoded : int
         Frames decoded from the videos by this run.
     frames_copied : int
@@ -72,6 +72,10 @@ class ExportReport:
         Size of the store folder afterwards.
     records, shards : int
         MediaSequence: SequenceExamples and TFRecord shards of the export (0 for a frame store).
+    context_frames : int
+        With ``clip``: frames stored only for the clips of the samples (not samples themselves).
+    clips_skipped : int
+        With ``clip`` and ``edge="skip"``: samples whose clip was left out (no context stored for them).
     """
 
     out: str
@@ -96,6 +100,8 @@ class ExportReport:
     size_bytes: int = 0
     records: int = 0
     shards: int = 0
+    context_frames: int = 0
+    clips_skipped: int = 0
 
     def summary(self) -> str:
         """A few lines for the command line."""
@@ -107,7 +113,7 @@ class ExportReport:
                 if self.shards
                 else []
             ),
-            f"{plural(self.videos, 'video')}, {plural(self.samples, 'frame')} stored; decoded {self.frames_decoded}, "
+            f"{plural(self.videos, 'video')}, {plural(self.samples + self.context_frames, 'frame')} stored; decoded {self.frames_decoded}, "
             f"copied {self.frames_copied}, reused {self.frames_reused}; {plural(self.videos_up_to_date, 'video')} "
             "up to date",
             f"{self.seconds:.1f} s ({fps:.0f} frames/s), {self.size_bytes / 2**20:.1f} MiB on disk",
@@ -124,6 +130,12 @@ class ExportReport:
                 more = f" and {lost - min(len(ids), _IDS_SHOWN)} more" if lost > _IDS_SHOWN else ""
                 where = " (ExportReport.not_stored['annotation_ids'] in Python)" if more else ""
                 lines.append(f"  not stored: annotation ids {shown}{more}{where}")
+        if self.context_frames or self.clips_skipped:
+            lines.append(
+                f"clip context: {plural(self.context_frames, 'more frame')} stored for the samples' clips"
+                + (f"; {plural(self.clips_skipped, 'clip')} left out at the videos' edges (edge='skip')"
+                   if self.clips_skipped else "")
+            )  # fmt: skip
         if self.untrusted_frames:
             lines.append(
                 f"{plural(self.untrusted_frames, 'frame')} without a trustworthy picture left out (truncated or corrupt "

@@ -51,6 +51,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from vidlabel.clip import ClipSpec
 from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     OptionError,
@@ -105,6 +106,7 @@ def export(
     shard_frames: int | None = None,
     executor: Executor | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    clip: ClipSpec | None = None,
 ) -> ExportReport:
     """Decode a release once into a chunked frame store (HDF5 or Zarr) that any sampler reads at random,
     or into MediaSequence SequenceExamples in TFRecord shards (``format="mediasequence"``).
@@ -174,6 +176,11 @@ def export(
     storage_options : mapping, optional
         fsspec options of a URL ``out`` (for ``s3://``, s3fs's: ``key``, ``secret``,
         ``client_kwargs={"endpoint_url": ...}``); they travel with every task.
+    clip : ClipSpec, optional
+        HDF5 and Zarr: also store every frame of the clip of each selected frame (the clip context
+        :class:`~vidlabel.torch_data.StoreClips` reads), placed as :meth:`ClipSpec.frames` places it. The
+        store's samples stay the selected frames; its root records the spec (``vidlabel info`` shows it).
+        Clips ``edge="skip"`` leaves out are counted in the report (``clips_skipped``).
 
     Returns
     -------
@@ -228,7 +235,7 @@ def export(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
         frames_only=frames_only, overwrite=overwrite, clip_frames=clip_frames, shard_frames=shard_frames,
-        storage_options=storage_options,
+        storage_options=storage_options, clip=clip,
     )  # fmt: skip
     _check_executor(executor, opts)
     rel = _resolve_release(ds, release)
@@ -243,6 +250,10 @@ def export(
         refuse_file_target(folder)
         where, lock = str(folder), StoreLock(folder)
     report = ExportReport(out=where, format=opts.format, codec=opts.codec.spec, release_id=rel.release_id)
+    report.clips_skipped = plan.clips_skipped
+    report.context_frames = sum(
+        int(v.frame_number.size - v.sample_rows.size) for v in plan.videos if v.sample_rows is not None
+    )
     if opts.format == MEDIASEQUENCE:
         with StoreLock(folder):
             report_plan(report, plan, opts, stacklevel=2)

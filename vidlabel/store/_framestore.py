@@ -976,6 +976,79 @@ class FrameStore:
                 load(c)
         return got  # type: ignore[return-value]
 
+    def read_clip(self, video_id: str, rows: Sequence[int] | np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The stored frames of one clip, by row, as one (T, H, W, 3) array: each run of consecutive rows inside
+        a chunk is one slice copy (a whole chunk is read straight into ``out`` unless the chunk cache holds it;
+        part of a chunk goes through the cache, where the next clip finds it).
+
+        Parameters
+        ----------
+        video_id : str
+        rows : (T,) int
+            Stored rows, in clip order (repeats allowed).
+        out : (T, H, W, 3) uint8, optional
+            C-contiguous; receives the frames.
+
+        Returns
+        -------
+        (T, H, W, 3) uint8
+            ``out`` when given, else a fresh array.
+
+        Raises
+        ------
+        FrameOutOfRangeError, SampleIndexTypeError, StoreCorruptError, StoreError
+            As :meth:`read_rows`.
+        OptionError
+            If ``out`` has another shape or dtype, or is not C-contiguous.
+        """
+        if isinstance(rows, (str, bytes)) or not isinstance(rows, (Iterable, np.ndarray)):
+            raise SampleIndexTypeError(f"read_clip takes row numbers, got {rows!r} for video {video_id!r}")
+        rows = [row_number(r, video_id) for r in (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
+        state = self._process()
+        reader = self._frames_reader(state, video_id)
+        t, cf = reader.shape[0], reader.chunk_frames
+        for r in rows:
+            row_in_range(r, t, video_id, self.path)
+        shape = (len(rows), *reader.shape[1:])
+        if out is None:
+            out = np.empty(shape, np.uint8)
+        elif out.shape != shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise OptionError(f"read_clip: out must be a C-contiguous {shape} uint8 array, got {out.shape} {out.dtype}")
+        runs = []  # (first position in the clip, end position, chunk, first row)
+        k = 0
+        while k < len(rows):
+            end, c = k + 1, rows[k] // cf
+            while end < len(rows) and rows[end] == rows[end - 1] + 1 and rows[end] // cf == c:
+                end += 1
+            runs.append((k, end, c, rows[k]))
+            k = end
+        path = str(reader_path(reader))
+
+        def load(run: tuple[int, int, int, int]) -> None:
+            a, b, c, first = run
+            try:
+                if cf == 1:
+                    reader.read_chunk(c, out[a:b])
+                    return
+                chunk = state.cache.get((path, c))
+                if chunk is None and b - a == cf:  # the whole chunk: straight into the clip, one copy
+                    reader.read_chunk(c, out[a:b])
+                    return
+                if chunk is None:
+                    chunk = state.cache.put((path, c), reader.read_chunk(c))
+                np.copyto(out[a:b], chunk[first - c * cf : first - c * cf + b - a])
+            except StoreError as err:
+                raise self._chunk_error(err, video_id, reader, c) from err
+
+        if len(runs) > 1 and reader.codec.name != "none":
+            if state.pool is None:
+                state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+            list(state.pool.map(load, runs))
+        else:
+            for run in runs:
+                load(run)
+        return out
+
     def read_row(self, video_id: str, row: int) -> np.ndarray:
         """One stored frame by row: (H, W, 3) uint8.
 
