@@ -2,7 +2,8 @@
 
 The only part of vidlabel that imports torch. Private modules: ``_common``
 (``collate_frames``, ``worker_info``: rank x worker sharding, tensor samples),
-``_video`` (over a FrameSamples), ``_store`` (over a FrameStore), ``_shm``
+``_video`` (over a FrameSamples), ``_store`` (over a FrameStore), ``_storeclips`` (clips over a
+FrameStore), ``_shm``
 (shared-memory image slabs for DataLoader workers). Imports
 :mod:`vidlabel.samples`, :mod:`vidlabel.store` and :mod:`vidlabel.video`.
 """
@@ -11,14 +12,18 @@ from __future__ import annotations
 
 from vidlabel.torch_data._common import collate_frames, worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
+from vidlabel.torch_data._storeclips import StoreClips, StoreClipStream, collate_store_clips
 from vidlabel.torch_data._video import PlannedStream, VideoFrames, VideoStream
 
 __all__ = [
     "PlannedStream",
+    "StoreClipStream",
+    "StoreClips",
     "StoreFrames",
     "StoreStream",
     "VideoFrames",
     "VideoStream",
     "collate_frames",
+    "collate_store_clips",
     "worker_info",
 ]
