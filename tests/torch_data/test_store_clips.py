@@ -117,6 +117,10 @@ def test_export_with_clip_resumes_and_reuses(world: tuple[Path, Dataset], tmp_pa
     assert first.context_frames > 0 and first.frames_decoded == first.samples + first.context_frames
     again = export(ds, tmp_path / "s", clip=SPEC, progress=False)
     assert again.videos_up_to_date == len(VIDEOS) and again.frames_decoded == 0
+    plain = export(ds, tmp_path / "t", progress=False)
+    extended = export(ds, tmp_path / "t", clip=SPEC, progress=False)  # the frames held are copied, not decoded
+    assert extended.frames_copied == plain.samples and extended.frames_decoded == extended.context_frames
+    assert open_store(tmp_path / "t").attrs["export"]["clip"]["frames_per_clip"] == 4
 
 
 def test_missing_clip_frames_are_an_error_naming_them(world: tuple[Path, Dataset]) -> None:

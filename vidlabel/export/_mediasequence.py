@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
+from vidlabel.clip import ClipSpec
 from vidlabel.errors import StoreError, VidlabelWarning
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan, check_video_files
@@ -80,11 +81,14 @@ def plan_records(plan: ExportPlan, opts: ExportOptions) -> list[RecordSpan]:
     """Every record of the export in order, each assigned to its shard (a shard closes at ``shard_frames``)."""
     spans: list[RecordSpan] = []
     shard = held = 0
+    # a record is the clip of clip_frames consecutive stored frames (ClipSpec(clip_frames), anchor "start")
+    # at every span()-th stored frame; the last record of a video keeps the frames that are left
+    spec = None if opts.clip_frames is None else ClipSpec(opts.clip_frames)
     for v, video in enumerate(plan.videos):
         t = int(video.frame_number.size)
         if t == 0:
             continue
-        step = opts.clip_frames or t
+        step = t if spec is None else spec.span()
         for start in range(0, t, step):
             stop = min(t, start + step)
             if held >= opts.shard_frames:

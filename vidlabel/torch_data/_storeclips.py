@@ -355,6 +355,16 @@ def collate_store_clips(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     (``frame_labels`` (B, T, C), ``clip_labels`` (B, C), ``frame_numbers``, ``timestamps_us`` (B, T)), the
     per-frame ragged targets as lists of B lists of T tensors, strings as lists.
 
+    Parameters
+    ----------
+    batch : sequence of dict
+        Clip samples as :class:`StoreClips` and :class:`StoreClipStream` give them.
+
+    Returns
+    -------
+    dict
+        The batch, keyed as the samples.
+
     Raises
     ------
     OptionError
