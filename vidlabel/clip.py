@@ -195,6 +195,54 @@ class ClipSpec:
             return self._repeat(nominal, ok, n, where, usable)
         return self._shift(first, n, where, usable)
 
+    def frames_many(
+        self,
+        anchor_frames: np.ndarray,
+        frame_count: int,
+        usable: np.ndarray | None = None,
+        *,
+        video_id: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`frames` of many anchor frames of one video at once.
+
+        Parameters
+        ----------
+        anchor_frames : (K,) int array-like
+        frame_count, usable, video_id
+            As for :meth:`frames`.
+
+        Returns
+        -------
+        frames : (K', T) int64 ndarray
+            The clips that are kept, in the order of ``anchor_frames``.
+        kept : (K,) bool ndarray
+            False for the anchors whose clip ``edge="skip"`` leaves out.
+
+        Raises
+        ------
+        ClipError
+            As :meth:`frames`, for the first anchor that raises.
+        """
+        anchors = np.asarray(anchor_frames, dtype=np.int64).reshape(-1)
+        n = int(frame_count)
+        offsets = self.step * np.arange(self.frames_per_clip, dtype=np.int64)
+        nominal = (anchors - self.offset())[:, None] + offsets[None, :]
+        inside = (nominal[:, 0] >= 0) & (nominal[:, -1] < n) & (anchors >= 0) & (anchors < n)
+        if inside.any() and usable is not None and np.shape(usable) == (n,):
+            good = np.asarray(usable, dtype=bool)
+            inside[inside] = good[nominal[inside]].all(axis=1)
+        if self.span() > n or (usable is not None and np.shape(usable) != (n,)):
+            inside[:] = False  # frames() raises the error that says why
+        kept = np.ones(anchors.size, bool)
+        out = nominal.copy()
+        for k in np.flatnonzero(~inside).tolist():
+            clip = self.frames(int(anchors[k]), n, usable, video_id=video_id)
+            if clip is None:
+                kept[k] = False
+            else:
+                out[k] = clip
+        return out[kept], kept
+
     def _bad_text(self, nominal: np.ndarray, ok: np.ndarray, n: int, where: str, usable: np.ndarray | None) -> str:
         outside = nominal[(nominal < 0) | (nominal >= n)]
         untrusted = nominal[~ok & (nominal >= 0) & (nominal < n)]
