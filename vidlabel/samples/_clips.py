@@ -45,6 +45,7 @@ import numpy as np
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, OptionError
 from vidlabel.samples._clipsamplers import Anchors, ClipSampler, SampleClips, VideoSlots
+from vidlabel.store._position import sample_position
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
@@ -318,14 +319,13 @@ class ClipSamples:
 
         Raises
         ------
-        OptionError
-            If ``i`` is not an integer in ``[-len, len)``.
+        SampleIndexTypeError
+            (a TypeError) If ``i`` is not an integer.
+        SampleOutOfRangeError
+            (an IndexError) If ``i`` lies outside ``[-len, len)``.
         """
         ix = self.index(epoch)
-        n = len(ix)
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
-            raise OptionError(f"clip {i!r} out of range [-{n}, {n})")
-        i = int(i) % n
+        i = sample_position(i, len(ix), "ClipSamples")
         video_id, frames = ix[i]
         images = self._reader(video_id).read_many(frames.tolist())
         return self.clip_sample(video_id, frames, images, marker_class=int(ix.classes[i]), clip_index=i)

@@ -25,9 +25,9 @@ STREAM_RANDOM_CLIPS = 3
 
 
 def _positive(value: object, name: str) -> int:
-    if check_nonneg_int(value, name) < 1:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 @dataclass(frozen=True)
