@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from vidlabel.torch_data import StoreClips, collate_store_clips
+from vidlabel.torch_data import StoreClips, collate_clips
 
 
 class FrameCNNGRU(nn.Module):
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     clips = StoreClips(args.store)
     loader = DataLoader(
-        clips, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, collate_fn=collate_store_clips
+        clips, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, collate_fn=collate_clips
     )
     model = FrameCNNGRU(len(clips.class_names))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)

@@ -82,7 +82,9 @@ class ClipSpec:
         - ``"repeat"``: each frame outside the video or untrusted is replaced
           by the frame of the nearest usable position of the same clip (on a
           tie, the earlier), so a clip at the end repeats its last frame
-          (torchcodec's ``"repeat_last"``), one at the start its first;
+          (torchcodec's ``"repeat_last"``), one at the start its first; a clip
+          without any usable frame is T copies of the usable frame nearest
+          its anchor (on a tie, the earlier);
         - ``"skip"``: the clip is left out (:meth:`frames` returns None), and
           samplers count it.
 
@@ -161,7 +163,7 @@ class ClipSpec:
             the video or touches an untrusted frame with ``edge="error"``, or
             no placement of usable frames exists (``"shift"``: no span of the
             video has usable frames at every step; ``"repeat"``: no frame of
-            the clip is usable). Names the video, its range and the frames.
+            the video is usable). Names the video, its range and the frames.
         """
         where = f" of video {video_id!r}" if video_id is not None else ""
         n = int(frame_count)
@@ -192,8 +194,56 @@ class ClipSpec:
         if self.edge == "error":
             raise ClipError(self._bad_text(nominal, ok, n, where, usable))
         if self.edge == "repeat":
-            return self._repeat(nominal, ok, n, where, usable)
+            return self._repeat(nominal, ok, n, where, usable, anchor_frame)
         return self._shift(first, n, where, usable)
+
+    def frames_many(
+        self,
+        anchor_frames: np.ndarray,
+        frame_count: int,
+        usable: np.ndarray | None = None,
+        *,
+        video_id: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`frames` of many anchor frames of one video at once.
+
+        Parameters
+        ----------
+        anchor_frames : (K,) int array-like
+        frame_count, usable, video_id
+            As for :meth:`frames`.
+
+        Returns
+        -------
+        frames : (K', T) int64 ndarray
+            The clips that are kept, in the order of ``anchor_frames``.
+        kept : (K,) bool ndarray
+            False for the anchors whose clip ``edge="skip"`` leaves out.
+
+        Raises
+        ------
+        ClipError
+            As :meth:`frames`, for the first anchor that raises.
+        """
+        anchors = np.asarray(anchor_frames, dtype=np.int64).reshape(-1)
+        n = int(frame_count)
+        offsets = self.step * np.arange(self.frames_per_clip, dtype=np.int64)
+        nominal = (anchors - self.offset())[:, None] + offsets[None, :]
+        inside = (nominal[:, 0] >= 0) & (nominal[:, -1] < n) & (anchors >= 0) & (anchors < n)
+        if inside.any() and usable is not None and np.shape(usable) == (n,):
+            good = np.asarray(usable, dtype=bool)
+            inside[inside] = good[nominal[inside]].all(axis=1)
+        if self.span() > n or (usable is not None and np.shape(usable) != (n,)):
+            inside[:] = False  # frames() raises the error that says why
+        kept = np.ones(anchors.size, bool)
+        out = nominal.copy()
+        for k in np.flatnonzero(~inside).tolist():
+            clip = self.frames(int(anchors[k]), n, usable, video_id=video_id)
+            if clip is None:
+                kept[k] = False
+            else:
+                out[k] = clip
+        return out[kept], kept
 
     def _bad_text(self, nominal: np.ndarray, ok: np.ndarray, n: int, where: str, usable: np.ndarray | None) -> str:
         outside = nominal[(nominal < 0) | (nominal >= n)]
@@ -208,13 +258,20 @@ class ClipSpec:
             f"{' and '.join(parts)} (edge='error'; 'shift', 'repeat' or 'skip' handle such clips)"
         )
 
-    def _repeat(self, nominal: np.ndarray, ok: np.ndarray, n: int, where: str, usable: np.ndarray | None) -> np.ndarray:
+    def _repeat(
+        self, nominal: np.ndarray, ok: np.ndarray, n: int, where: str, usable: np.ndarray | None, anchor: int
+    ) -> np.ndarray:
         good = np.flatnonzero(ok)
         if good.size == 0:
-            raise ClipError(
-                f"the clip of frames {int(nominal[0])}..{int(nominal[-1])} at step {self.step}{where} has no frame "
-                f"inside [0, {n}) with a trustworthy picture to repeat"
-            )
+            # No frame of the clip is usable: the usable frame nearest the anchor stands for all of them.
+            frames = np.flatnonzero(usable) if usable is not None else np.arange(n)
+            if frames.size == 0:
+                raise ClipError(
+                    f"the clip of frames {int(nominal[0])}..{int(nominal[-1])} at step {self.step}{where} has no "
+                    f"frame in [0, {n}) with a trustworthy picture to repeat"
+                )
+            nearest_frame = frames[np.argmin(np.abs(frames - anchor))]
+            return np.full(nominal.size, nearest_frame, np.int64)
         # For each position, the nearest usable position; searchsorted gives the one after, ties go earlier.
         pos = np.arange(nominal.size)
         after = np.clip(np.searchsorted(good, pos), 0, good.size - 1)

@@ -64,6 +64,10 @@ def test_repeat_takes_the_nearest_usable_frame_of_the_clip() -> None:
     usable = np.ones(20, bool)
     usable[5] = False
     np.testing.assert_array_equal(spec.frames(1, 20, usable), [1, 3, 3, 7])
+    # No frame of the clip usable: the usable frame nearest the anchor, T times (a tie goes to the earlier).
+    usable[8:13] = False
+    np.testing.assert_array_equal(ClipSpec(3, step=2, anchor="center", edge="repeat").frames(10, 20, usable), [7] * 3)
+    np.testing.assert_array_equal(ClipSpec(2, step=2, edge="repeat").frames(11, 20, usable), [13] * 2)
 
 
 def test_skip_leaves_the_clip_out() -> None:
@@ -131,7 +135,7 @@ def test_bad_frames_arguments_are_refused() -> None:
     usable[::2] = True
     with pytest.raises(ClipError, match=r"no clip of 2 frames at step 1 fits .* 5 untrusted"):
         spec.frames(0, 10, usable)
-    with pytest.raises(ClipError, match=r"no frame inside \[0, 10\) with a trustworthy picture to repeat"):
+    with pytest.raises(ClipError, match=r"has no frame in \[0, 10\) with a trustworthy picture to repeat"):
         ClipSpec(2, edge="repeat").frames(0, 10, np.zeros(10, bool))
 
 

@@ -20,7 +20,7 @@ from vidlabel import Dataset, FrameReader, export, open_store
 from vidlabel.cli import main
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, ClipNotStoredError, OptionError
-from vidlabel.torch_data import StoreClips, StoreClipStream, StoreFrames, collate_store_clips
+from vidlabel.torch_data import StoreClips, StoreClipStream, StoreFrames, collate_clips
 
 N_FRAMES = 40
 SPEC = ClipSpec(4, step=2, anchor="center", edge="shift")
@@ -67,7 +67,7 @@ def test_store_clips_equal_video_clips_bit_for_bit(world: tuple[Path, Dataset], 
     for i in range(len(clips)):
         sample = clips[i]
         video_id, frames = want[i]
-        assert sample["video_id"] == video_id and tuple(sample["frame_numbers"].tolist()) == frames
+        assert sample["video_id"] == video_id and tuple(sample["frame_indices"].tolist()) == frames
         image = sample["image"]
         assert image.shape == (SPEC.frames_per_clip, 3, 48, 64) and image.dtype == torch.uint8
         video = np.stack(readers[video_id].read_many(list(frames)))
@@ -85,7 +85,7 @@ def test_clip_targets_are_each_frames_own(world: tuple[Path, Dataset]) -> None:
     event = clips.class_names.index("event")
     for i in range(len(clips)):
         sample = clips[i]
-        for k, frame in enumerate(sample["frame_numbers"].tolist()):
+        for k, frame in enumerate(sample["frame_indices"].tolist()):
             own = by_frame.get((sample["video_id"], frame))
             if own is not None:  # a stored sample: the clip's targets of that frame are its own
                 assert torch.equal(sample["boxes"][k], own["boxes"])
@@ -143,7 +143,7 @@ def test_another_clip_is_served_only_if_every_frame_is_stored(world: tuple[Path,
     for i in range(len(clips)):
         sample = clips[i]
         numbers = [read_frame_number(f.permute(1, 2, 0).numpy()) for f in sample["image"]]
-        assert numbers == sample["frame_numbers"].tolist()
+        assert numbers == sample["frame_indices"].tolist()
     # anchor 'center' at frame 36 of video a is 36, 38; SPEC's clip there was shifted to 33..39 at odd frames
     with pytest.raises(ClipNotStoredError, match="at frame 36 of video 'a': frames 38 are not stored"):
         StoreClips(root / "hdf5-clip", clip=ClipSpec(2, step=2, anchor="center"))
@@ -152,17 +152,17 @@ def test_another_clip_is_served_only_if_every_frame_is_stored(world: tuple[Path,
 def test_every_clip_once_per_epoch_distributed_sampler(world: tuple[Path, Dataset]) -> None:
     root, _ds = world
     clips = StoreClips(root / "hdf5-clip")
-    want = Counter(tuple(f) for f in clips.frame_numbers.tolist())
+    want = Counter(tuple(f) for f in clips.frame_indices.tolist())
     seen: Counter[tuple[str, tuple[int, ...]]] = Counter()
     batches = []
     for rank in (0, 1):
         sampler = DistributedSampler(clips, num_replicas=2, rank=rank, shuffle=True, seed=3)
         sampler.set_epoch(1)
-        loader = DataLoader(clips, batch_size=3, sampler=sampler, num_workers=2, collate_fn=collate_store_clips)
+        loader = DataLoader(clips, batch_size=3, sampler=sampler, num_workers=2, collate_fn=collate_clips)
         count = 0
         for batch in loader:
             count += 1
-            for video_id, numbers, image in zip(batch["video_id"], batch["frame_numbers"].tolist(), batch["image"]):
+            for video_id, numbers, image in zip(batch["video_id"], batch["frame_indices"].tolist(), batch["image"]):
                 assert [read_frame_number(f.permute(1, 2, 0).numpy()) for f in image] == numbers
                 seen[(video_id, tuple(numbers))] += 1
         batches.append(count)
@@ -182,10 +182,10 @@ def test_every_clip_once_per_epoch_stream(world: tuple[Path, Dataset], monkeypat
     orders = []
     for rank in (0, 1):
         monkeypatch.setenv("RANK", str(rank))
-        loader = DataLoader(stream, batch_size=2, num_workers=2, collate_fn=collate_store_clips)
+        loader = DataLoader(stream, batch_size=2, num_workers=2, collate_fn=collate_clips)
         got = []
         for batch in loader:
-            for video_id, numbers, image in zip(batch["video_id"], batch["frame_numbers"].tolist(), batch["image"]):
+            for video_id, numbers, image in zip(batch["video_id"], batch["frame_indices"].tolist(), batch["image"]):
                 assert [read_frame_number(f.permute(1, 2, 0).numpy()) for f in image] == numbers
                 got.append((video_id, tuple(numbers)))
         counts.append(len(got))
@@ -196,8 +196,8 @@ def test_every_clip_once_per_epoch_stream(world: tuple[Path, Dataset], monkeypat
     monkeypatch.setenv("RANK", "0")
     again = [
         (v, tuple(f))
-        for b in DataLoader(stream, batch_size=2, num_workers=2, collate_fn=collate_store_clips)
-        for v, f in zip(b["video_id"], b["frame_numbers"].tolist())
+        for b in DataLoader(stream, batch_size=2, num_workers=2, collate_fn=collate_clips)
+        for v, f in zip(b["video_id"], b["frame_indices"].tolist())
     ]
     assert again == orders[0]  # the same seed and epoch: the same order
     stream.set_epoch(1)

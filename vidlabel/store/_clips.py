@@ -231,7 +231,7 @@ class StoreClipSamples:
         return int(self._codes.size)
 
     @property
-    def frame_numbers(self) -> np.ndarray:
+    def frame_indices(self) -> np.ndarray:
         """(N, T) int64 read-only: the frame numbers of every clip, in order."""
         return self._frames
 
@@ -264,7 +264,8 @@ class StoreClipSamples:
             images = self.store.read_clip(video_id, rows)
         frames = [self.samples.sample_row(video_id, int(r), image=images[i]) for i, r in enumerate(rows.tolist())]
         data = self.store.video_data(video_id)
-        return clip_sample(frames, images, data.timestamp_us[rows])
+        k = sample_position(j, len(self), "clips")
+        return clip_sample(frames, images, data.timestamp_us[rows], k)
 
     def clip_samples(
         self, js: Sequence[int], allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
@@ -286,16 +287,19 @@ class StoreClipSamples:
         return out
 
 
-def clip_sample(frames: list[dict[str, Any]], images: np.ndarray, timestamps_us: np.ndarray) -> dict[str, Any]:
-    """One clip sample from its T frame samples (:func:`~vidlabel.geometry.make_sample` dicts).
+def clip_sample(
+    frames: list[dict[str, Any]], images: np.ndarray, timestamps_us: np.ndarray, clip_index: int
+) -> dict[str, Any]:
+    """One clip sample from its T frame samples (:func:`~vidlabel.geometry.make_sample` dicts), with the keys of
+    the clip sample read from video (:mod:`vidlabel.samples._clips`).
 
     Returns
     -------
     dict
         ``image`` (T, H, W, 3) uint8; ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``):
         lists of T arrays, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32, 1 where
-        a class is on in any frame of the clip; ``frame_numbers`` and ``timestamps_us`` (T,) int64;
-        ``video_id``, ``view_id``.
+        a class is on in any frame of the clip; ``frame_indices`` and ``timestamps_us`` (T,) int64;
+        ``video_id``, ``view_id``; ``clip_index`` (int).
     """
     first = frames[0]
     sample: dict[str, Any] = {"image": images}
@@ -305,8 +309,9 @@ def clip_sample(frames: list[dict[str, Any]], images: np.ndarray, timestamps_us:
     frame_labels = np.stack([f["frame_labels"] for f in frames]).astype(np.float32)
     sample["frame_labels"] = frame_labels
     sample["clip_labels"] = frame_labels.max(axis=0) if frame_labels.size else np.zeros(0, np.float32)
-    sample["frame_numbers"] = np.array([f["frame_index"] for f in frames], np.int64)
+    sample["frame_indices"] = np.array([f["frame_index"] for f in frames], np.int64)
     sample["timestamps_us"] = np.asarray(timestamps_us, np.int64)
     sample["video_id"] = first["video_id"]
     sample["view_id"] = first["view_id"]
+    sample["clip_index"] = int(clip_index)
     return sample

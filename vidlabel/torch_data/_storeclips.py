@@ -8,20 +8,20 @@ read as contiguous slices of the store's chunks
 (:meth:`~vidlabel.store.FrameStore.read_clip`); a batch of clips is read into
 one (B, T, H, W, 3) buffer, a reusable shared-memory slab in a DataLoader
 worker (:mod:`vidlabel.torch_data._shm`), so that the batch travels to the
-main process without a copy.
+main process without a copy (:func:`~vidlabel.torch_data.collate_clips`).
 
-A clip sample, as tensors: ``image`` (T, 3, H, W) uint8 (a view of the
-frames read channels-last); ``boxes``, ``labels``, ``track_ids``,
-``annotation_ids`` (and ``masks``): lists of T tensors, frame by frame;
-``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32 (a class is on
-if it is on in any frame of the clip); ``frame_numbers`` and
-``timestamps_us`` (T,) int64; ``video_id`` and ``view_id``.
+A clip sample has the keys of a clip read from video (:mod:`vidlabel.samples._clips`), as tensors
+(:func:`~vidlabel.torch_data.to_torch_clip`): ``image`` (T, 3, H, W) uint8 (a view of the frames read
+channels-last); ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``): lists of T
+tensors, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32 (a class is on if it
+is on in any frame of the clip); ``frame_indices`` and ``timestamps_us`` (T,) int64; ``video_id``,
+``view_id``; ``clip_index``, the clip's position in the dataset.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,9 @@ from vidlabel.clip import ClipSpec
 from vidlabel.errors import OptionError, check_flag
 from vidlabel.store import FrameStore
 from vidlabel.store._clips import StoreClipSamples
+from vidlabel.torch_data._clips import to_torch_clip
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, check_rank_share, worker_and_count
-from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_buffer, take_slab
+from vidlabel.torch_data._shm import take_buffer, take_slab
 from vidlabel.torch_data._store import Transform, _StoreDataset
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
@@ -45,32 +46,10 @@ from vidlabel.video._readplan import (
     worker_span,
 )
 
-__all__ = ["StoreClipStream", "StoreClips", "collate_store_clips"]
+__all__ = ["StoreClipStream", "StoreClips"]
 
 #: Clips of one video, consecutive in store order, that StoreClipStream keeps together (they share chunks).
 CLIP_GROUP = 8
-
-
-def _tensor(value: np.ndarray) -> torch.Tensor:
-    if not value.flags.writeable or not value.flags.c_contiguous:
-        value = np.array(value, order="C")
-    return torch.from_numpy(value)
-
-
-def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """A NumPy clip sample as tensors: ``image`` (T, H, W, 3) becomes a (T, 3, H, W) view (no copy), lists of
-    arrays lists of tensors, arrays tensors; strings and None as they are."""
-    out: dict[str, Any] = {}
-    for key, value in sample.items():
-        if key == "image" and isinstance(value, np.ndarray):
-            out[key] = _tensor(value).permute(0, 3, 1, 2)
-        elif isinstance(value, np.ndarray):
-            out[key] = _tensor(value)
-        elif isinstance(value, list) and value and isinstance(value[0], np.ndarray):
-            out[key] = [_tensor(v) for v in value]
-        else:
-            out[key] = value
-    return out
 
 
 class _ClipDataset(_StoreDataset):
@@ -82,9 +61,9 @@ class _ClipDataset(_StoreDataset):
         self.clip = self.clips.clip
 
     @property
-    def frame_numbers(self) -> np.ndarray:
+    def frame_indices(self) -> np.ndarray:
         """(N, T) int64: the frame numbers of every clip, in order."""
-        return self.clips.frame_numbers
+        return self.clips.frame_indices
 
     @property
     def index(self) -> list[tuple[str, int]]:
@@ -156,8 +135,8 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
     -----
     With a DataLoader ``batch_size``, :meth:`__getitems__` reads the batch's
     clips into one (B, T, H, W, 3) buffer (a shared-memory slab in a worker)
-    and each ``image`` is a view of it; :func:`collate_store_clips` returns
-    that buffer as the (B, T, 3, H, W) batch without a copy. As with
+    and each ``image`` is a view of it; :func:`~vidlabel.torch_data.collate_clips`
+    returns that buffer as the (B, T, 3, H, W) batch without a copy. As with
     StoreFrames, ``clone()`` an image you keep and change in place.
     """
 
@@ -325,69 +304,3 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
 
     def __repr__(self) -> str:
         return f"StoreClipStream({str(self.store.path)!r}, clips={len(self.clips)}, clip={self.clip})"
-
-
-def _one_buffer(images: list[torch.Tensor]) -> torch.Tensor | None:
-    """The (B, T, H, W, C) tensor whose rows are exactly ``images`` ((T, C, H, W) channels-last views of one
-    storage that it fills from its start, as StoreClips reads a batch), or None."""
-    first = images[0]
-    if first.dim() != 4:
-        return None
-    t, c, h, w = first.shape
-    step = t * c * h * w
-    storage = first.untyped_storage()
-    if storage.nbytes() != len(images) * step * first.element_size():
-        return None
-    for k, v in enumerate(images):
-        if (
-            v.untyped_storage().data_ptr() != storage.data_ptr()
-            or v.storage_offset() != k * step
-            or v.shape != first.shape
-            or not v.permute(0, 2, 3, 1).is_contiguous()
-        ):
-            return None
-    return torch.empty(0, dtype=first.dtype).set_(storage, 0, (len(images), t, h, w, c), (step, h * w * c, w * c, c, 1))
-
-
-def collate_store_clips(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Collate clip samples into a batch: ``image`` (B, T, 3, H, W) uint8 (channels-last in memory; the batch
-    buffer of :meth:`StoreClips.__getitems__` as it is, without a copy), per-clip tensors stacked to (B, ...)
-    (``frame_labels`` (B, T, C), ``clip_labels`` (B, C), ``frame_numbers``, ``timestamps_us`` (B, T)), the
-    per-frame ragged targets as lists of B lists of T tensors, strings as lists.
-
-    Parameters
-    ----------
-    batch : sequence of dict
-        Clip samples as :class:`StoreClips` and :class:`StoreClipStream` give them.
-
-    Returns
-    -------
-    dict
-        The batch, keyed as the samples.
-
-    Raises
-    ------
-    OptionError
-        On an empty batch or one that is not a sequence of clip samples.
-    """
-    if isinstance(batch, Mapping) or not isinstance(batch, Sequence) or not batch:
-        raise OptionError(f"collate_store_clips takes a non-empty sequence of clip samples, got {batch!r}"[:200])
-    out: dict[str, Any] = {}
-    for key in batch[0]:
-        values = [s[key] for s in batch]
-        first = values[0]
-        if key == "image" and isinstance(first, torch.Tensor):
-            whole = _one_buffer(values)
-            if whole is not None:
-                slab = slab_of(whole)
-                image = whole.permute(0, 1, 4, 2, 3)
-                out[key] = image if slab is None else slab.tensor(image)
-            else:
-                out[key] = torch.stack(values)
-        elif isinstance(first, torch.Tensor) and all(v.shape == first.shape for v in values):
-            out[key] = by_value(torch.stack(values))
-        elif isinstance(first, list) and first and isinstance(first[0], torch.Tensor):
-            out[key] = [ragged_by_value(list(v)) for v in values]
-        else:
-            out[key] = values
-    return out
