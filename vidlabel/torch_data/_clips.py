@@ -60,6 +60,16 @@ def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
     when an operation needs channels-first memory); the ragged per-frame
     targets become lists of T tensors; every other array a tensor of the same
     shape and dtype; strings, ints and None stay as they are.
+
+    Parameters
+    ----------
+    sample : dict
+        A clip sample as :class:`~vidlabel.samples.ClipSamples` gives it.
+
+    Returns
+    -------
+    dict
+        The same keys, arrays as tensors.
     """
     out: dict[str, Any] = {}
     for key, value in sample.items():
@@ -131,6 +141,16 @@ def collate_clips(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     - ints (``clip_index``): a (B,) int64 tensor; strings and None (``video_id``, ``view_id``): lists.
 
     NumPy clip samples (as :class:`~vidlabel.samples.ClipSamples` gives them) are converted first.
+
+    Parameters
+    ----------
+    batch : sequence of dict
+        Clip samples with the same keys, frames per clip and image size.
+
+    Returns
+    -------
+    dict
+        The batch, as above.
 
     Raises
     ------
