@@ -1,7 +1,7 @@
 """Benchmark clips: from a frame store and from video, against a memcpy and the peers, on the same clip positions.
 
 On generated H.264 clips whose frames show their frame number (1280x720 with a
-keyframe every 250 frames, 854x480 with one every 30), for clips of 16 frames at
+keyframe every 250 frames, 848x480 with one every 30), for clips of 16 frames at
 step 1 and of 8 frames at step 4, with the clip positions drawn once (seeded)
 and used by every reader, it prints:
 
@@ -46,7 +46,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ((16, 1), (8, 4))
-VIDEOS = {"720p": (1280, 720, 250), "480p": (854, 480, 30)}
+VIDEOS = {"720p": (1280, 720, 250), "480p": (848, 480, 30)}
 DEFAULT_PEERS = "/work/venv-peers/bin/python"
 DEFAULT_BOX = "/work/shared/data/videos/box.mp4"
 
