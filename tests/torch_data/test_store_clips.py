@@ -14,12 +14,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler
 
-from tests.media import read_frame_number
+from tests.media import corrupt_frames, encode_clip, read_frame_number
 from tests.store_support import make_dataset
-from vidlabel import Dataset, FrameReader, export, open_store
+from vidlabel import Dataset, FrameReader, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.clip import ClipSpec
-from vidlabel.errors import ClipError, ClipNotStoredError, OptionError
+from vidlabel.errors import ClipError, ClipNotStoredError, OptionError, VidlabelWarning
 from vidlabel.torch_data import StoreClips, StoreClipStream, StoreFrames, collate_clips
 
 N_FRAMES = 40
@@ -266,3 +266,46 @@ def test_temporal_training_example_runs(world: tuple[Path, Dataset], tmp_path: P
     assert proc.returncode == 0, proc.stderr
     losses = [float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")]
     assert len(losses) == 2 and all(np.isfinite(losses))
+
+
+def test_untrusted_frames_never_in_a_store_clip(tmp_path: Path) -> None:
+    whole = encode_clip(tmp_path / "whole.mp4", n_frames=48, gop=12)
+    corrupt = corrupt_frames(whole.path, tmp_path / "corrupt.mp4", [15, 16])
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["obj"])
+    meta = probe(corrupt, video_id="corrupt")
+    with pytest.warns(VidlabelWarning, match="no trustworthy picture"):
+        ds.add_video(meta)
+    usable = ~meta.untrusted_mask()
+    untrusted = set(np.flatnonzero(~usable).tolist())
+    assert untrusted  # the damaged packets leave frames without a trustworthy picture
+    anchors = [f for f in range(0, 48, 3) if usable[f]]
+    ds.add_annotations([{"kind": "box", "label": "obj", "start_frame": f, "box": (1.0, 1.0, 9.0, 9.0)} for f in anchors],
+                       "corrupt")  # fmt: skip
+    ds.build()
+    spec = ClipSpec(5, step=2, anchor="center", edge="shift")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VidlabelWarning)
+        export(ds, tmp_path / "s", clip=spec, progress=False)
+    clips = StoreClips(tmp_path / "s")
+    assert len(clips) == len(anchors)
+    reader = FrameReader(corrupt)
+    for i, anchor in enumerate(anchors):
+        sample = clips[i]
+        want = spec.frames(anchor, 48, usable)
+        assert sample["frame_indices"].tolist() == want.tolist()
+        assert not set(want.tolist()) & untrusted
+        video = np.stack(reader.read_many(want.tolist()))
+        assert np.array_equal(sample["image"].permute(0, 2, 3, 1).numpy(), video)
+
+
+def test_a_folder_of_stores_with_different_clips_needs_clip(world: tuple[Path, Dataset], tmp_path: Path) -> None:
+    _root, ds = world
+    other = make_dataset(tmp_path / "other", videos=("c",), n_frames=N_FRAMES, box_every=6)
+    export(ds, tmp_path / "both" / "one", clip=SPEC, progress=False)
+    export(other, tmp_path / "both" / "two", clip=ClipSpec(2, step=2, anchor="end"), progress=False)
+    with pytest.raises(OptionError, match="were exported with different clips"):
+        StoreClips(tmp_path / "both")
+    clips = StoreClips(tmp_path / "both", clip=ClipSpec(2, step=2, anchor="end"))
+    assert len(clips) == len(StoreFrames(tmp_path / "both"))
+    assert {v for v, _f in clips.index} == {"a", "b", "c"}

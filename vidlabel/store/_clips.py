@@ -190,11 +190,17 @@ class StoreClipSamples:
     def __init__(self, samples: Any, clip: ClipSpec | None = None) -> None:
         store = samples.store
         if clip is None:
-            specs = {s for s in stored_clip_specs(store)}
-            if len(specs) != 1 or None in specs:
+            specs = set(stored_clip_specs(store))
+            if None in specs:
                 raise OptionError(
                     f"store {str(store.path)!r} was exported without clip=...: give the clip (clip=ClipSpec(16)) "
                     "and export its frames with the same clip=, or --clip-frames on the command line"
+                )
+            if len(specs) > 1:
+                words = "; ".join(sorted(describe_spec(s) for s in specs if s is not None))
+                raise OptionError(
+                    f"the stores under {str(store.path)!r} were exported with different clips ({words}): give "
+                    "clip=ClipSpec(...) (a clip every store holds the frames of)"
                 )
             clip = specs.pop()
         if not isinstance(clip, ClipSpec):
