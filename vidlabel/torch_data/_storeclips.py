@@ -80,13 +80,14 @@ class _ClipDataset(_StoreDataset):
         )  # fmt: skip
         return out
 
-    def _read(self, js: Sequence[int]) -> list[dict[str, Any]]:
+    def _read(self, js: Sequence[int], *, slab: bool = True) -> list[dict[str, Any]]:
+        """Clips ``js`` read into one (B, T, H, W, 3) buffer: with ``slab`` (a batch handed over as it is), in a
+        DataLoader worker a reusable shared-memory slab; else a reusable buffer of this process."""
         buffers: list[np.ndarray] = []
 
         def allocate(shape: tuple[int, ...]) -> np.ndarray:
-            # one (B, T, H, W, 3) buffer; in a DataLoader worker, a reusable shared-memory slab
-            slab = take_slab(shape)
-            buffers.append(take_buffer(shape) if slab is None else slab.array)
+            pooled = take_slab(shape) if slab else None
+            buffers.append(take_buffer(shape) if pooled is None else pooled.array)
             return buffers[0]
 
         samples = self.clips.clip_samples(list(js), allocate=allocate)
@@ -176,7 +177,8 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
         SampleOutOfRangeError
             If ``i`` is outside ``[-len(self), len(self))``.
         """
-        return self._finish_clip(self.clips.clip_sample(i))
+        # read into a reusable buffer (a fresh one per clip costs a page fault per 4 KiB of its frames)
+        return self._read([i], slab=False)[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         return self._read(indices)
@@ -297,10 +299,8 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
 
     def _stream(self, mine: np.ndarray) -> Iterator[dict[str, Any]]:
         for lo in range(0, mine.size, self.batch_clips):
-            samples = self.clips.clip_samples(mine[lo : lo + self.batch_clips].tolist())
-            self._hand_over_learnt()
-            for sample in samples:
-                yield self._finish_clip(sample)
+            # the collate stacks the yielded clips into the batch's slab: read them into a plain reusable buffer
+            yield from self._read(mine[lo : lo + self.batch_clips].tolist(), slab=False)
 
     def __repr__(self) -> str:
         return f"StoreClipStream({str(self.store.path)!r}, clips={len(self.clips)}, clip={self.clip})"
