@@ -77,7 +77,8 @@ class ExportPlan:
     markers_without_stored_frames: int = 0
     rows_outside_video: int = 0
     untrusted_frames: int = 0
-    clips_skipped: int = 0  # selected frames whose clip ``edge="skip"`` left out (no context stored for them)
+    #: Selected frames whose clip ``edge="skip"`` left out (no context stored for them).
+    clips_skipped: int = 0
 
 
 @dataclass
@@ -210,7 +211,8 @@ def _plan_video(
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
         "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
-    if opts.clip is not None:  # where a clip read from the store is placed, as the export placed it
+    # where a clip read from the store is placed, as the export placed it
+    if opts.clip is not None:
         attrs["untrusted_frames"] = np.flatnonzero(meta.untrusted_mask()).tolist() if meta.untrusted_count else []
     attrs["labels_key"] = labels_key(attrs, arrays, plan.class_names)  # what a reader checks the video against
     return VideoPlan(video_id, meta, stored, size, pkey, fkey, attrs, arrays)

@@ -105,9 +105,10 @@ def clip_frames_many(
     kept = np.ones(anchors.size, bool)
     if anchors.size == 0:
         return frames, kept
-    if spec.span() > frame_count or anchors.min() < 0 or anchors.max() >= frame_count:
-        spec.frames(int(anchors[0] if spec.span() > frame_count else _first_outside(anchors, frame_count)),
-                    frame_count, usable, video_id=video_id)  # fmt: skip
+    outside = anchors[(anchors < 0) | (anchors >= frame_count)]
+    # ClipSpec.frames raises here, saying what is wrong as it says it everywhere
+    if spec.span() > frame_count or outside.size:
+        spec.frames(int(outside[0] if outside.size else anchors[0]), frame_count, usable, video_id=video_id)
     nominal = (anchors - spec.offset())[:, None] + spec.step * np.arange(t, dtype=np.int64)[None, :]
     inside = (nominal >= 0) & (nominal < frame_count)
     if usable is not None:
@@ -121,10 +122,6 @@ def clip_frames_many(
         else:
             frames[k] = clip
     return frames, kept
-
-
-def _first_outside(anchors: np.ndarray, frame_count: int) -> int:
-    return int(anchors[(anchors < 0) | (anchors >= frame_count)][0])
 
 
 def video_usable(attrs: dict[str, Any], frame_count: int) -> np.ndarray | None:
@@ -224,7 +221,6 @@ class StoreClipSamples:
             rows.append(clip_rows(data.frame_number, clips, anchors, clip, video_id, str(store.path)))
             frames.append(clips)
             videos.append(code)
-            rows[-1].setflags(write=False)
         self._codes = np.concatenate(
             [np.full(r.shape[0], c, np.int64) for c, r in zip(videos, rows)] or [np.zeros(0, np.int64)]
         )

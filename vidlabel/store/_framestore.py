@@ -1014,7 +1014,8 @@ class FrameStore:
             out = np.empty(shape, np.uint8)
         elif out.shape != shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
             raise OptionError(f"read_clip: out must be a C-contiguous {shape} uint8 array, got {out.shape} {out.dtype}")
-        runs = []  # (first position in the clip, end position, chunk, first row)
+        # (first position in the clip, end position, chunk, first row) of each run of consecutive rows in a chunk
+        runs = []
         k = 0
         while k < len(rows):
             end, c = k + 1, rows[k] // cf
@@ -1031,7 +1032,8 @@ class FrameStore:
                     reader.read_chunk(c, out[a:b])
                     return
                 chunk = state.cache.get((path, c))
-                if chunk is None and b - a == cf:  # the whole chunk: straight into the clip, one copy
+                # the whole chunk: straight into the clip, one copy
+                if chunk is None and b - a == cf:
                     reader.read_chunk(c, out[a:b])
                     return
                 if chunk is None:

@@ -93,7 +93,8 @@ class _ClipDataset(_StoreDataset):
         samples = self.clips.clip_samples(list(js), allocate=allocate)
         if buffers:
             batch = torch.from_numpy(buffers[0])
-            for k, sample in enumerate(samples):  # each image a (T, 3, H, W) view of the batch
+            # each image a (T, 3, H, W) view of the batch
+            for k, sample in enumerate(samples):
                 sample["image"] = batch[k].permute(0, 3, 1, 2)
         self._hand_over_learnt()
         return [self._finish_clip(s) for s in samples]
