@@ -332,10 +332,18 @@ def _status_kb(pid: int | str, key: str) -> int:
     return 0
 
 
+def _worker_idle(folder: str, worker_id: int) -> None:
+    """DataLoader ``worker_init_fn``: record this worker's RSS (all, and without file pages) before it reads."""
+    rss, file = _status_kb("self", "VmRSS"), _status_kb("self", "RssFile")
+    Path(folder, f"idle-{worker_id}.json").write_text(json.dumps([rss, rss - file]))
+
+
 def measure_memory(store: str, batches: int) -> dict[str, Any]:
     """In a fresh process: a 2-worker DataLoader of 8 clips a batch; each process's peak RSS (its high-water
     mark) and the peak of its RSS without file pages (anonymous and shared memory: the frames file's pages a
-    read maps are page cache, shared and reclaimable), sampled every 10 ms."""
+    read maps are page cache, shared and reclaimable), sampled every 10 ms, each above its own idle size."""
+    import functools
+    import tempfile
     import threading
 
     import torch
@@ -347,12 +355,14 @@ def measure_memory(store: str, batches: int) -> dict[str, Any]:
     first = dataset[0]["image"]
     batch_bytes = 8 * first.numel()
     del first
-    idle = _status_kb("self", "VmRSS")
-    idle_file = _status_kb("self", "RssFile")
+    folder = tempfile.mkdtemp()
+    rss, file = _status_kb("self", "VmRSS"), _status_kb("self", "RssFile")
+    idle = {"main": [rss, rss - file]}
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the idle size
     loader = DataLoader(
-        dataset, batch_size=8, shuffle=True, num_workers=2, collate_fn=collate_clips, persistent_workers=True
-    )
+        dataset, batch_size=8, shuffle=True, num_workers=2, collate_fn=collate_clips, persistent_workers=True,
+        worker_init_fn=functools.partial(_worker_idle, folder),
+    )  # fmt: skip
     it = iter(loader)
     pids = {"main": os.getpid(), **{f"worker {k}": w.pid for k, w in enumerate(it._workers)}}  # type: ignore[attr-defined]
     no_file = dict.fromkeys(pids, 0)
@@ -361,8 +371,7 @@ def measure_memory(store: str, batches: int) -> dict[str, Any]:
     def sample() -> None:
         while not done.is_set():
             for name, pid in pids.items():
-                value = _status_kb(pid, "VmRSS") - _status_kb(pid, "RssFile")
-                no_file[name] = max(no_file[name], value)
+                no_file[name] = max(no_file[name], _status_kb(pid, "VmRSS") - _status_kb(pid, "RssFile"))
             time.sleep(0.01)
 
     watcher = threading.Thread(target=sample, daemon=True)
@@ -380,9 +389,10 @@ def measure_memory(store: str, batches: int) -> dict[str, Any]:
     done.set()
     watcher.join()
     peaks = {name: _status_kb(pid, "VmHWM") for name, pid in pids.items()}
+    for k in range(2):
+        idle[f"worker {k}"] = json.loads(Path(folder, f"idle-{k}.json").read_text())
     del it
-    return {"idle_kb": idle, "idle_file_kb": idle_file, "peaks_kb": peaks, "no_file_kb": no_file,
-            "batch_bytes": batch_bytes, "batches": seen}  # fmt: skip
+    return {"idle_kb": idle, "peaks_kb": peaks, "no_file_kb": no_file, "batch_bytes": batch_bytes, "batches": seen}
 
 
 def bench_memory(store: Path, batches: int) -> None:
@@ -398,13 +408,13 @@ def bench_memory(store: Path, batches: int) -> None:
     print(
         f"== memory: 2-worker DataLoader, batches of 8 clips x 16 frames 720p ({mib:.0f} MiB), {r['batches']} batches"
     )
-    idle, idle_anon = r["idle_kb"], r["idle_kb"] - r["idle_file_kb"]
     for name, peak in r["peaks_kb"].items():
+        idle, idle_no_file = r["idle_kb"][name]
         above = (peak - idle) * 1024 / r["batch_bytes"]
-        anon = (r["no_file_kb"][name] - idle_anon) * 1024 / r["batch_bytes"]
+        no_file = (r["no_file_kb"][name] - idle_no_file) * 1024 / r["batch_bytes"]
         print(
             f"    {name:<8} peak RSS {peak / 1024:,.0f} MiB (idle {idle / 1024:,.0f}): {above:.2f}x the batch above "
-            f"idle (target <= 2x); without file pages {anon:.2f}x"
+            f"idle (target <= 2x); without the frames file's mapped pages {no_file:.2f}x"
         )
 
 
