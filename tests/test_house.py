@@ -36,6 +36,7 @@ PUBLIC_MODULES = (
     "vidlabel.errors",
     "vidlabel.spec",
     "vidlabel.geometry",
+    "vidlabel.schema",
     "vidlabel.cli",
     "vidlabel.demo",
     "vidlabel.frames",
@@ -49,7 +50,7 @@ OPTIONAL = frozenset({"vidlabel.formats"})
 #: The layers, lowest first: a module may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.errors", "vidlabel.spec", "vidlabel.geometry", "vidlabel._version", "vidlabel._env"})
-    | {"vidlabel._words", "vidlabel._json"},
+    | {"vidlabel._words", "vidlabel._json", "vidlabel.schema"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),

@@ -49,6 +49,7 @@ from vidlabel.samples._select import (
     select_samples,
 )
 from vidlabel.samples._storereader import FrameCache, StoreBackedReader
+from vidlabel.schema import frame_sample
 from vidlabel.spec import (
     BoxFormat,
     FrameIndex,
@@ -400,11 +401,6 @@ class FrameSamples:
             label_offset=self._label_offset,
         )
 
-    def _positions_of(self, video_code: int) -> tuple[int, int]:
-        """[first, end) positions in ``index`` of a video's samples (the index is sorted by video code)."""
-        codes = self._sel.index.video_codes
-        return int(np.searchsorted(codes, video_code)), int(np.searchsorted(codes, video_code, side="right"))
-
     def _targets_at(self, at: slice | list[int]) -> list[tuple[int, int, int, int]]:
         """(frame, region lo, region hi, pattern) of the samples at positions ``at`` of ``index`` (a slice or
         a list of non-negative positions), as Python ints: one array conversion for all of them."""
@@ -432,20 +428,18 @@ class FrameSamples:
         width, height = self._sizes[video_code]
         if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
             return self.sample(video_id, frame, image)
-        out: dict[str, Any] = {
-            "image": image,
-            "boxes": self._boxes_out()[lo:hi].copy(),
-            "labels": sel.r_label[lo:hi].copy(),
-            "track_ids": sel.r_track[lo:hi].copy(),
-            "annotation_ids": sel.r_ann[lo:hi].copy(),
-            "frame_labels": sel.patterns[pattern].copy(),
-            "video_id": video_id,
-            "view_id": sel.view_id,
-            "frame_index": frame,
-        }
-        if self._with_masks:
-            out["masks"] = self._masks(lo, hi, video_id, height, width)
-        return out
+        return frame_sample(
+            image=image,
+            boxes=self._boxes_out()[lo:hi].copy(),
+            labels=sel.r_label[lo:hi].copy(),
+            track_ids=sel.r_track[lo:hi].copy(),
+            annotation_ids=sel.r_ann[lo:hi].copy(),
+            frame_labels=sel.patterns[pattern].copy(),
+            video_id=video_id,
+            view_id=sel.view_id,
+            frame_index=frame,
+            masks=self._masks(lo, hi, video_id, height, width) if self._with_masks else None,
+        )
 
     def _boxes_out(self) -> np.ndarray:
         """(R, 4) float32 boxes of every region in the output format (computed once)."""
@@ -485,20 +479,19 @@ class FrameSamples:
                 self._sel.ix_hi[block].tolist(),
                 self._sel.ix_pattern[block].tolist(),
             ):
-                t = {
-                    "boxes": boxes[lo:hi],
-                    "labels": labels[lo:hi],
-                    "track_ids": tracks[lo:hi],
-                    "annotation_ids": anns[lo:hi],
-                    "frame_labels": rows[p],
-                    "video_id": ids[v],
-                    "view_id": view_id,
-                    "frame_index": f,
-                }
-                if self._with_masks:
-                    w, h = sizes[v]
-                    t["masks"] = self._masks(lo, hi, ids[v], h, w)
-                yield t
+                w, h = sizes[v]
+                yield frame_sample(
+                    image=None,
+                    boxes=boxes[lo:hi],
+                    labels=labels[lo:hi],
+                    track_ids=tracks[lo:hi],
+                    annotation_ids=anns[lo:hi],
+                    frame_labels=rows[p],
+                    video_id=ids[v],
+                    view_id=view_id,
+                    frame_index=f,
+                    masks=self._masks(lo, hi, ids[v], h, w) if self._with_masks else None,
+                )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary to log next to a training run.
