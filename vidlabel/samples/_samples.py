@@ -49,7 +49,7 @@ from vidlabel.samples._select import (
     select_samples,
 )
 from vidlabel.samples._storereader import FrameCache, StoreBackedReader
-from vidlabel.schema import frame_sample
+from vidlabel.schema import SampleOptions, frame_sample
 from vidlabel.spec import (
     BoxFormat,
     FrameIndex,
@@ -116,6 +116,12 @@ class FrameSamples:
         A frame store (``vidlabel.store.open_store``); frames it holds for a
         video with the same content hash are read from it, the rest from the
         video.
+    options : SampleOptions, optional
+        ``kinds``, ``labels``, ``origins``, ``min_confidence``,
+        ``with_masks``, ``box_format``, ``normalized`` and ``label_offset``
+        in one object (:class:`vidlabel.schema.SampleOptions`), e.g. shared
+        with a :class:`~vidlabel.torch_data.StoreFrames`; those keywords are
+        then left at their defaults.
 
     Raises
     ------
@@ -123,7 +129,8 @@ class FrameSamples:
         On an unknown label, view, kind, origin, frames mode or box format,
         ``stride < 1``, a non-integer ``label_offset``, a bad
         ``min_confidence``, or a view whose crop does not fit inside a
-        selected video's frame; if ``ds`` is not a Dataset (a path is
+        selected video's frame; ``options`` that is not a SampleOptions, or
+        is given with one of its keywords set; if ``ds`` is not a Dataset (a path is
         opened first, a Release goes through :meth:`from_release`), or a
         True/False option is given anything else, or ``roots`` that is
         neither a path nor a sequence of paths, or a ``cache``
@@ -168,11 +175,13 @@ class FrameSamples:
         label_offset: int = 0,
         roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
         cache: str | os.PathLike[str] | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
-        options = check_options(
+        targets, options_by_name = check_options(
             view_id=view_id, videos=videos, kinds=kinds, labels=labels, origins=origins,
             min_confidence=min_confidence, frames=frames, stride=stride, with_masks=with_masks,
             box_format=box_format, normalized=normalized, label_offset=label_offset, roots=roots, cache=cache,
+            options=options,
         )  # fmt: skip
         if not callable(getattr(ds, "release", None)) or not callable(getattr(ds, "snapshot", None)):
             hint = ""
@@ -185,7 +194,7 @@ class FrameSamples:
             raise OptionError(f"release must be a release id, 'latest' or None, got {release!r}")
         rel = ds.snapshot() if release is None else ds.release(release)
         path = getattr(ds, "path", None)
-        self._init(rel, options, dataset_path=None if path is None else str(path))
+        self._init(rel, targets, options_by_name, dataset_path=None if path is None else str(path))
 
     @classmethod
     def from_release(
@@ -196,20 +205,22 @@ class FrameSamples:
         Takes the same keyword options as the constructor (except ``release``).
         """
         self = cls.__new__(cls)
-        self._init(release, check_options(**options), dataset_path=None if dataset_path is None else str(dataset_path))
+        targets, checked = check_options(**options)
+        self._init(release, targets, checked, dataset_path=None if dataset_path is None else str(dataset_path))
         return self
 
     # -- building ------------------------------------------------------------------------------
 
-    def _init(self, rel: Release, opt: dict[str, Any], *, dataset_path: str | None) -> None:
+    def _init(self, rel: Release, targets: SampleOptions, opt: dict[str, Any], *, dataset_path: str | None) -> None:
         self._dataset_path = dataset_path
         self._release_id = rel.release_id
         self._release_created = rel.created
         self._options = opt
-        self._box_format = opt["box_format"]
-        self._normalized = opt["normalized"]
-        self._label_offset = opt["label_offset"]
-        self._with_masks = opt["with_masks"]
+        self._targets_options = targets
+        self._box_format = targets.box_format
+        self._normalized = targets.normalized
+        self._label_offset = targets.label_offset
+        self._with_masks = targets.with_masks
         self._roots = opt["roots"]
         self._cache = None if opt["cache"] is None else FrameCache(opt["cache"])
 
@@ -262,6 +273,13 @@ class FrameSamples:
     def box_format(self) -> str:
         """Format of ``boxes`` in the samples."""
         return self._box_format
+
+    @property
+    def options(self) -> SampleOptions:
+        """The target options (kinds, labels, origins, min_confidence, with_masks, box_format, normalized,
+        label_offset) as one :class:`~vidlabel.schema.SampleOptions`: pass it as ``options=`` to a
+        StoreFrames or StoreStream to read the same targets from a store."""
+        return self._targets_options
 
     def video(self, video_id: str) -> VideoMetadata:
         """Metadata of a selected video.
