@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vidlabel._lru import OpenLRU
 from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     FrameOutOfRangeError,
@@ -58,7 +59,6 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
-from vidlabel.video._lru import OpenLRU
 from vidlabel.video._reader import usable_index
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
