@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -134,3 +135,9 @@ def test_every_key_is_documented() -> None:
         assert all(f"| `{name}` |" in table for name in schema.names)
     assert "| `masks` | (N, H, W) | uint8 |" in FRAME.table()
     assert "| `image` | (3, H, W) | uint8 |" in FRAME.table(torch=True)
+
+
+def test_the_reference_page_shows_the_schema() -> None:
+    """docs/reference/samples.md holds the tables the schema writes (regenerate them from FRAME.table())."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "samples.md").read_text()
+    assert FRAME.table() in page and FRAME.table(torch=True) in page

@@ -34,7 +34,6 @@ from vidlabel.errors import (
 from vidlabel.geometry import (
     boxes_from_xyxy,
     decode_rle,
-    make_sample,
     resize_mask,
     view_image,
     view_mask,
@@ -402,22 +401,7 @@ class FrameSamples:
         if self._sel.view is not None and image.shape != (height, width, 3):
             image = view_image(image, self._sel.view)
         lo, hi = self._region_range(code, int(frame))
-        masks = self._masks(lo, hi, video_id, image.shape[0], image.shape[1]) if self._with_masks else None
-        return make_sample(
-            image=image,
-            boxes_xyxy=self._sel.r_box[lo:hi],
-            label_index=self._sel.r_label[lo:hi] - self._label_offset,
-            track_ids=self._sel.r_track[lo:hi].copy(),
-            annotation_ids=self._sel.r_ann[lo:hi].copy(),
-            frame_labels=self._frame_labels(code, int(frame)),
-            video_id=video_id,
-            view_id=self._sel.view_id,
-            frame_index=int(frame),
-            masks=masks,
-            box_format=self._box_format,
-            normalized=self._normalized,
-            label_offset=self._label_offset,
-        )
+        return self._build(code, int(frame), lo, hi, self._frame_labels(code, int(frame)), image)
 
     def _targets_at(self, at: slice | list[int]) -> list[tuple[int, int, int, int]]:
         """(frame, region lo, region hi, pattern) of the samples at positions ``at`` of ``index`` (a slice or
@@ -436,23 +420,44 @@ class FrameSamples:
         self, video_code: int, frame: int, lo: int, hi: int, pattern: int, image: np.ndarray
     ) -> dict[str, Any]:
         """The dict :meth:`sample` returns for a sample of ``index`` (its regions ``[lo, hi)`` and marker
-        pattern known), built from the per-region arrays computed once (:meth:`_boxes_out`), not per call.
+        pattern known), without :meth:`sample`'s checks.
 
         ``image`` must be the reader's frame of that video (the image size of the video); anything else
         goes through :meth:`sample`. Every array is an own copy (the caller may change it).
         """
+        width, height = self._sizes[video_code]
+        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
+            return self.sample(self._sel.video_ids[video_code], frame, image)
+        return self._build(video_code, frame, lo, hi, self._sel.patterns[pattern].copy(), image)
+
+    def _build(
+        self,
+        video_code: int,
+        frame: int,
+        lo: int,
+        hi: int,
+        frame_labels: np.ndarray,
+        image: np.ndarray | None,
+        *,
+        copy: bool = True,
+    ) -> dict[str, Any]:
+        """Where FrameSamples' samples are built (:func:`~vidlabel.schema.frame_sample`): the targets of regions
+        ``[lo, hi)`` from the per-region arrays computed once (:meth:`_boxes_out`), each an own copy unless
+        ``copy`` is False (then read-only views)."""
         sel = self._sel
         video_id = sel.video_ids[video_code]
         width, height = self._sizes[video_code]
-        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
-            return self.sample(video_id, frame, image)
+        regions = slice(lo, hi)
+        boxes, labels, tracks, anns = (a[regions] for a in (self._boxes_out(), sel.r_label, sel.r_track, sel.r_ann))
+        if copy:
+            boxes, labels, tracks, anns = boxes.copy(), labels.copy(), tracks.copy(), anns.copy()
         return frame_sample(
             image=image,
-            boxes=self._boxes_out()[lo:hi].copy(),
-            labels=sel.r_label[lo:hi].copy(),
-            track_ids=sel.r_track[lo:hi].copy(),
-            annotation_ids=sel.r_ann[lo:hi].copy(),
-            frame_labels=sel.patterns[pattern].copy(),
+            boxes=boxes,
+            labels=labels,
+            track_ids=tracks,
+            annotation_ids=anns,
+            frame_labels=frame_labels,
             video_id=video_id,
             view_id=sel.view_id,
             frame_index=frame,
@@ -483,11 +488,8 @@ class FrameSamples:
             changing them); boxes equal those :meth:`sample` gives for an image
             of the video's (view's) size.
         """
-        boxes, labels, tracks, anns = self._boxes_out(), self._sel.r_label, self._sel.r_track, self._sel.r_ann
         rows = list(self._sel.patterns)
-        ids, view_id = self._sel.video_ids, self._sel.view_id
         codes, frames = self._sel.index.video_codes, self._sel.index.frames
-        sizes = self._sel.image_sizes.tolist()
         for a in range(0, len(self), BLOCK_FRAMES):
             block = slice(a, a + BLOCK_FRAMES)
             for v, f, lo, hi, p in zip(
@@ -497,19 +499,7 @@ class FrameSamples:
                 self._sel.ix_hi[block].tolist(),
                 self._sel.ix_pattern[block].tolist(),
             ):
-                w, h = sizes[v]
-                yield frame_sample(
-                    image=None,
-                    boxes=boxes[lo:hi],
-                    labels=labels[lo:hi],
-                    track_ids=tracks[lo:hi],
-                    annotation_ids=anns[lo:hi],
-                    frame_labels=rows[p],
-                    video_id=ids[v],
-                    view_id=view_id,
-                    frame_index=f,
-                    masks=self._masks(lo, hi, ids[v], h, w) if self._with_masks else None,
-                )
+                yield self._build(v, f, lo, hi, rows[p], None, copy=False)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary to log next to a training run.

@@ -1,6 +1,6 @@
 """PyTorch datasets over a frame store: StoreFrames (map-style, any sampler) and StoreStream (iterable, sharded).
 
-Both build the same sample dict as the video datasets (``make_sample``), as
+Both build the same sample dict as the video datasets (:func:`vidlabel.schema.frame_sample`), as
 tensors (``to_torch_sample``: ``image`` (3, H, W) uint8), then apply
 ``transform``. They hold only the store's paths and metadata: files open
 lazily in each DataLoader worker (fork or spawn), and each process has its
