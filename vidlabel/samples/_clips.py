@@ -42,12 +42,12 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._lru import OpenLRU
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, OptionError
 from vidlabel.samples._clipsamplers import Anchors, ClipSampler, SampleClips, VideoSlots
 from vidlabel.store._position import sample_position
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
-from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["ClipIndex", "ClipSamples"]
