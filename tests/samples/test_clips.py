@@ -33,6 +33,7 @@ from vidlabel.errors import (
     VidlabelWarning,
 )
 from vidlabel.samples import ClipSamples
+from vidlabel.schema import CLIP, check_sample
 from vidlabel.video import ClipPlan
 
 W, H = 64, 48
@@ -127,6 +128,7 @@ def test_every_frame_of_every_clip_is_the_readers_frame(cds: ClipsDataset, sampl
         video_id = clip["video_id"]
         truth, meta = cds.truths[video_id], samples.video(video_id)
         frames = clip["frame_indices"]
+        check_sample(clip, CLIP, dims={"T": spec.frames_per_clip, "C": 2}, optional=False)
         assert clip["image"].shape == (spec.frames_per_clip, meta.height, meta.width, 3)
         assert clip["image"].dtype == np.uint8
         assert not (set(frames.tolist()) & set(np.flatnonzero(meta.untrusted_mask()).tolist()))
@@ -277,6 +279,7 @@ def test_masks_and_the_view_ride_along(cds: ClipsDataset, tmp_path: Path) -> Non
     clips = frames_of(cds, videos=["bframes"], with_masks=True).clips(ClipSpec(2), SlidingClips(19))
     clip = clips.read(0)
     assert [m.shape for m in clip["masks"]] == [(1, H, W), (1, H, W)]
+    check_sample(clip, CLIP, dims={"T": 2, "C": 2, "H": H, "W": W}, optional=True)
 
 
 def test_video_shorter_than_a_clip(cds: ClipsDataset) -> None:

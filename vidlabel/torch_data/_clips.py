@@ -20,6 +20,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError, check_flag
 from vidlabel.samples._clips import CLIP_RAGGED_KEYS, ClipSamples
+from vidlabel.schema import CLIP
 from vidlabel.store._position import sample_position
 from vidlabel.torch_data._common import (
     Epochs,
@@ -73,7 +74,7 @@ def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, value in sample.items():
-        if key == "image" and isinstance(value, np.ndarray) and value.ndim == 4:
+        if key in CLIP.images and isinstance(value, np.ndarray) and value.ndim == 4:
             out[key] = _tensor(value).permute(0, 3, 1, 2)
         elif key in CLIP_RAGGED_KEYS and isinstance(value, list):
             out[key] = [_tensor(v) if isinstance(v, np.ndarray) else v for v in value]
