@@ -183,6 +183,11 @@ def test_read_gives_what_iteration_gives(cds: ClipsDataset) -> None:
     clips = frames_of(cds, videos=["bframes", "vfr"]).clips(ClipSpec(5, step=3), SlidingClips(4))
     by_index = {clip["clip_index"]: clip for clip in clips}
     assert sorted(by_index) == list(range(len(clips)))
+    many = clips.read_many([5, 0, 5, len(clips) - 1])
+    assert [c["clip_index"] for c in many] == [5, 0, 5, len(clips) - 1]
+    for clip in many:
+        np.testing.assert_array_equal(clip["image"], by_index[clip["clip_index"]]["image"])
+        assert clip["video_id"] == by_index[clip["clip_index"]]["video_id"]
     for i in (0, 3, len(clips) - 1, -1):
         one = clips.read(i)
         other = by_index[i % len(clips)]

@@ -313,6 +313,33 @@ class ClipSamples:
         images = self._reader(video_id).read_many(frames.tolist())
         return self.clip_sample(video_id, frames, images, marker_class=int(ix.classes[i]), clip_index=i)
 
+    def read_many(self, positions: Sequence[int], *, epoch: int = 0) -> list[dict[str, Any]]:
+        """Clips ``positions`` of epoch ``epoch`` in the order given; the clips of one video are read with one
+        ``read_many`` (each keyframe interval decoded once for all of them).
+
+        Raises
+        ------
+        SampleIndexTypeError, SampleOutOfRangeError
+            As :meth:`read`, for any position, before anything is read.
+        """
+        ix = self.index(epoch)
+        wanted = [sample_position(i, len(ix), "ClipSamples") for i in positions]
+        by_video: dict[int, list[int]] = {}
+        for j, i in enumerate(wanted):
+            by_video.setdefault(int(ix.video_codes[i]), []).append(j)
+        out: list[dict[str, Any] | None] = [None] * len(wanted)
+        for code, js in by_video.items():
+            video_id = ix.video_ids[code]
+            frames = [ix.frames[wanted[j]] for j in js]
+            images = self._reader(video_id).read_many(np.concatenate(frames).tolist())
+            t = self.spec.frames_per_clip
+            for k, j in enumerate(js):
+                i = wanted[j]
+                out[j] = self.clip_sample(
+                    video_id, frames[k], images[k * t : (k + 1) * t], marker_class=int(ix.classes[i]), clip_index=i
+                )
+        return out  # type: ignore[return-value]
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_clips()
 
