@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 from tests.conftest import VFR_PTS_MS
-from tests.media import ClipTruth, corrupt_frames, displayed_number, encode_clip, object_box
+from tests.media import (
+    ClipTruth,
+    corrupt_frames,
+    decode_tolerant,
+    displayed_number,
+    encode_clip,
+    object_box,
+    truncate_file,
+)
 from vidlabel import (
     ClipSpec,
     Dataset,
@@ -33,6 +41,7 @@ from vidlabel.errors import (
     VidlabelWarning,
 )
 from vidlabel.samples import ClipSamples
+from vidlabel.schema import CLIP, check_sample
 from vidlabel.video import ClipPlan
 
 W, H = 64, 48
@@ -49,6 +58,10 @@ class ClipsDataset:
 def _make_truths(media: Path) -> dict[str, ClipTruth]:
     whole = encode_clip(media / "whole.mp4", n_frames=48, gop=12)
     corrupt = corrupt_frames(whole.path, media / "corrupt.mp4", [15, 16])
+    faststart = encode_clip(media / "faststart.mp4", n_frames=60, gop=12, container_options={"movflags": "+faststart"})
+    cut = truncate_file(faststart.path, media / "cut.mp4", 0.9)
+    cut_frames = len(decode_tolerant(cut)[0])
+    assert cut_frames < 60
     return {
         "bframes": encode_clip(media / "bframes.mp4", n_frames=40, gop=20, bframes=3),
         "vfr": encode_clip(
@@ -57,6 +70,17 @@ def _make_truths(media: Path) -> dict[str, ClipTruth]:
         "editlist": encode_clip(media / "editlist.mp4", n_frames=40, pts=list(range(-5, 35)), bframes=2),
         "offset": encode_clip(media / "offset.mkv", n_frames=36, pts=list(range(7, 43)), bframes=2),
         "rot90": encode_clip(media / "rot90.mp4", n_frames=24, rotation=90),
+        # The header still claims 60 frames; the truth is what plain PyAV decodes of it.
+        "cut": ClipTruth(
+            path=cut,
+            frame_count=cut_frames,
+            width=W,
+            height=H,
+            fps=faststart.fps,
+            pts=faststart.pts,
+            time_base=faststart.time_base,
+            keyframe_interval=12,
+        ),
         "corrupt": ClipTruth(
             path=corrupt,
             frame_count=48,
@@ -72,7 +96,7 @@ def _make_truths(media: Path) -> dict[str, ClipTruth]:
 
 @pytest.fixture(scope="module")
 def cds(tmp_path_factory: pytest.TempPathFactory) -> ClipsDataset:
-    """One dataset over B-frame, VFR, edit-list, start-offset, rotated and corrupt clips; boxes of the moving
+    """One dataset over B-frame, VFR, edit-list, start-offset, rotated, cut and corrupt clips; boxes of the moving
     object (track 1) on every frame the generator shows, and an 'event' marker on frames 6..17 of each."""
     root = tmp_path_factory.mktemp("clips")
     truths = _make_truths(root)
@@ -80,6 +104,7 @@ def cds(tmp_path_factory: pytest.TempPathFactory) -> ClipsDataset:
     ds.add_labels(["object", "event"])
     for video_id, truth in truths.items():
         meta = probe(truth.path, video_id=video_id)
+        assert meta.frame_count == truth.frame_count
         if video_id == "corrupt":
             with pytest.warns(VidlabelWarning, match=r"9 frames have no trustworthy picture \(15..23"):
                 ds.add_video(meta)
@@ -127,6 +152,7 @@ def test_every_frame_of_every_clip_is_the_readers_frame(cds: ClipsDataset, sampl
         video_id = clip["video_id"]
         truth, meta = cds.truths[video_id], samples.video(video_id)
         frames = clip["frame_indices"]
+        check_sample(clip, CLIP, dims={"T": spec.frames_per_clip, "C": 2}, optional=False)
         assert clip["image"].shape == (spec.frames_per_clip, meta.height, meta.width, 3)
         assert clip["image"].dtype == np.uint8
         assert not (set(frames.tolist()) & set(np.flatnonzero(meta.untrusted_mask()).tolist()))
@@ -157,6 +183,11 @@ def test_read_gives_what_iteration_gives(cds: ClipsDataset) -> None:
     clips = frames_of(cds, videos=["bframes", "vfr"]).clips(ClipSpec(5, step=3), SlidingClips(4))
     by_index = {clip["clip_index"]: clip for clip in clips}
     assert sorted(by_index) == list(range(len(clips)))
+    many = clips.read_many([5, 0, 5, len(clips) - 1])
+    assert [c["clip_index"] for c in many] == [5, 0, 5, len(clips) - 1]
+    for clip in many:
+        np.testing.assert_array_equal(clip["image"], by_index[clip["clip_index"]]["image"])
+        assert clip["video_id"] == by_index[clip["clip_index"]]["video_id"]
     for i in (0, 3, len(clips) - 1, -1):
         one = clips.read(i)
         other = by_index[i % len(clips)]
@@ -277,6 +308,7 @@ def test_masks_and_the_view_ride_along(cds: ClipsDataset, tmp_path: Path) -> Non
     clips = frames_of(cds, videos=["bframes"], with_masks=True).clips(ClipSpec(2), SlidingClips(19))
     clip = clips.read(0)
     assert [m.shape for m in clip["masks"]] == [(1, H, W), (1, H, W)]
+    check_sample(clip, CLIP, dims={"T": 2, "C": 2, "H": H, "W": W}, optional=True)
 
 
 def test_video_shorter_than_a_clip(cds: ClipsDataset) -> None:
@@ -330,3 +362,22 @@ def test_clip_samples_pickle_and_describe(cds: ClipsDataset) -> None:
     d = clips.describe()
     assert d["clips"] == 2 and d["frames_per_clip"] == 2 and d["step"] == 5 and d["anchor"] == "end"
     assert d["clips_per_video"] == {"vfr": 2} and d["sampler"] == "RegularClips(clips_per_video=2)"
+
+
+def test_iterating_decodes_what_the_plan_says_not_every_clip_frame(cds: ClipsDataset) -> None:
+    samples = frames_of(cds, videos=["bframes"])  # 40 frames, a keyframe every 20
+    clips = samples.clips(ClipSpec(4), SlidingClips(1))  # 37 windows, 148 clip frames
+    opened: list = []
+    open_reader = samples.reader
+
+    def recording_reader(video_id: str):
+        reader = open_reader(video_id)
+        opened.append(reader)
+        return reader
+
+    samples.reader = recording_reader  # type: ignore[method-assign]
+    assert sum(1 for _ in clips) == 37
+    decoded = sum(r.stats["decoded"] for r in opened)
+    # Two chunks (first frames 0..19 and 20..36): frames 0..22 and 20..39, each decoded once per chunk.
+    assert clips.plan().summary()["est_decoded_frames"] == 23 + 20
+    assert decoded <= 23 + 20 < 37 * 4

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from vidlabel.schema import CLIP
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "clips.md"
 
 
@@ -27,3 +29,8 @@ def test_the_how_to_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert out[0] == "6 clips"  # windows of span 29 every 30 frames in 180 frames: starts 0, 30, ..., 150
     assert out[1].startswith("lights_on [90, 92, ")
     assert namespace["spec"].span() == 29
+
+
+def test_the_how_to_shows_the_clip_schema() -> None:
+    page = DOC.read_text()
+    assert CLIP.table() in page and CLIP.table(torch=True) in page

@@ -144,3 +144,17 @@ def test_clip_error_is_a_value_error_that_pickles() -> None:
     assert isinstance(err, VidlabelError) and isinstance(err, ValueError)
     assert str(err) == "frames 3..9 of video 'v'"
     assert pickle.loads(pickle.dumps(ClipSpec(3, 2, "end", "skip"))) == ClipSpec(3, 2, "end", "skip")
+
+
+def test_frames_many_is_frames_of_each_anchor() -> None:
+    rng = np.random.default_rng(11)
+    usable = rng.random(50) > 0.1
+    anchors = np.flatnonzero(usable)
+    for edge in ("shift", "repeat", "skip"):
+        spec = ClipSpec(5, step=2, anchor="center", edge=edge)  # type: ignore[arg-type]
+        got, kept = spec.frames_many(anchors, 50, usable)
+        want = [spec.frames(int(a), 50, usable) for a in anchors]
+        assert kept.tolist() == [w is not None for w in want]
+        assert got.tolist() == [w.tolist() for w in want if w is not None]
+    with pytest.raises(ClipError, match=r"spans 9 frames, longer than the 8 frames"):
+        ClipSpec(5, step=2).frames_many([0], 8)

@@ -17,6 +17,7 @@ from tests.store_support import make_dataset
 from vidlabel import ClipSpec, Dataset, FrameSamples, RandomClips, SlidingClips
 from vidlabel.errors import OptionError, SampleOutOfRangeError
 from vidlabel.samples import ClipSamples
+from vidlabel.schema import CLIP, check_sample
 from vidlabel.torch_data import ClipStream, VideoClips, collate_clips, to_torch_clip
 
 SHARDING_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS")
@@ -119,6 +120,7 @@ def test_collate_clips_layout(root: Path) -> None:
         np.testing.assert_array_equal(batch["image"][1, t].permute(1, 2, 0).numpy(), one["image"][t])
     sample = to_torch_clip(one)
     assert sample["image"].shape == (4, 3, 48, 64) and isinstance(sample["labels"], list)
+    check_sample(sample, CLIP, torch=True, dims={"T": 4, "C": 3, "H": 48, "W": 64}, optional=False)
 
 
 def test_video_clips_map_style_with_distributed_sampler(root: Path) -> None:

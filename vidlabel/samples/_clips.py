@@ -5,25 +5,11 @@ the targets of every frame, built from the same per-frame targets as
 :meth:`FrameSamples.sample`, so a clip's frame t carries exactly the boxes,
 labels, track ids and marker labels a frame sample of that frame carries.
 
-The clip sample dict (NumPy):
-
-================  =====================================  ==================================================
-key               shape, dtype                           meaning
-================  =====================================  ==================================================
-``image``         (T, H, W, 3) uint8                     RGB frames in clip order (the view applied)
-``boxes``         list of T (N_t, 4) float32             per frame, in ``box_format``
-``labels``        list of T (N_t,) int64                 class positions plus ``label_offset``
-``track_ids``     list of T (N_t,) int64                 -1: none; one track keeps its id on every frame
-``annotation_ids``  list of T (N_t,) int64               the rows' annotation ids
-``masks``         list of T (N_t, H, W) uint8            only with ``with_masks``
-``frame_labels``  (T, C) float32                         marker labels active on each frame
-``clip_labels``   (C,) float32                           multi-hot label of the clip (rule below)
-``frame_indices`` (T,) int64                             0-based displayed frame numbers
-``timestamps_us`` (T,) int64                             presentation times in microseconds
-``video_id``      str
-``view_id``       str or None
-``clip_index``    int                                    position in :meth:`ClipSamples.index` of the epoch
-================  =====================================  ==================================================
+The clip sample's keys, shapes and dtypes are :data:`vidlabel.schema.CLIP`
+(built by :func:`vidlabel.schema.clip_sample`): ``image`` (T, H, W, 3) uint8,
+``boxes``/``labels``/``track_ids``/``annotation_ids`` (and ``masks``) as lists
+of T arrays, ``frame_labels`` (T, C), ``clip_labels`` (C,), ``frame_indices``
+and ``timestamps_us`` (T,), ``video_id``, ``view_id``, ``clip_index``.
 
 Ragged targets are lists of T arrays (not CSR offsets): frame t's targets
 are ``sample["boxes"][t]`` etc., the same arrays a frame sample holds, and
@@ -42,18 +28,19 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._lru import OpenLRU
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, OptionError
 from vidlabel.samples._clipsamplers import Anchors, ClipSampler, SampleClips, VideoSlots
+from vidlabel.schema import CLIP, clip_sample
 from vidlabel.store._position import sample_position
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
-from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["ClipIndex", "ClipSamples"]
 
 #: Per-frame keys of a frame sample that a clip sample holds as a list of T arrays.
-CLIP_RAGGED_KEYS = ("boxes", "labels", "track_ids", "annotation_ids", "masks")
+CLIP_RAGGED_KEYS = tuple(k.name for k in CLIP.keys if k.per_frame)
 
 
 @dataclass(frozen=True)
@@ -150,7 +137,8 @@ class ClipSamples:
         sel = s._sel
         video_id = sel.video_ids[code]
         meta = sel.videos[video_id]
-        lo, hi = s._positions_of(code)
+        codes = sel.index.video_codes
+        lo, hi = int(np.searchsorted(codes, code)), int(np.searchsorted(codes, code, side="right"))
         a, b = int(sel.mk_off[code]), int(sel.mk_off[code + 1])
         return VideoSlots(
             video_id=video_id,
@@ -282,25 +270,20 @@ class ClipSamples:
         if len(images) != frames.size:
             raise OptionError(f"a clip of {frames.size} frames needs {frames.size} images, got {len(images)}")
         per_frame = [self.samples.sample(video_id, int(f), image) for f, image in zip(frames.tolist(), images)]
-        first = per_frame[0]
-        frame_labels = np.stack([s["frame_labels"] for s in per_frame]).astype(np.float32, copy=False)
+        frame_labels = np.stack([s["frame_labels"] for s in per_frame])
         if marker_class >= 0:
             clip_labels = np.zeros(frame_labels.shape[1], np.float32)
             clip_labels[marker_class] = 1.0
         else:
             clip_labels = frame_labels.max(axis=0)
-        out: dict[str, Any] = {"image": np.stack([s["image"] for s in per_frame])}
-        for key in CLIP_RAGGED_KEYS:
-            if key in first:
-                out[key] = [s[key] for s in per_frame]
-        out["frame_labels"] = frame_labels
-        out["clip_labels"] = clip_labels
-        out["frame_indices"] = frames.copy()
-        out["timestamps_us"] = self._timestamps(self.samples._codes[video_id], frames).copy()
-        out["video_id"] = video_id
-        out["view_id"] = first["view_id"]
-        out["clip_index"] = int(clip_index)
-        return out
+        return clip_sample(
+            image=np.stack([s["image"] for s in per_frame]),
+            frames=per_frame,
+            clip_labels=clip_labels,
+            frame_indices=frames.copy(),
+            timestamps_us=self._timestamps(self.samples._codes[video_id], frames).copy(),
+            clip_index=clip_index,
+        )
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -329,6 +312,33 @@ class ClipSamples:
         video_id, frames = ix[i]
         images = self._reader(video_id).read_many(frames.tolist())
         return self.clip_sample(video_id, frames, images, marker_class=int(ix.classes[i]), clip_index=i)
+
+    def read_many(self, positions: Sequence[int], *, epoch: int = 0) -> list[dict[str, Any]]:
+        """Clips ``positions`` of epoch ``epoch`` in the order given; the clips of one video are read with one
+        ``read_many`` (each keyframe interval decoded once for all of them).
+
+        Raises
+        ------
+        SampleIndexTypeError, SampleOutOfRangeError
+            As :meth:`read`, for any position, before anything is read.
+        """
+        ix = self.index(epoch)
+        wanted = [sample_position(i, len(ix), "ClipSamples") for i in positions]
+        by_video: dict[int, list[int]] = {}
+        for j, i in enumerate(wanted):
+            by_video.setdefault(int(ix.video_codes[i]), []).append(j)
+        out: list[dict[str, Any] | None] = [None] * len(wanted)
+        for code, js in by_video.items():
+            video_id = ix.video_ids[code]
+            frames = [ix.frames[wanted[j]] for j in js]
+            images = self._reader(video_id).read_many(np.concatenate(frames).tolist())
+            t = self.spec.frames_per_clip
+            for k, j in enumerate(js):
+                i = wanted[j]
+                out[j] = self.clip_sample(
+                    video_id, frames[k], images[k * t : (k + 1) * t], marker_class=int(ix.classes[i]), clip_index=i
+                )
+        return out  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_clips()

@@ -20,6 +20,7 @@ import torch.utils.data
 
 from vidlabel.errors import OptionError, check_flag
 from vidlabel.samples._clips import CLIP_RAGGED_KEYS, ClipSamples
+from vidlabel.schema import CLIP
 from vidlabel.store._position import sample_position
 from vidlabel.torch_data._common import (
     Epochs,
@@ -73,7 +74,7 @@ def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, value in sample.items():
-        if key == "image" and isinstance(value, np.ndarray) and value.ndim == 4:
+        if key in CLIP.images and isinstance(value, np.ndarray) and value.ndim == 4:
             out[key] = _tensor(value).permute(0, 3, 1, 2)
         elif key in CLIP_RAGGED_KEYS and isinstance(value, list):
             out[key] = [_tensor(v) if isinstance(v, np.ndarray) else v for v in value]
@@ -278,9 +279,9 @@ class ClipStream(RankAware, Epochs, _ClipOutput, torch.utils.data.IterableDatase
 class VideoClips(Epochs, _ClipOutput, torch.utils.data.Dataset):  # type: ignore[type-arg]
     """Map-style clips: ``dataset[i]`` is clip ``i`` of the epoch's :meth:`ClipSamples.index`.
 
-    Any sampler works (``DistributedSampler`` included); each clip's frames
-    are read with one ``read_many`` (its keyframe intervals decoded once per
-    clip). For a per-epoch clip sampler (RandomClips) call ``set_epoch`` each
+    Any sampler works (``DistributedSampler`` included); a DataLoader batch
+    calls :meth:`__getitems__`, which reads the batch's clips of one video with
+    one ``read_many`` (each keyframe interval decoded once per batch). For a per-epoch clip sampler (RandomClips) call ``set_epoch`` each
     epoch, as with ``DistributedSampler``; the epoch is shared with the
     DataLoader workers. The number of clips is the same every epoch.
 
@@ -309,6 +310,12 @@ class VideoClips(Epochs, _ClipOutput, torch.utils.data.Dataset):  # type: ignore
         keep_heap_top()
         position = sample_position(i, len(self), "VideoClips")
         return self._output(self.clips.read(position, epoch=self.epoch))
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """Clips ``indices`` in the order given, the clips of one video read together with ``read_many``."""
+        keep_heap_top()
+        positions = [sample_position(i, len(self), "VideoClips") for i in indices]
+        return [self._output(s) for s in self.clips.read_many(positions, epoch=self.epoch)]
 
     def close(self) -> None:
         """Close the readers this process holds."""

@@ -179,33 +179,44 @@ class ClipPlan:
         codes = codes.astype(np.int64)
         fr = fr.astype(np.int64)
         chunks: list[ClipChunk] = []
-        for v in sorted(set(codes.tolist()), key=lambda c: self._video_ids[c]):
-            positions = np.flatnonzero(codes == v)
-            video_id = self._video_ids[v]
-            vf = fr[positions]
-            positions = positions[np.argsort(vf[:, 0], kind="stable")]
-            vf = fr[positions]
-            index = indexes.get(video_id)
-            lo, hi = int(vf.min()), int(vf.max())
-            if lo < 0 or (index is not None and hi >= index.frame_count):
-                limit = f"[0, {index.frame_count})" if index is not None else "[0, ...)"
-                raise FrameOutOfRangeError(
-                    f"clip frame {lo if lo < 0 else hi} out of range {limit} in video {video_id!r}", video_id=video_id
-                )
-            first = vf[:, 0]
-            if index is None or index.keyframes.size == 0:
-                iv = first // self._block
-                starts = iv * self._block
-            else:
-                iv = index.interval_of(first)
-                starts = np.where(first < index.keyframes[0], 0, index.keyframes[iv])
-            bounds = np.append(np.flatnonzero(np.diff(iv, prepend=-1) != 0), iv.size)
-            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-                clips, cf = positions[a:b].copy(), vf[a:b].copy()
-                clips.setflags(write=False)
-                cf.setflags(write=False)
-                chunks.append(ClipChunk(video_id, int(iv[a]), int(starts[a]), clips, cf))
+        # One sort: by video (in video id order), then first frame, then position.
+        id_rank = np.empty(len(self._video_ids), np.int64)
+        id_rank[sorted(range(len(self._video_ids)), key=lambda c: self._video_ids[c])] = np.arange(len(self._video_ids))
+        ranked = id_rank[codes] if codes.size else codes
+        order = np.lexsort((np.arange(codes.size), fr[:, 0] if codes.size else codes, ranked))
+        bounds = np.flatnonzero(np.diff(ranked[order], prepend=-1, append=-2) != 0)
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            positions = order[a:b]
+            chunks.extend(self._video_chunks(self._video_ids[int(codes[positions[0]])], positions, fr, indexes))
         self._chunks = tuple(chunks)
+
+    def _video_chunks(
+        self, video_id: str, positions: np.ndarray, fr: np.ndarray, indexes: Mapping[str, FrameIndex | None]
+    ) -> list[ClipChunk]:
+        """The chunks of one video's clips (``positions``, sorted by first frame)."""
+        vf = fr[positions]
+        index = indexes.get(video_id)
+        lo, hi = int(vf.min()), int(vf.max())
+        if lo < 0 or (index is not None and hi >= index.frame_count):
+            limit = f"[0, {index.frame_count})" if index is not None else "[0, ...)"
+            raise FrameOutOfRangeError(
+                f"clip frame {lo if lo < 0 else hi} out of range {limit} in video {video_id!r}", video_id=video_id
+            )
+        first = vf[:, 0]
+        if index is None or index.keyframes.size == 0:
+            iv = first // self._block
+            starts = iv * self._block
+        else:
+            iv = index.interval_of(first)
+            starts = np.where(first < index.keyframes[0], 0, index.keyframes[iv])
+        out = []
+        bounds = np.append(np.flatnonzero(np.diff(iv, prepend=-1) != 0), iv.size)
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            clips, cf = positions[a:b].copy(), vf[a:b].copy()
+            clips.setflags(write=False)
+            cf.setflags(write=False)
+            out.append(ClipChunk(video_id, int(iv[a]), int(starts[a]), clips, cf))
+        return out
 
     @property
     def chunks(self) -> tuple[ClipChunk, ...]:
