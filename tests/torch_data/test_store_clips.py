@@ -20,6 +20,7 @@ from vidlabel import Dataset, FrameReader, export, open_store, probe
 from vidlabel.cli import main
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, ClipNotStoredError, OptionError, VidlabelWarning
+from vidlabel.schema import CLIP, check_sample
 from vidlabel.torch_data import StoreClips, StoreClipStream, StoreFrames, collate_clips
 
 N_FRAMES = 40
@@ -75,6 +76,9 @@ def test_store_clips_equal_video_clips_bit_for_bit(world: tuple[Path, Dataset], 
         assert [read_frame_number(f) for f in video] == list(frames)
         assert sample["frame_labels"].shape == (SPEC.frames_per_clip, 3)
         assert len(sample["boxes"]) == SPEC.frames_per_clip
+        check_sample(sample, CLIP, torch=True, dims={"T": 4, "H": 48, "W": 64, "C": 3}, optional=False)
+        check_sample(clips.clips.clip_sample(i), CLIP, dims={"T": 4, "H": 48, "W": 64, "C": 3}, optional=False)
+        assert sample["clip_index"] == i
 
 
 def test_clip_targets_are_each_frames_own(world: tuple[Path, Dataset]) -> None:

@@ -10,7 +10,9 @@ context frames are never samples of their own. :class:`StoreClipSamples`
 turns the selected samples of a :class:`~vidlabel.store.StoreSamples` into
 clips: each clip's frame numbers, their stored rows (every one checked to be
 stored, else :class:`~vidlabel.errors.ClipNotStoredError`), and the clip
-sample, its frames read as contiguous slices of the chunks.
+sample (:func:`vidlabel.schema.clip_sample`, from each frame's sample as
+StoreSamples builds it; ``clip_labels`` every class active on any frame),
+its frames read as contiguous slices of the chunks.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipNotStoredError, OptionError
+from vidlabel.schema import clip_sample
 from vidlabel.store._position import positions_by_code, sample_position
 
 __all__ = [
@@ -265,9 +268,15 @@ class StoreClipSamples:
         if images is None:
             images = self.store.read_clip(video_id, rows)
         frames = [self.samples.sample_row(video_id, int(r), image=images[i]) for i, r in enumerate(rows.tolist())]
-        data = self.store.video_data(video_id)
-        k = sample_position(j, len(self), "clips")
-        return clip_sample(frames, images, data.timestamp_us[rows], k)
+        frame_labels = np.stack([f["frame_labels"] for f in frames])
+        return clip_sample(
+            image=images,
+            frames=frames,
+            clip_labels=frame_labels.max(axis=0),
+            frame_indices=np.array([f["frame_index"] for f in frames], np.int64),
+            timestamps_us=self.store.video_data(video_id).timestamp_us[rows],
+            clip_index=sample_position(j, len(self), "clips"),
+        )
 
     def clip_samples(
         self, js: Sequence[int], allocate: Callable[[tuple[int, ...]], np.ndarray] | None = None
@@ -287,33 +296,3 @@ class StoreClipSamples:
             images = self.store.read_clip(video_id, rows, None if buffer is None else buffer[k])
             out.append(self.clip_sample(j, images))
         return out
-
-
-def clip_sample(
-    frames: list[dict[str, Any]], images: np.ndarray, timestamps_us: np.ndarray, clip_index: int
-) -> dict[str, Any]:
-    """One clip sample from its T frame samples (:func:`~vidlabel.geometry.make_sample` dicts), with the keys of
-    the clip sample read from video (:mod:`vidlabel.samples._clips`).
-
-    Returns
-    -------
-    dict
-        ``image`` (T, H, W, 3) uint8; ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``):
-        lists of T arrays, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32, 1 where
-        a class is on in any frame of the clip; ``frame_indices`` and ``timestamps_us`` (T,) int64;
-        ``video_id``, ``view_id``; ``clip_index`` (int).
-    """
-    first = frames[0]
-    sample: dict[str, Any] = {"image": images}
-    for key in ("boxes", "labels", "track_ids", "annotation_ids", "masks"):
-        if key in first:
-            sample[key] = [f[key] for f in frames]
-    frame_labels = np.stack([f["frame_labels"] for f in frames]).astype(np.float32)
-    sample["frame_labels"] = frame_labels
-    sample["clip_labels"] = frame_labels.max(axis=0) if frame_labels.size else np.zeros(0, np.float32)
-    sample["frame_indices"] = np.array([f["frame_index"] for f in frames], np.int64)
-    sample["timestamps_us"] = np.asarray(timestamps_us, np.int64)
-    sample["video_id"] = first["video_id"]
-    sample["view_id"] = first["view_id"]
-    sample["clip_index"] = int(clip_index)
-    return sample

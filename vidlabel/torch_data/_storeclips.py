@@ -30,6 +30,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import OptionError, check_flag
+from vidlabel.schema import SampleOptions
 from vidlabel.store import FrameStore
 from vidlabel.store._clips import StoreClipSamples
 from vidlabel.torch_data._clips import to_torch_clip
@@ -119,7 +120,7 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
     clip : ClipSpec, optional
         Default: the spec the store was exported with (``vidlabel info`` shows it). Another spec is served
         when the store holds all its frames (a shorter clip, say).
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
         As :class:`StoreFrames`; ``transform`` receives the clip sample (tensors).
 
     Raises
@@ -157,12 +158,13 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
         cache_bytes: int | None = None,
         frames: str | None = None,
         verify_checksums: bool | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
         self._setup_clips(
             store, clip,
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
-             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums},
+             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options},
         )  # fmt: skip
 
     def __len__(self) -> int:
@@ -211,7 +213,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
     drop_last : bool
     batch_clips : int
         Clips read together (into one buffer) by a worker.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
         As :class:`StoreFrames`.
 
     Raises
@@ -241,6 +243,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
         cache_bytes: int | None = None,
         frames: str | None = None,
         verify_checksums: bool | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
@@ -250,7 +253,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
             store, clip,
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
-             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums},
+             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options},
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
