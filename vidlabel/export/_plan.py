@@ -27,6 +27,7 @@ from vidlabel.export._units import UnitJob
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_mask, view_boxes, view_mask
 from vidlabel.spec import KINDS, VideoMetadata, View
 from vidlabel.store._backend import Backend
+from vidlabel.store._clips import clip_frames_many
 from vidlabel.store._layout import frames_key, labels_key, pixel_key
 from vidlabel.store._position import positions_by_code
 from vidlabel.store._verify import damaged_unit_chunks
@@ -169,8 +170,6 @@ def _with_clip_context(
     """The frames a video stores with ``opts.clip``: the selected frames and every frame of their clips (placed
     as :meth:`ClipSpec.frames` places them, never on a frame without a trustworthy picture), ascending; and the
     rows of the selected frames among them. Clips ``edge="skip"`` leaves out are counted in the plan."""
-    from vidlabel.store._clips import clip_frames_many
-
     assert opts.clip is not None
     usable = ~meta.untrusted_mask() if meta.untrusted_count else None
     clips, kept = clip_frames_many(opts.clip, selected, meta.frame_count, usable, video_id=meta.video_id)
