@@ -23,6 +23,9 @@ EXTRAS_REQUIRE = {
     # The spec's `vidlabel[video]` (pixels need a decoder): PyAV, which every install already has, decodes them.
     "video": [],
     "torch": ["torch>=2.1"],
+    # V2Transform: torchvision's transforms.v2 move boxes and masks with the pixels; pin torch and torchvision
+    # together (e.g. torch==2.14.1 torchvision==0.29.1), as torchvision's operators are built for one torch.
+    "vision": ["torch>=2.1", "torchvision>=0.17"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
     "s3": ["s3fs>=2025.2"],  # S3 stores; exports into S3 need its create-only and If-Match writes (fsspec 2025.2)
     "tf": ["protobuf>=4.21"],  # MediaSequence export/import (SequenceExample protos; no TensorFlow)

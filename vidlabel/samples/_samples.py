@@ -262,6 +262,11 @@ class FrameSamples:
         """Format of ``boxes`` in the samples."""
         return self._box_format
 
+    @property
+    def normalized(self) -> bool:
+        """Whether boxes are fractions of the image size (``normalized=``) rather than pixels."""
+        return bool(self._normalized)
+
     def video(self, video_id: str) -> VideoMetadata:
         """Metadata of a selected video.
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from vidlabel.torch_data._common import collate_frames, worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
+from vidlabel.torch_data._transforms import V2Transform
 from vidlabel.torch_data._video import PlannedStream, VideoFrames, VideoStream
 
 __all__ = [
     "PlannedStream",
     "StoreFrames",
     "StoreStream",
+    "V2Transform",
     "VideoFrames",
     "VideoStream",
     "collate_frames",

@@ -31,6 +31,7 @@ from vidlabel.torch_data._common import (
     worker_and_count,
 )
 from vidlabel.torch_data._shm import post, take_buffer, take_slab
+from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
     STREAM_SHUFFLE_BUFFER,
@@ -98,7 +99,7 @@ class _StoreDataset:
             label_offset=label_offset, with_masks=with_masks, frames=frames,
         )  # fmt: skip
         warn_unexported_kinds(self.store, self.samples.kinds)
-        self.transform = transform
+        self.transform = bind_transform(transform, box_format, normalized)
 
     @property
     def class_names(self) -> list[str]:
