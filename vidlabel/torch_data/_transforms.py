@@ -130,7 +130,7 @@ class V2Transform:
 
     def __call__(self, sample: Mapping[str, Any]) -> dict[str, Any]:
         layout = self._layout or _Layout("xyxy", False)
-        tv_tensors, v2 = _torchvision()
+        tv_tensors, _ = _torchvision()
         where = _where(sample)
         image = sample.get("image")
         if not isinstance(image, torch.Tensor) or image.dim() not in (3, 4):
@@ -139,7 +139,7 @@ class V2Transform:
         inputs = _to_tv(sample, layout, clip, tv_tensors)
         out = self.transform(inputs)
         _check_output(out, clip, where, tv_tensors)
-        return _from_tv(out, sample, layout, clip, self.min_size, where, tv_tensors, v2)
+        return _from_tv(out, sample, layout, clip, self.min_size, where)
 
 
 def _check_layout(box_format: str, normalized: bool) -> _Layout:
@@ -216,40 +216,73 @@ def _check_output(out: Any, clip: bool, where: str, tv_tensors: Any) -> None:
             )
 
 
-def _sanitize(target: dict[str, Any], min_size: float, v2: Any) -> dict[str, Any]:
-    """One frame's boxes clamped to the image; those under ``min_size`` dropped with their ids and masks."""
-    target["boxes"] = v2.ClampBoundingBoxes()(target["boxes"])
-    keys = [k for k in TARGET_KEYS if k in target]
-    sanitize = v2.SanitizeBoundingBoxes(min_size=min_size, labels_getter=lambda d: tuple(d[k] for k in keys))
-    return sanitize(target)  # type: ignore[no-any-return]
+def _clamped(boxes: torch.Tensor, box_format: str, height: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, 4) pixel boxes in ``box_format`` clamped to the image, and their (N,) widths and heights' minimum.
+
+    Boxes already inside the image come back as they are, bit for bit (no format round trip).
+    """
+    if box_format == "xyxy":
+        xyxy = boxes
+    elif box_format == "xywh":
+        xyxy = torch.cat([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], 1)
+    else:
+        half = boxes[:, 2:] / 2
+        xyxy = torch.cat([boxes[:, :2] - half, boxes[:, :2] + half], 1)
+    limits = torch.tensor([width, height, width, height], dtype=boxes.dtype)
+    clamped = torch.minimum(xyxy.clamp(min=0), limits)
+    sides = (clamped[:, 2:] - clamped[:, :2]).amin(1) if len(boxes) else clamped[:, 0]
+    if torch.equal(clamped, xyxy):
+        return boxes, sides
+    if box_format == "xywh":
+        return torch.cat([clamped[:, :2], clamped[:, 2:] - clamped[:, :2]], 1), sides
+    if box_format == "cxcywh":
+        return torch.cat([(clamped[:, :2] + clamped[:, 2:]) / 2, clamped[:, 2:] - clamped[:, :2]], 1), sides
+    return clamped, sides
 
 
 def _frame_out(
-    target: dict[str, Any], layout: _Layout, height: int, width: int, min_size: float, v2: Any, where: str
+    target: dict[str, Any], layout: _Layout, height: int, width: int, min_size: float, where: str
 ) -> dict[str, Any]:
-    n = int(target["boxes"].shape[0])
+    """One frame's targets after the transform: boxes clamped to the image, those under ``min_size`` pixels
+    dropped with their ids and masks (torchvision's ClampBoundingBoxes and SanitizeBoundingBoxes rules), in the
+    layout's format. Done on plain tensors: through v2's transform machinery it cost more than a flip."""
+    bbox = target["boxes"]
+    fmt = str(bbox.format.name).lower()
+    if fmt not in _TV_FORMAT:
+        raise TransformError(f"{where}: the transform returned boxes in format {fmt!r}; expected one of {BOX_FORMATS}")
+    plain = bbox.as_subclass(torch.Tensor).to(torch.float64)
+    n = int(plain.shape[0])
     for key in TARGET_KEYS:
         if key in target and int(target[key].shape[0]) != n:
             raise TransformError(f"{where}: the transform returned {n} boxes but {int(target[key].shape[0])} {key}")
-    target = _sanitize(target, min_size, v2)
-    boxes = target["boxes"]
-    converted = v2.functional.convert_bounding_box_format(boxes, new_format=_TV_FORMAT[layout.box_format])
-    plain = converted.as_subclass(torch.Tensor).to(torch.float64)
+    masks = target["masks"].as_subclass(torch.Tensor) if "masks" in target else None
+    if masks is not None and (masks.dim() != 3 or tuple(masks.shape) != (n, height, width)):
+        raise TransformError(
+            f"{where}: the transform returned masks of shape {tuple(masks.shape)}; expected "
+            f"({n}, {height}, {width}) to match the boxes and the image"
+        )
+    if fmt != layout.box_format:
+        plain = v2_convert(plain, fmt, layout.box_format)
+    plain, sides = _clamped(plain, layout.box_format, height, width)
+    keep = sides >= min_size
+    every = bool(keep.all())
     if layout.normalized:
         plain = plain / torch.tensor([width, height, width, height], dtype=torch.float64)
-    result = {"boxes": plain.to(torch.float32)}
+    result = {"boxes": (plain if every else plain[keep]).to(torch.float32)}
     for key in TARGET_KEYS:
         if key in target:
-            result[key] = target[key].as_subclass(torch.Tensor).to(torch.int64)
-    if "masks" in target:
-        masks = target["masks"].as_subclass(torch.Tensor)
-        if masks.dim() != 3 or tuple(masks.shape[1:]) != (height, width) or masks.shape[0] != boxes.shape[0]:
-            raise TransformError(
-                f"{where}: the transform returned masks of shape {tuple(masks.shape)}; expected "
-                f"({boxes.shape[0]}, {height}, {width}) to match the boxes and the image"
-            )
-        result["masks"] = masks.to(torch.uint8)
+            ids = target[key].as_subclass(torch.Tensor).to(torch.int64)
+            result[key] = ids if every else ids[keep]
+    if masks is not None:
+        result["masks"] = (masks if every else masks[keep]).to(torch.uint8)
     return result
+
+
+def v2_convert(boxes: torch.Tensor, old: str, new: str) -> torch.Tensor:
+    """(N, 4) plain boxes from one box format to another, by torchvision's kernel."""
+    from torchvision.transforms.v2 import functional as F
+
+    return F.convert_bounding_box_format(boxes, old_format=_TV_FORMAT[old], new_format=_TV_FORMAT[new])  # type: ignore[no-any-return]
 
 
 def _from_tv(
@@ -259,8 +292,6 @@ def _from_tv(
     clip: bool,
     min_size: float,
     where: str,
-    tv_tensors: Any,
-    v2: Any,
 ) -> dict[str, Any]:
     image = out["image"]
     height, width = int(image.shape[-2]), int(image.shape[-1])
@@ -273,7 +304,7 @@ def _from_tv(
         for key in (*TARGET_KEYS, "masks"):
             if key in out and out[key] is not None:
                 target[key] = out[key] if t is None else out[key][t]
-        per_frame.append(_frame_out(target, layout, height, width, min_size, v2, where))
+        per_frame.append(_frame_out(target, layout, height, width, min_size, where))
     for key in ("boxes", *TARGET_KEYS, "masks"):
         if key in per_frame[0]:
             result[key] = per_frame[0][key] if not clip else [f[key] for f in per_frame]
