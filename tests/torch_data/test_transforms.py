@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+pytestmark = pytest.mark.vision
 tv = pytest.importorskip("torchvision")
 
 from torchvision.transforms import v2  # noqa: E402

@@ -1,8 +1,7 @@
-"""V2Transform over every dataset, in DataLoader workers under fork and spawn; and without torchvision."""
+"""V2Transform over every dataset, in DataLoader workers under fork and spawn."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from torch.utils.data import DataLoader
 from tests.media import read_frame_number
 from tests.store_support import make_dataset
 from vidlabel import Dataset, FrameSamples, export
-from vidlabel.errors import MissingExtraError, VidlabelError
+from vidlabel.errors import VidlabelError
 from vidlabel.torch_data import (
     PlannedStream,
     StoreFrames,
@@ -25,14 +24,7 @@ from vidlabel.torch_data import (
     collate_frames,
 )
 
-
-def test_without_torchvision_the_bridge_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "torchvision", None)
-    with pytest.raises(MissingExtraError, match=r'V2Transform needs torchvision: pip install "vidlabel\[vision\]"'):
-        V2Transform(lambda d: d)
-    assert isinstance(MissingExtraError("x"), (VidlabelError, ImportError))
-
-
+pytestmark = pytest.mark.vision
 tv = pytest.importorskip("torchvision")
 from torchvision.transforms import v2  # noqa: E402
 

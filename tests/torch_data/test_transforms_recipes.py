@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.vision
 pytest.importorskip("torchvision")
 
 from tests.store_support import make_dataset
