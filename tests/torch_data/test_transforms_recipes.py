@@ -9,11 +9,11 @@ from types import ModuleType
 
 import pytest
 
-pytestmark = pytest.mark.vision
-pytest.importorskip("torchvision")
-
 from tests.store_support import make_dataset
 from vidlabel import export
+
+pytestmark = pytest.mark.vision
+pytest.importorskip("torchvision")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
