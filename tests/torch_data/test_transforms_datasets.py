@@ -12,15 +12,18 @@ from torch.utils.data import DataLoader
 
 from tests.media import read_frame_number
 from tests.store_support import make_dataset
-from vidlabel import Dataset, FrameSamples, export
+from vidlabel import ClipSpec, Dataset, FrameSamples, SlidingClips, export
 from vidlabel.errors import VidlabelError
 from vidlabel.torch_data import (
+    ClipStream,
     PlannedStream,
     StoreFrames,
     StoreStream,
     V2Transform,
+    VideoClips,
     VideoFrames,
     VideoStream,
+    collate_clips,
     collate_frames,
 )
 
@@ -121,3 +124,32 @@ def test_a_transform_made_for_another_layout_is_refused_by_the_dataset(world: tu
     root, _ = world
     with pytest.raises(VidlabelError, match="made for box_format='xywh', normalized=False, but the dataset gives"):
         StoreFrames(root / "store", transform=V2Transform(v2.Identity(), box_format="xywh"))
+
+
+@pytest.mark.parametrize("dataset", ["VideoClips", "ClipStream"])
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_clip_datasets_flip_every_frame_of_a_clip_or_none(
+    world: tuple[Path, Dataset], dataset: str, context: str
+) -> None:
+    _, ds = world
+    samples = FrameSamples(ds, frames="all", kinds=("box",), box_format="xywh")
+    clips = samples.clips(ClipSpec(4, step=2), SlidingClips(3))
+    plain = VideoClips(clips)
+    by_clip = {int(plain[i]["clip_index"]): plain[i] for i in range(len(plain))}
+    augment = V2Transform(v2.RandomHorizontalFlip(p=0.5))
+    data = VideoClips(clips, transform=augment) if dataset == "VideoClips" else ClipStream(clips, transform=augment)
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=collate_clips, multiprocessing_context=context)
+    outcomes = []
+    for batch in loader:
+        for b, index in enumerate(batch["clip_index"].tolist()):
+            before, images = by_clip[index], batch["image"][b]
+            flipped = torch.equal(images[0], before["image"][0].flip(-1))
+            assert flipped or torch.equal(images[0], before["image"][0])
+            for t in range(images.shape[0]):
+                want = before["image"][t].flip(-1) if flipped else before["image"][t]
+                assert torch.equal(images[t], want), (index, t)
+                boxes = mirrored(before["boxes"][t], "xywh") if flipped else before["boxes"][t]
+                torch.testing.assert_close(batch["boxes"][b][t], boxes, rtol=0, atol=1e-5)
+                assert torch.equal(batch["annotation_ids"][b][t], before["annotation_ids"][t])
+            outcomes.append(flipped)
+    assert len(outcomes) == len(plain) and len(set(outcomes)) == 2

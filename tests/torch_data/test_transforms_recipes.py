@@ -33,3 +33,11 @@ def test_the_detection_recipe_trains_a_step_over_a_store(tmp_path: Path) -> None
         [str(tmp_path / "store"), "--steps", "2", "--batch-size", "2", "--workers", "0", "--min-size", "64"]
     )
     assert len(losses) == 2 and all(math.isfinite(x) and x > 0 for x in losses)
+
+
+def test_the_clip_recipe_trains_a_step_over_augmented_clips(tmp_path: Path) -> None:
+    ds = make_dataset(tmp_path, n_frames=24, gop=8)
+    losses = load("train_clips_v2").main(
+        [str(ds.path), "--steps", "3", "--batch-size", "2", "--workers", "0", "--size", "32"]
+    )
+    assert len(losses) == 3 and all(math.isfinite(x) and x > 0 for x in losses)
