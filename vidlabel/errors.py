@@ -25,6 +25,7 @@ __all__ = [
     "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
+    "MissingDependencyError",
     "NoVideoStreamError",
     "OptionError",
     "ReleaseCorruptError",
@@ -219,6 +220,11 @@ class StoreIncompleteError(StoreError):
 
 class StoreLockedError(StoreError):
     """Raised when another process holds the single-writer lock of a frame store."""
+
+
+class MissingDependencyError(VidlabelError, ImportError):
+    """Raised when a feature needs a package that is not installed; the message names the extra that installs it
+    (``pip install 'vidlabel[view]'``)."""
 
 
 class OptionError(VidlabelError, ValueError):
