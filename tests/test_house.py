@@ -38,6 +38,7 @@ PUBLIC_MODULES = (
     "vidlabel.geometry",
     "vidlabel.cli",
     "vidlabel.demo",
+    "vidlabel.viewer",
     "vidlabel.frames",
     "vidlabel.readplan",
     "vidlabel.probe",
@@ -57,7 +58,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.export"}),
     frozenset({"vidlabel.formats"}),
     frozenset({"vidlabel.torch_data"}),
-    frozenset({"vidlabel.cli", "vidlabel.demo", "vidlabel.__main__"}),
+    frozenset({"vidlabel.cli", "vidlabel.demo", "vidlabel.viewer", "vidlabel.__main__"}),
 )
 #: The package's ``__init__`` re-exports from every layer: it sits on top (only the name itself, not what is inside).
 _TOP = {"vidlabel": len(LAYERS) - 1}
