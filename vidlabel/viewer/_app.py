@@ -58,12 +58,16 @@ def _package_file(name: str) -> bytes:
 
 
 def encode_png(image: np.ndarray) -> bytes:
-    """Lossless PNG of an (H, W, 3) uint8 RGB image (PyAV's encoder at a fast compression level)."""
+    """Lossless PNG of an (H, W, 3) uint8 RGB image (PyAV's encoder), stored without compression.
+
+    Deflate at any level costs several times the frame's read (video frames hardly compress losslessly),
+    and the bytes only cross the loopback; ``format=jpeg`` is the small one.
+    """
     import av
 
     ctx = av.CodecContext.create("png", "w")
     ctx.width, ctx.height, ctx.pix_fmt = int(image.shape[1]), int(image.shape[0]), "rgb24"
-    ctx.options = {"compression_level": "1"}
+    ctx.options = {"compression_level": "0", "pred": "none"}
     frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")  # type: ignore[attr-defined]
     packets = list(ctx.encode(frame)) + list(ctx.encode(None))
     return b"".join(bytes(p) for p in packets)

@@ -8,11 +8,15 @@ const PREFETCH_BEHIND = 2;
 const PREFETCH_PARALLEL = 3;
 const KEEP = 48;
 
+const QUERY = new URLSearchParams(location.search);
+
 const S = {
   info: null, videos: [], video: null, frames: null, count: 0, pos: 0, dir: 1, token: 0,
   pictures: new Map(), rows: new Map(), segments: [], queue: [], inflight: 0,
   filters: { labels: new Set(), origins: new Set(), statuses: new Set(), minConfidence: 0 },
-  format: new URLSearchParams(location.search).get("format") === "jpeg" ? "jpeg" : "png",
+  // ?format=jpeg asks for JPEG pictures (lossy, smaller); ?prefetch=0 fetches only the frame shown.
+  format: QUERY.get("format") === "jpeg" ? "jpeg" : "png",
+  prefetch: QUERY.get("prefetch") !== "0",
   lastRows: [], paints: [],
 };
 window.vidlabelView = S;
@@ -96,6 +100,7 @@ function forget() {
 }
 
 function prefetch() {
+  if (!S.prefetch) return;
   const wanted = [];
   for (let d = 1; d <= PREFETCH_AHEAD; d++) wanted.push(S.pos + d * S.dir);
   for (let d = 1; d <= PREFETCH_BEHIND; d++) wanted.push(S.pos - d * S.dir);
@@ -355,7 +360,7 @@ async function openVideo(videoId, n) {
   const c = S.video.counts;
   $("video-info").textContent = `${S.video.width}x${S.video.height}, ${S.video.fps ?? "?"} fps, ` +
     `${S.count} frames${S.frames ? ` (${S.frames.length} stored)` : ""}; ` +
-    `${c.box} boxes, ${c.mask} masks, ${c.marker} markers`;
+    `boxes: ${c.box}, masks: ${c.mask}, markers: ${c.marker}`;
   S.segments = (await getJSON(`/api/segments?video=${encodeURIComponent(S.video.video_id)}`)).segments;
   buildTimeline();
   await show(posOf(n ?? frameAt(0), true));
@@ -369,8 +374,8 @@ async function main() {
   for (const v of S.videos) {
     const option = document.createElement("option");
     option.value = v.video_id;
-    option.textContent = `${v.video_id} (${v.frame_count} frames, ${v.counts.box} boxes, ${v.counts.mask} masks, ` +
-      `${v.counts.marker} markers)`;
+    option.textContent = `${v.video_id} (frames: ${v.frame_count}, boxes: ${v.counts.box}, ` +
+      `masks: ${v.counts.mask}, markers: ${v.counts.marker})`;
     $("video").append(option);
   }
   checkboxes("filter-labels", S.info.labels, S.filters.labels);
