@@ -285,3 +285,16 @@ def test_the_command_prints_the_address_and_serves(view_data):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_zarr_store_by_url(view_data, tmp_path):
+    from vidlabel import Dataset, export
+
+    export(Dataset.open(view_data.dataset), tmp_path / "zarr", format="zarr", frames="all", progress=False)
+    with view((tmp_path / "zarr").as_uri()) as server:
+        assert str(server) == server.url and server.url in server._repr_html_()
+        for n in (0, 15, 29):
+            status, _, body = get(server, f"/api/frame?video=cam&n={n}")
+            assert status == 200 and read_frame_number(decode_png(body)) == n
+        got = get(server, "/api/frame?video=cam&n=30")
+        assert got[0] == 404 and "frame 30 of video 'cam' is not in the store file://" in error_of(*got)
