@@ -298,3 +298,12 @@ def test_a_zarr_store_by_url(view_data, tmp_path):
             assert status == 200 and read_frame_number(decode_png(body)) == n
         got = get(server, "/api/frame?video=cam&n=30")
         assert got[0] == 404 and "frame 30 of video 'cam' is not in the store file://" in error_of(*got)
+
+
+def test_frames_asked_in_any_order_are_exact(view_data):
+    """Forward catch-up and backward read-around keep decoded frames: each must still be its own frame."""
+    order = [*range(29, -1, -1), 3, 11, 4, 12, 28, 27, 0, 9, 8, 17, 16, 25]
+    with view(view_data.dataset) as server:
+        for n in order:
+            status, _, body = get(server, f"/api/frame?video=cam&n={n}&format=png")
+            assert status == 200 and read_frame_number(decode_png(body)) == n, n

@@ -160,8 +160,14 @@ class DatasetSource:
 
                 self._readers[video_id] = FrameReader.for_video(self._meta(video_id))
             last = self._last.get(video_id, -1)
-            # A page asks for the frames ahead out of order: the ones skipped on the way are decoded anyway.
-            wanted = list(range(last + 1, frame + 1)) if last < frame <= last + CATCH_UP else [frame]
+            if last < frame <= last + CATCH_UP:
+                # A page asks for the frames ahead out of order: the ones skipped on the way are decoded anyway.
+                wanted = list(range(last + 1, frame + 1))
+            elif frame < last:
+                # Stepping back seeks to a keyframe and decodes up to the frame: keep the ones just before it too.
+                wanted = list(range(max(0, frame - CATCH_UP), frame + 1))
+            else:
+                wanted = [frame]
             images = self._readers[video_id].read_many(wanted)
             self._last[video_id] = frame
             for n, image in zip(wanted[:-1], images[:-1]):
