@@ -165,6 +165,11 @@ def test_filters_hide_their_rows_in_overlay_and_table(servers, browser, view_dat
         assert "1 hidden by the filters" in page.inner_text("#rows-summary")
         restore()
         assert table_ids(page) == every and person_drawn()
+    page.click('#filter-labels input[value="obj"]')
+    page.click('#filter-labels input[value="obj"]')
+    page.keyboard.press("ArrowRight")  # the focus is on a checkbox: the key still steps
+    wait_frame(page, 7)
+    assert table_ids(page) == frame_rows(view_data.release, 7)
     page.close()
 
 

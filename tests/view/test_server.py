@@ -307,3 +307,25 @@ def test_frames_asked_in_any_order_are_exact(view_data):
         for n in order:
             status, _, body = get(server, f"/api/frame?video=cam&n={n}&format=png")
             assert status == 200 and read_frame_number(decode_png(body)) == n, n
+
+
+def test_a_video_file_gone_is_a_404_naming_it(tmp_path):
+    from tests.store_support import make_dataset
+
+    make_dataset(tmp_path, n_frames=12)
+    (tmp_path / "cam.mp4").unlink()
+    with view(tmp_path / "ds") as server:
+        assert get(server, "/api/rows?video=cam&n=3")[0] == 200  # the rows need no file
+        got = get(server, "/api/frame?video=cam&n=3")
+        assert got[0] == 404 and "cam.mp4" in error_of(*got)
+
+
+def test_a_dataset_without_a_release_points_to_the_live_rows(tmp_path):
+    from vidlabel import Dataset
+
+    Dataset.create(tmp_path / "fresh").close()
+    with pytest.raises(ReleaseNotFoundError, match=r"has no release yet.*; or view the live rows with --release live"):
+        view(tmp_path / "fresh")
+    with view(tmp_path / "fresh", release="live") as server:
+        status, _, body = get(server, "/api/videos")
+        assert status == 200 and json.loads(body) == []

@@ -12,6 +12,11 @@ from vidlabel.errors import MissingDependencyError, OptionError
 _ANY = ("0.0.0.0", "::", "")
 
 
+def _bracketed(host: str) -> str:
+    """An IPv6 address as a URL and a ``Host`` header write it (``[::1]``); any other name as it is."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def _require_flask() -> None:
     try:
         import flask  # noqa: F401
@@ -60,14 +65,14 @@ class ViewServer:
             raise OptionError(f"cannot listen on {host}:{port}: {err}") from err
         self.host = host
         self.port = int(self._server.server_port)
-        names = {"127.0.0.1", "localhost"} | ({host.lower()} if host not in _ANY else set())
+        names = {"127.0.0.1", "localhost"} | ({_bracketed(host.lower())} if host not in _ANY else set())
         self._allowed.update(f"{name}:{self.port}" for name in names)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         """The page's address."""
-        shown = "127.0.0.1" if self.host in _ANY else self.host
+        shown = "127.0.0.1" if self.host in _ANY else _bracketed(self.host)
         return f"http://{shown}:{self.port}/"
 
     def start(self) -> ViewServer:

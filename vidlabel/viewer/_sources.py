@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import DatasetNotFoundError, FrameOutOfRangeError, OptionError, UnknownVideoError
+from vidlabel.errors import (
+    DatasetNotFoundError,
+    FrameOutOfRangeError,
+    OptionError,
+    ReleaseNotFoundError,
+    UnknownVideoError,
+)
 from vidlabel.geometry import rle_counts
 from vidlabel.spec import KINDS, ORIGINS, STATUSES
 
@@ -91,8 +97,12 @@ class DatasetSource:
 
         self.path = Path(path).absolute()
         ds = Dataset.open(self.path)
-        self.release = ds.snapshot(statuses=STATUSES) if release == "live" else ds.release(release)
-        ds.close()
+        try:
+            self.release = ds.snapshot(statuses=STATUSES) if release == "live" else ds.release(release)
+        except ReleaseNotFoundError as err:
+            raise ReleaseNotFoundError(f"{err}; or view the live rows with --release live", path=err.path) from err
+        finally:
+            ds.close()
         self.release_id = self.release.release_id
         self.labels = list(self.release.labels)
         table = self.release.table
@@ -130,9 +140,8 @@ class DatasetSource:
         table = self.release.table
         regions, starts = self._rows.get(video_id, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         markers = self._markers.get(video_id, np.zeros(0, np.int64))
-        counts = {k: 0 for k in KINDS}
-        for i in np.concatenate([regions, markers]):
-            counts[KINDS[int(table.kind[i])]] += 1
+        per_kind = np.bincount(table.kind[np.concatenate([regions, markers])], minlength=len(KINDS))
+        counts = {k: int(per_kind[i]) for i, k in enumerate(KINDS)}
         return {
             "video_id": video_id,
             "width": int(meta.width),

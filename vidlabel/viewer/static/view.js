@@ -265,7 +265,8 @@ function jump(n) {
 }
 
 document.addEventListener("keydown", (event) => {
-  if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
+  // Keys typed into the frame number, the confidence or the video list stay there; a checkbox passes them on.
+  if (event.target.matches?.("input:not([type=checkbox]), select, textarea")) return;
   const step = event.shiftKey ? 10 : 1;
   let pos = null;
   if (event.key === "ArrowRight") pos = S.pos + step;
@@ -355,6 +356,7 @@ async function openVideo(videoId, n) {
   S.video = S.videos.find((v) => v.video_id === videoId) || S.videos[0];
   S.frames = S.video.frames;
   S.count = S.video.frame_count;
+  for (const p of S.pictures.values()) p.then((bitmap) => bitmap.close(), () => {});
   S.pictures.clear(); S.rows.clear(); S.queue = []; S.pos = 0;
   $("video").value = S.video.video_id;
   const c = S.video.counts;
@@ -391,7 +393,7 @@ async function main() {
   $("forward10").onclick = () => show(S.pos + 10, performance.now());
   $("last").onclick = () => show(total() - 1, performance.now());
   addEventListener("resize", drawTicks);
-  if (!S.videos.length) { $("message").textContent = "no videos"; return; }
+  if (!S.videos.length) { $("message").textContent = "no videos"; document.body.dataset.ready = "1"; return; }
   const hash = new URLSearchParams(location.hash.slice(1));
   await openVideo(hash.get("video") ?? S.videos[0].video_id, hash.has("n") ? Number(hash.get("n")) : undefined);
   document.body.dataset.ready = "1";
