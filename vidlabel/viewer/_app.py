@@ -126,12 +126,21 @@ def make_app(source: Any, allowed_hosts: set[str]) -> Any:
     ``allowed_hosts`` holds the ``Host`` header values accepted (``host:port``, lower case); the server fills
     it once it knows its port, and may add names later.
     """
-    from flask import Flask, Response, jsonify, request
-    from werkzeug.exceptions import HTTPException
+    from flask import Flask
 
     app = Flask("vidlabel.viewer", static_folder=None)
     app.config.update(PROPAGATE_EXCEPTIONS=False, MAX_CONTENT_LENGTH=0, JSON_SORT_KEYS=False)
-    pictures = _Pictures()
+    _guard(app, allowed_hosts)
+    _page(app)
+    _data(app, source)
+    _frames(app, source)
+    return app
+
+
+def _guard(app: Any, allowed_hosts: set[str]) -> None:
+    """The Host check before every request, the headers of every answer, and errors as JSON."""
+    from flask import request
+    from werkzeug.exceptions import HTTPException
 
     @app.before_request
     def _check_host() -> Any:
@@ -160,6 +169,11 @@ def make_app(source: Any, allowed_hosts: set[str]) -> Any:
     def _any_error(err: Exception) -> Any:
         return _error(500, f"internal error: {type(err).__name__}: {err}")
 
+
+def _page(app: Any) -> None:
+    """The page and its two files, from the package (nothing else)."""
+    from flask import Response
+
     @app.get("/")
     def _index() -> Any:
         return Response(_package_file("index.html"), mimetype="text/html")
@@ -170,6 +184,11 @@ def make_app(source: Any, allowed_hosts: set[str]) -> Any:
             return _error(404, f"no file {name!r} here; the page's files are {', '.join(sorted(STATIC))}")
         file, mimetype = STATIC[name]
         return Response(_package_file(file), content_type=mimetype)
+
+
+def _data(app: Any, source: Any) -> None:
+    """The JSON endpoints: what is shown, the videos, a frame's rows, a video's markers."""
+    from flask import jsonify, request
 
     @app.get("/api/info")
     def _info() -> Any:
@@ -198,6 +217,13 @@ def make_app(source: Any, allowed_hosts: set[str]) -> Any:
         video_id = _video_arg(request.args)
         return jsonify(video_id=video_id, segments=source.segments(video_id))
 
+
+def _frames(app: Any, source: Any) -> None:
+    """``/api/frame?video=ID&n=N[&format=png|jpeg][&quality=Q]``: exactly frame N as a picture."""
+    from flask import Response, request
+
+    pictures = _Pictures()
+
     @app.get("/api/frame")
     def _frame() -> Any:
         args = request.args
@@ -217,8 +243,6 @@ def make_app(source: Any, allowed_hosts: set[str]) -> Any:
         response = Response(data, mimetype=f"image/{fmt}")
         response.headers["Cache-Control"] = "private, max-age=3600"
         return response
-
-    return app
 
 
 def _error(status: int, message: str) -> Any:
