@@ -223,3 +223,21 @@ def test_the_table_lists_the_frames_rows(servers, browser, view_data):
     wait_frame(page, 8)
     assert table_ids(page) == frame_rows(view_data.release, 8)
     page.close()
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_the_neighbouring_frames_are_fetched_ahead(servers, browser, prefetch):
+    query = "" if prefetch else "?prefetch=0"
+    page = open_page(browser, servers["dataset"].url + query + "#video=cam&n=6")
+    wait_frame(page, 6)
+    asked = (
+        "() => [...window.vidlabelView.pictures.keys()].map(k => Number(k.split('\\u0000')[1])).sort((a, b) => a - b)"
+    )
+    if prefetch:  # 8 ahead, 2 behind, pictures and rows, without a key pressed
+        page.wait_for_function(f"({asked})().length >= 11")
+        assert page.evaluate(asked) == list(range(4, 15))
+        page.wait_for_function("window.vidlabelView.rows.size >= 11")
+    else:
+        page.wait_for_timeout(500)
+        assert page.evaluate(asked) == [6]
+    page.close()
