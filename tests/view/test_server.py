@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -282,9 +283,13 @@ def test_the_command_prints_the_address_and_serves(view_data):
         port = int(line.rsplit(":", 1)[1].split("/")[0])
         status, _, body = get(SimpleNamespace(port=port), "/api/videos")
         assert status == 200 and json.loads(body)[0]["video_id"] == "cam"
+        proc.send_signal(signal.SIGINT)  # Ctrl+C: the normal way to stop it
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and err == "vidlabel view: stopped\n", err
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def test_a_zarr_store_by_url(view_data, tmp_path):

@@ -30,7 +30,9 @@ def run_view(args: argparse.Namespace) -> int:
     server: Any = start_server(args.path, release=args.release, host=args.host, port=args.port)
     print(f"vidlabel view: {server.source.title} at {server.url} (Ctrl+C stops)", flush=True)
     try:
+        # Werkzeug's loop ends on Ctrl+C by itself; the interrupt may also land before it is entered.
         server.serve_forever()
     except KeyboardInterrupt:
-        print("vidlabel view: stopped", file=sys.stderr)
+        pass
+    print("vidlabel view: stopped", file=sys.stderr)
     return 0
