@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "AnnotationError",
     "BuildError",
+    "ClipError",
     "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
@@ -32,6 +33,7 @@ __all__ = [
     "ReleaseNotFoundError",
     "SampleIndexTypeError",
     "SampleOutOfRangeError",
+    "SampleSchemaError",
     "SchemaVersionError",
     "StoreCorruptError",
     "StoreError",
@@ -140,6 +142,11 @@ class SampleIndexTypeError(VidlabelError, TypeError):
     """
 
 
+class SampleSchemaError(VidlabelError, ValueError):
+    """Raised when a sample dict does not match its schema (:mod:`vidlabel.schema`): a missing or unknown key,
+    a wrong dtype or shape; names each problem."""
+
+
 class VideoDecodeError(VidlabelError, ValueError):
     """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
 
@@ -192,6 +199,14 @@ class FormatError(VidlabelError, ValueError):
     allowed: malformed XML, JSON or CSV, an XML entity declaration, a frame
     outside the video, a label the dataset lacks, a ``seqinfo.ini`` or
     ``framesCount`` that disagrees with the registered video. Nothing is written.
+    """
+
+
+class ClipError(VidlabelError, ValueError):
+    """Raised when a clip cannot be made as asked: ``frames_per_clip`` or ``step`` below 1, a clip longer than
+    its video, a clip (``edge="error"``) that leaves the video or touches a frame without a trustworthy picture.
+
+    The message names the video (when known), the clip's frames and the valid range ``[0, frame_count)``.
     """
 
 
