@@ -249,7 +249,7 @@ class TransformError(VidlabelError, TypeError):
 
 class MissingExtraError(VidlabelError, ImportError):
     """Raised when a feature needs an optional dependency that is not installed; names the extra to install
-    (e.g. ``pip install "vidlabel[vision]"``)."""
+    (``pip install "vidlabel[vision]"`` for torchvision, ``pip install 'vidlabel[view]'`` for the viewer's Flask)."""
 
 
 class VidlabelWarning(UserWarning):
