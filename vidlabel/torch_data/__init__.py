@@ -15,6 +15,7 @@ from vidlabel.torch_data._clips import ClipStream, VideoClips, collate_clips, to
 from vidlabel.torch_data._common import collate_frames, worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
 from vidlabel.torch_data._storeclips import StoreClips, StoreClipStream
+from vidlabel.torch_data._transforms import V2Transform
 from vidlabel.torch_data._video import PlannedStream, VideoFrames, VideoStream
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "StoreClips",
     "StoreFrames",
     "StoreStream",
+    "V2Transform",
     "VideoClips",
     "VideoFrames",
     "VideoStream",
