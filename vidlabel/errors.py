@@ -25,6 +25,7 @@ __all__ = [
     "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
+    "MissingExtraError",
     "NoVideoStreamError",
     "OptionError",
     "ReleaseCorruptError",
@@ -81,6 +82,13 @@ def _rebuild(cls: type[VidlabelError], message: str, state: dict) -> VidlabelErr
     err = cls(message)
     err.__dict__.update(state)
     return err
+
+
+class MissingExtraError(VidlabelError, ModuleNotFoundError):
+    """Raised when a part of vidlabel needs an optional dependency that is not installed.
+
+    The message names the extra that installs it, e.g. ``pip install "vidlabel[torch]"``.
+    """
 
 
 class DatasetError(VidlabelError, RuntimeError):
