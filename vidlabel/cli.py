@@ -932,7 +932,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            # what an export or upload finished is kept, and rerunning it resumes (README: The frame store)
+            # what an export or upload finished is kept, and rerunning it resumes (docs/how-to/frame-store.md)
             resumes = "; the same command resumes it" if args.command in _RESUMABLE else ""
             print(f"vidlabel: interrupted{resumes}", file=sys.stderr)
             return 130
