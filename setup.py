@@ -27,9 +27,14 @@ EXTRAS_REQUIRE = {
     # The spec's `vidlabel[video]` (pixels need a decoder): PyAV, which every install already has, decodes them.
     "video": [],
     "torch": ["torch>=2.1"],
+    # V2Transform: torchvision's transforms.v2 move boxes and masks with the pixels; pin torch and torchvision
+    # together (e.g. torch==2.14.1 torchvision==0.29.1), as torchvision's operators are built for one torch.
+    "vision": ["torch>=2.1", "torchvision>=0.17"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
     "s3": ["s3fs>=2025.2"],  # S3 stores; exports into S3 need its create-only and If-Match writes (fsspec 2025.2)
     "tf": ["protobuf>=4.21"],  # MediaSequence export/import (SequenceExample protos; no TensorFlow)
+    # vidlabel view / vidlabel.view(): the local web page's server; imported only then (werkzeug directly too)
+    "view": ["flask>=2.2", "werkzeug>=2.2"],
     # the docs site, built offline with `mkdocs build --strict` (docs/, mkdocs.yml)
     "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10"],
     "dev": [
@@ -47,11 +52,13 @@ EXTRAS_REQUIRE = {
         "matplotlib>=3.8",
         # the real services the tests start on 127.0.0.1 (tests/services.py): an S3 API server and a Dask cluster
         "moto[s3]>=5",
-        "flask",
+        "flask>=2.2",
         "flask-cors",
         "dask[distributed]>=2024.1",
         "s3fs>=2025.2",
         "obstore>=0.4",
+        # the viewer's browser tests drive Chromium (Debian's /usr/bin/chromium; never `playwright install`)
+        "playwright>=1.40",
     ],
 }
 
@@ -78,8 +85,8 @@ setup(
     ],
     python_requires=">=3.10",
     packages=find_packages(include=["vidlabel", "vidlabel.*"]),
-    # PEP 561: type checkers read vidlabel's own annotations
-    package_data={"vidlabel": ["py.typed"]},
+    # PEP 561: type checkers read vidlabel's own annotations; the viewer's page is served from its package
+    package_data={"vidlabel": ["py.typed"], "vidlabel.viewer": ["static/*.html", "static/*.js", "static/*.css"]},
     py_modules=["vidlabel_spec"],
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -20,11 +20,17 @@ CHANGELOG = ROOT / "CHANGELOG.md"
 START, END = "<!-- changes:start -->", "<!-- changes:end -->"
 
 
+def _fragment(path: Path) -> str:
+    """A fragment's text under its own ``###`` heading (its file name when it has none)."""
+    text = path.read_text(encoding="utf-8").strip()
+    return text if text.startswith("#") else f"### {path.stem}\n\n{text}"
+
+
 def section(version: str, fragments: list[Path]) -> str:
     """The version's heading and every fragment's text, or nothing when there are no fragments."""
     if not fragments:
         return ""
-    body = "\n\n".join(f.read_text(encoding="utf-8").strip() for f in fragments)
+    body = "\n\n".join(_fragment(f) for f in fragments)
     return f"## {version} (unreleased)\n\n{body}\n"
 
 

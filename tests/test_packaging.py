@@ -150,7 +150,7 @@ def test_license_urls_and_typing_marker_are_shipped() -> None:
     assert 'license="MIT"' in text and 'license_files=["LICENSE"]' in text
     assert re.search(r'"Documentation": .*"Source": .*"Changelog"', text, re.S)
     assert (ROOT / "vidlabel" / "py.typed").is_file()
-    assert 'package_data={"vidlabel": ["py.typed"]}' in text
+    assert re.search(r'package_data=\{"vidlabel": \["py.typed"\]', text)
     _, extras = _setup_lists()
     assert {_normalise(r)[0] for r in extras["docs"]} == {"mkdocs", "mkdocs-material", "mkdocstrings-python"}
 
@@ -187,7 +187,7 @@ def test_torch_data_without_torch_raises_missing_extra_error() -> None:
     code = _NO_TORCH.split("from vidlabel.cli")[0] + (
         "from vidlabel.errors import MissingExtraError\n"
         "try:\n    import vidlabel.torch_data\n"
-        "except MissingExtraError as err:\n    print(isinstance(err, ModuleNotFoundError), err)\n"
+        "except MissingExtraError as err:\n    print(isinstance(err, ImportError), err)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout == (

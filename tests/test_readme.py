@@ -6,7 +6,8 @@ order, in a fresh folder per page (the conventions are in ``docs/development.md`
 - ``<!-- docs-test: folder=NAME -->`` anywhere in a page picks the folder it starts from: ``video`` (a
   generated ``my_video.mp4``), ``tutorial`` (a copy of the folder the tutorial leaves), ``vtest`` (a
   generated 768x576 ``vtest.avi``, the tutorial's ``train.py`` and ``VIDLABEL_CLONE`` set); else empty;
-- ``<!-- docs-test: skip REASON -->`` on the line before a block leaves it out, with its reason;
+- ``<!-- docs-test: skip REASON -->`` on the line before a block leaves it out, with its reason (or
+  ``notest`` in the block's info string);
 - a ``python`` block whose first line is ``# NAME.py`` is saved as that file; others run with ``python -c``;
 - ``text`` blocks and blocks without a language are not run.
 
@@ -51,7 +52,6 @@ EXPECT = {
     "how-to/tensorflow.md": ["1 SequenceExample in 1 TFRecord shard", "added 5 rows"],
     "how-to/many-machines.md": ["rank 0: epoch 1", "rank 1: epoch 1"],
     "how-to/vtest.md": ["added 11 annotations to video 'vtest'", "0 errors", "epoch 1: last batch (3, 3, 576, 768)"],
-    "reference/samples.md": ["10 (2, 4) 0 (240, 320, 3)"],
 }
 
 
@@ -67,9 +67,15 @@ def _section(text: str, title: str) -> str:
 
 
 def _blocks(text: str) -> list[tuple[str, str, str | None]]:
-    """(language, body, skip reason or None) of each fenced code block of ``text``, in order."""
-    found = re.findall(r"(?:^<!-- docs-test: skip (.+?) -->\n)?^```(\w*)\n(.*?)^```", text, re.S | re.M)
-    return [(lang, body, reason or None) for reason, lang, body in found]
+    """(language, body, skip reason or None) of each fenced code block of ``text``, in order.
+
+    A block whose info string says ``notest`` (```` ```python notest ````) is skipped too.
+    """
+    found = re.findall(r"(?:^<!-- docs-test: skip (.+?) -->\n)?^```(\w*)([^\n]*)\n(.*?)^```", text, re.S | re.M)
+    return [
+        (lang, body, reason or ("marked notest in its info string" if "notest" in info.split() else None))
+        for reason, lang, info, body in found
+    ]
 
 
 def _folder_kind(text: str) -> str:
