@@ -517,16 +517,16 @@ def test_reader_without_index_opens_its_file_twice_not_three_times(
     clip: ClipTruth, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import vidlabel.video._decode as decode_mod
-    import vidlabel.video._probe as probe_mod
+    import vidlabel.video._frameindex as index_mod
 
     opened: list[str] = []
-    real = probe_mod.open_video
+    real = index_mod.open_video
 
     def counting(path: Any) -> Any:
         opened.append(str(path))
         return real(path)
 
-    for mod in (probe_mod, decode_mod):  # the reader opens through DecodeEngine._open
+    for mod in (index_mod, decode_mod):  # the reader opens through DecodeEngine._open
         monkeypatch.setattr(mod, "open_video", counting)
     with FrameReader(clip.path) as reader:  # one pass builds the index (demux + head decode), one reads
         assert opened == [str(clip.path)] * 2

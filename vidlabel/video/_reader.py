@@ -63,17 +63,12 @@ from vidlabel.errors import (
 )
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.video._cut import cut_tail, declared_step, ends_inside_transport_packet
 from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
-from vidlabel.video._probe import (
-    avcc_length,
-    content_hash,
-    declared_step,
-    ends_inside_transport_packet,
-    index_and_cut,
-    is_vfr,
-    resolve_video_path,
-    video_path_candidates,
-)
+from vidlabel.video._frameindex import index_and_cut, is_vfr
+from vidlabel.video._h264 import avcc_length
+from vidlabel.video._hash import content_hash
+from vidlabel.video._locate import resolve_video_path, video_path_candidates
 
 __all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "registered_file", "resolve_video_path", "usable_index"]
 
@@ -175,41 +170,6 @@ def frame_list(frames: object, what: str, video_id: str) -> list[Any]:
             f"{what} takes a sequence of frame numbers, got {frames!r} for video {video_id!r}{hint}", video_id=video_id
         )
     return list(frames)
-
-
-#: Frames at the end of an index among which :func:`cut_tail` looks for a hole in the pts: more than a
-#: decoder's reordering depth with two B-frames in a row or a B-pyramid of three.
-CUT_TAIL_FRAMES = 4
-
-
-def cut_tail(pts: np.ndarray, declared: int | None = None) -> frozenset[int]:
-    """Frames of an index that follow a hole in the pts among its last :data:`CUT_TAIL_FRAMES` frames, where
-    every earlier step is one frame of a constant rate (within one tick of rounding): in a video whose decoder
-    reorders frames, the sign of a file cut short, whose B-frames shown before its last frames are gone, so a
-    frame there may show a later one. Empty where there is no such hole (or too few frames to tell).
-
-    :func:`vidlabel.video._probe._hole_at_the_end` reads the same sign off probe's full decode (the frames the
-    decoder gave out only when drained); a reader without probe's record uses this one. With fewer frames
-    than that (a file cut within its first frames), the stream's ``declared`` step (ticks a frame) stands
-    for the rate, where every earlier step equals it.
-    """
-    steps = np.diff(pts)
-    if steps.size >= CUT_TAIL_FRAMES + 2:
-        body, tail = steps[:-CUT_TAIL_FRAMES], steps[-CUT_TAIL_FRAMES:]
-        low, high = int(body.min()), int(body.max())
-    elif declared and steps.size >= 2:
-        body, tail = steps[:0], steps[-CUT_TAIL_FRAMES:]
-        low = high = declared
-        if np.any(tail[:-1] < low - 1):  # steps shorter than a frame: not the declared rate
-            return frozenset()
-    else:
-        return frozenset()
-    if low <= 0 or high - low > 1:  # not a constant frame rate
-        return frozenset()
-    wide = np.flatnonzero(tail > high + max(1, low // 2))  # at least half a frame more: a frame is missing
-    if not wide.size:
-        return frozenset()
-    return frozenset(range(pts.size - tail.size + int(wide[0]), pts.size))
 
 
 def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
