@@ -25,8 +25,9 @@ from tests.media import ClipTruth, decode_all, decode_tolerant, displayed_number
 from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VideoNotFoundError, VidlabelWarning
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.video._cached import CachedReader
 from vidlabel.video._probe import probe, read_frame_index
-from vidlabel.video._reader import CachedReader, FrameReader, resolve_video_path
+from vidlabel.video._reader import FrameReader, resolve_video_path
 
 
 @functools.cache
