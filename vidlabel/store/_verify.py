@@ -118,7 +118,7 @@ def _verify_one(
     if not attrs:
         problems.append(f"{where}: no root (export not finished)")
         return {}
-    video_ids, summary = _check_root(where, attrs, problems)
+    video_ids, summary = _check_root_attrs(where, attrs, problems)
     lengths = _verify_videos(backend, where, attrs, video_ids, summary, report, bar)
     _check_index(where, index, video_ids, lengths, problems)
     expected = attrs.get("samples")
@@ -127,7 +127,7 @@ def _verify_one(
     return attrs
 
 
-def _check_root(where: str, attrs: dict[str, Any], problems: list[str]) -> tuple[list[str], dict[str, Any]]:
+def _check_root_attrs(where: str, attrs: dict[str, Any], problems: list[str]) -> tuple[list[str], dict[str, Any]]:
     """Append to ``problems`` what is wrong with a store's root attributes; its video ids and ``videos``
     summary where they can be read (else empty)."""
     if attrs.get("format") != FORMAT:
