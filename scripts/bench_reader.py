@@ -135,7 +135,7 @@ def bench(path: Path, label: str, args: argparse.Namespace, identify: Any) -> No
     )
 
     # Index build: clear the hash cache so hashing the file is counted too.
-    sys.modules["vidlabel.video._probe"]._HASH_CACHE.clear()  # type: ignore[attr-defined]
+    sys.modules["vidlabel.video._hash"]._HASH_CACHE.clear()  # type: ignore[attr-defined]
     t0 = time.perf_counter()
     built = read_frame_index(path)
     took = time.perf_counter() - t0

@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +202,159 @@ def test_every_package_init_has_a_docstring() -> None:
     for init in sorted(PACKAGE.rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc.split()) >= 5, f"{init.relative_to(ROOT)} needs a docstring saying what it holds"
+
+
+# -- size: modules under MAX_MODULE_LINES lines, functions under MAX_FUNCTION_LINES lines of code ---------------
+
+#: Lines a module may have (blank lines, comments and docstrings counted).
+MAX_MODULE_LINES = 800
+#: Lines of code a function may have: its docstring, comments and blank lines are not counted; a nested
+#: function's lines count in the function around it too.
+MAX_FUNCTION_LINES = 60
+
+#: Modules over MAX_MODULE_LINES today, with their lines: each may shrink but not grow, and no other module may
+#: pass the limit. An entry that is under the limit (or gone) fails the test until it is removed, so the list
+#: only shrinks; an empty list is the whole rule.
+LONG_MODULES: dict[str, int] = {
+    "vidlabel/cli.py": 946,
+    "vidlabel/dataset/_dataset.py": 1346,
+    "vidlabel/dataset/_rows.py": 895,
+    "vidlabel/demo.py": 846,
+    "vidlabel/samples/_samples.py": 808,
+    "vidlabel/store/_framestore.py": 1198,
+    "vidlabel/store/_hdf5.py": 1381,
+    "vidlabel/store/_zarr.py": 1118,
+}
+
+#: Functions over MAX_FUNCTION_LINES today (``path:qualified name``), with their lines of code; the same rules
+#: as LONG_MODULES.
+LONG_FUNCTIONS: dict[str, int] = {
+    "vidlabel/cli.py:_cmd_add_annotations": 74,
+    "vidlabel/cli.py:_cmd_add_video": 74,
+    "vidlabel/cli.py:_cmd_check_video": 81,
+    "vidlabel/cli.py:build_parser": 180,
+    "vidlabel/dataset/_dataset.py:Dataset.snapshot": 70,
+    "vidlabel/demo.py:check_sample": 65,
+    "vidlabel/export/_run.py:export": 95,
+    "vidlabel/formats/_api.py:import_labels": 112,
+    "vidlabel/formats/_cocovid.py:export_cocovid": 64,
+    "vidlabel/formats/_cocovid.py:import_cocovid": 131,
+    "vidlabel/formats/_cvat.py:export_cvat": 109,
+    "vidlabel/formats/_labelstudio.py:export_labelstudio": 80,
+    "vidlabel/formats/_labelstudio.py:import_labelstudio": 130,
+    "vidlabel/formats/_mediasequence.py:_import_regions": 74,
+    "vidlabel/formats/_mot.py:import_mot": 73,
+    "vidlabel/formats/_ytvis.py:export_ytvis": 61,
+    "vidlabel/formats/_ytvis.py:import_ytvis": 83,
+    "vidlabel/store/_selection.py:StoreSamples.__init__": 64,
+}
+
+
+def function_sizes(source: str) -> list[tuple[str, int]]:
+    """(qualified name, lines of code) of every function in ``source``, methods and nested functions included.
+
+    A line of code holds a token that is not a comment; the lines of a module's, class's or function's
+    docstring are not code.
+    """
+    tree = ast.parse(source)
+    docstrings: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    code = {
+        line
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type not in skip
+        for line in range(tok.start[0], tok.end[0] + 1)
+    }
+    out: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = range(child.lineno, (child.end_lineno or child.lineno) + 1)
+                out.append((prefix + child.name, sum(1 for n in lines if n in code and n not in docstrings)))
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+
+    visit(tree, "")
+    return out
+
+
+def _over_limits() -> tuple[dict[str, int], dict[str, int]]:
+    """The modules over MAX_MODULE_LINES and the functions over MAX_FUNCTION_LINES, with their sizes."""
+    modules, functions = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > MAX_MODULE_LINES:
+            modules[name] = len(source.splitlines())
+        for qualname, lines in function_sizes(source):
+            if lines > MAX_FUNCTION_LINES:
+                functions[f"{name}:{qualname}"] = max(lines, functions.get(f"{name}:{qualname}", 0))
+    return modules, functions
+
+
+def size_problems(found: dict[str, int], allowed: dict[str, int], limit: int, what: str) -> list[str]:
+    """What breaks the size rule: an entry of ``found`` (over ``limit``) not in ``allowed`` or grown past its
+    allowed size, and an entry of ``allowed`` no longer found (under the limit, or gone)."""
+    problems = [
+        f"{name}: {size} {what}, over the limit of {limit}: split it by concept"
+        for name, size in sorted(found.items())
+        if name not in allowed
+    ]
+    problems += [
+        f"{name}: grew to {size} {what} (allowed {allowed[name]} while it waits to be split; the limit is {limit})"
+        for name, size in sorted(found.items())
+        if name in allowed and size > allowed[name]
+    ]
+    problems += [
+        f"{name}: no longer over {limit} {what}: remove it from the list in tests/test_house.py"
+        for name in sorted(set(allowed) - set(found))
+    ]
+    return problems
+
+
+def test_no_module_over_the_line_limit() -> None:
+    problems = size_problems(_over_limits()[0], LONG_MODULES, MAX_MODULE_LINES, "lines")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_function_over_the_code_line_limit() -> None:
+    problems = size_problems(_over_limits()[1], LONG_FUNCTIONS, MAX_FUNCTION_LINES, "lines of code")
+    assert not problems, "\n".join(problems)
+
+
+def test_size_checks_can_fail() -> None:
+    source = (
+        '"""Module."""\n'
+        "class A:\n"
+        "    def f(self):\n"
+        '        """Doc\n'
+        '        more doc."""\n'
+        "        # a comment\n"
+        "\n"
+        "        x = (1,\n"
+        "             2)\n"
+        "        def g():\n"
+        "            return x\n"
+        "        return g\n"
+    )
+    assert function_sizes(source) == [("A.f", 6), ("A.f.g", 2)]
+    found = {"a.py": 900, "b.py": 850, "c.py": 801}
+    assert size_problems(found, {"b.py": 840, "c.py": 900, "d.py": 1000}, 800, "lines") == [
+        "a.py: 900 lines, over the limit of 800: split it by concept",
+        "b.py: grew to 850 lines (allowed 840 while it waits to be split; the limit is 800)",
+        "d.py: no longer over 800 lines: remove it from the list in tests/test_house.py",
+    ]
 
 
 def layer_of(module: str) -> int:

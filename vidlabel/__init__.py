@@ -21,8 +21,9 @@ from vidlabel.samples._clipsamplers import MarkerClips, RandomClips, RegularClip
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.spec import AnnotationTable, FrameIndex, VideoMetadata, View
 from vidlabel.store import FrameStore, open_store
+from vidlabel.video._cached import CachedReader
 from vidlabel.video._probe import probe, read_frame_index
-from vidlabel.video._reader import CachedReader, FrameReader
+from vidlabel.video._reader import FrameReader
 from vidlabel.video._readplan import ReadPlan
 from vidlabel.viewer import view
 

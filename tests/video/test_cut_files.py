@@ -221,7 +221,7 @@ def test_a_reader_without_metadata_never_gives_a_later_frame_of_a_cut_bframe_fil
 
 
 def test_cut_tail_needs_a_constant_rate_and_a_hole_among_the_last_frames() -> None:
-    from vidlabel.video._reader import cut_tail
+    from vidlabel.video._cut import cut_tail
 
     steady = np.arange(20) * 33
     assert cut_tail(steady) == frozenset()

@@ -25,8 +25,9 @@ from tests.media import ClipTruth, decode_all, decode_tolerant, displayed_number
 from vidlabel.errors import FrameOutOfRangeError, VideoDecodeError, VideoNotFoundError, VidlabelWarning
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.video._cached import CachedReader
 from vidlabel.video._probe import probe, read_frame_index
-from vidlabel.video._reader import CachedReader, FrameReader, resolve_video_path
+from vidlabel.video._reader import FrameReader, resolve_video_path
 
 
 @functools.cache
@@ -517,16 +518,16 @@ def test_reader_without_index_opens_its_file_twice_not_three_times(
     clip: ClipTruth, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import vidlabel.video._decode as decode_mod
-    import vidlabel.video._probe as probe_mod
+    import vidlabel.video._frameindex as index_mod
 
     opened: list[str] = []
-    real = probe_mod.open_video
+    real = index_mod.open_video
 
     def counting(path: Any) -> Any:
         opened.append(str(path))
         return real(path)
 
-    for mod in (probe_mod, decode_mod):  # the reader opens through DecodeEngine._open
+    for mod in (index_mod, decode_mod):  # the reader opens through DecodeEngine._open
         monkeypatch.setattr(mod, "open_video", counting)
     with FrameReader(clip.path) as reader:  # one pass builds the index (demux + head decode), one reads
         assert opened == [str(clip.path)] * 2

@@ -204,50 +204,8 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
     DatasetError
         If its recorded schema version is not a whole number (an edited or damaged database).
     """
-    if not p.exists():
-        raise DatasetNotFoundError(
-            f"no dataset at {p}: the folder does not exist (create one with Dataset.create or `vidlabel create`)",
-            path=str(p),
-        )
-    if not p.is_dir():
-        raise DatasetNotFoundError(f"{p} is a file, not a dataset folder", path=str(p))
-    if not (p / DB_NAME).is_file():
-        root = next((n for n in ("store.h5", "zarr.json") if (p / n).is_file()), None)
-        hint = (
-            f": it holds {root}, as a frame store does: read it with vidlabel.open_store or StoreFrames, and open the "
-            "dataset it was exported from with Dataset.open"
-            if root
-            else ""
-        )
-        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME}){hint}", path=str(p))
-    try:
-        meta = dict(connect().execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.OperationalError as err:
-        if not _cannot_open(err):  # e.g. "no such table: meta": another SQLite database
-            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
-        wal, shm = (p / DB_NAME).with_name(DB_NAME + "-wal"), (p / DB_NAME).with_name(DB_NAME + "-shm")
-        if not writable(p) and wal.is_file() and wal.stat().st_size > 0 and not shm.exists():
-            raise DatasetError(  # SQLite reads a write-ahead log only through its index file, which it cannot make here
-                f"cannot read dataset {p}: it holds a write-ahead log ({wal.name}, {wal.stat().st_size} bytes: writes "
-                f"not yet folded into {DB_NAME}) without its index file ({shm.name}), and the folder is read-only, "
-                f"so SQLite cannot make one. Nothing was changed; open the dataset once where it is writable (any "
-                f"command, e.g. `vidlabel info`), which folds the log in, then copy or mount it read-only",
-                path=str(p),
-            ) from err
-        raise DatasetError(
-            f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
-            f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
-            + (
-                "free space and run the command again"
-                if is_disk_full(err)
-                else "if the disk is full, free space and run the command again; else check the disk and the permissions"
-            ),
-            path=str(p),
-        ) from err
-    except sqlite3.DatabaseError as err:
-        if "malformed" in str(err):
-            raise DatasetError(damaged_message(p, err), path=str(p)) from err
-        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+    _check_folder(p)
+    meta = _read_meta(p, connect)
     if meta.get("format") != _FORMAT:
         raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({DB_NAME} has another format)", path=str(p))
     text = meta.get("schema_version", "0")
@@ -265,6 +223,79 @@ def check_database(p: Path, connect: Callable[[], sqlite3.Connection]) -> None:
             f"({__version__}) reads up to version {SCHEMA_VERSION}. Upgrade vidlabel.",
             path=str(p),
         )
+
+
+def _check_folder(p: Path) -> None:
+    """Refuse a folder that does not exist, a file, and a folder without the database file.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        Naming what ``p`` is instead (a frame store folder is said to be one).
+    """
+    if not p.exists():
+        raise DatasetNotFoundError(
+            f"no dataset at {p}: the folder does not exist (create one with Dataset.create or `vidlabel create`)",
+            path=str(p),
+        )
+    if not p.is_dir():
+        raise DatasetNotFoundError(f"{p} is a file, not a dataset folder", path=str(p))
+    if not (p / DB_NAME).is_file():
+        root = next((n for n in ("store.h5", "zarr.json") if (p / n).is_file()), None)
+        hint = (
+            f": it holds {root}, as a frame store does: read it with vidlabel.open_store or StoreFrames, and open the "
+            "dataset it was exported from with Dataset.open"
+            if root
+            else ""
+        )
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset (it has no {DB_NAME}){hint}", path=str(p))
+
+
+def _read_meta(p: Path, connect: Callable[[], sqlite3.Connection]) -> dict[str, str]:
+    """The ``meta`` table of the database in ``p``, key to value.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If the file is another SQLite database, or no SQLite database.
+    DatasetError
+        If SQLite cannot open or read it (:func:`_cannot_read`), or it is malformed.
+    """
+    try:
+        return dict(connect().execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as err:
+        if not _cannot_open(err):  # e.g. "no such table: meta": another SQLite database
+            raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+        raise _cannot_read(p, err) from err
+    except sqlite3.DatabaseError as err:
+        if "malformed" in str(err):
+            raise DatasetError(damaged_message(p, err), path=str(p)) from err
+        raise DatasetNotFoundError(f"{p} is not a vidlabel dataset ({p / DB_NAME}: {err})", path=str(p)) from err
+
+
+def _cannot_read(p: Path, err: sqlite3.OperationalError) -> DatasetError:
+    """The error for a database SQLite cannot open: a write-ahead log it cannot read in a read-only folder,
+    a full disk, or else the disk or the permissions."""
+    wal, shm = (p / DB_NAME).with_name(DB_NAME + "-wal"), (p / DB_NAME).with_name(DB_NAME + "-shm")
+    # SQLite reads a write-ahead log only through its index file, which it cannot make in a read-only folder.
+    if not writable(p) and wal.is_file() and wal.stat().st_size > 0 and not shm.exists():
+        return DatasetError(
+            f"cannot read dataset {p}: it holds a write-ahead log ({wal.name}, {wal.stat().st_size} bytes: writes "
+            f"not yet folded into {DB_NAME}) without its index file ({shm.name}), and the folder is read-only, "
+            f"so SQLite cannot make one. Nothing was changed; open the dataset once where it is writable (any "
+            f"command, e.g. `vidlabel info`), which folds the log in, then copy or mount it read-only",
+            path=str(p),
+        )
+    return DatasetError(
+        f"cannot read dataset {p}: SQLite could not open {p / DB_NAME} ({err}"
+        f"{'; the disk is full' if is_disk_full(err) else ''}). Nothing was changed; "
+        + (
+            "free space and run the command again"
+            if is_disk_full(err)
+            else "if the disk is full, free space and run the command again; else check the disk and the permissions"
+        ),
+        path=str(p),
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -217,7 +217,7 @@ def _video_problems(
     vid = meta.video_id
     out: list[Problem] = []
     if check_files:
-        from vidlabel.video._probe import roots_not_here, tried_words, video_path_candidates  # as export looks
+        from vidlabel.video._locate import roots_not_here, tried_words, video_path_candidates  # as export looks
 
         if not meta.sources:
             out.append(_problem("missing_video_file", "no source file is recorded for this video", vid))
@@ -271,7 +271,7 @@ def video_file_problems(
     hash_files: bool,
 ) -> list[Problem]:
     """The ``missing_video_file`` and ``video_file_changed`` problems of one video (export's file checks)."""
-    from vidlabel.video._probe import roots_of
+    from vidlabel.video._locate import roots_of
 
     problems = _video_problems(meta, base, True, hash_files, roots_of(roots))
     return [p for p in problems if p.code in EXPORT_ERRORS]
@@ -368,7 +368,7 @@ def validate_table(
     OptionError
         If ``roots`` is neither a path nor a sequence of paths.
     """
-    from vidlabel.video._probe import roots_of
+    from vidlabel.video._locate import roots_of
 
     roots = roots_of(roots)
     problems: list[Problem] = []

@@ -24,7 +24,7 @@ from vidlabel.spec import MAX_SIDE, integers
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS
 from vidlabel.store._remote import is_url, refuse_url_output
-from vidlabel.video._probe import roots_of
+from vidlabel.video._locate import roots_of
 
 __all__ = ["MEDIASEQUENCE", "ExportOptions", "check_options"]
 

@@ -456,7 +456,7 @@ def check_video_files(videos: Iterable[VideoMetadata], roots: Sequence[str], *, 
     VideoChangedError
         With ``check_hash``: naming the first video whose file is not the registered file.
     """
-    from vidlabel.video._probe import resolve_video_paths
+    from vidlabel.video._locate import resolve_video_paths
     from vidlabel.video._reader import registered_file
 
     videos = list(videos)

@@ -39,7 +39,7 @@ from vidlabel.spec import (
     frame_ranges,
     ranges_text,
 )
-from vidlabel.video._probe import roots_of
+from vidlabel.video._locate import roots_of
 
 __all__ = [
     "BLOCK_FRAMES",

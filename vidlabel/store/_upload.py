@@ -179,76 +179,27 @@ def _video_of(key: str) -> str | None:
 
 
 def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any) -> None:
-
     lock: Any = StoreLock(folder)
     if not os.access(folder, os.W_OK):
         lock = contextlib.nullcontext()  # a read-only folder: no export can change it either
     with lock:
-        backend = backend_for(folder)
-        if backend.name != "zarr":
-            raise StoreError(
-                f"{str(folder)!r} is an {backend.name.upper()} store: only Zarr stores go to object stores; "
-                "export it again with format='zarr' (vidlabel export ... --format zarr)",
-                path=str(folder),
-            )
-        attrs, _ = backend.read_root()
-        _check_root(folder, attrs)
-        for vid in attrs.get("video_ids", []):
-            if (backend.video_attrs(vid) or {}).get("complete") is not True:
-                raise StoreIncompleteError(
-                    f"video {vid!r} of store {str(folder)!r} is not complete; rerun the export before uploading",
-                    path=str(folder),
-                    video_id=vid,
-                )
+        _check_uploadable(folder)
         files = _local_files(folder)
         root_bytes = files.pop("zarr.json").read_bytes()
         local_root = json.loads(root_bytes)
         report.objects += len(files) + 1
 
-        there = dest.sizes()
-        old_root = dest.get("zarr.json") if "zarr.json" in there else None
-        try:
-            old_meta = parse_json(old_root, dest.url_of("zarr.json")) or {}
-        except StoreCorruptError:  # a key given twice: not this store's root, whatever it says; replaced below
-            old_meta = {}
-        old_attrs = dict(old_meta.get("attributes", {}))
-        mine = {k: v for k, v in local_root["attributes"].items() if k != "complete"}
-        same_store = {k: v for k, v in old_attrs.items() if k not in ("complete", UPLOAD_ATTR)} == mine
-        root_equal = old_root == root_bytes
-        clean = not there or (same_store and bool(old_attrs.get(UPLOAD_ATTR, {}).get("clean", True)))
-
-        group_keys = {k for k in files if _video_of(k) is not None and k.count("/") == 2 and k.endswith("/zarr.json")}
-        equal_videos: set[str] = set()
-        if not clean:  # sizes are trusted only inside videos whose group there is this store's
-            remote = dest.get_many(k for k in group_keys if k in there)
-            equal_videos = {_video_of(k) or "" for k, data in remote.items() if data == files[k].read_bytes()}
-
-        def skip(key: str) -> bool:
-            if there.get(key) != files[key].stat().st_size:
-                return False
-            if key in group_keys:
-                return root_equal
-            return clean or _video_of(key) in equal_videos
-
-        order: list[list[str]] = [[k for k in files if _video_of(k) is None]]  # index/, videos/zarr.json
-        by_video: dict[str, list[str]] = {}
-        for k in files:
-            v = _video_of(k)
-            if v is not None:
-                by_video.setdefault(v, []).append(k)
-        for keys in by_video.values():
-            order.append([k for k in keys if k not in group_keys])
-            order.append([k for k in keys if k in group_keys])  # the group's zarr.json after its arrays
-
-        todo = [[k for k in step if not skip(k)] for step in order]
+        resume = _resume(dest, files, local_root, root_bytes)
+        order = _upload_order(files, resume.group_keys)
+        todo = [[k for k in step if not resume.skip(k)] for step in order]
         report.skipped += sum(len(step) for step in order) - sum(len(step) for step in todo)
-        if not any(todo) and root_equal:
+        if not any(todo) and resume.root_equal:
             report.skipped += 1
             return
         marker = {
             **local_root,
             "attributes": {**local_root["attributes"], "complete": False, UPLOAD_ATTR: {
-                "clean": clean, "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}},
+                "clean": resume.clean, "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}},
         }  # fmt: skip
         dest.put("zarr.json", json.dumps(marker, indent=2).encode(), rerun="upload")
         for step in todo:
@@ -263,6 +214,96 @@ def _upload_one(folder: Path, dest: ObjectStore, report: UploadReport, bar: Any)
         dest.put("zarr.json", root_bytes, rerun="upload")
         report.uploaded += 1
         report.bytes_uploaded += len(root_bytes)
+
+
+def _check_uploadable(folder: Path) -> None:
+    """Refuse an HDF5 store, a store whose root is not complete, and one with a video that is not.
+
+    Raises
+    ------
+    StoreError
+        If the store is not a Zarr store.
+    StoreIncompleteError
+        If a video of the store is not marked complete (or its root is not, as ``_check_root`` says).
+    """
+    backend = backend_for(folder)
+    if backend.name != "zarr":
+        raise StoreError(
+            f"{str(folder)!r} is an {backend.name.upper()} store: only Zarr stores go to object stores; "
+            "export it again with format='zarr' (vidlabel export ... --format zarr)",
+            path=str(folder),
+        )
+    attrs, _ = backend.read_root()
+    _check_root(folder, attrs)
+    for vid in attrs.get("video_ids", []):
+        if (backend.video_attrs(vid) or {}).get("complete") is not True:
+            raise StoreIncompleteError(
+                f"video {vid!r} of store {str(folder)!r} is not complete; rerun the export before uploading",
+                path=str(folder),
+                video_id=vid,
+            )
+
+
+@dataclass
+class _Resume:
+    """What an earlier upload left at the destination, and which objects need not be put again."""
+
+    files: dict[str, Path]
+    #: Size of every object there, by key.
+    there: dict[str, int]
+    #: The root there is this store's, byte for byte.
+    root_equal: bool
+    #: Every object there comes from this store (an empty prefix, or this store's own root).
+    clean: bool
+    #: The keys of the videos' group ``zarr.json``.
+    group_keys: set[str]
+    #: Videos whose group ``zarr.json`` there equals the local one.
+    equal_videos: set[str]
+
+    def skip(self, key: str) -> bool:
+        """Whether object ``key`` is there already, with the local file's size, from this same store."""
+        if self.there.get(key) != self.files[key].stat().st_size:
+            return False
+        if key in self.group_keys:
+            return self.root_equal
+        return self.clean or _video_of(key) in self.equal_videos
+
+
+def _resume(dest: ObjectStore, files: dict[str, Path], local_root: dict[str, Any], root_bytes: bytes) -> _Resume:
+    """Read what is at ``dest`` (sizes, the root, and where needed the videos' group ``zarr.json``)."""
+    there = dest.sizes()
+    old_root = dest.get("zarr.json") if "zarr.json" in there else None
+    try:
+        old_meta = parse_json(old_root, dest.url_of("zarr.json")) or {}
+    except StoreCorruptError:  # a key given twice: not this store's root, whatever it says; replaced below
+        old_meta = {}
+    old_attrs = dict(old_meta.get("attributes", {}))
+    mine = {k: v for k, v in local_root["attributes"].items() if k != "complete"}
+    same_store = {k: v for k, v in old_attrs.items() if k not in ("complete", UPLOAD_ATTR)} == mine
+    root_equal = old_root == root_bytes
+    clean = not there or (same_store and bool(old_attrs.get(UPLOAD_ATTR, {}).get("clean", True)))
+
+    group_keys = {k for k in files if _video_of(k) is not None and k.count("/") == 2 and k.endswith("/zarr.json")}
+    equal_videos: set[str] = set()
+    if not clean:  # sizes are trusted only inside videos whose group there is this store's
+        remote = dest.get_many(k for k in group_keys if k in there)
+        equal_videos = {_video_of(k) or "" for k, data in remote.items() if data == files[k].read_bytes()}
+    return _Resume(files, there, root_equal, clean, group_keys, equal_videos)
+
+
+def _upload_order(files: dict[str, Path], group_keys: set[str]) -> list[list[str]]:
+    """The keys in the order they are put: the store's own (index/, videos/zarr.json), then each video's
+    arrays followed by its group ``zarr.json``."""
+    order: list[list[str]] = [[k for k in files if _video_of(k) is None]]  # index/, videos/zarr.json
+    by_video: dict[str, list[str]] = {}
+    for k in files:
+        v = _video_of(k)
+        if v is not None:
+            by_video.setdefault(v, []).append(k)
+    for keys in by_video.values():
+        order.append([k for k in keys if k not in group_keys])
+        order.append([k for k in keys if k in group_keys])  # the group's zarr.json after its arrays
+    return order
 
 
 def _put_files(dest: ObjectStore, pairs: Sequence[tuple[Path, str]]) -> None:

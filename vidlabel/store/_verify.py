@@ -118,6 +118,18 @@ def _verify_one(
     if not attrs:
         problems.append(f"{where}: no root (export not finished)")
         return {}
+    video_ids, summary = _check_root_attrs(where, attrs, problems)
+    lengths = _verify_videos(backend, where, attrs, video_ids, summary, report, bar)
+    _check_index(where, index, video_ids, lengths, problems)
+    expected = attrs.get("samples")
+    if expected is not None and int(expected) != int(index.shape[0]):
+        problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
+    return attrs
+
+
+def _check_root_attrs(where: str, attrs: dict[str, Any], problems: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """Append to ``problems`` what is wrong with a store's root attributes; its video ids and ``videos``
+    summary where they can be read (else empty)."""
     if attrs.get("format") != FORMAT:
         problems.append(f"{where}: root format is {attrs.get('format')!r}, expected {FORMAT!r}")
     version_problem = format_version_problem(attrs.get("format_version", 0))
@@ -138,6 +150,21 @@ def _verify_one(
     summary = attrs.get("videos", {}) if videos_problem is None else {}
     if summary and ids_problem is None:
         problems.extend(f"{where}: {problem}" for problem in summary_problems(summary, video_ids))
+    return video_ids, summary
+
+
+def _verify_videos(
+    backend: Any,
+    where: str,
+    attrs: dict[str, Any],
+    video_ids: list[str],
+    summary: dict[str, Any],
+    report: dict[str, Any],
+    bar: Any,
+) -> dict[int, int]:
+    """Check each video of the store at ``where`` into ``report``; the stored rows of each video that could be read, by its
+    position in ``video_ids``."""
+    problems: list[str] = report["problems"]
     on_disk = backend.video_ids()
     for v in sorted(set(video_ids) - set(on_disk)):
         problems.append(f"{where}: {backend.missing_video_problem(v)}")
@@ -158,22 +185,27 @@ def _verify_one(
                 report["chunks_total"] += _expected_chunks(attrs, summary.get(vid, {}))
             continue
         lengths[code] = t
-    if index.size:
-        codes, rows = index[:, 0], index[:, 1]
-        if codes.min() < 0 or codes.max() >= len(video_ids):
-            problems.append(f"{where}: /index names videos outside [0, {len(video_ids)})")
-        else:
-            of_video = dict(positions_by_code(codes))  # one sort, not a scan of every sample per video
-            for code, t in lengths.items():
-                r = rows[of_video.get(code, np.zeros(0, np.int64))]
-                if r.size and (r.min() < 0 or r.max() >= t):
-                    problems.append(f"{where}: /index has rows of video {video_ids[code]!r} outside [0, {t})")
-                if np.unique(r).size != r.size:
-                    problems.append(f"{where}: /index repeats rows of video {video_ids[code]!r}")
-    expected = attrs.get("samples")
-    if expected is not None and int(expected) != int(index.shape[0]):
-        problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
-    return attrs
+    return lengths
+
+
+def _check_index(
+    where: str, index: np.ndarray, video_ids: list[str], lengths: dict[int, int], problems: list[str]
+) -> None:
+    """Append to ``problems`` the rows of ``/index`` that name no video, lie outside their video's ``lengths``
+    rows, or repeat."""
+    if not index.size:
+        return
+    codes, rows = index[:, 0], index[:, 1]
+    if codes.min() < 0 or codes.max() >= len(video_ids):
+        problems.append(f"{where}: /index names videos outside [0, {len(video_ids)})")
+        return
+    of_video = dict(positions_by_code(codes))  # one sort, not a scan of every sample per video
+    for code, t in lengths.items():
+        r = rows[of_video.get(code, np.zeros(0, np.int64))]
+        if r.size and (r.min() < 0 or r.max() >= t):
+            problems.append(f"{where}: /index has rows of video {video_ids[code]!r} outside [0, {t})")
+        if np.unique(r).size != r.size:
+            problems.append(f"{where}: /index repeats rows of video {video_ids[code]!r}")
 
 
 def _expected_chunks(attrs: dict[str, Any], summary: dict[str, Any]) -> int:
@@ -195,6 +227,7 @@ def _verify_video(
     bar: Any,
     summary: dict[str, Any],
 ) -> int:
+    """Check one video's attributes, arrays and frame chunks into ``report``; its stored rows."""
     problems: list[str] = report["problems"]
     where = f"{backend.folder}: video {vid!r}"
     video = backend.open_video(vid)
@@ -213,19 +246,7 @@ def _verify_video(
         )
         frames = video.frames()
         report["chunks_total"] += frames.n_chunks  # "chunks" counts those that could be checked
-        if frames.shape[0] != t:
-            problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
-        want_key = video.attrs.get("frames_key")
-        if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
-            problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
-        want_codec = video.attrs.get("codec")
-        if isinstance(want_codec, str) and frames.codec.spec != want_codec:
-            problems.append(f"{where}: its frames say codec {frames.codec.spec!r}, not the video's {want_codec!r}")
-        height, width = video.attrs.get("height", -1), video.attrs.get("width", -1)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (height, width)):
-            problems.append(f"{where}: its width and height attributes are {width!r} and {height!r}, not whole numbers")
-        elif (height, width) != (-1, -1) and tuple(frames.shape[1:3]) != (height, width):
-            problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {width}x{height}")
+        _check_frames(where, video.attrs, frames, t, problems)
         own = {
             "frames": t,
             "width": video.attrs.get("width"),
@@ -240,34 +261,59 @@ def _verify_video(
         if checks.shape != (frames.n_chunks,):
             problems.append(f"{where}: frames_crc32c has {checks.shape[0]} entries for {frames.n_chunks} chunks")
         else:
-
-            def on_chunk(size: int) -> None:
-                report["chunks"] += 1
-                report["bytes"] += size
-                if bar is not None:
-                    bar.update(1)
-
-            import google_crc32c
-
-            unreadable: list[tuple[int, str]] = []
-            failing = _failing_chunks(frames, checks, on_chunk, unreadable)
-            words = dict(unreadable)
-            for c in sorted([*failing, *words]):
-                rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
-                if c in words:
-                    problems.append(f"{where}: chunk {c} ({rows}): {words[c]}")
-                    continue
-                data = frames.raw_chunk(c)  # read again, as a read of it would: the words are the read's
-                problem = chunk_size_problem(frames, c, len(data)) or chunk_crc_problem(
-                    frames, c, int(checks[c]), google_crc32c.value(data)
-                )
-                problems.append(f"{where}: chunk {c} ({rows}): {problem}")
+            _check_chunks(where, frames, checks, report, bar)
         frames.close()
         report["videos"] += 1
         report["frames"] += t
         return t
     finally:
         video.close()
+
+
+def _check_frames(where: str, attrs: Mapping[str, Any], frames: FramesReader, t: int, problems: list[str]) -> None:
+    """Append to ``problems`` where a video's frames array disagrees with its ``t`` rows and its attributes
+    (frames unit, codec, width and height)."""
+    if frames.shape[0] != t:
+        problems.append(f"{where}: frames has {frames.shape[0]} rows, frame_number {t}")
+    want_key = attrs.get("frames_key")
+    if want_key is not None and frames.unit_key is not None and frames.unit_key != want_key:
+        problems.append(f"{where}: its frames are frames unit {frames.unit_key!r}, not its own unit {want_key!r}")
+    want_codec = attrs.get("codec")
+    if isinstance(want_codec, str) and frames.codec.spec != want_codec:
+        problems.append(f"{where}: its frames say codec {frames.codec.spec!r}, not the video's {want_codec!r}")
+    height, width = attrs.get("height", -1), attrs.get("width", -1)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (height, width)):
+        problems.append(f"{where}: its width and height attributes are {width!r} and {height!r}, not whole numbers")
+    elif (height, width) != (-1, -1) and tuple(frames.shape[1:3]) != (height, width):
+        problems.append(f"{where}: frames are {frames.shape[2]}x{frames.shape[1]}, the video {width}x{height}")
+
+
+def _check_chunks(where: str, frames: FramesReader, checks: np.ndarray, report: dict[str, Any], bar: Any) -> None:
+    """Read every chunk of ``frames`` against its CRC-32C in ``checks``, counting them into ``report`` and
+    appending one problem per chunk that fails or cannot be read."""
+    problems: list[str] = report["problems"]
+
+    def on_chunk(size: int) -> None:
+        report["chunks"] += 1
+        report["bytes"] += size
+        if bar is not None:
+            bar.update(1)
+
+    import google_crc32c
+
+    unreadable: list[tuple[int, str]] = []
+    failing = _failing_chunks(frames, checks, on_chunk, unreadable)
+    words = dict(unreadable)
+    for c in sorted([*failing, *words]):
+        rows = f"rows {c * frames.chunk_frames}..{c * frames.chunk_frames + frames.chunk_rows(c) - 1}"
+        if c in words:
+            problems.append(f"{where}: chunk {c} ({rows}): {words[c]}")
+            continue
+        data = frames.raw_chunk(c)  # read again, as a read of it would: the words are the read's
+        problem = chunk_size_problem(frames, c, len(data)) or chunk_crc_problem(
+            frames, c, int(checks[c]), google_crc32c.value(data)
+        )
+        problems.append(f"{where}: chunk {c} ({rows}): {problem}")
 
 
 def _failing_chunks(

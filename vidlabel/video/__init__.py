@@ -15,9 +15,13 @@ re-export these names.
 
 from __future__ import annotations
 
+from vidlabel.video._cached import CachedReader
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
-from vidlabel.video._probe import content_hash, probe, read_frame_index, resolve_video_path, video_path_candidates
-from vidlabel.video._reader import CachedReader, FrameReader
+from vidlabel.video._frameindex import read_frame_index
+from vidlabel.video._hash import content_hash
+from vidlabel.video._locate import resolve_video_path, video_path_candidates
+from vidlabel.video._probe import probe
+from vidlabel.video._reader import FrameReader
 from vidlabel.video._readplan import Chunk, ReadPlan
 
 __all__ = [

@@ -22,7 +22,8 @@ from av.video.reformatter import VideoReformatter
 
 from vidlabel.errors import VideoDecodeError, VidlabelWarning
 from vidlabel.spec import FrameIndex
-from vidlabel.video._probe import h264_nonref, open_video, rotation_of, with_last
+from vidlabel.video._h264 import h264_nonref
+from vidlabel.video._scan import open_video, rotation_of, with_last
 
 __all__ = ["SEEK_MARGIN", "DecodeEngine", "Missing"]
 

@@ -1,4 +1,4 @@
-"""FrameReader: the exact displayed frame N of a video, read fast; CachedReader keeps the last K.
+"""FrameReader: the exact displayed frame N of a video, read fast.
 
 How a frame is found (spec: "The frame index", "Reading a batch: read_many"):
 
@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -63,19 +63,14 @@ from vidlabel.errors import (
 )
 from vidlabel.geometry import view_image
 from vidlabel.spec import FrameIndex, VideoMetadata, View
+from vidlabel.video._cut import cut_tail, declared_step, ends_inside_transport_packet
 from vidlabel.video._decode import SEEK_MARGIN, DecodeEngine, Missing
-from vidlabel.video._probe import (
-    avcc_length,
-    content_hash,
-    declared_step,
-    ends_inside_transport_packet,
-    index_and_cut,
-    is_vfr,
-    resolve_video_path,
-    video_path_candidates,
-)
+from vidlabel.video._frameindex import index_and_cut, is_vfr
+from vidlabel.video._h264 import avcc_length
+from vidlabel.video._hash import content_hash
+from vidlabel.video._locate import resolve_video_path, video_path_candidates
 
-__all__ = ["SEEK_MARGIN", "CachedReader", "FrameReader", "registered_file", "resolve_video_path", "usable_index"]
+__all__ = ["SEEK_MARGIN", "FrameReader", "registered_file", "resolve_video_path", "usable_index"]
 
 OnCorrupt = Literal["raise", "skip"]
 
@@ -177,41 +172,6 @@ def frame_list(frames: object, what: str, video_id: str) -> list[Any]:
     return list(frames)
 
 
-#: Frames at the end of an index among which :func:`cut_tail` looks for a hole in the pts: more than a
-#: decoder's reordering depth with two B-frames in a row or a B-pyramid of three.
-CUT_TAIL_FRAMES = 4
-
-
-def cut_tail(pts: np.ndarray, declared: int | None = None) -> frozenset[int]:
-    """Frames of an index that follow a hole in the pts among its last :data:`CUT_TAIL_FRAMES` frames, where
-    every earlier step is one frame of a constant rate (within one tick of rounding): in a video whose decoder
-    reorders frames, the sign of a file cut short, whose B-frames shown before its last frames are gone, so a
-    frame there may show a later one. Empty where there is no such hole (or too few frames to tell).
-
-    :func:`vidlabel.video._probe._hole_at_the_end` reads the same sign off probe's full decode (the frames the
-    decoder gave out only when drained); a reader without probe's record uses this one. With fewer frames
-    than that (a file cut within its first frames), the stream's ``declared`` step (ticks a frame) stands
-    for the rate, where every earlier step equals it.
-    """
-    steps = np.diff(pts)
-    if steps.size >= CUT_TAIL_FRAMES + 2:
-        body, tail = steps[:-CUT_TAIL_FRAMES], steps[-CUT_TAIL_FRAMES:]
-        low, high = int(body.min()), int(body.max())
-    elif declared and steps.size >= 2:
-        body, tail = steps[:0], steps[-CUT_TAIL_FRAMES:]
-        low = high = declared
-        if np.any(tail[:-1] < low - 1):  # steps shorter than a frame: not the declared rate
-            return frozenset()
-    else:
-        return frozenset()
-    if low <= 0 or high - low > 1:  # not a constant frame rate
-        return frozenset()
-    wide = np.flatnonzero(tail > high + max(1, low // 2))  # at least half a frame more: a frame is missing
-    if not wide.size:
-        return frozenset()
-    return frozenset(range(pts.size - tail.size + int(wide[0]), pts.size))
-
-
 def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ...]:
     """``untrusted_frames`` given to a reader, as (first, last) int pairs with ``0 <= first <= last``
     (that ``last`` lies inside the video is checked once its frame count is known).
@@ -240,6 +200,22 @@ def _untrusted_ranges(value: object, video_id: str) -> tuple[tuple[int, int], ..
             )
         pairs.append((first, last))
     return tuple(pairs)
+
+
+def _checked_options(on_corrupt: object, frame_threads: object, check_hash: object) -> bool:
+    """Check a reader's ``on_corrupt`` and ``frame_threads``; ``check_hash`` as a bool.
+
+    Raises
+    ------
+    OptionError
+        On an unknown ``on_corrupt``, ``frame_threads`` not an integer >= 0, or a ``check_hash`` that is not
+        True or False.
+    """
+    if on_corrupt not in ("raise", "skip"):
+        raise OptionError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
+    if isinstance(frame_threads, bool) or not isinstance(frame_threads, int) or frame_threads < 0:
+        raise OptionError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
+    return check_flag("check_hash", check_hash)
 
 
 class FrameReader(DecodeEngine):
@@ -334,11 +310,7 @@ class FrameReader(DecodeEngine):
         untrusted_frames: Sequence[tuple[int, int]] | None = (),
         frame_threads: int = 0,
     ) -> None:
-        if on_corrupt not in ("raise", "skip"):
-            raise OptionError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
-        if isinstance(frame_threads, bool) or not isinstance(frame_threads, int) or frame_threads < 0:
-            raise OptionError(f"frame_threads must be an integer >= 0, got {frame_threads!r}")
-        check_hash = check_flag("check_hash", check_hash)
+        check_hash = _checked_options(on_corrupt, frame_threads, check_hash)
         hint = ""
         if callable(getattr(path, "video", None)):  # a Dataset or FrameStore
             hint = " (for a registered video: FrameReader.for_video(ds.video(video_id)))"
@@ -360,57 +332,71 @@ class FrameReader(DecodeEngine):
         self._cut_last = ends_inside_transport_packet(self._container)
         self._avcc_length = avcc_length(self._stream.codec_context)
         try:
-            if index is not None and check_hash and index.content_hash is not None:
-                actual = content_hash(self.path)
-                if actual != index.content_hash:
-                    self._warn(
-                        f"frame index of video {self.video_id!r} was read from another file "
-                        f"({index.content_hash[:19]}..., the file is {actual[:19]}...); ignoring it"
-                    )
-                    index = None
-            self.indexed = index is not None
-            # why the file looks cut short, from the reader's own index pass (None with a given index: probe's
-            # record, untrusted_frames, holds what its full pass saw)
-            self._cut_reason: str | None = None
-            if index is None:
-                index, self._cut_reason = index_and_cut(self.path, hash_file=False)
-            self._index: FrameIndex = index
-            # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
-            self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
-            self._use_index(self._index)
-            for first, last in self.untrusted_frames:
-                if last >= self.frame_count:
-                    raise OptionError(
-                        f"untrusted_frames range ({first}, {last}) of video {self.video_id!r} ({self.path}) is out "
-                        f"of range: frames are [0, {self.frame_count}), ranges (first, last) inclusive"
-                    )
-            self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
-            # An index in a time base other than the stream's numbers frames by position (a stream without
-            # usable timestamps, see vidlabel.video._probe): decoder labels mean nothing in it, so count.
-            tb = self._index.timebase
-            self._mode = "label" if Fraction(tb["num"], tb["den"]) == self._stream.time_base else "count"
-            if self._mode == "count":
-                self._seek_ok = False
-            self._rotation: int | None = None
-            self._coded_size: tuple[int, int] | None = None
-            self._warned_skip = False
-            self._lost: set[int] = set()
-            self._reset(from_start=True)
-            self._cur: tuple[int, Any, bool] | None = None
-            self._first_frame()
-            self._cut_tail: frozenset[int] = frozenset()
-            if not self.indexed and self._reorders:
-                # without probe's record: a hole in the pts of this reader's own index among its last frames
-                # (a cut on a packet boundary leaves no other sign); the drained frames of a file that looks cut
-                # short are refused as they come out (vidlabel.video._decode)
-                if self._mode == "label":
-                    self._cut_tail = cut_tail(np.asarray(self._index.pts, dtype=np.int64), declared_step(self._stream))
-                    self._recorded_untrusted = self._recorded_untrusted | self._cut_tail
-                if self._cut_tail and self._cut_reason is None:
-                    self._cut_reason = "a hole in the pts among the last frames (B-frames cut off)"
+            self._adopt_index(index, check_hash)
+            self._start_decoding()
+            self._refuse_the_cut_tail()
         except BaseException:
             self.close()
             raise
+
+    def _adopt_index(self, index: FrameIndex | None, check_hash: bool) -> None:
+        """Take the given index if it was read from this file, else index the file; check
+        ``untrusted_frames`` against its frame count."""
+        if index is not None and check_hash and index.content_hash is not None:
+            actual = content_hash(self.path)
+            if actual != index.content_hash:
+                self._warn(
+                    f"frame index of video {self.video_id!r} was read from another file "
+                    f"({index.content_hash[:19]}..., the file is {actual[:19]}...); ignoring it"
+                )
+                index = None
+        self.indexed = index is not None
+        # why the file looks cut short, from the reader's own index pass (None with a given index: probe's
+        # record, untrusted_frames, holds what its full pass saw)
+        self._cut_reason: str | None = None
+        if index is None:
+            index, self._cut_reason = index_and_cut(self.path, hash_file=False)
+        self._index: FrameIndex = index
+        # Seeking: trusted with a given index; without, after a one-off check and never on VFR.
+        self._seek_ok: bool | None = True if self.indexed else (False if is_vfr(self._index) else None)
+        self._use_index(self._index)
+        for first, last in self.untrusted_frames:
+            if last >= self.frame_count:
+                raise OptionError(
+                    f"untrusted_frames range ({first}, {last}) of video {self.video_id!r} ({self.path}) is out "
+                    f"of range: frames are [0, {self.frame_count}), ranges (first, last) inclusive"
+                )
+        self._recorded_untrusted = frozenset(n for a, b in self.untrusted_frames for n in range(a, b + 1))
+
+    def _start_decoding(self) -> None:
+        """Pick how frames are numbered, reset the decoder state and decode the first frame."""
+        # An index in a time base other than the stream's numbers frames by position (a stream without
+        # usable timestamps, see vidlabel.video._probe): decoder labels mean nothing in it, so count.
+        tb = self._index.timebase
+        self._mode = "label" if Fraction(tb["num"], tb["den"]) == self._stream.time_base else "count"
+        if self._mode == "count":
+            self._seek_ok = False
+        self._rotation: int | None = None
+        self._coded_size: tuple[int, int] | None = None
+        self._warned_skip = False
+        self._lost: set[int] = set()
+        self._reset(from_start=True)
+        self._cur: tuple[int, Any, bool] | None = None
+        self._first_frame()
+
+    def _refuse_the_cut_tail(self) -> None:
+        """Without probe's record, refuse the frames after a hole in the pts among the last ones
+        (:func:`~vidlabel.video._cut.cut_tail`) where the decoder reorders frames."""
+        self._cut_tail: frozenset[int] = frozenset()
+        if not self.indexed and self._reorders:
+            # without probe's record: a hole in the pts of this reader's own index among its last frames
+            # (a cut on a packet boundary leaves no other sign); the drained frames of a file that looks cut
+            # short are refused as they come out (vidlabel.video._decode)
+            if self._mode == "label":
+                self._cut_tail = cut_tail(np.asarray(self._index.pts, dtype=np.int64), declared_step(self._stream))
+                self._recorded_untrusted = self._recorded_untrusted | self._cut_tail
+            if self._cut_tail and self._cut_reason is None:
+                self._cut_reason = "a hole in the pts among the last frames (B-frames cut off)"
 
     # ----------------------------------------------------------------- public
 
@@ -726,156 +712,3 @@ def _reopen(
         check_hash=False,
         untrusted_frames=untrusted_frames,
     )
-
-
-class CachedReader:
-    """A :class:`FrameReader` that keeps the last ``capacity`` returned frames in memory (LRU).
-
-    Parameters
-    ----------
-    reader_or_path : FrameReader or path-like
-        A reader to wrap, or a file to open one on.
-    capacity : int
-        Frames kept (each ``H * W * 3`` bytes).
-    **reader_options
-        Passed to :class:`FrameReader` when a path is given.
-
-    Attributes
-    ----------
-    reader : FrameReader
-    hits, misses : int
-
-    Raises
-    ------
-    OptionError
-        (a ValueError) If ``capacity`` is not an integer >= 1, or ``reader_or_path`` is neither a
-        FrameReader nor a path.
-
-    Notes
-    -----
-    Returned arrays are copies: changing one does not change the cache.
-    """
-
-    def __init__(
-        self, reader_or_path: FrameReader | str | os.PathLike[str], *, capacity: int = 64, **reader_options: Any
-    ) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise OptionError(f"capacity must be >= 1 (an integer), got {capacity!r}")
-        if not isinstance(reader_or_path, FrameReader):
-            check_path(reader_or_path, "CachedReader", "video file (or a FrameReader)")
-        self.reader = (
-            reader_or_path if isinstance(reader_or_path, FrameReader) else FrameReader(reader_or_path, **reader_options)
-        )
-        self.capacity = int(capacity)
-        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def frame_count(self) -> int:
-        """Number of displayed frames."""
-        return self.reader.frame_count
-
-    @property
-    def width(self) -> int:
-        """Width of returned images."""
-        return self.reader.width
-
-    @property
-    def height(self) -> int:
-        """Height of returned images."""
-        return self.reader.height
-
-    @property
-    def path(self) -> Path:
-        """The video file."""
-        return self.reader.path
-
-    @property
-    def video_id(self) -> str:
-        """The video id."""
-        return self.reader.video_id
-
-    def _get(self, t: int) -> np.ndarray | None:
-        image = self._cache.get(t)
-        if image is None:
-            return None
-        self._cache.move_to_end(t)
-        self.hits += 1
-        return image.copy()
-
-    def _put(self, t: int, image: np.ndarray) -> None:
-        self._cache[t] = image.copy()
-        self._cache.move_to_end(t)
-        while len(self._cache) > self.capacity:
-            self._cache.popitem(last=False)
-
-    def read(self, frame: int) -> np.ndarray:
-        """As :meth:`FrameReader.read`, from the cache when the frame is there."""
-        t = self.reader._check(frame)
-        hit = self._get(t)
-        if hit is not None:
-            return hit
-        self.misses += 1
-        image = self.reader.read(t)
-        self._put(t, image)
-        return image
-
-    def read_many(self, frames: Sequence[int]) -> list[np.ndarray]:
-        """As :meth:`FrameReader.read_many`; cached frames are not decoded again."""
-        wanted = [self.reader._check(f) for f in frame_list(frames, "read_many", self.video_id)]
-        got: dict[int, np.ndarray] = {}
-        for t in set(wanted):
-            hit = self._get(t)
-            if hit is not None:
-                got[t] = hit
-        missing = sorted(set(wanted) - set(got))
-        self.misses += len(missing)
-        for t, image in zip(missing, self.reader.read_many(missing)):
-            got[t] = image
-            self._put(t, image)
-        out, used = [], set()
-        for t in wanted:
-            out.append(got[t] if t not in used else got[t].copy())
-            used.add(t)
-        return out
-
-    def iter_frames(self, frames: Iterable[int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
-        """As :meth:`FrameReader.iter_frames`; cached frames come from the cache."""
-        targets = (
-            list(range(self.frame_count))
-            if frames is None
-            else sorted({self.reader._check(f) for f in frame_list(frames, "iter_frames", self.video_id)})
-        )
-        cached = {t: self._get(t) for t in targets if t in self._cache}
-        decoded = self.reader.iter_frames([t for t in targets if t not in cached])
-        pending = next(decoded, None)
-        for t in targets:
-            if t in cached:
-                yield t, cached[t]  # type: ignore[misc]
-                continue
-            while pending is not None and pending[0] < t:
-                pending = next(decoded, None)
-            if pending is not None and pending[0] == t:
-                self.misses += 1
-                self._put(t, pending[1])
-                yield pending
-                pending = next(decoded, None)
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        for _, image in self.iter_frames():
-            yield image
-
-    def __len__(self) -> int:
-        return self.frame_count
-
-    def close(self) -> None:
-        """Close the wrapped reader and drop the cache."""
-        self._cache.clear()
-        self.reader.close()
-
-    def __enter__(self) -> CachedReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -157,6 +157,102 @@ class Chunk:
         )
 
 
+def _sorted_requests(
+    video_ids: tuple[str, ...], codes: np.ndarray, frames: np.ndarray
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """The video ids sorted, and the requests' (video position in them, frame) sorted by video, then frame."""
+    n = int(frames.size)
+    # Videos in sorted order, so the plan does not depend on the order of first appearance.
+    order_of_ids = sorted(range(len(video_ids)), key=lambda i: video_ids[i])
+    rank = np.empty(len(video_ids), np.int64)
+    rank[order_of_ids] = np.arange(len(video_ids))
+    sorted_ids = tuple(video_ids[i] for i in order_of_ids)
+    vcode = rank[codes] if n else codes
+    # Sort requests by (video, frame); the interval follows the frame within a video.
+    order = np.lexsort((frames, vcode)) if n else np.zeros(0, np.int64)
+    return sorted_ids, vcode[order], frames[order]
+
+
+def _intervals(
+    sorted_ids: tuple[str, ...],
+    sv: np.ndarray,
+    sf: np.ndarray,
+    indexes: Mapping[str, FrameIndex | None],
+    block: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Each sorted request's keyframe interval and the frame decoding it starts from (blocks of ``block``
+    frames in a video without an index); the bounds of each video's requests; the videos without an index.
+
+    Raises
+    ------
+    FrameOutOfRangeError
+        If a requested frame lies outside its video's index.
+    """
+    n = int(sf.size)
+    si = np.empty(n, np.int64)
+    ss = np.empty(n, np.int64)
+    edges = np.searchsorted(sv, np.arange(len(sorted_ids) + 1))
+    no_index: list[str] = []
+    for v, video_id in enumerate(sorted_ids):
+        a, b = int(edges[v]), int(edges[v + 1])
+        if a == b:
+            continue
+        f = sf[a:b]
+        index = indexes.get(video_id)
+        lo, hi = int(f[0]), int(f[-1])
+        if lo < 0 or (index is not None and hi >= index.frame_count):
+            bad = lo if lo < 0 else hi
+            limit = f"[0, {index.frame_count})" if index is not None else "[0, ...)"
+            raise FrameOutOfRangeError(
+                f"requested frame {bad} out of range {limit} in video {video_id!r}", video_id=video_id
+            )
+        if index is None or index.keyframes.size == 0:
+            no_index.append(video_id)
+            iv = f // block
+            si[a:b] = iv
+            ss[a:b] = iv * block
+        else:
+            iv = index.interval_of(f)
+            si[a:b] = iv
+            ss[a:b] = np.where(f < index.keyframes[0], 0, index.keyframes[iv])
+    return si, ss, edges, no_index
+
+
+def _chunks_of(
+    sorted_ids: tuple[str, ...], sv: np.ndarray, sf: np.ndarray, si: np.ndarray, ss: np.ndarray
+) -> tuple[tuple[Chunk, ...], int]:
+    """The chunks of sorted requests (one per video and interval, repeats of a frame counted) and the
+    number of distinct (video, frame) requests."""
+    n = int(sf.size)
+    new_frame = np.ones(n, bool)
+    if n:
+        new_frame[1:] = (sv[1:] != sv[:-1]) | (sf[1:] != sf[:-1])
+    first = np.flatnonzero(new_frame)
+    repeats = np.diff(np.append(first, n)).astype(np.int64)
+    uv, uf, ui, us = sv[first], sf[first], si[first], ss[first]
+    new_chunk = np.ones(first.size, bool)
+    if first.size:
+        new_chunk[1:] = (uv[1:] != uv[:-1]) | (ui[1:] != ui[:-1])
+    bounds = np.append(np.flatnonzero(new_chunk), first.size)
+    chunks = []
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        fr = uf[a:b].copy()
+        rp = repeats[a:b].copy()
+        fr.setflags(write=False)
+        rp.setflags(write=False)
+        chunks.append(
+            Chunk(
+                video_id=sorted_ids[int(uv[a])],
+                interval=int(ui[a]),
+                start_frame=int(us[a]),
+                frames=fr,
+                repeats=rp,
+                n_samples=int(rp.sum()),
+            )
+        )
+    return tuple(chunks), int(first.size)
+
+
 class ReadPlan:
     """Requested frames grouped by keyframe interval into chunks, with a seeded chunk order per epoch.
 
@@ -280,73 +376,13 @@ class ReadPlan:
             raise OptionError(f"block must be an integer in [1, 2**63), got {block!r}")
         self._block = int(block)
         n = int(frames.size)
-        # Videos in sorted order, so the plan does not depend on the order of first appearance.
-        order_of_ids = sorted(range(len(video_ids)), key=lambda i: video_ids[i])
-        rank = np.empty(len(video_ids), np.int64)
-        rank[order_of_ids] = np.arange(len(video_ids))
-        sorted_ids = tuple(video_ids[i] for i in order_of_ids)
-        vcode = rank[codes] if n else codes
-        # Sort requests by (video, frame); the interval follows the frame within a video.
-        order = np.lexsort((frames, vcode)) if n else np.zeros(0, np.int64)
-        sv, sf = vcode[order], frames[order]
-        si = np.empty(n, np.int64)
-        ss = np.empty(n, np.int64)
-        edges = np.searchsorted(sv, np.arange(len(sorted_ids) + 1))
-        no_index: list[str] = []
-        for v, video_id in enumerate(sorted_ids):
-            a, b = int(edges[v]), int(edges[v + 1])
-            if a == b:
-                continue
-            f = sf[a:b]
-            index = indexes.get(video_id)
-            lo, hi = int(f[0]), int(f[-1])
-            if lo < 0 or (index is not None and hi >= index.frame_count):
-                bad = lo if lo < 0 else hi
-                limit = f"[0, {index.frame_count})" if index is not None else "[0, ...)"
-                raise FrameOutOfRangeError(
-                    f"requested frame {bad} out of range {limit} in video {video_id!r}", video_id=video_id
-                )
-            if index is None or index.keyframes.size == 0:
-                no_index.append(video_id)
-                iv = f // self._block
-                si[a:b] = iv
-                ss[a:b] = iv * self._block
-            else:
-                iv = index.interval_of(f)
-                si[a:b] = iv
-                ss[a:b] = np.where(f < index.keyframes[0], 0, index.keyframes[iv])
+        sorted_ids, sv, sf = _sorted_requests(video_ids, codes, frames)
+        si, ss, edges, no_index = _intervals(sorted_ids, sv, sf, indexes, self._block)
         self._video_ids = tuple(v for k, v in enumerate(sorted_ids) if edges[k] < edges[k + 1])  # requested ones
         self._videos_without_index = tuple(no_index)
         self._n_samples = n
         self._est_one_by_one = int((sf - ss).sum() + n) if n else 0
-        new_frame = np.ones(n, bool)
-        if n:
-            new_frame[1:] = (sv[1:] != sv[:-1]) | (sf[1:] != sf[:-1])
-        first = np.flatnonzero(new_frame)
-        repeats = np.diff(np.append(first, n)).astype(np.int64)
-        uv, uf, ui, us = sv[first], sf[first], si[first], ss[first]
-        new_chunk = np.ones(first.size, bool)
-        if first.size:
-            new_chunk[1:] = (uv[1:] != uv[:-1]) | (ui[1:] != ui[:-1])
-        bounds = np.append(np.flatnonzero(new_chunk), first.size)
-        chunks = []
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            fr = uf[a:b].copy()
-            rp = repeats[a:b].copy()
-            fr.setflags(write=False)
-            rp.setflags(write=False)
-            chunks.append(
-                Chunk(
-                    video_id=sorted_ids[int(uv[a])],
-                    interval=int(ui[a]),
-                    start_frame=int(us[a]),
-                    frames=fr,
-                    repeats=rp,
-                    n_samples=int(rp.sum()),
-                )
-            )
-        self._chunks = tuple(chunks)
-        self._distinct = int(first.size)
+        self._chunks, self._distinct = _chunks_of(sorted_ids, sv, sf, si, ss)
         self._assign_cache: dict[tuple[int, int], list[list[int]]] = {}
 
     # -- what the plan holds ------------------------------------------------------------------
