@@ -833,7 +833,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+    # vidlabel import / export-labels
+    from vidlabel.formats._cli import add_format_commands
 
     add_format_commands(add)
 

@@ -8,11 +8,10 @@ Layout of a dataset folder::
 Annotations are stored column-wise: each row of the ``chunks`` table holds up
 to ``CHUNK_ROWS`` annotations of one video as compressed NumPy columns (ids,
 integer codes for kind/label/origin/status/view, frames, float64 boxes,
-float32 confidence, COCO RLE mask bytes). Measured on the 2-core benchmark
-machine, one SQLite row per annotation took 8.7 s just to insert a million
-rows and 4.7 s to read them back into NumPy; chunks make writing, validating
-and building a million rows a matter of about a second each (see
-``scripts/bench_dataset.py``). Review edits (``set_status``,
+float32 confidence, COCO RLE mask bytes). One SQLite row per annotation
+made inserting a million rows and reading them back into NumPy take several
+seconds each; chunks make writing, validating and building a million rows a
+matter of about a second each (``scripts/bench_dataset.py`` measures it). Review edits (``set_status``,
 ``delete_annotations``) rewrite the chunks they touch inside one transaction.
 
 Every write is one SQLite transaction (``BEGIN IMMEDIATE``): a batch of

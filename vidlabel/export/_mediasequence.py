@@ -44,7 +44,7 @@ from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan, check_video_files
 from vidlabel.export._report import markers_not_written_words
 from vidlabel.export._tfrecord import TFRecordWriter
-from vidlabel.export._units import UnitJob, inline_frame_threads, unit_frames
+from vidlabel.export._units import UnitJob, unit_frames
 from vidlabel.geometry import decode_rle
 from vidlabel.spec import ORIGINS
 from vidlabel.store._layout import digest
@@ -287,7 +287,7 @@ def _records_to_write(
             chunk_frames=1, frame_number=frames, decode=frames, sources=[], attrs={},
         )  # fmt: skip
         counts = {"decoded": 0, "copied": 0}
-        decoded = unit_frames(job, opts, counts, inline_frame_threads())
+        decoded = unit_frames(job, opts, counts)
         for span in todo:
             encoded = []
             for _ in range(span.frames):

@@ -525,7 +525,7 @@ class FrameStore:
         """
         index = self._index if positions is None else self._index[np.asarray(positions, dtype=np.int64)]
         codes, rows = index[:, 0], index[:, 1]
-        # one gather from the videos' frame numbers end to end: no NumPy call per video (issue 15)
+        # one gather from the videos' frame numbers end to end: no NumPy call per video
         uniq, inverse = np.unique(codes, return_inverse=True)
         numbers = [self.video_data(self._video_ids[c]).frame_number for c in uniq.tolist()]
         sizes = np.array([a.size for a in numbers], np.int64)

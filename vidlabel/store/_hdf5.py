@@ -32,7 +32,6 @@ import os
 import re
 import stat
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -43,7 +42,6 @@ import google_crc32c  # here, not at the first read: DataLoader workers forked l
 import h5py
 import numpy as np
 
-from vidlabel._env import env_choice, env_switch
 from vidlabel.errors import StoreCorruptError, StoreError
 from vidlabel.store._backend import (
     Backend,
@@ -62,11 +60,8 @@ from vidlabel.store._fs import (
     PAGE,
     STORE_CHANGED,
     fsync_file,
-    in_background,
     inside_store,
     load_store_json,
-    populate,
-    populate_available,
     publish,
     refuse_overdeclared,
     remove,
@@ -79,55 +74,27 @@ ROOT_FILE = "store.h5"
 PARTIAL = ".partial"
 
 #: How the first read of an uncompressed chunk in a process meets the read-only memory map of the frames file:
-#: "populate" (the default) maps a chunk's pages with one ``madvise(MADV_POPULATE_READ)`` call just before its
-#: first copy, in the reading thread; "readahead" hands the chunks of a batch (several chunks read at once, as
-#: StoreFrames' ``__getitems__`` does) to a background thread of this process that maps their pages so from the
-#: batch's last chunk backwards while the reading thread copies from the first forwards (each chunk's pages are
-#: mapped by whichever gets there first; the thread runs without the GIL); "pread" copies a chunk's first read
-#: with ``os.preadv`` (later reads use the map); "fault" lets the copy fault the pages in (15-45 minor faults
-#: per 480p/720p frame on issue 15's machines). Where ``MADV_POPULATE_READ`` is missing (before Linux 5.14, not
-#: Linux) the pages are faulted in as by "fault". ``scripts/bench_storeframes.py`` row 1 measures all four in
-#: one run. "readahead" was the default until 2026-12-03. On issue 15's Xeon VM, row 1's first pass against warm
-#: over a 1.5 GB store (medians of 3 runs): 640x480 0.87x against 0.73x for "readahead", 1280x720 0.88x
-#: against 0.87x; the goal is 0.8x. Handing each batch to the thread costs more than it saves when the chunks
-#: are small.
+#: one ``madvise(MADV_POPULATE_READ)`` call maps the chunk's pages just before its first copy, in the reading
+#: thread, instead of a page fault every few pages during the copy (where the call is missing, the copy faults
+#: them in). ``scripts/bench_storeframes.py`` row 1 measures a first pass against a warm one.
 FIRST_TOUCH = "populate"
-#: The ways a first read may meet the map; ``VIDLABEL_FIRST_TOUCH`` picks one for this process (the best one depends
-#: on the machine: on issue 15's EPYC VM "readahead" gave 0.77-0.91x where "populate" gave 0.66-0.76x, the
-#: reverse of the Xeon VM; ``scripts/bench_storeframes.py --only 1`` measures each on yours).
-FIRST_TOUCHES = ("populate", "readahead", "pread", "fault")
-#: How the first read of a chunk meets the file in a PyTorch DataLoader worker process. With torch's default
-#: ``persistent_workers=False`` every epoch starts new workers, so every epoch is a worker's first pass: the
-#: pages of the frames file are mapped again in each (a fork does not copy the parent's page tables of a file
-#: map). "pread" copies a chunk's first read in the worker straight from the page cache, mapping nothing
-#: (later reads of the chunk in that worker use the map). ``scripts/bench_storeframes.py`` row 3 on issue 15's
-#: EPYC VM, 2 workers at 720p: 2.04 / 3.26 ms of worker CPU a sample at batch 8 / 32 against 2.21 / 4.81 with
-#: "readahead" (median of 3); epochs of 1,500 samples drawn from 150, where a worker reads each chunk 5 times,
-#: 0.80 against 0.69 ms.
+#: How the first read of a chunk meets the file in a PyTorch DataLoader worker process: with torch's default
+#: ``persistent_workers=False`` every epoch starts new workers, and a fork copies none of the parent's page
+#: tables of a file map, so a worker copies a chunk's first read straight from the page cache with ``pread``,
+#: mapping nothing (later reads of the chunk in that worker use the map). ``scripts/bench_storeframes.py`` row 3.
 WORKER_FIRST_TOUCH = "pread"
-#: Uncompressed frames units larger than a quarter of the free memory (:func:`_direct_write_wanted`), or every
-#: one with ``VIDLABEL_HDF5_DIRECT_WRITE=1``, are written with ``O_DIRECT`` (Linux) into chunks HDF5 allocates
-#: up front as blocks of consecutive chunks (see :class:`_ChunkRegion`); smaller ones, all with False or
-#: ``VIDLABEL_HDF5_DIRECT_WRITE=0``, and any on a file system that refuses ``O_DIRECT``, write each chunk
-#: through the page cache with ``write_direct_chunk`` (or, with :data:`BUFFERED_REGION_WRITE`, in whole 2 MiB
-#: blocks).
-DIRECT_WRITE = True
-#: True (the default since 2026-12-06): an uncompressed unit that goes through the page cache is streamed into
-#: its early-allocated chunks by :class:`_ChunkRegion` in writes of whole 2 MiB blocks of the file (the chunks'
-#: own bytes, gathered with ``pwritev``: no copy), so that a kernel with large page-cache folios keeps 2 MiB
-#: folios that a reader maps with one page-table entry. HDF5's write of each chunk at its own offset
-#: (``write_direct_chunk``, False) leaves smaller folios, and a file stays in the page cache as it was written:
-#: on issue 15's EPYC VM (Linux 6.18, ext4, proactive reclaim off) 0% / 24% of a 640x480 / 1280x720 frames file
-#: in 2 MiB folios against 95-98%, and a fresh process's first pass over the store 0.69 / 0.71x of its warm
-#: pass against 0.82 / 0.80x (``scripts/bench_storeframes.py`` row 1; ``--only folios`` measures the same with
-#: a plain map copy and no vidlabel code: 0.72 / 0.82x against 0.90-0.94x). Until 2026-12-06 the blocks were
-#: copied into staging buffers first, which cost export CPU, and it was off; with DAMON reclaim on, pages paged
-#: out and read again came back in large folios anyway and hid the difference.
-BUFFERED_REGION_WRITE = True
-_COPY_BLOCK = 512 << 10  # bytes of a mapped chunk copied, then checksummed while in cache (HDF5FramesReader)
-_STAGE_BYTES = 4 << 20  # bytes gathered before one write of a chunk region (two such buffers per unit written)
-_FOLIO_BYTES = 2 << 20  # buffered region writes start on these boundaries of the file (a PMD-sized folio)
-_IOV_MAX = 1024  # views one pwritev takes (Linux's IOV_MAX)
+#: Uncompressed frames units are streamed into their early-allocated chunks in whole 2 MiB blocks of the file
+#: (:class:`_ChunkRegion`); False writes each chunk with HDF5's ``write_direct_chunk``, as compressed units and
+#: units past the file size limit always are (``scripts/bench_storeframes.py`` compares the two).
+REGION_WRITE = True
+# bytes of a mapped chunk copied, then checksummed while in the core's cache (HDF5FramesReader)
+_COPY_BLOCK = 512 << 10
+# bytes of chunks gathered before one write of a chunk region
+_STAGE_BYTES = 4 << 20
+# region writes start on these boundaries of the file (a PMD-sized folio)
+_FOLIO_BYTES = 2 << 20
+# views one pwritev takes (Linux's IOV_MAX)
+_IOV_MAX = 1024
 
 
 def _in_dataloader_worker() -> bool:
@@ -236,8 +203,8 @@ class _LinkedFramesOpener:
     """Opens the frames file a video file's ``frames`` link names, as :func:`_open_linked_frames`; after its first
     open of an uncompressed file it keeps that file's :class:`_FramesIndex`, so that opening it again (a reader
     closed by :class:`~vidlabel.store.FrameStore`'s LRU of open readers, or a DataLoader worker forked after
-    the file was read) maps the file without HDF5: 1.2-1.3 ms a frames file in a warm process, 3-4 ms in a
-    fresh fork, against tens of microseconds (``scripts/bench_scale.py``, random reads over 1,000 videos).
+    the file was read) maps the file without HDF5, in tens of microseconds instead of milliseconds
+    (``scripts/bench_scale.py``, random reads over many videos).
     The file is opened in full again, and the index learnt anew, when it is no longer the file indexed
     (device, inode, size, modification or change time differ), so its unit key and shape are checked again
     even with ``verify_checksums=False``."""
@@ -298,9 +265,9 @@ def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
     """Array ``name`` of an open store file, whole; an external link on the way is followed by vidlabel
     (resolved and checked with :func:`_link_target`), never by HDF5.
 
-    Read with h5py's low-level calls (link info, ``H5Oopen``, ``H5Dread`` into a new array): a video's 20
-    small arrays took 6.3 ms a video through ``File.get`` / ``File[name]`` / ``Dataset[()]``, 1.2 ms so
-    (``scripts/bench_scale.py``: ``StoreFrames(frames="annotated")`` reads every video's arrays).
+    Read with h5py's low-level calls (link info, ``H5Oopen``, ``H5Dread`` into a new array), several times
+    faster than ``File.get`` / ``File[name]`` / ``Dataset[()]`` (``scripts/bench_scale.py``:
+    ``StoreFrames(frames="annotated")`` reads every video's arrays).
 
     Raises
     ------
@@ -402,7 +369,8 @@ def _create_frames(
 ) -> h5py.Dataset:
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_chunk((chunk_frames, *shape[1:]))
-    if early:  # every chunk's space allocated now (one block), nothing filled: the direct writer fills it
+    # every chunk's space allocated now, nothing filled: the region writer fills it
+    if early:
         dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     filt = codec.hdf5_filter()
@@ -421,23 +389,6 @@ def _create_frames(
     return h5py.Dataset(dsid)
 
 
-#: With ``VIDLABEL_HDF5_DIRECT_WRITE`` unset, a unit is written past the page cache when its bytes exceed this
-#: fraction of the memory the kernel reports free (``MemFree``; where that cannot be read, always).
-DIRECT_WRITE_FREE_FRACTION = 0.25
-
-
-def _mem_free_bytes() -> int | None:
-    """``MemFree`` of ``/proc/meminfo`` in bytes (free pages, not the reclaimable page cache), or None."""
-    try:
-        with open("/proc/meminfo", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"MemFree:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _size_limit_allows(nbytes: int) -> bool:
     """True unless this process's file size limit (``ulimit -f``, ``RLIMIT_FSIZE``) is below ``nbytes`` plus
     1 MiB (HDF5's own structures in a frames file)."""
@@ -449,54 +400,20 @@ def _size_limit_allows(nbytes: int) -> bool:
     return soft == resource.RLIM_INFINITY or soft >= nbytes + (1 << 20)
 
 
-def _direct_write_wanted(nbytes: int) -> bool:
-    """Write an uncompressed unit of ``nbytes`` with ``O_DIRECT`` (:class:`_ChunkRegion`)?
-
-    ``VIDLABEL_HDF5_DIRECT_WRITE=1`` always, ``=0`` never; unset, only when the unit would not fit in a
-    quarter of the free memory. Measured on issue 15's EPYC VM (fresh processes, alternating): a 300-frame
-    640x480 export took 0.40-0.50 s buffered against 0.77-1.01 s direct with 23 GB free (1280x720:
-    1.36-1.88 s against 1.95-2.46 s): buffered writes land in free pages and the export does not wait for
-    the disk. With the page cache full (1.7 GB free) buffered writes must reclaim first: 0.81-1.34 s against
-    0.88-1.27 s direct at 640x480, 1.84-3.05 s against 2.40-2.61 s at 1280x720; the direct path then also
-    keeps the page cache of the user's other files (an earlier Intel VM measured 1-7 ms of system time per
-    buffered 720p frame in that state, 0.1 ms direct).
-    """
-    if not DIRECT_WRITE or not hasattr(os, "O_DIRECT"):
-        return False
-    switch = env_switch("VIDLABEL_HDF5_DIRECT_WRITE", None)
-    if switch is not None:
-        return switch
-    free = _mem_free_bytes()
-    return free is None or nbytes > free * DIRECT_WRITE_FREE_FRACTION
-
-
 class _ChunkRegion:
     """The chunks of an uncompressed frames file, written in order as one byte stream per block of chunks.
 
     HDF5 allocated the chunks up front (early allocation, no fill) in ``runs``: blocks of consecutive chunks
-    lying back to back, between which it keeps pieces of its chunk index (at 1280x720, a few KB after every
-    ~57 chunks). Each run's bytes are written on the region's flush thread in stretches of about
-    :data:`_STAGE_BYTES` while the next stretch fills (with one 8 MB buffer, the writer thread stood still for
-    each write and the decoder waited on its queue: a 300-frame 640x480 export 0.30 s, 0.25 s with two 4 MB
-    buffers, in one process, one run of each); a failed write is raised by the next flush or :meth:`finish`.
-    With ``direct`` a stretch is copied into one of two page-aligned staging buffers (``O_DIRECT`` wants
-    aligned memory); buffered, it is the chunks' own bytes, gathered as views (which keep the chunks alive)
-    and written with one ``os.pwritev``: no copy (the copy cost 0.1-0.3 ms of export CPU a 720p frame).
+    lying back to back, between which it keeps pieces of its chunk index. The chunks' own bytes are gathered
+    as views (no copy; the views keep the chunks alive) and handed to the region's flush thread in stretches
+    of about :data:`_STAGE_BYTES`, each written with one ``os.pwritev`` while the next stretch gathers; a
+    failed write is raised by the next hand-over or :meth:`finish`.
 
-    With ``direct`` the staged writes go past the page cache (``O_DIRECT``), starting on a page boundary; a
-    run's unaligned first and last bytes go through the page cache, so no page HDF5's own (buffered) metadata
-    writes share is ever written directly. Issue 15: on the VMs measured, a buffered write of a 720p frame
-    cost 1-7 ms of system time copying into fresh page cache pages (the same for ``numpy.tofile``; the most
-    while the page cache fills up), an ``O_DIRECT`` write 0.1 ms (``scripts/bench_exportwrite.py``).
-
-    Without ``direct`` (with :data:`BUFFERED_REGION_WRITE`, the default) the writes go through the page cache
-    and start on a :data:`_FOLIO_BYTES` (2 MiB) boundary of the file, each covering whole 2 MiB blocks: where the kernel's page cache holds large
-    folios for the file system (ext4 from Linux 6.16, XFS from 5.18), a write of a whole aligned block lands
-    in one 2 MiB folio, which a read-only map of the file later maps with one page-table entry. HDF5's write
-    of each chunk at its own offset (``write_direct_chunk``) left smaller folios, mapped a few pages a fault:
-    on issue 15's EPYC VM (Linux 6.18, ext4) 22% of a 720p frames file and none of a 480p one in 2 MiB
-    folios against 95-97% so, and 9.5 against 3.5 map faults a 720p sample in a first pass
-    (``scripts/bench_storeframes.py`` row 1, "chunkwise").
+    Each stretch starts on a :data:`_FOLIO_BYTES` (2 MiB) boundary of the file and covers whole 2 MiB blocks,
+    so that a kernel whose page cache holds large folios (ext4 from Linux 6.16, XFS from 5.18) keeps the file
+    in 2 MiB folios, which a read-only map of it then maps with one page-table entry; HDF5's write of each
+    chunk at its own offset (``write_direct_chunk``) leaves smaller ones. A run's bytes before its first
+    boundary are written at once, in the caller's thread.
 
     Parameters
     ----------
@@ -504,50 +421,34 @@ class _ChunkRegion:
         The frames file.
     runs : list of (int, int)
         ``(byte offset, bytes)`` of each block, in chunk order.
-    direct : bool
-        Write past the page cache.
 
     Raises
     ------
     OSError
-        If the file cannot be opened (``EINVAL`` with ``direct``: the file system refuses ``O_DIRECT``).
+        If the file cannot be opened.
     """
 
-    def __init__(self, path: Path, runs: list[tuple[int, int]], *, direct: bool) -> None:
+    def __init__(self, path: Path, runs: list[tuple[int, int]]) -> None:
         if not runs:
             raise ValueError("no chunks to write")
         self._runs = runs
-        self.direct = direct
-        self._align = PAGE if direct else _FOLIO_BYTES
-        self._plain = os.open(path, os.O_WRONLY)
-        self._direct = -1
-        if direct:
-            try:
-                self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
-            except OSError:
-                os.close(self._plain)
-                raise
-        self._staged_fd = self._direct if direct else self._plain
-        # Buffered: the chunks' own bytes are gathered (views, no copy) and written with one ``pwritev`` a
-        # stretch of whole 2 MiB blocks; direct: copied into two page-aligned staging buffers, since O_DIRECT
-        # wants aligned memory. One stretch fills while the other's write runs on the flush thread (an O_DIRECT
-        # write waits on the device; one buffer made the caller wait too, and its queue of chunks with it).
-        # numpy copies into the buffers run without the GIL (an mmap slice assignment holds it).
-        self._gather = not direct and hasattr(os, "pwritev")
-        self._views: list[memoryview] = []  # gathered, not yet handed to the flush thread (their chunks stay alive)
-        self._stages = [] if self._gather else [_aligned_buffer(_STAGE_BYTES) for _ in range(2)]
+        self._fd = os.open(path, os.O_WRONLY)
+        # gathered, not yet handed to the flush thread (their chunks stay alive)
+        self._views: list[memoryview] = []
         self._in_flight: list[Future[None] | None] = [None, None]
         self._current = 0
-        self._stage = self._stages[0] if self._stages else np.empty(0, np.uint8)
-        self._flusher: ThreadPoolExecutor | None = None  # started at the first staged write (a small unit has none)
+        # started at the first hand-over (a small unit has none)
+        self._flusher: ThreadPoolExecutor | None = None
         self._start_run(0)
 
     def _start_run(self, k: int) -> None:
         self._run = k
         base, nbytes = self._runs[k]
         self.pos, self.end = base, base + nbytes
-        self._aligned = -(-base // self._align) * self._align  # first byte of the run that is staged
-        self._filled = 0  # staged bytes, starting at file offset self._stage_at
+        # the first byte of the run that is gathered
+        self._aligned = -(-base // _FOLIO_BYTES) * _FOLIO_BYTES
+        # gathered bytes, starting at file offset self._stage_at
+        self._filled = 0
         self._stage_at = self._aligned
 
     def write(self, data: memoryview) -> None:
@@ -558,105 +459,63 @@ class _ChunkRegion:
                     raise StoreError(
                         f"frames file: {data.nbytes} bytes at {self.pos} run past the chunks' end {self.end}"
                     )
-                self._flush_stage(self._staged_part())  # the run's end
+                self._hand_over(self._filled)
                 self._start_run(self._run + 1)
             k = min(data.nbytes, self.end - self.pos)
             self._write_in_run(data[:k])
             data = data[k:]
 
-    def _staged_part(self) -> int:
-        """Of the bytes staged at a run's end, those the flush thread writes (direct: the page-aligned part;
-        its unaligned tail is written buffered)."""
-        return self._filled // PAGE * PAGE if self.direct else self._filled
-
     def _write_in_run(self, data: memoryview) -> None:
-        if self.pos < self._aligned:  # the run's unaligned head, buffered
+        if self.pos < self._aligned:
             k = min(self._aligned - self.pos, data.nbytes)
-            _pwrite_all(self._plain, data[:k], self.pos)
+            _pwrite_all(self._fd, data[:k], self.pos)
             self.pos += k
             data = data[k:]
-        if self._gather and data.nbytes:
+        if data.nbytes:
             self._views.append(data)
             self._filled += data.nbytes
             self.pos += data.nbytes
-            if self._filled >= _STAGE_BYTES:  # hand over the whole 2 MiB blocks gathered; the rest waits
-                self._flush_stage((self._stage_at + self._filled) // _FOLIO_BYTES * _FOLIO_BYTES - self._stage_at)
-            return
-        while data.nbytes:
-            k = min(_STAGE_BYTES - self._filled, data.nbytes)
-            self._stage[self._filled : self._filled + k] = np.frombuffer(data[:k], np.uint8)
-            self._filled += k
-            self.pos += k
-            data = data[k:]
-            if self._filled == _STAGE_BYTES:
-                self._flush_stage(_STAGE_BYTES)
+            if self._filled >= _STAGE_BYTES:
+                # the whole 2 MiB blocks gathered go; the rest waits for the next stretch
+                self._hand_over((self._stage_at + self._filled) // _FOLIO_BYTES * _FOLIO_BYTES - self._stage_at)
 
-    def _flush_stage(self, n_thread: int) -> None:
-        """Hand the staged bytes' first ``n_thread`` to the flush thread, write the rest through the page cache
-        here, and go on in the other buffer once its earlier write is done (gathered: the views of the rest
-        wait for the next stretch)."""
-        if self._gather:
-            views, self._views = _split_views(self._views, n_thread)
-            self._hand_over(_pwritev_all, self._plain, views, self._stage_at)
-            self._stage_at += n_thread
-            self._filled -= n_thread
-            self._next_slot()
-            return
-        stage = self._stages[self._current]
-        if n_thread:
-            self._hand_over(_pwrite_all, self._staged_fd, stage[:n_thread].data, self._stage_at)
-        rest = self._filled - n_thread
-        if rest:  # the unaligned tail of the run, buffered
-            _pwrite_all(self._plain, stage[n_thread : self._filled].data, self._stage_at + n_thread)
-        self._stage_at += self._filled
-        self._filled = 0
-        self._next_slot()
-        self._stage = self._stages[self._current]
-
-    def _hand_over(self, write: Callable[..., None], *args: Any) -> None:
-        """Run ``write(*args)`` on the flush thread (started by the first call) as the current slot's write."""
+    def _hand_over(self, nbytes: int) -> None:
+        """Hand the first ``nbytes`` gathered to the flush thread, and go on once the write before is done."""
+        views, self._views = _split_views(self._views, nbytes)
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-region")
-        self._in_flight[self._current] = self._flusher.submit(write, *args)
-
-    def _next_slot(self) -> None:
-        """Go on in the other slot once its earlier write is done."""
+        self._in_flight[self._current] = self._flusher.submit(_pwritev_all, self._fd, views, self._stage_at)
+        self._stage_at += nbytes
+        self._filled -= nbytes
         self._current ^= 1
         self._wait(self._current)
 
     def _wait(self, k: int) -> None:
         pending, self._in_flight[k] = self._in_flight[k], None
         if pending is not None:
-            pending.result()  # a failed write raises its OSError here
+            # a failed write raises its OSError here
+            pending.result()
 
     def finish(self) -> None:
-        """Write what is staged, wait for every write, and close the descriptors."""
+        """Write what is gathered, wait for every write, and close the file."""
         try:
             if self._filled:
-                self._flush_stage(self._staged_part())
+                self._hand_over(self._filled)
             self._wait(0)
             self._wait(1)
         finally:
             self.close()
 
     def close(self) -> None:
-        """Close the descriptors once no write is in flight (a failed write is not raised here: :meth:`finish`
-        raises it; ``close`` alone is the abort path)."""
+        """Close the file once no write is in flight (a failed write is not raised here: :meth:`finish` raises
+        it; ``close`` alone is the abort path)."""
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
         self._in_flight = [None, None]
         self._views = []
-        for fd in (self._direct, self._plain):
-            if fd >= 0:
-                os.close(fd)
-        self._direct = self._plain = self._staged_fd = -1
-
-
-def _aligned_buffer(nbytes: int) -> np.ndarray:
-    """A (nbytes,) uint8 array starting on a page boundary (``O_DIRECT`` wants aligned memory)."""
-    raw = np.empty(nbytes + PAGE, np.uint8)
-    start = -raw.ctypes.data % PAGE
-    return raw[start : start + nbytes]
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = -1
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
@@ -728,14 +587,11 @@ class HDF5FramesReader(FramesReader):
         self._mmap: mmap.mmap | None = None
         self._mapped: np.ndarray | None = None  # the whole file as uint8, a view of the map
         self._offsets: np.ndarray | None = None
-        self._fd = -1  # for "pread" first touches
-        self._touched = bytearray()  # per chunk: read through the map in this process already
-        self._first_touch = (
-            WORKER_FIRST_TOUCH
-            if _in_dataloader_worker()
-            else env_choice("VIDLABEL_FIRST_TOUCH", FIRST_TOUCHES, FIRST_TOUCH)
-        )
-        self._map_lock = threading.Lock()  # the readahead thread advises the map under it; close unmaps under it
+        # for "pread" first touches
+        self._fd = -1
+        # per chunk: read through the map in this process already
+        self._touched = bytearray()
+        self._first_touch = WORKER_FIRST_TOUCH if _in_dataloader_worker() else FIRST_TOUCH
 
     def _use_map(self, mapped: mmap.mmap, fd: int, offsets: np.ndarray) -> None:
         """Read uncompressed chunks from ``mapped``, the file's read-only map (``fd``: the file, for ``pread`` and
@@ -892,21 +748,21 @@ class HDF5FramesReader(FramesReader):
         The map is read-only and the file immutable: ``out`` never shares memory with it. The first read of
         a chunk in this process takes its pages in as :data:`FIRST_TOUCH` says, instead of one page fault
         per few pages during the copy. The checksum is computed block by block (:data:`_COPY_BLOCK` bytes)
-        right after each block is copied, while it is in the core's cache: a CRC pass over the whole chunk
-        after the copy read it back from memory (at 1280x720, copy + CRC 0.54-0.61 ms a chunk against
-        0.43-0.46 ms blocked, one run each on issue 15's VM).
+        right after each block is copied, while it is in the core's cache (a CRC pass over the whole chunk
+        after the copy would read it back from memory).
         """
         assert self._mapped is not None
         end = offset + self._chunk_bytes
         if self._fd >= 0 and (size := os.fstat(self._fd).st_size) < end:  # a copy past the end: SIGBUS
             raise self._changed(f"it now has {size} bytes, chunk {index} ends at byte {end}")
-        if not self._touched[index] and self._first_touch != "readahead":
+        if not self._touched[index]:
             self._touched[index] = 1
             if self._first_touch == "populate" and MADV_POPULATE_READ is not None and self._mmap is not None:
                 start = offset - offset % PAGE
                 try:
                     self._mmap.madvise(MADV_POPULATE_READ, start, end - start)
-                except (OSError, ValueError):  # an older kernel: plain faults from now on
+                except (OSError, ValueError):
+                    # an older kernel: the copies fault the pages in from now on
                     self._first_touch = "fault"
             elif self._first_touch == "pread" and self._fd >= 0:
                 value = self._pread_chunk(offset, out, crc)
@@ -926,8 +782,7 @@ class HDF5FramesReader(FramesReader):
     def _pread_chunk(self, offset: int, out: np.ndarray, crc: bool) -> int | Literal[False] | None:
         """Copy the chunk at byte ``offset`` into the flat ``out`` with ``os.preadv``, :data:`_COPY_BLOCK` bytes
         at a time, each block checksummed right after it is read while it is in the core's cache (a pass over
-        the whole chunk after the read took it back from memory: ``scripts/bench_storeframes.py`` row 4, three
-        runs on issue 15's Xeon VM, 0.59-0.70 ms of a fresh process's CPU a 1280x720 chunk against 0.64-0.69).
+        the whole chunk after the read would take it back from memory; ``scripts/bench_storeframes.py`` row 4).
         Returns the CRC-32C (with ``crc``, else None), or False where the file ended first (the caller copies
         from the map, which checks the size)."""
         view, value = memoryview(out.data), 0
@@ -945,29 +800,6 @@ class HDF5FramesReader(FramesReader):
     def raw_chunk(self, index: int) -> bytes:
         _, data = self._h5().read_direct_chunk((index * self.chunk_frames, 0, 0, 0))
         return bytes(data)
-
-    def prefetch(self, indices: Iterable[int]) -> None:
-        """With :data:`FIRST_TOUCH` "readahead": the background thread maps the pages of the chunks of
-        ``indices`` not read in this process yet, last chunk first (the reader copies them in order)."""
-        if self._first_touch != "readahead" or not populate_available() or self._offsets is None:
-            return
-        ranges = []
-        for index in indices:
-            if 0 <= index < self._offsets.size and self._offsets[index] >= 0 and not self._touched[index]:
-                self._touched[index] = 1
-                offset = int(self._offsets[index])
-                start = offset - offset % PAGE
-                ranges.append((start, offset + self._chunk_bytes - start))
-        if len(ranges) > 1:
-            in_background(functools.partial(self._populate_ranges, ranges[:0:-1]))  # the first: the reader's own
-
-    def _populate_ranges(self, ranges: list[tuple[int, int]]) -> None:
-        """(On the background thread.) Map the pages of ``ranges`` of the file map, unless it was closed."""
-        for start, length in ranges:
-            with self._map_lock:  # close() unmaps under the same lock: never advise an unmapped range
-                if self._mapped is None:
-                    return
-                populate(self._mapped.ctypes.data + start, length)
 
     def stored_checksums(self) -> np.ndarray:
         self._h5()
@@ -1015,14 +847,13 @@ class HDF5FramesReader(FramesReader):
         return self.codec.decode(data, out, self.backend)
 
     def close(self) -> None:
-        with self._map_lock:
-            self._mapped = None
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
-            if self._mmap is not None:
-                self._mmap.close()
-                self._mmap = None
+        self._mapped = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
         if self._file is not None and self._file.id.valid:
             self._file.close()
 
@@ -1042,24 +873,22 @@ class HDF5FramesWriter(FramesWriter):
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self._file = _open(self.partial, "w")
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
-        nbytes = int(np.prod(shape))
         # early allocation reserves whole chunks: a last chunk of fewer frames takes a full chunk's room too
         allocated = -(-shape[0] // chunk_frames) * chunk_frames * int(np.prod(shape[1:]))
-        direct = codec.name == "none" and shape[0] > 0 and _direct_write_wanted(nbytes)
-        early = direct or (codec.name == "none" and shape[0] > 0 and BUFFERED_REGION_WRITE)
+        early = codec.name == "none" and shape[0] > 0 and REGION_WRITE and hasattr(os, "pwritev")
         if early and not _size_limit_allows(allocated):
             # HDF5 extends a file to its early-allocated size at a flush: past the file size limit that fails
             # inside HDF5 (and h5py crashes at exit); chunk by chunk, the chunk write past it says EFBIG
-            direct = early = False
+            early = False
         self._ds = _create_frames(self._file, shape, chunk_frames, codec, early=early)
         self._chunk_frames = chunk_frames
-        self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames, direct) if early else None
-        self._next = 0  # the chunk the region expects next
+        self._region: _ChunkRegion | None = self._chunk_region(shape, chunk_frames) if early else None
+        # the chunk the region expects next
+        self._next = 0
 
-    def _chunk_region(self, shape: tuple[int, int, int, int], chunk_frames: int, direct: bool) -> _ChunkRegion | None:
-        """The region writer over the chunks' blocks (``O_DIRECT`` with ``direct`` where the file system allows
-        it, else buffered in 2 MiB blocks with :data:`BUFFERED_REGION_WRITE`), or None where HDF5 did not
-        allocate every chunk or neither applies (then every chunk goes through ``write_direct_chunk``)."""
+    def _chunk_region(self, shape: tuple[int, int, int, int], chunk_frames: int) -> _ChunkRegion | None:
+        """The region writer over the chunks' blocks, or None where HDF5 did not allocate every chunk (then every
+        chunk goes through ``write_direct_chunk``)."""
         chunk_bytes = int(np.prod((chunk_frames, *shape[1:])))
         offsets: list[int] = []
         try:
@@ -1069,20 +898,15 @@ class HDF5FramesWriter(FramesWriter):
         n = -(-shape[0] // chunk_frames)
         if len(offsets) != n or min(offsets, default=-1) < 0:
             return None
-        runs: list[list[int]] = []  # [offset, bytes] of each block of chunks back to back, in chunk order
+        # [offset, bytes] of each block of chunks back to back, in chunk order
+        runs: list[list[int]] = []
         for offset in offsets:
             if runs and runs[-1][0] + runs[-1][1] == offset:
                 runs[-1][1] += chunk_bytes
             else:
                 runs.append([offset, chunk_bytes])
         self._file.flush()
-        blocks = [(a, b) for a, b in runs]
-        if direct:
-            try:
-                return _ChunkRegion(self.partial, blocks, direct=True)
-            except OSError:  # EINVAL: no O_DIRECT on this file system (tmpfs, some network file systems)
-                pass
-        return _ChunkRegion(self.partial, blocks, direct=False) if BUFFERED_REGION_WRITE else None
+        return _ChunkRegion(self.partial, [(a, b) for a, b in runs])
 
     def write_chunk(self, index: int, data: bytes | np.ndarray) -> None:
         if self._region is not None:
@@ -1282,7 +1106,7 @@ class HDF5Backend(Backend):
         return units
 
     def unit_published(self, key: str, video_id: str | None = None) -> bool:
-        # the one file of the key, not every unit (each export task asks: a scan of all was quadratic, issue 15)
+        # the one file of the key, not every unit: each export task asks, and a scan of all was quadratic
         path = self._unit_path(key)
         return path.is_file() and self._complete_unit_attrs(path) is not None
 

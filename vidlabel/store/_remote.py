@@ -559,15 +559,19 @@ class ObjectStore:
             raise self._write_error(pairs[0][1], err, "upload") from err
         jobs = [(str(p), self.path(k)) for p, k in pairs]
         errors: list[BaseException | None]
-        if getattr(fs, "async_impl", False):  # s3fs, gcsfs, ...: all at once, each failure kept with its key
-            from fsspec.asyn import sync
+        if getattr(fs, "async_impl", False):
+            # s3fs, gcsfs, ...: several at once through the public put_file, each failure kept with its key
+            from concurrent.futures import ThreadPoolExecutor
 
-            async def put_all() -> list[Any]:
-                import asyncio
+            def put(job: tuple[str, str]) -> BaseException | None:
+                try:
+                    fs.put_file(*job)
+                except Exception as err:
+                    return err
+                return None
 
-                return await asyncio.gather(*(fs._put_file(src, dst) for src, dst in jobs), return_exceptions=True)
-
-            errors = [e if isinstance(e, BaseException) else None for e in sync(fs.loop, put_all)]
+            with ThreadPoolExecutor(min(_PUT_THREADS, len(jobs)), thread_name_prefix="vidlabel-put") as pool:
+                errors = list(pool.map(put, jobs))
         else:
             errors = []
             for src, dst in jobs:
@@ -580,6 +584,10 @@ class ObjectStore:
         for (_, key), failed in zip(pairs, errors):
             if failed is not None:
                 raise self._write_error(key, failed, "upload") from failed
+
+
+#: Uploads in flight at once to an object store.
+_PUT_THREADS = 16
 
 
 class StoreConflict(Exception):

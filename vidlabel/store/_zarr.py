@@ -561,8 +561,8 @@ class ZarrBackend(Backend):
         return attrs["key"] if attrs.get("complete") is True and attrs.get("key") else None
 
     def unit_published(self, key: str, video_id: str | None = None) -> bool:
-        # with the video: its finished partial unit, or its published group (issue 15: a scan of every group per
-        # export task made a local Zarr export quadratic in the number of videos); without, every unit
+        # with the video: its finished partial unit, or its published group (a scan of every group per export
+        # task made a local Zarr export quadratic in the number of videos); without, every unit
         if self._complete_unit_key(self.folder / PARTIAL / f"frames-{key}") == key:
             return True
         if video_id is None:

@@ -30,7 +30,7 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
-from vidlabel.torch_data._shm import post, take_buffer, take_slab
+from vidlabel.torch_data._shm import install, post, take_buffer, take_slab
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
     STREAM_SHUFFLE_BUFFER,
@@ -92,6 +92,7 @@ class _StoreDataset:
     ) -> None:
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
+        install()
         self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(
             self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,

@@ -36,6 +36,7 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
+from vidlabel.torch_data._shm import install
 from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
@@ -115,6 +116,7 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         transform: Transform | None = None,
     ) -> None:
         self.samples = _check_samples(samples)
+        install()
         self.shuffle_videos = check_flag("shuffle_videos", shuffle_videos)
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
@@ -225,6 +227,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
 
     def __init__(self, samples: FrameSamples, *, transform: Transform | None = None, max_open_readers: int = 4) -> None:
         self.samples = _check_samples(samples)
+        install()
         self.transform = _check_transform(transform)
         if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
@@ -315,6 +318,7 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
         drop_last: bool = False,
     ) -> None:
         self.samples = _check_samples(samples)
+        install()
         if not isinstance(plan, ReadPlan):
             raise OptionError(f"plan must be a vidlabel.ReadPlan, got {type(plan).__name__}")
         self.plan = plan
