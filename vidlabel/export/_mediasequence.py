@@ -370,7 +370,7 @@ def record_datum(
     if images is not None:
         seconds = (int(ts[-1]) - int(ts[0])) / 1e6
         fps = video.meta.fps["num"] / video.meta.fps["den"]
-        ctx["image/format"] = (b"JPEG" if opts.codec.name == "jpeg" else b"PNG", "byte")
+        ctx["image/format"] = (str(opts.codec.picture_format).encode(), "byte")
         ctx["image/channels"] = (3, "int")
         ctx["image/height"] = (int(height), "int")
         ctx["image/width"] = (int(width), "int")

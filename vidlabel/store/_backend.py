@@ -269,7 +269,7 @@ def chunk_size_problem(reader: FramesReader, index: int, size: int) -> str | Non
     padded); a compressed chunk's size is not recorded (one cut short fails its CRC-32C,
     :func:`chunk_crc_problem`). Reads and ``vidlabel verify`` say it in these words.
     """
-    if reader.codec.name != "none":
+    if not reader.codec.raw:
         return None
     expected = reader.chunk_frames * int(np.prod(reader.shape[1:]))
     if size == expected:

@@ -967,7 +967,7 @@ class FrameStore:
             cached = set() if cf == 1 else {c for c in chunks if (str(reader_path(reader)), c) in state.cache}
             if len(chunks) - len(cached) > 1:
                 reader.prefetch(c for c in chunks if c not in cached)
-        if len(chunks) > 1 and reader.codec.name != "none":
+        if len(chunks) > 1 and not reader.codec.raw:
             if state.pool is None:
                 state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
             list(state.pool.map(load, chunks))

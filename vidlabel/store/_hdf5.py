@@ -579,7 +579,7 @@ class HDF5FramesReader(FramesReader):
         self._ds: h5py.Dataset | None = ds
         self._dsid: Any = ds.id
         self._no_map()
-        if self.codec.name == "none":
+        if self.codec.raw:
             self._map_chunks()
 
     def _no_map(self) -> None:
@@ -633,7 +633,7 @@ class HDF5FramesReader(FramesReader):
     def frames_index(self) -> _FramesIndex | None:
         """This open file's :class:`_FramesIndex`, or None where a reopen could not use one (a compressed codec,
         no chunk offsets or no map, stored checksums that do not cover the chunks)."""
-        if self.codec.name != "none" or self._offsets is None or self._fd < 0:
+        if not self.codec.raw or self._offsets is None or self._fd < 0:
             return None
         try:
             crc = self.stored_crc32c()
@@ -832,7 +832,7 @@ class HDF5FramesReader(FramesReader):
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
-        if self.codec.name == "none":
+        if self.codec.raw:
             offset = -1 if self._offsets is None or not 0 <= index < self._offsets.size else int(self._offsets[index])
             if offset >= 0 and self._mapped is not None:
                 read = self._copy_mapped(index, offset, out.reshape(-1), self.verify_checksums)
@@ -875,7 +875,7 @@ class HDF5FramesWriter(FramesWriter):
         _set_attrs(self._file, {**attrs, "key": key, "codec": codec.spec, "chunk_frames": chunk_frames})
         # early allocation reserves whole chunks: a last chunk of fewer frames takes a full chunk's room too
         allocated = -(-shape[0] // chunk_frames) * chunk_frames * int(np.prod(shape[1:]))
-        early = codec.name == "none" and shape[0] > 0 and REGION_WRITE and hasattr(os, "pwritev")
+        early = codec.raw and shape[0] > 0 and REGION_WRITE and hasattr(os, "pwritev")
         if early and not _size_limit_allows(allocated):
             # HDF5 extends a file to its early-allocated size at a flush: past the file size limit that fails
             # inside HDF5 (and h5py crashes at exit); chunk by chunk, the chunk write past it says EFBIG

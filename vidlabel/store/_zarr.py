@@ -337,19 +337,7 @@ def _read_array(path: Path, root: Path | None = None) -> np.ndarray:
 
 
 def _frames_meta(shape: tuple[int, ...], chunk_frames: int, codec: Codec, attrs: dict[str, Any]) -> dict[str, Any]:
-    codecs: list[dict[str, Any]]
-    if codec.name == "none":
-        codecs = [{"name": "bytes"}]
-    elif codec.name == "lz4":
-        blosc = {"typesize": 1, "cname": "lz4", "clevel": 1, "shuffle": "noshuffle", "blocksize": 0}
-        codecs = [{"name": "bytes"}, {"name": "blosc", "configuration": blosc}]
-    elif codec.name == "zstd":
-        codecs = [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": codec.level or 1, "checksum": False}}]
-    elif codec.name == "gzip":
-        codecs = [{"name": "bytes"}, {"name": "gzip", "configuration": {"level": codec.level or 1}}]
-    else:
-        conf = {"quality": codec.level} if codec.name == "jpeg" else {}
-        codecs = [{"name": f"vidlabel.{codec.name}", "configuration": conf}]
+    codecs = codec.zarr_codecs()
     return {
         "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint8",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk_frames, *shape[1:]]}},
@@ -412,7 +400,7 @@ class ZarrFramesReader(FramesReader):
     def read_chunk(self, index: int, out: np.ndarray | None = None) -> np.ndarray:
         if out is None:
             out = np.empty((self.chunk_frames, *self.shape[1:]), dtype=np.uint8)
-        if self.codec.name == "none":
+        if self.codec.raw:
             try:
                 fd = open_no_follow(_chunk_path(self.path, index), "chunk file")
                 with os.fdopen(fd, "rb", buffering=0) as fh:
