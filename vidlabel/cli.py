@@ -201,9 +201,7 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
             rows.append(row)
             lines.append(number)
     try:
-        ids = ds._add_annotations(
-            rows, args.video_id, clip=args.clip, source=(str(path), lambda i: f"line {lines[i]}"), stacklevel=4
-        )
+        ids = ds.add_annotations(rows, args.video_id, clip=args.clip, source=(str(path), lambda i: f"line {lines[i]}"))
     except AnnotationError as err:
         row_index = getattr(err, "row", None)
         detail = getattr(err, "detail", None)
