@@ -417,7 +417,7 @@ class FrameStore:
             if old is not None:
                 # but keep the small arrays read before a fork (read-only NumPy arrays, no handles) and how to
                 # open each video's frames (paths): DataLoader workers started anew every epoch need not read
-                # every video's arrays and attributes again (a video file's open took 13 ms in a fresh fork)
+                # every video's arrays and attributes again (a video file's open is slow in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
             self._state = state
@@ -431,9 +431,8 @@ class FrameStore:
 
         With torch's default ``persistent_workers=False`` every epoch starts new workers, forked from the
         main process, which never reads when ``num_workers > 0``: each worker read every video's small arrays
-        and opened every frames file with HDF5 again, every epoch (3 ms a video's arrays and 3-4 ms a frames
-        file in a fresh fork; over a store of 1,000 tiny videos, 2 workers ran at a tenth of the rate of
-        none). Adopted by the main process, the workers of later epochs inherit it through the fork.
+        and opened every frames file with HDF5 again, every epoch (milliseconds each in a fresh fork: over a
+        store of many tiny videos, 2 workers ran far slower than none; ``scripts/bench_scale.py``). Adopted by the main process, the workers of later epochs inherit it through the fork.
 
         Returns
         -------

@@ -15,8 +15,8 @@ and renames the group into ``videos/`` (the old group, if any, goes to
 ``.trash`` first). A new export whose frames key matches a published group
 hard-links that group's chunk files (copies where links are unsupported), so
 it decodes nothing. Small arrays use the ``bytes`` + ``crc32c`` codecs and are
-read directly from their single chunk file (the Zarr API costs ~3 ms per
-array); frame chunks are read directly from their files and decoded by
+read directly from their single chunk file (the Zarr API costs milliseconds
+per array); frame chunks are read directly from their files and decoded by
 :mod:`vidlabel.store._codecs`. ``png`` and ``jpeg`` frames declare the codecs
 ``vidlabel.png`` / ``vidlabel.jpeg`` (:mod:`vidlabel.store._zarr_codecs`, found by Zarr through the
 ``zarr.codecs`` entry points of the installed package), so ``zarr.open_array`` reads them too. Nothing here

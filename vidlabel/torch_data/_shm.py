@@ -480,7 +480,7 @@ def by_value(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor`` (CPU, smaller than :data:`MIN_POOLED_BYTES`, a dtype NumPy has) made to pickle by value.
 
     In a DataLoader worker, torch hands every tensor over through its own shared-memory segment and file
-    descriptor, which costs the main process about 0.1 ms per tensor; a batch's small targets (boxes,
+    descriptor, which costs the main process more per tensor than the bytes of a small one; a batch's small targets (boxes,
     labels, ids per sample) travel faster inside the message. Other tensors, and any tensor outside a
     worker or with the pool off, are returned as they are.
     """
