@@ -9,7 +9,7 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``for batch in loader`` keeps it; "dropped": each batch dropped at once, so that one batch buffer serves the
    whole pass and stays in the processor's cache, the setting of this row before 2026-12-03), at 640x480 and
    1280x720, for each way the
-   first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "populate", the default,
+   first read of a chunk meets the memory map (``vidlabel.store._hdf5_frames.FIRST_TOUCH``: "populate", the default,
    "pread" and "fault", the plain page faults), and the default over the same frames
    exported chunk by chunk with HDF5's ``write_direct_chunk`` (``_hdf5.REGION_WRITE = False``:
    "chunkwise"; the stores are otherwise written in whole 2 MiB blocks). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
@@ -35,7 +35,7 @@ measured in this run against its baseline, runs alternating; a row prints the me
 
 4. CPU a 1280x720 chunk of a chunk's first read in a fresh process (half the chunks in a random order, 8
    output frames taken in turn, checksums verified), one chunk at a time, for each way it can meet the file:
-   "pread" (the DataLoader workers' way, ``_hdf5.WORKER_FIRST_TOUCH``: read and checksummed block by block),
+   "pread" (the DataLoader workers' way, ``_hdf5_frames.WORKER_FIRST_TOUCH``: read and checksummed block by block),
    "pread_whole" (one ``preadv`` of the whole chunk, then its CRC: the workers' way before 2026-12-03),
    "populate" and "fault" (as in row 1), against a warm read of the same chunks
    (the second pass, from the map): what a DataLoader worker, a fresh process every epoch, pays on every read.
@@ -142,10 +142,10 @@ def child_passes(store: str, mode: str, batch: int, hold: bool = True) -> dict[s
     ``hold`` each batch is kept until the next one is read, as ``for batch in loader`` keeps it (two batch
     buffers take turns); without, each batch is dropped at once, so every batch of a pass reuses one buffer,
     which then stays in the processor's cache (a 22 MB batch of 720p frames fits this VM's L3)."""
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
     from vidlabel.torch_data import StoreFrames
 
-    _hdf5.FIRST_TOUCH = mode
+    _hdf5_frames.FIRST_TOUCH = mode
     data = StoreFrames(store)
     idx = np.random.default_rng(0).permutation(len(data))
     batches = [idx[a : a + batch].tolist() for a in range(0, len(idx), batch)]
@@ -249,7 +249,7 @@ def child_first_reads(store: str, mode: str) -> dict[str, float]:
     "pread_whole": one ``preadv`` of the whole chunk, then its CRC-32C (the workers' way before 2026-12-03)."""
     import google_crc32c
 
-    from vidlabel.store._hdf5 import HDF5FramesReader
+    from vidlabel.store._hdf5_frames import HDF5FramesReader
 
     path = sorted(Path(store).glob("frames/*.h5"))[0]
     reader = HDF5FramesReader(path, Path(store))
@@ -330,9 +330,9 @@ def row1_lines(label: str, runs: dict[str, list[dict[str, float]]], reference: s
 
 
 def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
 
-    default = _hdf5.FIRST_TOUCH  # "dropped" and "chunkwise" read the default way, and the table line gives it
+    default = _hdf5_frames.FIRST_TOUCH  # "dropped" and "chunkwise" read the default way, and the table line gives it
     modes = ("dropped", "populate", "pread", "fault", "chunkwise")
     large_modes = ("populate", "fault")
     for label, (store, store_chunkwise, large) in stores.items():

@@ -299,9 +299,9 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
 ) -> None:
     """However a chunk's first read in a process meets the map, every read, first or later,
     gives the stored frames in the caller's buffer, and a frame the caller holds is never written again."""
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
 
-    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    monkeypatch.setattr(_hdf5_frames, "FIRST_TOUCH", first_touch)
     backend = backend_for(tmp_path / "out", "hdf5")
     backend.mark_incomplete({"format": "vidlabel-store"})
     frames = noisy_frames(7, seed=5)

@@ -17,8 +17,9 @@ import pytest
 
 from tests.media import decode_all, encode_clip, read_frame_number
 from vidlabel import Dataset, export, open_store, probe
-from vidlabel.errors import StoreCorruptError
-from vidlabel.store import _hdf5, backend_for, get_codec
+from vidlabel.errors import StoreCorruptError, StoreError
+from vidlabel.store import _hdf5, _hdf5_frames, _hdf5_region, backend_for, get_codec
+from vidlabel.store._fs import PAGE
 from vidlabel.store._writer import write_frames
 
 W, H = 40, 24  # 2,880 bytes a frame: chunks never fall on page boundaries
@@ -48,8 +49,8 @@ def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
 
 @pytest.fixture
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_hdf5, "_STAGE_BYTES", 2 * _hdf5.PAGE)  # many staged writes and a tail
-    monkeypatch.setattr(_hdf5, "_FOLIO_BYTES", 2 * _hdf5.PAGE)  # aligned on 8 KiB
+    monkeypatch.setattr(_hdf5_region, "_STAGE_BYTES", 2 * PAGE)  # many staged writes and a tail
+    monkeypatch.setattr(_hdf5_region, "_FOLIO_BYTES", 2 * PAGE)  # aligned on 8 KiB
 
 
 @pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3), (150, 1), (260, 2)])
@@ -120,7 +121,7 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
     rng = np.random.default_rng(7)
     images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(20)]
     writes: list[tuple[str, int, int]] = []
-    real, real_v = _hdf5._pwrite_all, _hdf5._pwritev_all
+    real, real_v = _hdf5_region._pwrite_all, _hdf5_region._pwritev_all
     copied: list[bool] = []  # per view the flush thread wrote: True where it is not the bytes of an image
 
     def spy(fd: int, data: memoryview, offset: int) -> None:
@@ -132,8 +133,8 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
         copied.extend(not any(np.shares_memory(np.frombuffer(v, np.uint8), im) for im in images) for v in views)
         real_v(fd, views, offset)
 
-    monkeypatch.setattr(_hdf5, "_pwrite_all", spy)
-    monkeypatch.setattr(_hdf5, "_pwritev_all", spy_v)
+    monkeypatch.setattr(_hdf5_region, "_pwrite_all", spy)
+    monkeypatch.setattr(_hdf5_region, "_pwritev_all", spy_v)
     backend = backend_for(tmp_path / "s", "hdf5")
     backend.mark_incomplete({"format": "vidlabel-store"})
     write_frames(
@@ -155,7 +156,7 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
 def test_split_views_cuts_after_the_bytes_asked(cut: int) -> None:
     data = np.arange(30, dtype=np.uint8)
     views = [memoryview(data[:5]), memoryview(data[5:6]), memoryview(data[6:12]), memoryview(data[12:])]
-    head, rest = _hdf5._split_views(views, cut)
+    head, rest = _hdf5_region._split_views(views, cut)
     assert b"".join(bytes(v) for v in head) == bytes(data[:cut])
     assert b"".join(bytes(v) for v in rest) == bytes(data[cut:])
     assert all(v.nbytes for v in head + rest)  # no empty view is written or kept
@@ -174,7 +175,7 @@ def test_pwritev_all_finishes_short_writes(tmp_path: Path, monkeypatch: pytest.M
     path = tmp_path / "f"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
-        _hdf5._pwritev_all(fd, views, 100)
+        _hdf5_region._pwritev_all(fd, views, 100)
     finally:
         os.close(fd)
     assert path.read_bytes() == bytes(100) + data.tobytes()
@@ -198,7 +199,7 @@ def test_a_chunk_past_the_allocated_block_is_refused(tmp_path: Path) -> None:
         assert writer._region is not None
         writer.write_chunk(0, np.zeros((1, H, W, 3), np.uint8))
         writer.write_chunk(1, np.zeros((1, H, W, 3), np.uint8))
-        with pytest.raises(_hdf5.StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
+        with pytest.raises(StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
             writer._region.write(memoryview(np.zeros(3 * H * W * 3, np.uint8)))
     finally:
         writer.abort()
@@ -237,7 +238,7 @@ def test_a_failed_write_on_the_flush_thread_fails_the_unit(
     # the gathered stretches are written on the region's flush thread while the next one gathers: their error
     # must reach write_frames (nothing published, the partial file removed), not die with the thread
     failed: list[int] = []
-    real_pwrite_all = _hdf5._pwrite_all
+    real_pwrite_all = _hdf5_region._pwrite_all
 
     def failing(fd: int, data: memoryview, offset: int) -> None:
         if threading.current_thread().name.startswith("vidlabel-region") and offset > 0:
@@ -251,9 +252,9 @@ def test_a_failed_write_on_the_flush_thread_fails_the_unit(
             raise OSError(errno.EIO, "injected write error")
         real_pwritev_all(fd, views, offset)
 
-    real_pwritev_all = _hdf5._pwritev_all
-    monkeypatch.setattr(_hdf5, "_pwrite_all", failing)
-    monkeypatch.setattr(_hdf5, "_pwritev_all", failing_v)
+    real_pwritev_all = _hdf5_region._pwritev_all
+    monkeypatch.setattr(_hdf5_region, "_pwrite_all", failing)
+    monkeypatch.setattr(_hdf5_region, "_pwritev_all", failing_v)
     with pytest.raises(OSError, match="injected write error"):
         write(tmp_path / "f", frames(30), 1)
     assert failed
@@ -266,8 +267,8 @@ def test_a_mapped_chunk_is_checksummed_block_by_block_as_it_is_copied(
 ) -> None:
     # the reader checksums each block right after copying it: a flipped byte in any block (the last one here,
     # blocks of 1,000 bytes, not page aligned) is still refused, and every other chunk reads exactly
-    monkeypatch.setattr(_hdf5, "_COPY_BLOCK", 1000)
-    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    monkeypatch.setattr(_hdf5_frames, "_COPY_BLOCK", 1000)
+    monkeypatch.setattr(_hdf5_frames, "FIRST_TOUCH", first_touch)
     images = frames(6)
     path = write(tmp_path / "s", images, 2)  # chunks of 5,760 bytes: 6 blocks
     with h5py.File(path, "r") as f:
