@@ -17,7 +17,7 @@ rules:
 :class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
 chunk file for Zarr) and decodes them with :mod:`vidlabel.store._codecs`.
 A Zarr store at a URL is read (only) through
-:class:`vidlabel.store._zarr.ZarrURLBackend`, whose folder is the URL string.
+:class:`vidlabel.store._zarr_url.ZarrURLBackend`, whose folder is the URL string.
 """
 
 from __future__ import annotations

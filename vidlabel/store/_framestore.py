@@ -83,7 +83,7 @@ def backend_for(
     ----------
     folder : path or str
         A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
-        as Zarr, through :class:`~vidlabel.store._zarr.ZarrURLBackend` (read-only).
+        as Zarr, through :class:`~vidlabel.store._zarr_url.ZarrURLBackend` (read-only).
     name : {"hdf5", "zarr"}, optional
     storage_options : mapping, optional
         fsspec filesystem options, for URLs only.
@@ -106,7 +106,7 @@ def backend_for(
             )
         if name not in (None, "zarr"):
             raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
-        from vidlabel.store._zarr import ZarrURLBackend
+        from vidlabel.store._zarr_url import ZarrURLBackend
 
         return ZarrURLBackend(url, dict(storage_options or {}))
     _local_only(folder, storage_options)

@@ -13,7 +13,7 @@ are checked as for local stores. Only Zarr stores can be read from URLs: HDF5
 needs a local file.
 
 Writing: an export with ``format="zarr"`` writes straight into an object store
-(:class:`vidlabel.store._zarr.ZarrURLBackend`). Object stores have no rename and
+(:class:`vidlabel.store._zarr_url.ZarrURLBackend`). Object stores have no rename and
 no locks, so it relies on conditional writes instead (:meth:`ObjectStore.put_new`,
 :meth:`ObjectStore.put_if`): create-only PUTs (``If-None-Match: *``) for every
 object of a frames unit, and ``If-Match`` on the root's ETag to publish. A store
@@ -58,7 +58,7 @@ def is_url(path: Any) -> bool:
 def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
     """Raise :class:`OptionError` if an export's ``out`` is a URL and ``format`` is not ``"zarr"``.
 
-    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr.ZarrURLBackend`);
+    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr_url.ZarrURLBackend`);
     HDF5 needs a local file, and a MediaSequence export writes a local folder of shards.
 
     Raises
