@@ -47,7 +47,7 @@ register_codec(JpegCodec)
 
 #: The codecs vidlabel ships, in the order ``--codec`` lists them (:func:`codec_names` adds any registered since).
 CODECS: tuple[str, ...] = codec_names()
-#: The default: lossless and the fastest to read (``scripts/bench_store.py`` compares the codecs).
+#: The default: lossless and the fastest to read (docs/how-to/frame-store.md compares the codecs).
 DEFAULT_CODEC = "none"
 
 
