@@ -1,4 +1,4 @@
-"""Export ``--frames all`` (codec none, HDF5) against its limits (issue 15): raw decode and a plain sequential
+"""Export ``--frames all`` (codec none, HDF5) against its limits: raw decode and a plain sequential
 write of the same frame bytes to the same folder, all measured in this run.
 
 Per size (generated H.264 clips, noise texture), each measurement in a fresh process, runs alternating:
@@ -9,14 +9,11 @@ Per size (generated H.264 clips, noise texture), each measurement in a fresh pro
   frame by frame (``write``, as the export writes them) or in one call (``write1``), then ``os.fsync``;
   printed as the page-cache rate (``tofile`` alone) and the disk rate (``tofile`` + ``fsync``);
 - ``export``: ``vidlabel.export(..., frames="all")`` into a fresh folder (default chunk_frames=1, 1 worker);
-- ``export_ft``: the same with ``VIDLABEL_EXPORT_FRAME_THREADS=1`` (the decoder on two FFmpeg frame threads;
-  off by default, see ``vidlabel.export._units.inline_frame_threads``);
 - ``export_chunkwise``: the export with an uncompressed unit that goes through the page cache written chunk by
-  chunk with HDF5's ``write_direct_chunk`` (``vidlabel.store._hdf5.BUFFERED_REGION_WRITE = False``, the default
-  before 2026-12-06) instead of in whole 2 MiB blocks of the file.
+  chunk with HDF5's ``write_direct_chunk`` (``vidlabel.store._hdf5.REGION_WRITE = False``) instead of in whole 2 MiB blocks of the file.
 
 Each prints frames/s, CPU ms a frame (user + sys of the process, all threads) and minor faults a frame. The
-row's ratio is export / min(raw, the faster write with fsync), run by run. Goal (issue 15): >= 0.8x.
+row's ratio is export / min(raw, the faster write with fsync), run by run. Goal: >= 0.8x.
 
 Usage: python scripts/bench_exportwrite.py [--repeat 3] [--sizes 1280x720,640x480] [--frames 300] [--workdir DIR]
 """
@@ -112,14 +109,12 @@ def child(kind: str, clip: str, workdir: str, frames: int) -> dict[str, float]:
         shutil.rmtree(out.parent, ignore_errors=True)
         return {"rate": frames / (t2 - t0), "cache_rate": frames / (t1 - t0), "fsync_s": t2 - t1,
                 "user_ms": (u1 - u0) * 1000 / frames, "sys_ms": (s1 - s0) * 1000 / frames, "faults": 0.0}  # fmt: skip
-    if kind == "export_ft":
-        os.environ["VIDLABEL_EXPORT_FRAME_THREADS"] = "1"
     from vidlabel import Dataset, export
 
     if kind == "export_chunkwise":
         from vidlabel.store import _hdf5
 
-        _hdf5.BUFFERED_REGION_WRITE = False
+        _hdf5.REGION_WRITE = False
 
     ds = Dataset.open(dataset_for(work, Path(clip)))
     out = work / "export_out"
@@ -168,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         clip = make_clip(args.workdir / f"clip_{size}_{args.frames}.mp4", args.frames, width, height)
         dataset_for(args.workdir, clip)
         frame_bytes(args.workdir, clip)
-        runs: dict[str, list[dict[str, float]]] = {"raw": [], "write": [], "write1": [], "export": [], "export_ft": [],
+        runs: dict[str, list[dict[str, float]]] = {"raw": [], "write": [], "write1": [], "export": [],
                                                  "export_chunkwise": []}  # fmt: skip
         for _ in range(args.repeat):
             for kind in runs:
@@ -179,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         limits = [
             min(r["rate"], max(w["rate"], w1["rate"])) for r, w, w1 in zip(runs["raw"], runs["write"], runs["write1"])
         ]
-        for kind, what in (("export", ""), ("export_ft", " with VIDLABEL_EXPORT_FRAME_THREADS=1"),
-                           ("export_chunkwise", " chunk by chunk (BUFFERED_REGION_WRITE off)")):  # fmt: skip
+        for kind, what in (("export", ""), ("export_chunkwise", " chunk by chunk (REGION_WRITE off)")):
             ratios = [e["rate"] / lim for e, lim in zip(runs[kind], limits)]
             vs_raw = [e["rate"] / r["rate"] for e, r in zip(runs[kind], runs["raw"])]
             print(

@@ -1,4 +1,4 @@
-"""Per-sample cost of the frame store path (issue 15): first pass against warm, the store read in the process
+"""Per-sample cost of the frame store path: first pass against warm, the store read in the process
 that exported it, and DataLoader workers with torch's defaults.
 
 Generated H.264 clips (noise texture) are exported with ``--frames all``, codec none, HDF5. Every ratio is
@@ -9,17 +9,17 @@ measured in this run against its baseline, runs alternating; a row prints the me
    ``for batch in loader`` keeps it; "dropped": each batch dropped at once, so that one batch buffer serves the
    whole pass and stays in the processor's cache, the setting of this row before 2026-12-03), at 640x480 and
    1280x720, for each way the
-   first read of a chunk meets the memory map (``vidlabel.store._hdf5.FIRST_TOUCH``: "readahead", "populate",
-   the default since 2026-12-03 evening, "pread" and "fault", the plain page faults), and the default over the same frames
-   exported chunk by chunk with HDF5's ``write_direct_chunk`` (``_hdf5.BUFFERED_REGION_WRITE = False``, the
-   default before 2026-12-06: "chunkwise"; the stores are otherwise written in whole 2 MiB blocks). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
+   first read of a chunk meets the memory map (``vidlabel.store._hdf5_frames.FIRST_TOUCH``: "populate", the default,
+   "pread" and "fault", the plain page faults), and the default over the same frames
+   exported chunk by chunk with HDF5's ``write_direct_chunk`` (``_hdf5.REGION_WRITE = False``:
+   "chunkwise"; the stores are otherwise written in whole 2 MiB blocks). Each line also gives how much of the frames file the first pass mapped in 2 MiB pages (``FilePmdMapped`` of ``/proc/self/smaps_rollup``) and the first batch's share
    of the first pass (its buffer is fresh memory of the process). The store is read once before each
    measurement (page-cached). Then what the machine itself charges for a first pass (:func:`child_bare`: a bare
    loop of copies and checksums in a fresh process, a second thread mapping every chunk ahead of it), and the
    most a reader could give here: the default's own warm pass plus that charge. The charge depends on how the
-   kernel holds the file in the page cache (the 2 MiB share above). Then "readahead", "populate" and "fault"
+   kernel holds the file in the page cache (the 2 MiB share above). Then "populate" and "fault"
    over a store at least 3 times the L3 cache and 1 GiB (:func:`large_frames`), closer to a training set: the
-   stores above (277 and 415 MB) fit the L3 cache of some machines (480 MiB on issue 15's Xeon VM), so their
+   stores above (277 and 415 MB) fit the L3 cache of some machines, so their
    warm pass can read frames the first pass left in the cache, and their passes are short, so the first
    batch's fixed cost (the frames file's open, fresh batch buffers) weighs more. The table line gives both. Goal: first pass >= 0.8x warm, warm rate kept.
 2. The HDF5 store read in the same process that just exported it (300 random reads, second pass) against the
@@ -35,17 +35,17 @@ measured in this run against its baseline, runs alternating; a row prints the me
 
 4. CPU a 1280x720 chunk of a chunk's first read in a fresh process (half the chunks in a random order, 8
    output frames taken in turn, checksums verified), one chunk at a time, for each way it can meet the file:
-   "pread" (the DataLoader workers' way, ``_hdf5.WORKER_FIRST_TOUCH``: read and checksummed block by block),
+   "pread" (the DataLoader workers' way, ``_hdf5_frames.WORKER_FIRST_TOUCH``: read and checksummed block by block),
    "pread_whole" (one ``preadv`` of the whole chunk, then its CRC: the workers' way before 2026-12-03),
-   "populate" and "fault" (as in row 1; "readahead" is left out, as it maps a batch's later chunks on a
-   background thread and one chunk at a time gives it nothing to do), against a warm read of the same chunks
+   "populate" and "fault" (as in row 1), against a warm read of the same chunks
    (the second pass, from the map): what a DataLoader worker, a fresh process every epoch, pays on every read.
    Then what mapping an adopted batch slab costs a forked worker (``_shm.SlabPool._ready``): an 88 MB shared
    slab (32 frames of 1280x720) filled by this process, mapped by a forked child with
-   ``MADV_POPULATE_READ`` (the way since 2026-12-03, afternoon) or ``MADV_POPULATE_WRITE`` (before), and a new
-   slab of the same size mapped both ways (milliseconds, runs alternating).
+   ``MADV_POPULATE_READ`` (the pool's way) or ``MADV_POPULATE_WRITE``, and a new slab of the same size made in
+   the child (``share_memory_`` copies into it, so its pages come mapped) mapped both ways (milliseconds, runs
+   alternating).
 
-touches. Row 1's first touches only ("populate", "fault", "readahead"), over the four stores of row 1 (640x480
+touches. Row 1's first touches only ("populate", "fault", "pread"), over the four stores of row 1 (640x480
    and 1280x720, the small and the large store), the modes alternating in each repeat (their order reversed
    every other repeat), so that more repeats fit in the time of one row-1 run: first/warm and the share of
    the file mapped in 2 MiB pages for each, median and range. Not in the default ``--only``.
@@ -54,7 +54,7 @@ folios. What the page cache's folio sizes do to a first pass, with no vidlabel c
    bytes written through the page cache in the three ways its bytes can arrive (:func:`write_file`): chunk by
    chunk as HDF5's ``write_direct_chunk`` writes a 1280x720 / 640x480 frame (one ``pwrite`` of 2,764,800 /
    921,600 bytes at an unaligned offset, the store's default), and in whole aligned 2 MiB blocks (what
-   ``_hdf5.BUFFERED_REGION_WRITE`` does); then, in fresh processes with the file page-cached as written, a pass
+   ``_hdf5.REGION_WRITE`` does); then, in fresh processes with the file page-cached as written, a pass
    copying it frame by frame out of a read-only map (plain page faults), against a second pass in the same
    process: first/warm, faults and the share mapped in 2 MiB pages (median and range over ``--repeat``
    processes for each file). A kernel that reclaims idle page cache (DAMON pageout, printed on the machine line)
@@ -107,7 +107,7 @@ def dataset(workdir: Path, name: str, clips: dict[str, Path]) -> Dataset:
 
 def store_for(workdir: Path, name: str, clips: dict[str, Path], chunkwise: bool = False) -> Path:
     """The store of ``clips`` exported ``--frames all`` (with ``chunkwise``, chunk by chunk with HDF5's
-    ``write_direct_chunk``, the default before 2026-12-06; else in whole 2 MiB blocks, the default), exported
+    ``write_direct_chunk``; else in whole 2 MiB blocks, the default), exported
     again when the marker beside it names another writer."""
     from vidlabel.store import _hdf5
 
@@ -115,12 +115,12 @@ def store_for(workdir: Path, name: str, clips: dict[str, Path], chunkwise: bool 
     marker, writer = out.with_name(out.name + ".writer"), "chunks" if chunkwise else "2mib"
     if not (out / "store.h5").exists() or not marker.exists() or marker.read_text() != writer:
         shutil.rmtree(out, ignore_errors=True)
-        default = _hdf5.BUFFERED_REGION_WRITE
-        _hdf5.BUFFERED_REGION_WRITE = not chunkwise
+        default = _hdf5.REGION_WRITE
+        _hdf5.REGION_WRITE = not chunkwise
         try:
             export(dataset(workdir, name, clips), out, frames="all", progress=False)
         finally:
-            _hdf5.BUFFERED_REGION_WRITE = default
+            _hdf5.REGION_WRITE = default
         marker.write_text(writer)
     return out
 
@@ -142,11 +142,10 @@ def child_passes(store: str, mode: str, batch: int, hold: bool = True) -> dict[s
     ``hold`` each batch is kept until the next one is read, as ``for batch in loader`` keeps it (two batch
     buffers take turns); without, each batch is dropped at once, so every batch of a pass reuses one buffer,
     which then stays in the processor's cache (a 22 MB batch of 720p frames fits this VM's L3)."""
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
     from vidlabel.torch_data import StoreFrames
 
-    _hdf5.FIRST_TOUCH = mode
-    os.environ.pop("VIDLABEL_FIRST_TOUCH", None)  # the mode measured, not the one the environment names
+    _hdf5_frames.FIRST_TOUCH = mode
     data = StoreFrames(store)
     idx = np.random.default_rng(0).permutation(len(data))
     batches = [idx[a : a + batch].tolist() for a in range(0, len(idx), batch)]
@@ -250,7 +249,7 @@ def child_first_reads(store: str, mode: str) -> dict[str, float]:
     "pread_whole": one ``preadv`` of the whole chunk, then its CRC-32C (the workers' way before 2026-12-03)."""
     import google_crc32c
 
-    from vidlabel.store._hdf5 import HDF5FramesReader
+    from vidlabel.store._hdf5_frames import HDF5FramesReader
 
     path = sorted(Path(store).glob("frames/*.h5"))[0]
     reader = HDF5FramesReader(path, Path(store))
@@ -331,11 +330,11 @@ def row1_lines(label: str, runs: dict[str, list[dict[str, float]]], reference: s
 
 
 def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
 
-    default = _hdf5.FIRST_TOUCH  # "dropped" and "chunkwise" read the default way, and the table line gives it
-    modes = ("readahead", "dropped", "populate", "pread", "fault", "chunkwise")
-    large_modes = ("readahead", "populate", "fault")
+    default = _hdf5_frames.FIRST_TOUCH  # "dropped" and "chunkwise" read the default way, and the table line gives it
+    modes = ("dropped", "populate", "pread", "fault", "chunkwise")
+    large_modes = ("populate", "fault")
     for label, (store, store_chunkwise, large) in stores.items():
         runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
         large_runs: dict[str, list[dict[str, float]]] = {m: [] for m in large_modes}
@@ -373,13 +372,13 @@ def row1(stores: dict[str, tuple[Path, Path, Path]], repeat: int) -> None:
         old = [r["first"] / r["warm"] for r in runs["chunkwise"]]
         dropped = [r["first"] / r["warm"] for r in runs["dropped"]]
         print(f"| StoreFrames first pass vs warm, fresh process, {label} ({default}) | {large_mb:,.0f} MB store: "
-              f"{spread(large_firsts)}; {small_mb:,.0f} MB store: {spread(firsts)} (written chunk by chunk, the "
-              f"default before 2026-12-06: {spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
+              f"{spread(large_firsts)}; {small_mb:,.0f} MB store: {spread(firsts)} (written chunk by chunk: "
+              f"{spread(old)}; each batch dropped at once: {spread(dropped)}) | >= 0.8x |")  # fmt: skip
 
 
 def first_touches(stores: dict[str, Path], repeat: int) -> None:
     """Row 1's first touches alone over ``stores``, alternating (see the module's "touches")."""
-    modes = ("populate", "fault", "readahead")
+    modes = ("populate", "fault", "pread")
     runs: dict[tuple[str, str], list[dict[str, float]]] = {(s, m): [] for s in stores for m in modes}
     for r in range(repeat):
         for label, store in stores.items():
@@ -589,12 +588,13 @@ def slab_mapping(repeat: int) -> None:
     import torch
 
     from vidlabel.store._fs import populate, populate_available
+    from vidlabel.torch_data import _shm
 
     if not populate_available() or not hasattr(os, "fork"):
         print("  slab mapping: not measured here (no madvise(MADV_POPULATE_*) or no fork)")
         return
     nbytes = 32 * 1280 * 720 * 3
-    filled = torch.UntypedStorage._new_shared(nbytes)
+    filled = _shm._new_shared(nbytes)
     torch.empty(0, dtype=torch.uint8).set_(filled).fill_(1)
     out: dict[str, list[float]] = {}
     for _ in range(repeat):
@@ -603,7 +603,7 @@ def slab_mapping(repeat: int) -> None:
             pid = os.fork()
             if pid == 0:  # the child: map and say how long it took
                 os.close(r)
-                slab = filled if case.startswith("filled") else torch.UntypedStorage._new_shared(nbytes)
+                slab = filled if case.startswith("filled") else _shm._new_shared(nbytes)
                 t = time.perf_counter()
                 populate(slab.data_ptr(), nbytes, write=case.endswith("write"))
                 os.write(w, str(time.perf_counter() - t).encode())

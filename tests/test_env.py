@@ -36,12 +36,12 @@ def test_unset_or_empty_is_the_default_without_a_warning(monkeypatch: pytest.Mon
 
 def test_anything_else_warns_once_and_gives_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_env, "_WARNED", set())
-    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "maybe")
-    with pytest.warns(RuntimeWarning, match=r"VIDLABEL_HDF5_DIRECT_WRITE='maybe' is not an on/off value \(1, true, yes, on / 0, false, no, off\): the switch is decided by vidlabel"):  # fmt: skip
-        assert env_switch("VIDLABEL_HDF5_DIRECT_WRITE", None) is None
+    monkeypatch.setenv("VIDLABEL_TEST_SWITCH", "maybe")
+    with pytest.warns(RuntimeWarning, match=r"VIDLABEL_TEST_SWITCH='maybe' is not an on/off value \(1, true, yes, on / 0, false, no, off\): the switch is decided by vidlabel"):  # fmt: skip
+        assert env_switch("VIDLABEL_TEST_SWITCH", None) is None
     with warnings.catch_warnings():  # once per value: a switch read at every batch does not repeat it
         warnings.simplefilter("error")
-        assert env_switch("VIDLABEL_HDF5_DIRECT_WRITE", None) is None
+        assert env_switch("VIDLABEL_TEST_SWITCH", None) is None
     monkeypatch.setenv("VIDLABEL_SHM_POOL", "O")
     with pytest.warns(RuntimeWarning, match=r"VIDLABEL_SHM_POOL='O' is not an on/off value .*: the switch is on"):
         assert env_switch("VIDLABEL_SHM_POOL", True) is True

@@ -598,6 +598,101 @@ def test_architecture_check_can_fail() -> None:
     assert not _exists("vidlabel.rows")  # a module of the flat layout before the regrouping
 
 
+# -- environment variables: one documented list ---------------------------------------------------------------
+
+_VARIABLE = re.compile(r"\bVIDLABEL_[A-Z0-9_]*[A-Z0-9]")
+ENVIRONMENT_DOC = ROOT / "docs" / "reference" / "environment.md"
+
+
+def variables_named(text: str) -> set[str]:
+    """The ``VIDLABEL_*`` names in ``text``, but the tests' own (``VIDLABEL_TEST_*``)."""
+    return {name for name in _VARIABLE.findall(text) if not name.startswith("VIDLABEL_TEST")}
+
+
+def _files_naming_variables() -> list[Path]:
+    folders = [(PACKAGE, "*.py"), (ROOT / "scripts", "*.py"), (ROOT / "tests", "*.py"), (ROOT / "docs", "*.md"),
+               (ROOT / "notebooks", "*.ipynb")]  # fmt: skip
+    return [path for folder, pattern in folders if folder.is_dir() for path in sorted(folder.rglob(pattern))]
+
+
+#: Variables vidlabel itself never reads: a shell variable of a how-to, and the browser of the viewer's tests.
+NOT_READ_BY_VIDLABEL = frozenset({"VIDLABEL_CLONE", "VIDLABEL_CHROMIUM"})
+
+
+def test_every_vidlabel_variable_is_in_the_documented_list() -> None:
+    from vidlabel._env import SETTINGS
+
+    unknown = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in _files_naming_variables()
+        for name in variables_named(path.read_text(encoding="utf-8")) - set(SETTINGS)
+        if name not in NOT_READ_BY_VIDLABEL or path.is_relative_to(PACKAGE)
+    }
+    assert not unknown, f"VIDLABEL_* names outside vidlabel._env.SETTINGS: {sorted(unknown)}"
+    doc = ENVIRONMENT_DOC.read_text(encoding="utf-8")
+    env_doc = importlib.import_module("vidlabel._env").__doc__ or ""
+    assert set(SETTINGS) <= variables_named(doc), "docs/reference/environment.md must describe every setting"
+    assert set(SETTINGS) <= variables_named(env_doc), "vidlabel._env's docstring must list every setting"
+
+
+def test_variable_check_can_fail() -> None:
+    gone = "VIDLABEL_" + "FIRST_TOUCH"  # a switch that was deleted, spelt so that this file does not name it
+    assert variables_named(f"set {gone}=fault or VIDLABEL_SHM_POOL=0; VIDLABEL_TEST_X") == {gone, "VIDLABEL_SHM_POOL"}
+
+
+# -- prose: comments and docstrings say why, not which issue, machine or benchmark day ------------------------
+
+_LAB_NOTES = re.compile(
+    r"\b[Ii]ssue\s*#?\d+"  # this project's issues (a link to an upstream tracker names "issues/<n>", allowed)
+    r"|\b(?:EPYC|Xeon|Ryzen|Graviton)\b|\bVMs?\b|\b\d+-core\b"  # the machines a measurement ran on
+    r"|\b20\d\d-[01]\d-[0-3]\d\b"  # the day it ran
+)
+
+
+def prose_of(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring of a Python source."""
+    import io
+    import tokenize
+
+    found = [
+        (tok.start[0], tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None and node.body:
+                found.append((node.body[0].lineno, doc))
+    return found
+
+
+def lab_notes(source: str) -> list[str]:
+    """Each comment or docstring of ``source`` that names an issue of ours, a machine or a benchmark date."""
+    return [f"line {line}: {m.group(0)!r}" for line, text in prose_of(source) for m in _LAB_NOTES.finditer(text)]
+
+
+def test_no_comment_or_docstring_is_a_lab_note() -> None:
+    notes = [
+        f"{path.relative_to(ROOT)} {note}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for note in lab_notes(path.read_text(encoding="utf-8"))
+    ]
+    assert not notes, (
+        "comments and docstrings say why; numbers go to scripts/bench_*.py, history to git:\n" + "\n".join(notes)
+    )
+
+
+def test_lab_note_check_can_fail() -> None:
+    source = (
+        '"""Faster (issue 15)."""\n'
+        "x = 1  # on the EPYC VM, 2026-12-04\n"
+        "def f():\n"
+        '    """See https://github.com/pytorch/pytorch/issues/95606 for why."""\n'
+    )
+    assert lab_notes(source) == ["line 2: 'EPYC'", "line 2: 'VM'", "line 2: '2026-12-04'", "line 1: 'issue 15'"]
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--write"]:
         sys.path.insert(0, str(ROOT))

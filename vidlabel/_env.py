@@ -1,5 +1,20 @@
-"""vidlabel's environment switches: on/off ones (``VIDLABEL_SHM_POOL``, ``VIDLABEL_HDF5_DIRECT_WRITE``,
-``VIDLABEL_EXPORT_FRAME_THREADS``) and ones naming a choice (``VIDLABEL_FIRST_TOUCH``): one rule for reading them."""
+"""vidlabel's environment variables, all of them, and the one rule for reading its on/off switches.
+
+Every ``VIDLABEL_*`` variable vidlabel reads is in :data:`SETTINGS` (``tests/test_house.py`` refuses any other
+in the code, scripts and docs); ``docs/reference/environment.md`` describes each, and the process-wide effects
+that come with the PyTorch datasets and the export:
+
+- ``VIDLABEL_SHM_POOL``: ``0`` turns off the shared-memory slab pool DataLoader workers hand batches over in
+  (``vidlabel.torch_data._shm``), for a container with a small ``/dev/shm``.
+- ``VIDLABEL_WORKER``, ``VIDLABEL_NUM_WORKERS``: this process's DataLoader worker number and count, for tests
+  and launchers that shard without a DataLoader (``vidlabel.torch_data.worker_info``).
+- ``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of the heap in a process that
+  decodes frames for a PyTorch dataset or an export (default 64 MiB; ``0`` leaves malloc's settings alone).
+- ``VIDLABEL_STORE``: the store ``notebooks/explore.ipynb`` opens.
+
+On/off switches are read with :func:`env_switch` at each use, not at import, so that DataLoader workers and
+tests see the value set then.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +24,16 @@ from typing import overload
 
 from vidlabel.errors import SwitchValueWarning
 
-__all__ = ["env_choice", "env_switch"]
+__all__ = ["SETTINGS", "env_switch"]
+
+#: Every environment variable vidlabel reads, by name: what it sets.
+SETTINGS: dict[str, str] = {
+    "VIDLABEL_SHM_POOL": "0 turns off the DataLoader workers' shared-memory slab pool (on by default)",
+    "VIDLABEL_WORKER": "this process's DataLoader worker number, overriding torch's",
+    "VIDLABEL_NUM_WORKERS": "the DataLoader worker count, overriding torch's",
+    "VIDLABEL_MALLOC_TOP_PAD": "bytes of freed heap glibc keeps in a decoding process (64 MiB; 0: malloc untouched)",
+    "VIDLABEL_STORE": "the store the exploration notebook opens",
+}
 
 _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
@@ -38,24 +62,6 @@ def env_switch(name: str, default: bool | None) -> bool | None:
         used = "decided by vidlabel" if default is None else ("on" if default else "off")
         warnings.warn(
             f"{name}={raw!r} is not an on/off value (1, true, yes, on / 0, false, no, off): the switch is {used}",
-            SwitchValueWarning,
-            stacklevel=2,
-        )
-    return default
-
-
-def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
-    """The choice ``name`` names in the environment, one of ``choices`` (any case, spaces ignored); ``default`` when
-    it is unset or empty, and when it names none of them (which also warns, a
-    :class:`~vidlabel.errors.SwitchValueWarning`, once per value). Read at each use, as :func:`env_switch`."""
-    raw = os.environ.get(name, "")
-    value = raw.strip().lower()
-    if value in choices:
-        return value
-    if value and (name, raw) not in _WARNED:
-        _WARNED.add((name, raw))
-        warnings.warn(
-            f"{name}={raw!r} is not one of {', '.join(choices)}: {default!r} is used",
             SwitchValueWarning,
             stacklevel=2,
         )

@@ -201,9 +201,7 @@ def _cmd_add_annotations(args: argparse.Namespace) -> int:
             rows.append(row)
             lines.append(number)
     try:
-        ids = ds._add_annotations(
-            rows, args.video_id, clip=args.clip, source=(str(path), lambda i: f"line {lines[i]}"), stacklevel=4
-        )
+        ids = ds.add_annotations(rows, args.video_id, clip=args.clip, source=(str(path), lambda i: f"line {lines[i]}"))
     except AnnotationError as err:
         row_index = getattr(err, "row", None)
         detail = getattr(err, "detail", None)
@@ -900,7 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    from vidlabel.formats._cli import add_format_commands  # vidlabel import / export-labels (issue 11)
+    # vidlabel import / export-labels
+    from vidlabel.formats._cli import add_format_commands
 
     add_format_commands(add)
 

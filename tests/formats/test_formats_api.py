@@ -14,11 +14,10 @@ from tests.formats_util import dataset
 from vidlabel.cli import main
 from vidlabel.errors import FormatError, VidlabelError, VidlabelWarning
 from vidlabel.formats import FORMATS, export_labels, import_labels
-from vidlabel.formats._cli import FORMAT_NAMES
 
 
 def test_registry_names_and_public_docstrings() -> None:
-    assert sorted(FORMATS) == sorted(FORMAT_NAMES) == [
+    assert sorted(FORMATS) == [
         "coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis",
     ]  # fmt: skip
     for name in formats.__all__:
@@ -31,8 +30,8 @@ def test_cli_import_help_lists_formats(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["import", "--help"])
     out = capsys.readouterr().out
-    for name in FORMAT_NAMES:
-        assert name in out
+    for name, fmt in FORMATS.items():
+        assert name in out and fmt.summary in out
 
 
 def test_cli_import_dry_run_json_then_import_and_export(tmp_path: Path, capsys) -> None:
@@ -178,7 +177,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("special", ["fifo", "/dev/null"])
-@pytest.mark.parametrize("format", FORMAT_NAMES)
+@pytest.mark.parametrize("format", sorted(FORMATS))
 def test_a_pipe_or_device_is_not_a_regular_file_not_missing(tmp_path: Path, capsys, format: str, special: str) -> None:
     # before: a FIFO (or /dev/stdin, a device) given as the label file was "file not found", though it is there;
     # it is said to be no regular file, found without opening it (opening a FIFO waits for a writer)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import google_crc32c
@@ -294,16 +292,16 @@ def test_hdf5_uncompressed_chunks_are_copied_from_a_memory_map(tmp_path: Path, c
         assert np.array_equal(f["frames"][:], np.stack(frames))
 
 
-@pytest.mark.parametrize("first_touch", ["readahead", "populate", "pread", "fault"])
+@pytest.mark.parametrize("first_touch", ["populate", "pread", "fault"])
 @pytest.mark.parametrize("chunk_frames", [1, 3])
 def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str, chunk_frames: int
 ) -> None:
-    """However a chunk's first read in a process meets the map (issue 15), every read, first or later,
+    """However a chunk's first read in a process meets the map, every read, first or later,
     gives the stored frames in the caller's buffer, and a frame the caller holds is never written again."""
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames
 
-    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    monkeypatch.setattr(_hdf5_frames, "FIRST_TOUCH", first_touch)
     backend = backend_for(tmp_path / "out", "hdf5")
     backend.mark_incomplete({"format": "vidlabel-store"})
     frames = noisy_frames(7, seed=5)
@@ -311,7 +309,6 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
     reader = backend.open_frames_unit("u1")
     try:
         assert reader._first_touch == first_touch and reader._offsets is not None
-        reader.prefetch([1, 0, 2])  # a batch's chunks ("readahead": mapped by the background thread meanwhile)
         held = []
         for c in [1, 0, 1, 2, 0, 2, 1]:  # first reads and repeats, interleaved
             out = reader.read_chunk(c)
@@ -328,80 +325,3 @@ def test_hdf5_first_touch_of_the_map_reads_the_same_frames_and_never_shares_memo
     finally:
         reader.close()
     assert reader._fd == -1
-
-
-@pytest.mark.parametrize(("value", "want"), [("readahead", "readahead"), (" Fault ", "fault"), ("", None)])
-def test_vidlabel_first_touch_picks_how_this_process_meets_the_map(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, want: str | None
-) -> None:
-    # the fastest first touch depends on the machine (issue 15: "populate" on the Xeon VM, "readahead" on the EPYC
-    # VM), and only a module constant chose it: VIDLABEL_FIRST_TOUCH now does, for the process's own reads
-    from vidlabel.store import _hdf5
-
-    monkeypatch.setenv("VIDLABEL_FIRST_TOUCH", value)
-    backend = backend_for(tmp_path / "out", "hdf5")
-    backend.mark_incomplete({"format": "vidlabel-store"})
-    frames = noisy_frames(4, seed=3)
-    write_unit(backend, "u1", frames, "none", 2)
-    reader = backend.open_frames_unit("u1")
-    try:
-        assert reader._first_touch == (want or _hdf5.FIRST_TOUCH)
-        assert np.array_equal(reader.read_chunk(1)[:2], np.stack(frames[2:4]))
-    finally:
-        reader.close()
-
-
-def test_a_first_touch_vidlabel_does_not_know_warns_and_keeps_the_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from vidlabel.errors import SwitchValueWarning
-    from vidlabel.store import _hdf5
-
-    monkeypatch.setenv("VIDLABEL_FIRST_TOUCH", "prefetch")
-    backend = backend_for(tmp_path / "out", "hdf5")
-    backend.mark_incomplete({"format": "vidlabel-store"})
-    write_unit(backend, "u1", noisy_frames(2, seed=3), "none", 1)
-    with pytest.warns(SwitchValueWarning, match=r"VIDLABEL_FIRST_TOUCH='prefetch' is not one of populate, "
-                      r"readahead, pread, fault: 'populate' is used"):  # fmt: skip
-        reader = backend.open_frames_unit("u1")
-    try:
-        assert reader._first_touch == _hdf5.FIRST_TOUCH == "populate"
-    finally:
-        reader.close()
-
-
-def test_hdf5_readahead_of_a_reader_closed_meanwhile_is_dropped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from vidlabel.store import _hdf5
-
-    if not _hdf5.populate_available():
-        pytest.skip("no madvise(MADV_POPULATE_READ) here: readahead is the plain page faults")
-    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", "readahead")
-    backend = backend_for(tmp_path / "out", "hdf5")
-    backend.mark_incomplete({"format": "vidlabel-store"})
-    frames = noisy_frames(9, seed=6)
-    write_unit(backend, "u1", frames, "none", 1)
-    for _ in range(5):  # queued work for readers closed at once: the thread skips it and keeps serving
-        closed = backend.open_frames_unit("u1")
-        closed.prefetch(range(9))
-        closed.close()
-    reader = backend.open_frames_unit("u1")
-    try:
-        reader.prefetch(range(9))
-        for c in range(8, -1, -1):
-            assert np.array_equal(reader.read_chunk(c)[0], frames[c])
-    finally:
-        reader.close()
-    from vidlabel.store import _fs
-
-    finished = threading.Event()
-    _fs.in_background(functools.partial(reader._populate_ranges, [(0, 4096)]))  # closed: skipped
-
-    def failing() -> None:
-        raise OSError("a populate that fails")
-
-    _fs.in_background(failing)  # dropped: the thread goes on
-    _fs.in_background(finished.set)
-    assert _fs._BACKGROUND is not None
-    assert finished.wait(60) and _fs._BACKGROUND.thread.is_alive()  # every job taken in order, the thread runs

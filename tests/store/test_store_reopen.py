@@ -17,7 +17,7 @@ import pytest
 from tests.store_support import make_dataset, reference_frames
 from vidlabel import export, open_store
 from vidlabel.errors import StoreCorruptError, StoreError
-from vidlabel.store import FrameStore, _hdf5
+from vidlabel.store import FrameStore, _hdf5, _hdf5_files, _hdf5_frames
 from vidlabel.store._framestore import _ProcessState
 
 VIDEOS = ("cam", "cam2")
@@ -33,16 +33,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def full_opens(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The frames files opened with HDF5 (``_hdf5._open_inside``), in order, with one reader open at a time."""
+    """The frames files opened with HDF5 (``_hdf5_files._open_inside``), in order, with one reader open at a time."""
     opened: list[Path] = []
-    real = _hdf5._open_inside
+    real = _hdf5_files._open_inside
 
     def counting(root: Path, path: Path, what: str) -> Any:
         if what == "frames file":
             opened.append(Path(path))
         return real(root, path, what)
 
-    monkeypatch.setattr(_hdf5, "_open_inside", counting)
+    for module in (_hdf5, _hdf5_files, _hdf5_frames):  # every module that opens store files
+        monkeypatch.setattr(module, "_open_inside", counting)
     monkeypatch.setattr(_ProcessState, "MAX_OPEN", 1)
     return opened
 

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 from tests.media import read_frame_number
 from tests.store_support import make_dataset
 from vidlabel import export, open_store
-from vidlabel.store import _hdf5
+from vidlabel.store import _hdf5, _hdf5_files, _hdf5_frames
 from vidlabel.store._framestore import adopt_learnt
 from vidlabel.torch_data import StoreFrames, StoreStream, _shm, collate_frames
 
@@ -36,17 +36,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def open_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A file to which every process forked from this one appends ``pid what`` for each store file it opens with
-    HDF5 (``_hdf5._open_inside``: video files and frames files)."""
+    HDF5 (``_hdf5_files._open_inside``: video files and frames files)."""
     log = tmp_path / "opens.log"
     log.touch()
-    real = _hdf5._open_inside
+    real = _hdf5_files._open_inside
 
     def logged(root: Path, path: Path, what: str) -> Any:
         with log.open("a") as fh:
             fh.write(f"{os.getpid()} {what}\n")
         return real(root, path, what)
 
-    monkeypatch.setattr(_hdf5, "_open_inside", logged)
+    for module in (_hdf5, _hdf5_files, _hdf5_frames):  # every module that opens store files
+        monkeypatch.setattr(module, "_open_inside", logged)
     for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS", "VIDLABEL_SHM_POOL"):
         monkeypatch.delenv(name, raising=False)
     return log

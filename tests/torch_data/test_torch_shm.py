@@ -37,18 +37,23 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Dataset]:
 
 @pytest.fixture(autouse=True)
 def _pool_for_small_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The test clips are 64x48: let every image batch take a slab (workers read the environment).
-    monkeypatch.setenv("VIDLABEL_SHM_POOL_MIN_BYTES", "0")
+    # The test clips are 64x48: let every image batch take a slab (forked workers inherit it).
+    monkeypatch.setattr(_shm, "MIN_POOLED_BYTES", 0)
     monkeypatch.delenv("VIDLABEL_SHM_POOL", raising=False)
     for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pool_every_size(_worker: int) -> None:
+    """In a spawned worker, which imports the pool's module afresh: every image batch takes a slab, as here."""
+    _shm.MIN_POOLED_BYTES = 0
 
 
 def loader(dataset: Any, workers: int, context: str | None = None, batch_size: int = 4) -> DataLoader:
     sampler = torch.utils.data.RandomSampler(dataset, generator=torch.Generator().manual_seed(7))
     return DataLoader(
         dataset, batch_size=batch_size, sampler=sampler, num_workers=workers, collate_fn=collate_frames,
-        multiprocessing_context=context if workers else None,
+        multiprocessing_context=context if workers else None, worker_init_fn=pool_every_size if workers else None,
     )  # fmt: skip
 
 
@@ -390,16 +395,13 @@ def test_a_fresh_batch_buffer_mapped_behind_the_reader_keeps_what_the_reader_wro
     # handed out twice while its array lives
     import threading
 
-    from vidlabel.store import _fs
-    from vidlabel.torch_data import _shm
-
     monkeypatch.setattr(_shm, "_FREE_BUFFERS", [])
     shape = (8, 720, 1280, 3)
     a = _shm.take_buffer(shape)
     flat = a.reshape(-1)
     flat[::4096] = np.arange(flat[::4096].size) % 251 + 1  # one byte a page, front to back, as populate runs
     done = threading.Event()
-    _fs.in_background(done.set)  # after the buffer's job
+    _shm.in_background(done.set)  # after the buffer's job
     assert done.wait(60)
     np.testing.assert_array_equal(flat[::4096], np.arange(flat[::4096].size) % 251 + 1)
     assert int(flat[1::4096].max()) == 0
@@ -409,3 +411,47 @@ def test_a_fresh_batch_buffer_mapped_behind_the_reader_keeps_what_the_reader_wro
     gc.collect()
     c = _shm.take_buffer(shape)  # a's buffer came back: reused, not mapped again
     assert not np.shares_memory(c, b)
+
+
+def test_importing_the_pool_changes_nothing_in_the_process_until_a_dataset_is_made(
+    stores: tuple[Path, Dataset],
+) -> None:
+    # the claims file and the at-fork hook used to come with `import vidlabel.torch_data`: now with a dataset
+    import subprocess
+    import sys
+
+    root, _ = stores
+    code = (
+        "import os, sys\n"
+        "hooks = []\n"
+        "real = os.register_at_fork\n"
+        "def spy(**kw):\n"
+        "    hooks.extend(f for f in kw.values() if str(getattr(f, '__module__', '')).startswith('vidlabel'))\n"
+        "    real(**kw)\n"
+        "os.register_at_fork = spy\n"
+        "import vidlabel, vidlabel.torch_data, vidlabel.export, vidlabel.cli\n"
+        "from vidlabel.torch_data import _shm, StoreFrames\n"
+        "before = (_shm._CLAIMS_FD, len(hooks))\n"
+        "StoreFrames(sys.argv[1])\n"
+        "after = (_shm._CLAIMS_FD >= 0, len(hooks))\n"
+        "_shm.install()\n"
+        "print(before, after, len(hooks))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root / "none")], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split("\n")[0] == "(-1, 0) (True, 1) 1"
+
+
+def test_the_background_thread_drops_a_failing_job_and_goes_on() -> None:
+    import threading
+
+    finished = threading.Event()
+
+    def failing() -> None:
+        raise OSError("a populate that fails")
+
+    _shm.in_background(failing)
+    _shm.in_background(finished.set)
+    assert finished.wait(60)
+    assert _shm._BACKGROUND is not None and _shm._BACKGROUND.thread.is_alive()

@@ -38,7 +38,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _pool_for_small_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VIDLABEL_SHM_POOL_MIN_BYTES", "0")
+    monkeypatch.setattr(_shm, "MIN_POOLED_BYTES", 0)
     monkeypatch.delenv("VIDLABEL_SHM_POOL", raising=False)
     for name in ("RANK", "WORLD_SIZE", "VIDLABEL_WORKER", "VIDLABEL_NUM_WORKERS"):
         monkeypatch.delenv(name, raising=False)

@@ -420,7 +420,7 @@ def test_dataloader_workers_pread_a_chunks_first_read_and_the_main_process_reads
 ) -> None:
     # every epoch's workers are fresh processes (persistent_workers=False): their first reads copy from the page
     # cache instead of mapping the frames file again (issue 15); the pixels are the same either way
-    from vidlabel.store import _hdf5
+    from vidlabel.store import _hdf5_frames as _hdf5
 
     root, _ = world
     data = _FirstTouchOf(StoreFrames(root / "hdf5-none"))

@@ -8,11 +8,10 @@ Layout of a dataset folder::
 Annotations are stored column-wise: each row of the ``chunks`` table holds up
 to ``CHUNK_ROWS`` annotations of one video as compressed NumPy columns (ids,
 integer codes for kind/label/origin/status/view, frames, float64 boxes,
-float32 confidence, COCO RLE mask bytes). Measured on the 2-core benchmark
-machine, one SQLite row per annotation took 8.7 s just to insert a million
-rows and 4.7 s to read them back into NumPy; chunks make writing, validating
-and building a million rows a matter of about a second each (see
-``scripts/bench_dataset.py``). Review edits (``set_status``,
+float32 confidence, COCO RLE mask bytes). One SQLite row per annotation
+made inserting a million rows and reading them back into NumPy take several
+seconds each; chunks make writing, validating and building a million rows a
+matter of about a second each (``scripts/bench_dataset.py`` measures it). Review edits (``set_status``,
 ``delete_annotations``) rewrite the chunks they touch inside one transaction.
 
 Every write is one SQLite transaction (``BEGIN IMMEDIATE``): a batch of
@@ -26,6 +25,7 @@ fork and spawn.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import sqlite3
 import time
@@ -322,6 +322,39 @@ class Dataset:
             raise DatasetError(write_failure(self._path, operation, err), path=str(self._path)) from err
 
     @contextmanager
+    def transaction(self, *, operation: str = "write") -> Iterator[None]:
+        """A block whose writes are one transaction: every write of this thread inside it (``add_labels``,
+        ``add_annotations``, ``add_video``...) is committed at the end of the block, or none of it if the block
+        raises. An importer of label files writes a file's new labels and every video's rows in one.
+
+        A block inside another joins it. Other threads and processes wait for the block to end to write
+        (SQLite's write lock), so keep it short.
+
+        Parameters
+        ----------
+        operation : str
+            What the block does, in its error messages ("import_labels": "cannot import-labels in dataset ...").
+
+        Raises
+        ------
+        DatasetReadOnlyError
+            If the dataset cannot be written; nothing is changed.
+        DatasetError
+            If SQLite cannot commit (a full disk): nothing of the block is written.
+
+        Examples
+        --------
+        >>> with ds.transaction():  # doctest: +SKIP
+        ...     ds.add_labels(["bus"])
+        ...     ds.add_annotations(rows, "cam1")
+        """
+        if self._local.batch:
+            yield
+            return
+        with self._one_write(operation):
+            yield
+
+    @contextmanager
     def _one_write(self, operation: str) -> Iterator[None]:
         """Every write of this thread inside the block (``add_labels``, ``add_annotations``, ...) as one
         transaction: all of it is committed at the end of the block, or none of it if the block raises (an
@@ -592,7 +625,14 @@ class Dataset:
 
     # -- annotations -----------------------------------------------------------------------------
 
-    def add_annotations(self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool = False) -> list[int]:
+    def add_annotations(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        video_id: str,
+        *,
+        clip: bool = False,
+        source: tuple[str, Callable[[int], str]] | None = None,
+    ) -> list[int]:
         """Validate and add a batch of annotation rows of one video, all or nothing.
 
         Parameters
@@ -609,6 +649,9 @@ class Dataset:
         video_id : str
         clip : bool
             Clip boxes that leave the frame instead of refusing the batch.
+        source : (str, callable), optional
+            Where the rows were read from, for the warnings: ``(file, row -> place)``, e.g.
+            ``("gt.txt", lambda i: f"line {i + 1}")``; without it the warnings name 0-based rows of ``rows``.
 
         Returns
         -------
@@ -641,19 +684,6 @@ class Dataset:
                 f"rows must be a list of dicts (one per annotation), got {type(rows).__name__}{hint}",
                 video_id=video_id,
             )
-        return self._add_annotations(rows, video_id, clip=clip)
-
-    def _add_annotations(
-        self,
-        rows: Iterable[Mapping[str, Any]],
-        video_id: str,
-        *,
-        clip: bool,
-        source: tuple[str, Callable[[int], str]] | None = None,
-        stacklevel: int = 5,
-    ) -> list[int]:
-        """``add_annotations``, its warnings naming rows by ``source``: ``(file, row -> "line 4")`` of the file
-        the rows were read from (vidlabel add-annotations, import), rather than 0-based rows of the input."""
         rows = list(rows)
         with self._write("add_annotations") as con:
             vcode, cols, labels = self._checked_rows(con, rows, video_id, clip=clip)
@@ -676,9 +706,9 @@ class Dataset:
             twice, repeated = added_duplicates(_stored_rows(con, vcode), added)
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
         if repeated:
-            _warn_repeated(self._path, video_id, n, repeated, ids, source, stacklevel)
+            _warn_repeated(self._path, video_id, n, repeated, ids, source)
         if twice:
-            _warn_added_twice(self._path, video_id, n, twice, ids, source, stacklevel)
+            _warn_added_twice(self._path, video_id, n, twice, ids, source)
         return ids.tolist()
 
     def _checked_rows(
@@ -695,10 +725,11 @@ class Dataset:
         labels += [lab for lab in more_labels if lab not in labels]
         return int(vcode), check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip), labels
 
-    def _duplicates_of(
-        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
+    def annotation_duplicates(
+        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool = False, more_labels: Sequence[str] = ()
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        """What ``add_annotations(rows, video_id, clip=clip)`` would warn of, nothing written (an import's dry run):
+        """What ``add_annotations(rows, video_id, clip=clip)`` would warn of, nothing written (an import's dry run),
+        with the labels ``more_labels`` taken as added first:
         ``(row, annotation id already stored)`` and ``(row, earlier row)`` pairs, as
         :func:`~vidlabel.dataset._validate.added_duplicates` gives them.
 
@@ -1286,7 +1317,6 @@ def _warn_added_twice(
     twice: list[tuple[int, int]],
     ids: np.ndarray,
     source: tuple[str, Callable[[int], str]] | None,
-    stacklevel: int,
 ) -> None:
     """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
     row, stored = twice[0]
@@ -1301,7 +1331,7 @@ def _warn_added_twice(
             f"{len(twice)} of the {n} rows just added equal rows already stored ({where}, annotation "
             f"{int(ids[row])}, equals annotation {stored}: {SAME_ANNOTATION})"
         )
-    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice], stacklevel)
+    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice])
 
 
 def _warn_repeated(
@@ -1311,7 +1341,6 @@ def _warn_repeated(
     repeated: list[tuple[int, int]],
     ids: np.ndarray,
     source: tuple[str, Callable[[int], str]] | None,
-    stacklevel: int,
 ) -> None:
     """Warn that the rows just added hold one annotation twice (a file that lists it twice), naming how to remove
     the later ones."""
@@ -1328,10 +1357,24 @@ def _warn_repeated(
             f"{'the input' if source is None else source[0]} ({same}, annotations "
             f"{int(ids[first])} and {int(ids[row])}: {SAME_ANNOTATION})"
         )
-    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated], stacklevel)
+    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated])
 
 
-def _warn_kept(path: Path, video_id: str, head: str, kept: list[int], stacklevel: int) -> None:
+def _outside_vidlabel() -> int:
+    """The ``stacklevel`` at which a ``warnings.warn`` in the caller names the first frame outside vidlabel: the
+    user's call, however many vidlabel functions (``import_labels``, the command line) lie between."""
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    level = 1
+    while caller is not None and caller.f_back is not None:
+        name = str(caller.f_globals.get("__name__", ""))
+        if name != "vidlabel" and not name.startswith("vidlabel."):
+            break
+        caller, level = caller.f_back, level + 1
+    return level
+
+
+def _warn_kept(path: Path, video_id: str, head: str, kept: list[int]) -> None:
     """Warn ``head`` of video ``video_id``, then that the rows ``kept`` (annotation ids) are kept and how to remove
     them or leave them out of releases."""
     new_ids = sorted(kept)
@@ -1342,5 +1385,5 @@ def _warn_kept(path: Path, video_id: str, head: str, kept: list[int], stacklevel
         f"Dataset.open({str(path)!r}).delete_annotations([{shown}]) or leave {them} out of releases with "
         f"set_status([{shown}], 'rejected')",
         VidlabelWarning,
-        stacklevel=stacklevel,
+        stacklevel=_outside_vidlabel(),
     )

@@ -45,7 +45,7 @@ from vidlabel.export._options import ExportOptions
 from vidlabel.export._plan import ExportPlan, VideoPlan, check_video_files
 from vidlabel.export._report import markers_not_written_words
 from vidlabel.export._tfrecord import TFRecordWriter
-from vidlabel.export._units import UnitJob, inline_frame_threads, unit_frames
+from vidlabel.export._units import UnitJob, unit_frames
 from vidlabel.geometry import decode_rle
 from vidlabel.spec import ORIGINS
 from vidlabel.store._layout import digest
@@ -291,7 +291,7 @@ def _records_to_write(
             chunk_frames=1, frame_number=frames, decode=frames, sources=[], attrs={},
         )  # fmt: skip
         counts = {"decoded": 0, "copied": 0}
-        decoded = unit_frames(job, opts, counts, inline_frame_threads())
+        decoded = unit_frames(job, opts, counts)
         for span in todo:
             encoded = []
             for _ in range(span.frames):
@@ -374,7 +374,7 @@ def record_datum(
     if images is not None:
         seconds = (int(ts[-1]) - int(ts[0])) / 1e6
         fps = video.meta.fps["num"] / video.meta.fps["den"]
-        ctx["image/format"] = (b"JPEG" if opts.codec.name == "jpeg" else b"PNG", "byte")
+        ctx["image/format"] = (str(opts.codec.picture_format).encode(), "byte")
         ctx["image/channels"] = (3, "int")
         ctx["image/height"] = (int(height), "int")
         ctx["image/width"] = (int(width), "int")

@@ -138,7 +138,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     if clip is not None and fmt == MEDIASEQUENCE:
         raise OptionError("clip applies to format='hdf5' and 'zarr'; a MediaSequence export takes clip_frames")
     codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
-    if fmt == MEDIASEQUENCE and codec.name not in ("jpeg", "png"):
+    if fmt == MEDIASEQUENCE and codec.picture_format is None:
         raise OptionError(
             f"a MediaSequence export encodes each image as JPEG or PNG: codec must be 'jpeg[:quality]' or 'png', "
             f"got {codec.spec!r}"

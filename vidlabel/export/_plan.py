@@ -219,7 +219,7 @@ def _plan_video(
 
 class _TableIndex:
     """A release table's rows grouped by video once (each video's rows ascending), so that planning a video
-    costs its own rows, not a scan of the whole table: planning 10,000 videos was quadratic (issue 15)."""
+    costs its own rows, not a scan of the whole table (which made planning quadratic in the number of videos)."""
 
     def __init__(self, table: Any) -> None:
         self.codes = {v: i for i, v in enumerate(table.video_ids)}

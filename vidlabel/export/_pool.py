@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future
 from typing import Any
 
 from vidlabel.export._options import ExportOptions
-from vidlabel.export._units import UnitJob, UnitResult, inline_frame_threads, run_unit, set_progress_queue
+from vidlabel.export._units import UnitJob, UnitResult, run_unit, set_progress_queue
 
 __all__ = ["UnitsFailed", "progress_bar", "run_units"]
 
@@ -68,9 +68,8 @@ def run_units(
         yield from run_on_executor(executor, jobs, opts, bar, keep_going=True)
         return
     if opts.workers <= 1 or len(jobs) <= 1:
-        threads = inline_frame_threads()
         for job in jobs:
-            yield run_unit(job, opts, on_frame=None if bar is None else bar.update, frame_threads=threads)
+            yield run_unit(job, opts, on_frame=None if bar is None else bar.update)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor

@@ -177,7 +177,7 @@ def prepare_url(
     StoreLockedError
         If another export took the root over at the same moment.
     """
-    from vidlabel.store._zarr import ZarrURLBackend
+    from vidlabel.store._zarr_url import ZarrURLBackend
 
     backend = backend_for(url, "zarr", storage_options=storage_options)
     assert isinstance(backend, ZarrURLBackend)

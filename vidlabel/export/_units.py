@@ -11,14 +11,12 @@ encodes and writes them on a thread and publishes the unit ``complete`` last.
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from vidlabel._env import env_switch
 from vidlabel.errors import StoreError
 from vidlabel.export._options import ExportOptions
 from vidlabel.geometry import resize_image
@@ -83,33 +81,8 @@ def set_progress_queue(progress_queue: Any) -> None:
     _PROGRESS = progress_queue
 
 
-def inline_frame_threads() -> int:
-    """Decoder frame threads for units written in this process: 2 with ``VIDLABEL_EXPORT_FRAME_THREADS=1``
-    where this process may run on two cores or more, else 0 (single-threaded, the default).
-
-    One process decodes and writes on two threads and leaves a core mostly idle; two frame threads took a
-    300-frame 640x480 export in a fresh process from about 0.75x to 0.85-0.90x of raw decode
-    (``scripts/bench_exportwrite.py``, runs of one session on a 2-core VM). It is off by default: damage
-    FFmpeg does not report (it conceals it silently; an H.264 file with a flipped byte can decode without an
-    error) comes out concealed differently with frame threads, so the store would hold other pictures than
-    ``FrameReader`` returns for those frames. Pool workers and engine tasks never use it (they fill the
-    cores); a MediaSequence export (one process) follows the same switch."""
-    if not env_switch("VIDLABEL_EXPORT_FRAME_THREADS", False):
-        return 0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 0
-
-
-def run_unit(
-    job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None, *, frame_threads: int = 0
-) -> UnitResult:
+def run_unit(job: UnitJob, opts: ExportOptions, on_frame: Callable[[int], None] | None = None) -> UnitResult:
     """Write and publish frames unit ``job.key``; ``on_frame`` (or this worker's progress queue) hears of each frame.
-
-    ``frame_threads`` > 1 decodes with FFmpeg frame threading (``FrameReader(frame_threads=...)``): the
-    export in one process (no pool, no engine) has a core the decoder and the writer thread do not fill.
 
     A unit already complete in the store is left as it is (engines run a task at least once: a second
     attempt, or a rerun after the driver was killed, decodes nothing).
@@ -121,7 +94,8 @@ def run_unit(
     StoreError
         If the reader returns another frame than asked, or the frames do not fit the unit.
     """
-    keep_heap_top()  # decoded frames reuse the heap top instead of faulting in fresh pages (issue 15)
+    # decoded frames reuse the heap top instead of faulting in fresh pages
+    keep_heap_top()
     counts = {"decoded": 0, "copied": 0}
     if on_frame is None and _PROGRESS is not None:
         on_frame = _queue_reporter(job.key, _PROGRESS)
@@ -132,7 +106,7 @@ def run_unit(
         return UnitResult(job.key, 0, 0, published_before=True)
     try:
         write_frames(
-            backend, job.key, unit_frames(job, opts, counts, frame_threads), frame_number=job.frame_number, frame_size=job.size,
+            backend, job.key, unit_frames(job, opts, counts), frame_number=job.frame_number, frame_size=job.size,
             chunk_frames=job.chunk_frames, codec=opts.codec, attrs=job.attrs, on_frame=on_frame,
         )  # fmt: skip
     except OSError as err:
@@ -176,9 +150,7 @@ def _queue_reporter(key: str, progress_queue: Any) -> Callable[[int], None]:
     return on_frame
 
 
-def unit_frames(
-    job: UnitJob, opts: ExportOptions, counts: dict[str, int], frame_threads: int = 0
-) -> Generator[np.ndarray, None, None]:
+def unit_frames(job: UnitJob, opts: ExportOptions, counts: dict[str, int]) -> Generator[np.ndarray, None, None]:
     """The unit's frames in row order: copies from stored units merged with a sequential decode of the rest."""
     per_row: dict[int, tuple[int, int]] = {}  # our row -> (source, source row)
     for s, (_key, src_numbers, ours) in enumerate(job.sources):
@@ -192,7 +164,7 @@ def unit_frames(
     if job.decode.size:
         from vidlabel.video._reader import FrameReader
 
-        reader = FrameReader.for_video(job.meta, view=job.view, roots=opts.roots, frame_threads=frame_threads)
+        reader = FrameReader.for_video(job.meta, view=job.view, roots=opts.roots)
         decoded = reader.iter_frames(job.decode.tolist())
     chunk_cache: dict[tuple[int, int], np.ndarray] = {}
     try:

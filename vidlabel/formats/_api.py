@@ -18,30 +18,11 @@ from vidlabel.dataset import Dataset, Release
 from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
-from ._common import FORMATS, ImportContext, Parsed, VideoRows, fail, mapping_arg, where_text
+from ._common import ImportContext, Parsed, VideoRows, fail, mapping_arg, where_text
+from ._registry import label_format
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
-
-
-#: What a file of each format holds rows in, for the warning on a file that yields none.
-EXPECTED_ROWS = {
-    "mot": "lines 'frame,id,left,top,width,height,...' (6, 7, 9 or 10 comma-separated columns)",
-    "cvat-video": "<track> elements holding <box>, <mask> or <polygon> shapes, or <tag>s in <image> elements",
-    "ytvis": "'annotations' with per-frame 'bboxes' or 'segmentations'",
-    "coco-vid": "'annotations' with a 'bbox' or 'segmentation' on an image of a 'videos' entry",
-    "label-studio": "tasks whose annotations[].result or predictions[].result hold videorectangle or "
-    "timelinelabels regions",
-    "mediasequence": "tf.train.SequenceExample records with region/bbox, segment or clip label features",
-}
-
-#: The format options each importer reads (``ImportContext.option``): any other keyword is refused before the
-#: file is read (the importer's own check after reading stays as a guard).
-IMPORT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "mot": ("one_based_pixels", "include_ignored"),
-    "ytvis": ("frames",),
-    "label-studio": ("frames_count_mismatch",),
-}
 
 
 #: import_labels' own keywords, for the hint on a misspelt one.
@@ -52,7 +33,7 @@ def _did_you_mean(unknown: list[str], format: str) -> str:
     """'; did you mean video_id=?' for keywords close to a known one (``video=`` is the dataset's video)."""
     import difflib
 
-    known = (*_KEYWORDS, *IMPORT_OPTIONS.get(format, ()))
+    known = (*_KEYWORDS, *label_format(format).options)
     guesses = []
     for name in unknown:
         close = (
@@ -63,12 +44,6 @@ def _did_you_mean(unknown: list[str], format: str) -> str:
         if close:
             guesses.append(f"{name}= -> {close[0]}=")
     return f"; did you mean {', '.join(guesses)}?" if guesses else ""
-
-
-def _format(name: str) -> tuple[Any, Any]:
-    if name not in FORMATS:
-        raise FormatError(f"unknown format {name!r}; known: {', '.join(sorted(FORMATS))}")
-    return FORMATS[name]
 
 
 def import_labels(
@@ -90,7 +65,7 @@ def import_labels(
     ----------
     ds : Dataset
     format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
-        A key of ``FORMATS``; each format's conventions (frame bases, box forms, interpolation)
+        A key of ``FORMATS`` (docs/reference/label-formats.md); each format's conventions (frame bases, box forms, interpolation)
         are in docs/how-to/label-formats.md and in its module.
     path : str or os.PathLike
         The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
@@ -141,7 +116,7 @@ def import_labels(
         As ``Dataset.add_annotations`` (not on a dry run, which reports them): rows of a video that repeat an
         earlier row of the file, or equal rows already stored.
     """
-    importer, _ = _format(format)
+    fmt = label_format(format)
     p = Path(path)
     if video_id is not None:
         ds.video(video_id)  # UnknownVideoError with the known ids
@@ -156,9 +131,9 @@ def import_labels(
     track_ids = options.pop("track_ids", "new")
     if track_ids not in ("new", "keep"):
         raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
-    unknown = sorted(set(options) - set(IMPORT_OPTIONS.get(format, ())))
+    unknown = sorted(set(options) - set(fmt.options))
     if unknown:
-        known = ", ".join(IMPORT_OPTIONS.get(format, ())) or "none besides clip and track_ids"
+        known = ", ".join(fmt.options) or "none besides clip and track_ids"
         raise FormatError(
             f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){_did_you_mean(unknown, format)}"
         )
@@ -173,7 +148,7 @@ def import_labels(
         options=options,
     )
     with _gc_paused():
-        parsed: Parsed = importer(ctx)
+        parsed: Parsed = fmt.importer(ctx)
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
     if video_id is not None and not ctx.video_id_used and parsed.videos:
@@ -197,7 +172,7 @@ def import_labels(
         )
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
     if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
-        expected = EXPECTED_ROWS.get(format, "annotation rows")
+        expected = fmt.rows_in
         warnings.warn(
             f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
             VidlabelWarning,
@@ -228,18 +203,18 @@ def import_labels(
     if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
         for vid, vr in parsed.videos.items():
             try:
-                twice, repeated = ds._duplicates_of(vr.rows, vid, clip=clip, more_labels=missing)
+                twice, repeated = ds.annotation_duplicates(vr.rows, vid, clip=clip, more_labels=missing)
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
         return report
     # the file is one transaction: its new labels and every video's annotations, or nothing of them
-    with ds._one_write("import_labels"):
+    with ds.transaction(operation="import_labels"):
         if missing:
             ds.add_labels(missing)
         for vid, vr in parsed.videos.items():
             try:
-                ids = ds._add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)), stacklevel=4)
+                ids = ds.add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)))
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
@@ -409,7 +384,7 @@ def export_labels(
     FormatError
         On an unknown format, ``release=None`` (live rows are never exported) or a video not in the release.
     """
-    _, exporter = _format(format)
+    exporter = label_format(format).exporter
     if release is None:
         raise FormatError(
             "export_labels writes a release, never live rows: pass a release id or 'latest' (vidlabel build)"

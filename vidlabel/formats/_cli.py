@@ -7,10 +7,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FORMAT_NAMES", "add_format_commands"]
+from ._registry import FORMATS
 
-#: The names ``vidlabel import --help`` lists (a test checks they are the keys of ``FORMATS``).
-FORMAT_NAMES = ("coco-vid", "cvat-video", "label-studio", "mediasequence", "mot", "ytvis")
+__all__ = ["add_format_commands"]
+
+
+def _formats_help() -> str:
+    """Each registered format, one line: name, what it is, its files and import options (the help's epilog)."""
+    lines = ["formats:"]
+    for fmt in sorted(FORMATS.values(), key=lambda f: f.name):
+        options = f"; options: {', '.join(fmt.options)}" if fmt.options else ""
+        lines.append(f"  {fmt.name}: {fmt.summary}; {fmt.files.replace('`', '')}{options}")
+    return "\n".join(lines)
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -109,14 +117,22 @@ def _cmd_export_labels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe_formats(parser: argparse.ArgumentParser) -> None:
+    """End the command's help with the registered formats, kept as written (one line each)."""
+    parser.epilog = _formats_help()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 def add_format_commands(
     add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
 ) -> None:
     """Register ``import`` and ``export-labels`` through ``vidlabel.cli``'s ``add(name, func, help)``."""
-    names = ", ".join(FORMAT_NAMES)
+    choices = sorted(FORMATS)
+    names = ", ".join(choices)
     p = add("import", _cmd_import, f"Import a label file of another tool through add_annotations (formats: {names}).")
+    _describe_formats(p)
     p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("format", metavar="FORMAT", choices=FORMAT_NAMES, help=f"one of: {names}")
+    p.add_argument("format", metavar="FORMAT", choices=choices, help=f"one of: {names}")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--video", help="the dataset video of a file that holds one video")
     p.add_argument(
@@ -143,8 +159,9 @@ def add_format_commands(
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
     p = add("export-labels", _cmd_export_labels, f"Write a release as a label file of another tool (formats: {names}).")
+    _describe_formats(p)
     p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("format", metavar="FORMAT", choices=FORMAT_NAMES, help=f"one of: {names}")
+    p.add_argument("format", metavar="FORMAT", choices=choices, help=f"one of: {names}")
     p.add_argument("out", metavar="OUT", help="a file (.json, .xml) or a folder (MOT; CVAT for several videos)")
     p.add_argument("--release", default="latest", help="release id, or 'latest' (default)")
     p.add_argument("--videos", nargs="*", default=[], help="only these videos (default: all)")

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,7 @@ from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
 
 __all__ = [
-    "FORMATS",
-    "Exporter",
     "ImportContext",
-    "Importer",
     "Parsed",
     "VideoRows",
     "check_frame_size",
@@ -151,13 +148,6 @@ class ImportContext:
         if allowed is not None and value not in allowed:
             raise FormatError(f"option {name}={value!r}; allowed: {', '.join(map(repr, allowed))}")
         return value
-
-
-Importer = Callable[[ImportContext], Parsed]
-Exporter = Callable[[Release, Path, Sequence[str]], Any]
-
-#: Format name -> (importer, exporter). A format module adds itself here (``vidlabel.formats`` fills it).
-FORMATS: dict[str, tuple[Importer, Exporter]] = {}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ rules:
 :class:`FramesReader` reads chunks directly (``read_direct_chunk`` for HDF5, the
 chunk file for Zarr) and decodes them with :mod:`vidlabel.store._codecs`.
 A Zarr store at a URL is read (only) through
-:class:`vidlabel.store._zarr.ZarrURLBackend`, whose folder is the URL string.
+:class:`vidlabel.store._zarr_url.ZarrURLBackend`, whose folder is the URL string.
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def chunk_size_problem(reader: FramesReader, index: int, size: int) -> str | Non
     padded); a compressed chunk's size is not recorded (one cut short fails its CRC-32C,
     :func:`chunk_crc_problem`). Reads and ``vidlabel verify`` say it in these words.
     """
-    if reader.codec.name != "none":
+    if not reader.codec.raw:
         return None
     expected = reader.chunk_frames * int(np.prod(reader.shape[1:]))
     if size == expected:

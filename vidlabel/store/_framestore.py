@@ -84,7 +84,7 @@ def backend_for(
     ----------
     folder : path or str
         A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
-        as Zarr, through :class:`~vidlabel.store._zarr.ZarrURLBackend` (read-only).
+        as Zarr, through :class:`~vidlabel.store._zarr_url.ZarrURLBackend` (read-only).
     name : {"hdf5", "zarr"}, optional
     storage_options : mapping, optional
         fsspec filesystem options, for URLs only.
@@ -107,7 +107,7 @@ def backend_for(
             )
         if name not in (None, "zarr"):
             raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
-        from vidlabel.store._zarr import ZarrURLBackend
+        from vidlabel.store._zarr_url import ZarrURLBackend
 
         return ZarrURLBackend(url, dict(storage_options or {}))
     _local_only(folder, storage_options)
@@ -415,7 +415,7 @@ class FrameStore:
             if old is not None:
                 # but keep the small arrays read before a fork (read-only NumPy arrays, no handles) and how to
                 # open each video's frames (paths): DataLoader workers started anew every epoch need not read
-                # every video's arrays and attributes again (a video file's open took 13 ms in a fresh fork)
+                # every video's arrays and attributes again (a video file's open is slow in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
             self._state = state
@@ -429,9 +429,8 @@ class FrameStore:
 
         With torch's default ``persistent_workers=False`` every epoch starts new workers, forked from the
         main process, which never reads when ``num_workers > 0``: each worker read every video's small arrays
-        and opened every frames file with HDF5 again, every epoch (3 ms a video's arrays and 3-4 ms a frames
-        file in a fresh fork; over a store of 1,000 tiny videos, 2 workers ran at a tenth of the rate of
-        none). Adopted by the main process, the workers of later epochs inherit it through the fork.
+        and opened every frames file with HDF5 again, every epoch (milliseconds each in a fresh fork: over a
+        store of many tiny videos, 2 workers ran far slower than none; ``scripts/bench_scale.py``). Adopted by the main process, the workers of later epochs inherit it through the fork.
 
         Returns
         -------
@@ -523,7 +522,7 @@ class FrameStore:
         """
         index = self._index if positions is None else self._index[np.asarray(positions, dtype=np.int64)]
         codes, rows = index[:, 0], index[:, 1]
-        # one gather from the videos' frame numbers end to end: no NumPy call per video (issue 15)
+        # one gather from the videos' frame numbers end to end: no NumPy call per video
         uniq, inverse = np.unique(codes, return_inverse=True)
         numbers = [self.video_data(self._video_ids[c]).frame_number for c in uniq.tolist()]
         sizes = np.array([a.size for a in numbers], np.int64)
@@ -965,7 +964,7 @@ class FrameStore:
             cached = set() if cf == 1 else {c for c in chunks if (str(reader_path(reader)), c) in state.cache}
             if len(chunks) - len(cached) > 1:
                 reader.prefetch(c for c in chunks if c not in cached)
-        if len(chunks) > 1 and reader.codec.name != "none":
+        if len(chunks) > 1 and not reader.codec.raw:
             if state.pool is None:
                 state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
             list(state.pool.map(load, chunks))

@@ -9,14 +9,11 @@ import errno
 import json
 import mmap
 import os
-import queue
 import reprlib
 import shutil
 import socket
 import stat
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,7 +28,6 @@ __all__ = [
     "STORE_CHANGED",
     "StoreLock",
     "fsync_dir",
-    "in_background",
     "inside_store",
     "link_or_copy_tree",
     "load_store_json",
@@ -77,51 +73,6 @@ def populate(address: int, nbytes: int, *, write: bool = False) -> None:
     around the call, so a background thread may populate beside a reader."""
     if _MADVISE is not None and nbytes > 0 and address % PAGE == 0:
         _MADVISE(address, nbytes, _MADV_POPULATE_WRITE if write else MADV_POPULATE_READ)
-
-
-class _Background:
-    """This process's background thread (started on first use, again in a forked child): runs the jobs it is
-    given one after another. The jobs only map pages ahead of use (:func:`populate`), so one that fails is
-    dropped: the pages then fault in as they would have."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, name="vidlabel-readahead", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            job = self.queue.get()
-            try:
-                job()
-            except Exception:  # advisory work: the reader faults the pages in itself
-                pass
-
-
-_BACKGROUND: _Background | None = None
-_BACKGROUND_LOCK = threading.Lock()
-
-
-def in_background(job: Callable[[], None]) -> None:
-    """Run ``job`` on this process's background thread, after the jobs given before it (page mapping ahead
-    of a reader: :class:`~vidlabel.store._hdf5.HDF5FramesReader`'s readahead, a fresh batch buffer's pages in
-    :func:`~vidlabel.torch_data._shm.take_buffer`). ``populate`` runs there without the GIL."""
-    global _BACKGROUND
-    with _BACKGROUND_LOCK:
-        if _BACKGROUND is None or _BACKGROUND.pid != os.getpid():
-            _BACKGROUND = _Background()
-        worker = _BACKGROUND
-    worker.queue.put(job)
-
-
-def _reset_background_in_child() -> None:
-    global _BACKGROUND_LOCK
-    _BACKGROUND_LOCK = threading.Lock()  # another thread may have held it at fork
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_background_in_child)
 
 
 #: What every refusal of a store changed after export says, after what it found.

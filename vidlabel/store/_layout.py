@@ -376,7 +376,7 @@ def labels_key(attrs: dict[str, Any], arrays: dict[str, np.ndarray], class_names
     An export records it as the attribute ``labels_key``; a store's first read of a video and ``vidlabel
     verify`` recompute it from what they read (:func:`export_problems`). Attributes are JSON in both backends,
     so those read back give the digest the plan's values gave. ``class_names`` None gives the key of stores
-    exported before 2026-12-03, which did not cover the class names (a store's root holds them: renaming them
+    of the earlier layout, whose key did not cover the class names (a store's root holds them: renaming them
     there relabelled every region without a word).
     """
     covered = {k: attrs[k] for k in LABELS_KEY_ATTRS if k in attrs}
@@ -399,7 +399,7 @@ def export_problems(
     a label changed in place keeps every invariant :func:`array_problems` checks and is found here, and so are
     the store's class names renamed or reordered. Every export gives each video a ``labels_key``, so a video
     without one was changed too (deleting the key would otherwise turn the check off). A key made the way of
-    stores exported before 2026-12-03 (without the class names) is accepted too. ``vidlabel verify`` and a
+    stores of the earlier layout (without the class names) is accepted too. ``vidlabel verify`` and a
     store's first read of a video's arrays (:meth:`FrameStore.video_data`) both refuse a video with any.
 
     Parameters
@@ -420,7 +420,8 @@ def export_problems(
         stored = {**arrays, **{f"regions/{k}": v for k, v in (regions or {}).items()}}
         stored.update({f"segments/{k}": v for k, v in (segments or {}).items()})
         if want == labels_key(attrs, stored, class_names) or want == labels_key(attrs, stored):
-            return []  # as exported (the second key only for stores exported before 2026-12-03): frame_number too
+            # as exported (the second key only for stores of the earlier layout): frame_number too
+            return []
     problems = []
     if not frame_number_fits_key(attrs, arrays["frame_number"]):
         problems.append("frame_number differs from the frame numbers its frames key was made from")

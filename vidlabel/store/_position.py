@@ -50,7 +50,7 @@ def positions_by_code(codes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """``(code, positions)`` for each distinct value of ``codes`` (ascending), its positions ascending.
 
     What ``np.flatnonzero(codes == code)`` for each code of ``np.unique(codes)`` gives, from one stable sort
-    instead of a scan of every sample per video (quadratic over a store of 10,000 videos, issue 15).
+    instead of a scan of every sample per video (quadratic in the number of videos).
     """
     codes = np.asarray(codes)
     order = np.argsort(codes, kind="stable")

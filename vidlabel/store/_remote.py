@@ -13,7 +13,7 @@ are checked as for local stores. Only Zarr stores can be read from URLs: HDF5
 needs a local file.
 
 Writing: an export with ``format="zarr"`` writes straight into an object store
-(:class:`vidlabel.store._zarr.ZarrURLBackend`). Object stores have no rename and
+(:class:`vidlabel.store._zarr_url.ZarrURLBackend`). Object stores have no rename and
 no locks, so it relies on conditional writes instead (:meth:`ObjectStore.put_new`,
 :meth:`ObjectStore.put_if`): create-only PUTs (``If-None-Match: *``) for every
 object of a frames unit, and ``If-Match`` on the root's ETag to publish. A store
@@ -58,7 +58,7 @@ def is_url(path: Any) -> bool:
 def refuse_url_output(out: Any, *, format: str, what: str = "export") -> None:
     """Raise :class:`OptionError` if an export's ``out`` is a URL and ``format`` is not ``"zarr"``.
 
-    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr.ZarrURLBackend`);
+    Zarr stores are written straight into object stores (:class:`vidlabel.store._zarr_url.ZarrURLBackend`);
     HDF5 needs a local file, and a MediaSequence export writes a local folder of shards.
 
     Raises
@@ -559,15 +559,19 @@ class ObjectStore:
             raise self._write_error(pairs[0][1], err, "upload") from err
         jobs = [(str(p), self.path(k)) for p, k in pairs]
         errors: list[BaseException | None]
-        if getattr(fs, "async_impl", False):  # s3fs, gcsfs, ...: all at once, each failure kept with its key
-            from fsspec.asyn import sync
+        if getattr(fs, "async_impl", False):
+            # s3fs, gcsfs, ...: several at once through the public put_file, each failure kept with its key
+            from concurrent.futures import ThreadPoolExecutor
 
-            async def put_all() -> list[Any]:
-                import asyncio
+            def put(job: tuple[str, str]) -> BaseException | None:
+                try:
+                    fs.put_file(*job)
+                except Exception as err:
+                    return err
+                return None
 
-                return await asyncio.gather(*(fs._put_file(src, dst) for src, dst in jobs), return_exceptions=True)
-
-            errors = [e if isinstance(e, BaseException) else None for e in sync(fs.loop, put_all)]
+            with ThreadPoolExecutor(min(_PUT_THREADS, len(jobs)), thread_name_prefix="vidlabel-put") as pool:
+                errors = list(pool.map(put, jobs))
         else:
             errors = []
             for src, dst in jobs:
@@ -580,6 +584,10 @@ class ObjectStore:
         for (_, key), failed in zip(pairs, errors):
             if failed is not None:
                 raise self._write_error(key, failed, "upload") from failed
+
+
+#: Uploads in flight at once to an object store.
+_PUT_THREADS = 16
 
 
 class StoreConflict(Exception):

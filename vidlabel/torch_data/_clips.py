@@ -30,7 +30,7 @@ from vidlabel.torch_data._common import (
     keep_heap_top,
     worker_and_count,
 )
-from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
+from vidlabel.torch_data._shm import by_value, install, ragged_by_value, slab_of, take_slab
 from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import check_nonneg_int, samples_per_rank
 
@@ -252,6 +252,7 @@ class ClipStream(RankAware, Epochs, _ClipOutput, torch.utils.data.IterableDatase
         drop_last: bool = False,
     ) -> None:
         self.clips, self.transform = _check(clips, transform)
+        install()
         self.seed = check_nonneg_int(seed, "seed")
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.drop_last = check_flag("drop_last", drop_last)
@@ -303,6 +304,7 @@ class VideoClips(Epochs, _ClipOutput, torch.utils.data.Dataset):  # type: ignore
 
     def __init__(self, clips: ClipSamples, *, transform: Transform | None = None) -> None:
         self.clips, self.transform = _check(clips, transform)
+        install()
         self._epoch = SharedEpoch(0)
 
     def __len__(self) -> int:

@@ -2,10 +2,10 @@
 
 torch hands a worker's batch over by moving each tensor into a fresh
 shared-memory segment, which the main process maps and unmaps again. For
-720p frames the fresh pages are what costs: filling a new segment took about
-4.8 ms per frame on our 2-core VMs against 0.5 ms for a copy into memory
-already touched (``scripts/bench_store.py`` prints torch's own hand-over as a
-control), so 2 workers delivered full frames slower than 0 workers.
+720p frames the fresh pages are what costs: filling a new segment takes
+several times as long as a copy into memory already touched
+(``scripts/bench_store.py`` prints torch's own hand-over as a control), so
+2 workers could deliver full frames slower than 0 workers.
 
 :func:`collate_frames <vidlabel.torch_data.collate_frames>` therefore stacks
 a worker's images into a slab of this process's :class:`SlabPool`. The slab
@@ -24,13 +24,13 @@ hand-over, so nothing blocks.
 Slabs outlive their workers. With ``persistent_workers=False`` (torch's
 default) every epoch starts new workers; a fresh slab costs a page fault and
 a zeroed page per 4 KiB in the worker, and a new mapping in the main process
-(issue 15: 300-700 minor faults per 720p sample, the first batch of an epoch
-0.3-0.6 s late). So the main process keeps the pools of exited workers mapped,
+(hundreds of minor faults per 720p sample, the first batch of an epoch
+late). So the main process keeps the pools of exited workers mapped,
 and a worker forked later *adopts* one of them (same token, same slabs,
 ``madvise(MADV_POPULATE_WRITE)`` once instead of a fault per page): the slabs
 are created once per main process, not once per epoch. Who owns a pool is a
 POSIX record lock on one byte (the pool's *slot*) of a file the main process
-opens at import and its forked workers inherit: a worker holds its pool's
+opens when a vidlabel dataset is made (:func:`install`) and its forked workers inherit: a worker holds its pool's
 lock for its lifetime and the kernel drops it when the worker exits, so a
 pool is adopted only once its last writer is gone (a worker of another
 loader still running keeps its pool). A slab still held in the main process
@@ -49,6 +49,11 @@ so that the workers it forks for later epochs start with it
 (:meth:`vidlabel.store.FrameStore.learnt`).
 
 Set ``VIDLABEL_SHM_POOL=0`` to turn the pool off (and the mail with it).
+
+Nothing here happens at import: :func:`install`, called by each vidlabel dataset's constructor, opens the
+claims file and registers the at-fork hook; the background thread that maps fresh batch buffers
+(:func:`in_background`) starts at the first such buffer (``docs/reference/environment.md`` lists every
+process-wide effect of vidlabel).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import queue
 import tempfile
 import threading
 import uuid
@@ -67,7 +73,7 @@ import numpy as np
 import torch
 
 from vidlabel._env import env_switch
-from vidlabel.store._fs import PAGE, in_background, populate
+from vidlabel.store._fs import PAGE, populate
 
 try:
     import fcntl
@@ -75,6 +81,8 @@ except ImportError:  # not POSIX: no claims file, pools are never adopted
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "in_background",
+    "install",
     "MAX_SLAB_BYTES",
     "MAX_SLABS",
     "MIN_POOLED_BYTES",
@@ -92,14 +100,9 @@ __all__ = [
 MAX_SLABS = 8
 #: Bytes of all slabs of one worker process together.
 MAX_SLAB_BYTES = 512 * 2**20
-#: Batch tensors from this size up go into slabs (``VIDLABEL_SHM_POOL_MIN_BYTES`` overrides it); tensors
-#: below it travel by value inside the message (a fresh segment per tensor costs more than their bytes).
+#: Batch tensors from this size up go into slabs; tensors below it travel by value inside the message (a
+#: fresh segment per tensor costs more than their bytes).
 MIN_POOLED_BYTES = 2**20
-
-
-def _min_pooled_bytes() -> int:
-    value = os.environ.get("VIDLABEL_SHM_POOL_MIN_BYTES", "").strip()
-    return int(value) if value.isdigit() else MIN_POOLED_BYTES
 
 
 def _enabled() -> bool:
@@ -118,6 +121,18 @@ def _plain_cpu(tensor: torch.Tensor) -> bool:
         and not tensor.requires_grad
         and tensor.dtype not in (torch.bfloat16, torch.complex32)
     )
+
+
+def _new_shared(nbytes: int) -> torch.UntypedStorage:
+    """A CPU storage of ``nbytes`` in shared memory (torch's sharing strategy), through the public
+    ``share_memory_``.
+
+    Raises
+    ------
+    RuntimeError
+        If there is no room for it in ``/dev/shm``.
+    """
+    return torch.UntypedStorage(nbytes).share_memory_()
 
 
 def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
@@ -149,7 +164,7 @@ class SlabPool:
             self.token = uuid.uuid4().hex
             self.slot = _claim_free_slot()
             # one byte per slab (in use), then one the main process sets while it keeps the pool mapped
-            self.flags = torch.UntypedStorage._new_shared(MAX_SLABS + 1)
+            self.flags = _new_shared(MAX_SLABS + 1)
             self.in_use = _bytes_view(self.flags)[:MAX_SLABS]
             _bytes_view(self.flags)[:] = 0
         else:  # a pool of workers that have exited, mapped in the main process this one was forked from
@@ -176,9 +191,9 @@ class SlabPool:
 
         A fork maps none of a shared memory's pages in the child. A slab of an adopted pool has its pages
         already, and ``MADV_POPULATE_READ`` maps them writable (shared memory needs no write tracking) 16 at a
-        time: 2.2 ms for an 88 MB slab (32 frames of 1280x720) against 5.5 ms for ``MADV_POPULATE_WRITE``, one
-        fault a page, in a forked child (``scripts/bench_storeframes.py`` row 4, issue 15's Xeon VM). A new
-        slab's pages are made by write faults (22.1 ms, where read faults took 31.0 ms)."""
+        time, faster than ``MADV_POPULATE_WRITE``, which takes one fault a page in a forked child
+        (``scripts/bench_storeframes.py`` row 4). A new slab's pages are made by write faults, which cost less
+        than read faults followed by writes."""
         if index not in self.populated:
             self.populated.add(index)
             slab = self.slabs[index]
@@ -211,7 +226,7 @@ class SlabPool:
             if sum(sizes) - sizes[replace] + size > MAX_SLAB_BYTES:
                 return None
         try:
-            slab = torch.UntypedStorage._new_shared(size)
+            slab = _new_shared(size)
         except RuntimeError:  # no room in /dev/shm: the plain hand-over will tell
             return None
         if replace is None:
@@ -227,7 +242,7 @@ class SlabPool:
         return self._ready(index)
 
 
-# -- who owns a pool: POSIX record locks on a file the main process opens at import --------------------------
+# -- who owns a pool: POSIX record locks on a file the main process opens in install() ------------------------
 
 MAX_SLOTS = 4096
 
@@ -242,7 +257,8 @@ def _open_claims() -> int:
         return -1
 
 
-_CLAIMS_FD = _open_claims()  # inherited by forked workers: their locks on it exclude one another
+# inherited by forked workers: their locks on it exclude one another (opened by install())
+_CLAIMS_FD = -1
 
 
 def _lock_slot(slot: int) -> bool:
@@ -304,18 +320,78 @@ def _pool() -> SlabPool:
 
 def _reset_locks_in_child() -> None:
     # a lock held by another thread of the parent at fork (the pin-memory thread unpickling a batch) stays held
-    global _POOL_LOCK, _MAPPED_LOCK
-    _POOL_LOCK, _MAPPED_LOCK = threading.Lock(), threading.Lock()
+    global _POOL_LOCK, _MAPPED_LOCK, _BACKGROUND_LOCK
+    _POOL_LOCK, _MAPPED_LOCK, _BACKGROUND_LOCK = threading.Lock(), threading.Lock(), threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_locks_in_child)
+_FORK_HOOKED = False
+
+
+def _hook_fork() -> None:
+    """Register the at-fork hook once (a forked child inherits the registration)."""
+    global _FORK_HOOKED
+    if not _FORK_HOOKED and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_reset_locks_in_child)
+    _FORK_HOOKED = True
+
+
+def install() -> None:
+    """Prepare this process for DataLoader workers that hand batches over in slabs: register the at-fork hook
+    and, outside a DataLoader worker, open the claims file (an unlinked temporary file) that forked workers
+    inherit. Called by the constructor of every vidlabel PyTorch dataset; nothing happens at import. Calling
+    it again does nothing. In a worker the file is never opened: a forked worker uses its parent's (so that
+    its locks exclude its siblings'), a spawned one none (its pools are never adopted)."""
+    global _CLAIMS_FD
+    _hook_fork()
+    if _CLAIMS_FD < 0 and torch.utils.data.get_worker_info() is None:
+        _CLAIMS_FD = _open_claims()
+
+
+# -- this process's background thread, for advisory page mapping ------------------------------------------------
+
+
+class _Background:
+    """This process's background thread (started on first use, again in a forked child): runs the jobs it is
+    given one after another. The jobs only map pages ahead of use (:func:`populate`), so one that fails is
+    dropped: the pages then fault in as they would have."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="vidlabel-background", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job = self.queue.get()
+            try:
+                job()
+            except Exception:
+                pass
+
+
+_BACKGROUND: _Background | None = None
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def in_background(job: Callable[[], None]) -> None:
+    """Run ``job`` on this process's background thread, after the jobs given before it (a fresh batch
+    buffer's pages in :func:`take_buffer`). ``populate`` runs there without the GIL."""
+    global _BACKGROUND
+    _hook_fork()
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND is None or _BACKGROUND.pid != os.getpid():
+            _BACKGROUND = _Background()
+        worker = _BACKGROUND
+    worker.queue.put(job)
 
 
 class _HandOverTensor(torch.Tensor):
     """A tensor that pickles its own way when a worker hands it over; anything done to it gives plain tensors."""
 
-    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]  # ops give plain tensors
+    # ops give plain tensors: torch documents this attribute as the way to turn off subclass propagation and
+    # has no public name for it (https://pytorch.org/docs/stable/notes/extending.html)
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
         return self.as_subclass(torch.Tensor).clone()
@@ -404,7 +480,7 @@ def by_value(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor`` (CPU, smaller than :data:`MIN_POOLED_BYTES`, a dtype NumPy has) made to pickle by value.
 
     In a DataLoader worker, torch hands every tensor over through its own shared-memory segment and file
-    descriptor, which costs the main process about 0.1 ms per tensor; a batch's small targets (boxes,
+    descriptor, which costs the main process more per tensor than the bytes of a small one; a batch's small targets (boxes,
     labels, ids per sample) travel faster inside the message. Other tensors, and any tensor outside a
     worker or with the pool off, are returned as they are.
     """
@@ -507,11 +583,11 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     """A slab for an array of ``shape`` in this DataLoader worker's pool, or None (pool off, not in a worker,
     smaller than :data:`MIN_POOLED_BYTES`, or no slab free and no room for a new one).
 
-    The pool is off with ``VIDLABEL_SHM_POOL=0``; ``VIDLABEL_SHM_POOL_MIN_BYTES`` sets the smallest array
-    that takes a slab (both read from the environment, so DataLoader workers see them, fork or spawn)."""
+    The pool is off with ``VIDLABEL_SHM_POOL=0`` (read from the environment at each call, so DataLoader workers
+    see it, fork or spawn)."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    if nbytes < _min_pooled_bytes() or not _applies():
+    if nbytes < MIN_POOLED_BYTES or not _applies():
         return None
     pool = _pool()
     index = pool.take(nbytes)
@@ -566,16 +642,16 @@ def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
     """A C-contiguous uint8 array of ``shape`` for a batch read outside DataLoader workers (in the main process
     with ``num_workers=0``, or any plain loop): memory of an earlier batch whose arrays (and every view of
     them: a tensor, a sample's image) are all gone, else a fresh anonymous map whose pages the background
-    thread maps (``madvise(MADV_POPULATE_WRITE)``, from the back, while the batch is read in from the front:
-    7 ms for a 22 MB buffer on issue 15's VM, which the reader's opening of the frames file and its first
-    copies now overlap). A buffer is never handed out again while any view of it lives.
+    thread maps (``madvise(MADV_POPULATE_WRITE)``, from the back, while the batch is read in from the front,
+    so that the reader's opening of the frames file and its first copies overlap it). A buffer is never handed
+    out again while any view of it lives.
 
     The first batches of a fresh process otherwise land in fresh memory (a page fault and a zeroed page per
     4 KiB, 5,400 for a batch of eight 720p frames), and glibc hands large buffers back to the system on free.
     Batches below :data:`MIN_POOLED_BYTES` (or with ``VIDLABEL_SHM_POOL=0``) are plain ``numpy.empty``."""
     global _BUFFERS_PID
     nbytes = int(np.prod(shape))
-    if nbytes < _min_pooled_bytes() or not _enabled():
+    if nbytes < MIN_POOLED_BYTES or not _enabled():
         return np.empty(shape, np.uint8)
     with _BUFFERS_LOCK:
         if _BUFFERS_PID != os.getpid():  # a forked child: the parent's free buffers are its own copies
@@ -587,7 +663,7 @@ def take_buffer(shape: tuple[int, ...]) -> np.ndarray:
             _FREE_BUFFERS.remove(buffer)
     if buffer is None:
         size = -(-nbytes // PAGE) * PAGE
-        # private: a shared anonymous map is shmem, whose first touches cost ~1.5x (8.7 vs 5.9 ms a 22 MB batch)
+        # private: a shared anonymous map is shmem, whose first touches cost more
         buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         _populate_behind(buffer, size)
     # the array below owns the lifetime: when it and every view of it are gone, the buffer goes back

@@ -31,7 +31,7 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
-from vidlabel.torch_data._shm import post, take_buffer, take_slab
+from vidlabel.torch_data._shm import install, post, take_buffer, take_slab
 from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
@@ -100,6 +100,7 @@ class _StoreDataset:
         )  # fmt: skip
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
+        install()
         self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(self.store, frames=frames, options=targets)
         warn_unexported_kinds(self.store, self.samples.kinds)

@@ -37,6 +37,7 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
+from vidlabel.torch_data._shm import install
 from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
@@ -116,6 +117,7 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         transform: Transform | None = None,
     ) -> None:
         self.samples = _check_samples(samples)
+        install()
         self.shuffle_videos = check_flag("shuffle_videos", shuffle_videos)
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
@@ -228,6 +230,7 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
 
     def __init__(self, samples: FrameSamples, *, transform: Transform | None = None, max_open_readers: int = 4) -> None:
         self.samples = _check_samples(samples)
+        install()
         self.transform = bind_transform(
             _check_transform(transform), samples.options.box_format, samples.options.normalized
         )
@@ -320,6 +323,7 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
         drop_last: bool = False,
     ) -> None:
         self.samples = _check_samples(samples)
+        install()
         if not isinstance(plan, ReadPlan):
             raise OptionError(f"plan must be a vidlabel.ReadPlan, got {type(plan).__name__}")
         self.plan = plan

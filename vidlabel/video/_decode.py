@@ -104,8 +104,7 @@ class DecodeEngine:
         gives (the same swscale conversion), through one swscale context kept for the reader.
 
         ``to_ndarray(format=...)`` makes a new context (and, by default, its thread pool) for every frame; at
-        320x240 that cost more CPU than the conversion itself (about 0.25 of 0.5 ms a frame, measured with
-        ``scripts/bench_stream.py``). The context is single-threaded: nothing in it is tied to the process,
+        320x240 that cost about as much CPU as the conversion itself (``scripts/bench_stream.py`` measures it). The context is single-threaded: nothing in it is tied to the process,
         so a reader inherited through ``fork`` may use it. It reconfigures itself when a frame's size, pixel
         format or colour properties change.
         """

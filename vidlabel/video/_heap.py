@@ -1,4 +1,4 @@
-"""Keeping freed memory at the top of the glibc heap in a process that decodes frames (issue 15).
+"""Keeping freed memory at the top of the glibc heap in a process that decodes frames.
 
 ``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of
 the heap in a process that decodes or reads samples (default 64 MiB; 0 leaves
@@ -28,9 +28,9 @@ def keep_heap_top() -> None:
 
     A decoded frame is a fresh multi-megabyte buffer (FFmpeg's, under ``to_ndarray``), allocated while the
     previous frame is still held. With glibc's default trimming the heap top is given back and taken again
-    for nearly every frame, so each frame's pages are faulted in anew: 430 minor faults per 720p frame,
-    about a third of the CPU of decoding it, against 0-6 with the pad (issue 15, ``scripts/bench_stream.py``;
-    the export's 720p unit writer: 459 against 0-6, ``scripts/bench_exportwrite.py``).
+    for nearly every frame, so each frame's pages are faulted in anew: hundreds of minor faults per 720p
+    frame, a large share of the CPU of decoding it, against almost none with the pad (``scripts/bench_stream.py``
+    and ``scripts/bench_exportwrite.py`` print the faults a frame).
     The memory kept is at most the pad, and only pages already used.
 
     Raises

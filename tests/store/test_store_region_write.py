@@ -1,6 +1,6 @@
-"""HDF5 uncompressed frames units streamed into early-allocated chunks (issue 15), with O_DIRECT or (with
-``BUFFERED_REGION_WRITE``) through the page cache in whole 2 MiB blocks: the stored bytes equal those of HDF5's
-own per-chunk writes bit for bit, and every fallback writes the same."""
+"""HDF5 uncompressed frames units streamed into early-allocated chunks in whole 2 MiB blocks of the file
+(``REGION_WRITE``): the stored bytes equal those of HDF5's own per-chunk writes bit for bit, and every fallback
+writes the same."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import itertools
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 import google_crc32c
 import h5py
@@ -18,8 +17,9 @@ import pytest
 
 from tests.media import decode_all, encode_clip, read_frame_number
 from vidlabel import Dataset, export, open_store, probe
-from vidlabel.errors import StoreCorruptError
-from vidlabel.store import _hdf5, backend_for, get_codec
+from vidlabel.errors import StoreCorruptError, StoreError
+from vidlabel.store import _hdf5, _hdf5_frames, _hdf5_region, backend_for, get_codec
+from vidlabel.store._fs import PAGE
 from vidlabel.store._writer import write_frames
 
 W, H = 40, 24  # 2,880 bytes a frame: chunks never fall on page boundaries
@@ -47,99 +47,31 @@ def stored(path: Path) -> tuple[np.ndarray, np.ndarray, bool]:
         return f["frames"][()], f["frames_crc32c"][()], early
 
 
-def o_direct_opens(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record the flags of every ``os.open`` of the HDF5 backend from now on."""
-    opened: list[int] = []
-    real_open = os.open
-
-    def spy_open(path: Any, flags: int, *args: Any) -> int:
-        opened.append(flags)
-        return real_open(path, flags, *args)
-
-    monkeypatch.setattr(_hdf5.os, "open", spy_open)
-    return opened
-
-
-@pytest.fixture(autouse=True)
-def _direct_writes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    # these units are tiny: unset, the switch would send them through the page cache (they fit in free memory)
-    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "1")
-
-
-@pytest.mark.parametrize(
-    ("switch", "free", "direct"),
-    [
-        ("", 100 * 2**20, False),  # unset: a 24 MB unit fits in a quarter of 100 MB free
-        ("", 90 * 2**20, True),  # ... not in a quarter of 90 MB
-        ("", None, True),  # free memory unknown: direct
-        ("1", 100 * 2**30, True),
-        ("yes", 100 * 2**30, True),
-        ("0", 0, False),
-        ("off", 0, False),
-    ],
-)
-def test_units_go_direct_when_they_would_not_fit_in_free_memory_or_when_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str, free: int | None, direct: bool
-) -> None:
-    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", switch)
-    monkeypatch.setattr(_hdf5, "_mem_free_bytes", lambda: free)
-    images = frames(3)
-    nbytes = 24 * 2**20
-    assert _hdf5._direct_write_wanted(nbytes) is direct
-    # and the writer follows it: the unit's chunks are allocated early and written with O_DIRECT, or not
-    monkeypatch.setattr(
-        _hdf5, "DIRECT_WRITE_FREE_FRACTION", _hdf5.DIRECT_WRITE_FREE_FRACTION * len(images) * H * W * 3 / nbytes
-    )
-    opened = o_direct_opens(monkeypatch)
-    path = write(tmp_path / "s", images, 1)
-    got, _crc, early = stored(path)
-    # chunks allocated early: for O_DIRECT, and for the buffered writes in whole 2 MiB blocks (the default)
-    assert early is (direct or _hdf5.BUFFERED_REGION_WRITE) and np.array_equal(got, np.stack(images))
-    assert any(flags & os.O_DIRECT for flags in opened) is direct
-
-
-def test_mem_free_is_read_from_proc_meminfo() -> None:
-    free = _hdf5._mem_free_bytes()
-    if not Path("/proc/meminfo").exists():
-        assert free is None
-        return
-    text = Path("/proc/meminfo").read_text()
-    want = int(next(line for line in text.splitlines() if line.startswith("MemFree:")).split()[1]) * 1024
-    assert free is not None and abs(free - want) < 2**30  # read moments apart: within 1 GiB
-
-
 @pytest.fixture
 def small_stage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_hdf5, "_STAGE_BYTES", 2 * _hdf5.PAGE)  # many staged writes and a tail
-    monkeypatch.setattr(_hdf5, "_FOLIO_BYTES", 2 * _hdf5.PAGE)  # buffered ones aligned on 8 KiB
+    monkeypatch.setattr(_hdf5_region, "_STAGE_BYTES", 2 * PAGE)  # many staged writes and a tail
+    monkeypatch.setattr(_hdf5_region, "_FOLIO_BYTES", 2 * PAGE)  # aligned on 8 KiB
 
 
-@pytest.mark.parametrize("direct_write", [True, False])
 @pytest.mark.parametrize("n, chunk_frames", [(1, 1), (7, 1), (9, 4), (40, 3), (150, 1), (260, 2)])
 def test_region_writes_store_the_same_bytes_as_hdf5s_own_chunk_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int,
-    direct_write: bool,
-) -> None:  # fmt: skip
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, n: int, chunk_frames: int
+) -> None:
     images = frames(n)
-    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", not direct_write)  # else the buffered 2 MiB region
-    opened = o_direct_opens(monkeypatch)
-    direct = stored(write(tmp_path / "direct", images, chunk_frames))
-    assert any(flags & os.O_DIRECT for flags in opened) is direct_write  # the O_DIRECT region ran, or the buffered
-    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", False)
+    region = stored(write(tmp_path / "region", images, chunk_frames))
+    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
     plain = stored(write(tmp_path / "plain", images, chunk_frames))
-    assert direct[2] and not plain[2]
-    np.testing.assert_array_equal(direct[0], np.stack(images))
-    np.testing.assert_array_equal(direct[0], plain[0])
-    np.testing.assert_array_equal(direct[1], plain[1])
+    assert region[2] and not plain[2]
+    np.testing.assert_array_equal(region[0], np.stack(images))
+    np.testing.assert_array_equal(region[0], plain[0])
+    np.testing.assert_array_equal(region[1], plain[1])
     padded = np.zeros((-(-n // chunk_frames) * chunk_frames, H, W, 3), np.uint8)
     padded[:n] = images
     want = [
         google_crc32c.value(padded[c : c + chunk_frames].tobytes()) for c in range(0, padded.shape[0], chunk_frames)
     ]
-    assert direct[1].tolist() == want
-    reader = backend_for(tmp_path / "direct", "hdf5").open_frames_unit("u")
+    assert region[1].tolist() == want
+    reader = backend_for(tmp_path / "region", "hdf5").open_frames_unit("u")
     try:
         got = np.concatenate([reader.read_chunk(c)[: reader.chunk_rows(c)] for c in range(reader.n_chunks)])
     finally:
@@ -147,13 +79,13 @@ def test_region_writes_store_the_same_bytes_as_hdf5s_own_chunk_writes(
     np.testing.assert_array_equal(got, np.stack(images))
 
 
-def test_chunks_in_several_blocks_are_all_written_directly(tmp_path: Path) -> None:
+def test_chunks_in_several_blocks_are_all_written_by_the_region(tmp_path: Path) -> None:
     # past ~60 chunks HDF5 puts pieces of its chunk index between the early-allocated chunks (at 1280x720 a
     # few KB after every ~57): every block of chunks back to back is a run of its own, none falls back
     backend = backend_for(tmp_path / "o", "hdf5")
     writer = backend.frames_writer("u", shape=(150, H, W, 3), chunk_frames=1, codec=get_codec("none"), attrs={})
     try:
-        assert writer._region is not None and writer._region.direct
+        assert writer._region is not None
         runs = writer._region._runs
         assert len(runs) > 1 and sum(n for _, n in runs) == 150 * H * W * 3
         assert all(a + n < b for (a, n), (b, _) in itertools.pairwise(runs))  # gaps between them
@@ -161,32 +93,21 @@ def test_chunks_in_several_blocks_are_all_written_directly(tmp_path: Path) -> No
         writer.abort()
 
 
-@pytest.mark.parametrize("buffered_region", [False, True])
-def test_a_file_system_without_o_direct_writes_through_the_page_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffered_region: bool
+@pytest.mark.parametrize("region_write", [False, True])
+def test_the_region_or_hdf5s_chunk_writes_as_the_module_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, region_write: bool
 ) -> None:
-    real_open = os.open
-
-    def no_direct(path: Any, flags: int, *args: Any) -> int:
-        if flags & os.O_DIRECT:
-            raise OSError(errno.EINVAL, "Invalid argument")
-        return real_open(path, flags, *args)
-
-    monkeypatch.setattr(_hdf5.os, "open", no_direct)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", buffered_region)
+    monkeypatch.setattr(_hdf5, "REGION_WRITE", region_write)
     backend = backend_for(tmp_path / "o", "hdf5")
     writer = backend.frames_writer("u", shape=(5, H, W, 3), chunk_frames=2, codec=get_codec("none"), attrs={})
     try:
-        if buffered_region:
-            assert writer._region is not None and not writer._region.direct
-        else:
-            assert writer._region is None  # HDF5's write_direct_chunk
+        assert (writer._region is not None) is region_write
     finally:
         writer.abort()
     images = frames(5)
-    got, crc, _ = stored(write(tmp_path / "s", images, 2))
+    got, crc, early = stored(write(tmp_path / "s", images, 2))
     np.testing.assert_array_equal(got, np.stack(images))
-    assert crc.size == 3
+    assert crc.size == 3 and early is region_write
 
 
 def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
@@ -196,13 +117,11 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
     # reader's map takes with one page-table entry (HDF5's per-chunk writes at each chunk's offset left small
     # ones): every write of the flush thread starts on a 2 MiB boundary of the file and, but for each run's
     # last, covers whole 2 MiB blocks; the bytes outside them (each run's head and tail) are written too
-    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", False)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)
     h, w = 480, 640  # 921,600 bytes a frame: chunks straddle 2 MiB boundaries
     rng = np.random.default_rng(7)
     images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(20)]
     writes: list[tuple[str, int, int]] = []
-    real, real_v = _hdf5._pwrite_all, _hdf5._pwritev_all
+    real, real_v = _hdf5_region._pwrite_all, _hdf5_region._pwritev_all
     copied: list[bool] = []  # per view the flush thread wrote: True where it is not the bytes of an image
 
     def spy(fd: int, data: memoryview, offset: int) -> None:
@@ -214,8 +133,8 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
         copied.extend(not any(np.shares_memory(np.frombuffer(v, np.uint8), im) for im in images) for v in views)
         real_v(fd, views, offset)
 
-    monkeypatch.setattr(_hdf5, "_pwrite_all", spy)
-    monkeypatch.setattr(_hdf5, "_pwritev_all", spy_v)
+    monkeypatch.setattr(_hdf5_region, "_pwrite_all", spy)
+    monkeypatch.setattr(_hdf5_region, "_pwritev_all", spy_v)
     backend = backend_for(tmp_path / "s", "hdf5")
     backend.mark_incomplete({"format": "vidlabel-store"})
     write_frames(
@@ -237,7 +156,7 @@ def test_buffered_region_writes_cover_whole_2mib_blocks_of_the_file(
 def test_split_views_cuts_after_the_bytes_asked(cut: int) -> None:
     data = np.arange(30, dtype=np.uint8)
     views = [memoryview(data[:5]), memoryview(data[5:6]), memoryview(data[6:12]), memoryview(data[12:])]
-    head, rest = _hdf5._split_views(views, cut)
+    head, rest = _hdf5_region._split_views(views, cut)
     assert b"".join(bytes(v) for v in head) == bytes(data[:cut])
     assert b"".join(bytes(v) for v in rest) == bytes(data[cut:])
     assert all(v.nbytes for v in head + rest)  # no empty view is written or kept
@@ -256,13 +175,13 @@ def test_pwritev_all_finishes_short_writes(tmp_path: Path, monkeypatch: pytest.M
     path = tmp_path / "f"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
-        _hdf5._pwritev_all(fd, views, 100)
+        _hdf5_region._pwritev_all(fd, views, 100)
     finally:
         os.close(fd)
     assert path.read_bytes() == bytes(100) + data.tobytes()
 
 
-def test_chunks_out_of_order_leave_the_direct_path_without_losing_bytes(tmp_path: Path, small_stage: None) -> None:
+def test_chunks_out_of_order_leave_the_region_without_losing_bytes(tmp_path: Path, small_stage: None) -> None:
     images = frames(6)
     backend = backend_for(tmp_path / "o", "hdf5")
     writer = backend.frames_writer("u", shape=(6, H, W, 3), chunk_frames=2, codec=get_codec("none"), attrs={})
@@ -280,14 +199,14 @@ def test_a_chunk_past_the_allocated_block_is_refused(tmp_path: Path) -> None:
         assert writer._region is not None
         writer.write_chunk(0, np.zeros((1, H, W, 3), np.uint8))
         writer.write_chunk(1, np.zeros((1, H, W, 3), np.uint8))
-        with pytest.raises(_hdf5.StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
+        with pytest.raises(StoreError, match=r"frames file: 8640 bytes at \d+ run past the chunks' end"):
             writer._region.write(memoryview(np.zeros(3 * H * W * 3, np.uint8)))
     finally:
         writer.abort()
     assert not (tmp_path / "p" / "frames" / "u.h5.partial").exists()
 
 
-def test_an_exported_store_is_the_same_with_and_without_direct_writes(
+def test_an_exported_store_is_the_same_with_and_without_region_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = encode_clip(tmp_path / "c.mp4", n_frames=12, width=64, height=48, gop=5).path
@@ -296,36 +215,30 @@ def test_an_exported_store_is_the_same_with_and_without_direct_writes(
     ds.add_video(probe(path, video_id="v"))
     ds.add_annotations([{"kind": "box", "label": "a", "start_frame": 0, "box": (1, 1, 9, 9)}], "v")
     ds.build()
-    export(ds, tmp_path / "direct", frames="all", progress=False)
-    monkeypatch.setenv("VIDLABEL_HDF5_DIRECT_WRITE", "0")
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", False)  # HDF5's own chunk writes
+    export(ds, tmp_path / "region", frames="all", progress=False)
+    # HDF5's own chunk writes
+    monkeypatch.setattr(_hdf5, "REGION_WRITE", False)
     export(ds, tmp_path / "plain", frames="all", progress=False)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", True)  # whole 2 MiB blocks (the default)
-    export(ds, tmp_path / "buffered", frames="all", progress=False)
     reference = decode_all(path)
     images = {}
-    for name in ("direct", "buffered", "plain"):
+    for name in ("region", "plain"):
         store = open_store(tmp_path / name)
         sel = store.select()
         images[name] = np.stack([sel.sample(j)["image"] for j in range(len(sel))])
         (unit,) = (tmp_path / name / "frames").glob("*.h5")
         assert stored(unit)[2] == (name != "plain")
-    np.testing.assert_array_equal(images["direct"], images["plain"])
-    np.testing.assert_array_equal(images["buffered"], images["plain"])
-    np.testing.assert_array_equal(images["direct"], np.stack(reference))
-    assert [read_frame_number(im) for im in images["direct"]] == list(range(12))
+    np.testing.assert_array_equal(images["region"], images["plain"])
+    np.testing.assert_array_equal(images["region"], np.stack(reference))
+    assert [read_frame_number(im) for im in images["region"]] == list(range(12))
 
 
-@pytest.mark.parametrize("direct_write", [True, False])
 def test_a_failed_write_on_the_flush_thread_fails_the_unit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None, direct_write: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_stage: None
 ) -> None:
-    # the staged writes (O_DIRECT or buffered) run on the region's flush thread while the next buffer fills:
-    # their error must reach write_frames (nothing published, the partial file removed), not die with the thread
-    monkeypatch.setattr(_hdf5, "DIRECT_WRITE", direct_write)
-    monkeypatch.setattr(_hdf5, "BUFFERED_REGION_WRITE", not direct_write)
+    # the gathered stretches are written on the region's flush thread while the next one gathers: their error
+    # must reach write_frames (nothing published, the partial file removed), not die with the thread
     failed: list[int] = []
-    real_pwrite_all = _hdf5._pwrite_all
+    real_pwrite_all = _hdf5_region._pwrite_all
 
     def failing(fd: int, data: memoryview, offset: int) -> None:
         if threading.current_thread().name.startswith("vidlabel-region") and offset > 0:
@@ -339,23 +252,23 @@ def test_a_failed_write_on_the_flush_thread_fails_the_unit(
             raise OSError(errno.EIO, "injected write error")
         real_pwritev_all(fd, views, offset)
 
-    real_pwritev_all = _hdf5._pwritev_all
-    monkeypatch.setattr(_hdf5, "_pwrite_all", failing)
-    monkeypatch.setattr(_hdf5, "_pwritev_all", failing_v)
+    real_pwritev_all = _hdf5_region._pwritev_all
+    monkeypatch.setattr(_hdf5_region, "_pwrite_all", failing)
+    monkeypatch.setattr(_hdf5_region, "_pwritev_all", failing_v)
     with pytest.raises(OSError, match="injected write error"):
         write(tmp_path / "f", frames(30), 1)
     assert failed
     assert not list((tmp_path / "f" / "frames").glob("*.h5*"))
 
 
-@pytest.mark.parametrize("first_touch", ["readahead", "populate", "pread", "fault"])
+@pytest.mark.parametrize("first_touch", ["populate", "pread", "fault"])
 def test_a_mapped_chunk_is_checksummed_block_by_block_as_it_is_copied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_touch: str
 ) -> None:
     # the reader checksums each block right after copying it: a flipped byte in any block (the last one here,
     # blocks of 1,000 bytes, not page aligned) is still refused, and every other chunk reads exactly
-    monkeypatch.setattr(_hdf5, "_COPY_BLOCK", 1000)
-    monkeypatch.setattr(_hdf5, "FIRST_TOUCH", first_touch)
+    monkeypatch.setattr(_hdf5_frames, "_COPY_BLOCK", 1000)
+    monkeypatch.setattr(_hdf5_frames, "FIRST_TOUCH", first_touch)
     images = frames(6)
     path = write(tmp_path / "s", images, 2)  # chunks of 5,760 bytes: 6 blocks
     with h5py.File(path, "r") as f:
