@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import os
+import stat
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -530,11 +534,62 @@ def output_files(out: Path, vids: Sequence[str], suffix: str) -> dict[str, Path]
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write to a temporary name, then rename into place."""
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file beside it, renamed into place.
+
+    The temporary file has a random name created with ``O_EXCL | O_NOFOLLOW`` (``tempfile.mkstemp``), so
+    nothing planted in a shared output folder (a symlink at a guessable name) redirects the write. ``path``
+    itself must be absent or a regular file.
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is a symlink, a folder, a FIFO, a device or another non-regular file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise FormatError(
+            f"{path}: the output path is {_file_kind(mode)}, not a regular file; a label export writes only a "
+            "new file or over a regular file (remove it or choose another path)",
+            path=str(path),
+        )
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        # mkstemp creates the file readable by its owner only: give it the mode a plain open would
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# read once at import: setting the umask to read it is not safe while other threads create files
+_UMASK = _read_umask()
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (``"a symlink"``, ``"a FIFO"``)."""
+    kinds = [
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
 
 
 def write_json(path: Path, doc: Any) -> None:
