@@ -681,6 +681,16 @@ class Dataset:
             _warn_added_twice(self._path, video_id, n, twice, ids, source, stacklevel)
         return ids.tolist()
 
+    def _largest_track_id(self, video_id: str) -> int | None:
+        """The largest track id video ``video_id`` holds (None without tracks); inside :meth:`_one_write`, read
+        in its transaction, so no other writer adds tracks between this read and the commit."""
+        with self._read() as con:
+            row = con.execute(
+                "SELECT MAX(t.track_id) FROM tracks t JOIN videos v ON v.code = t.video WHERE v.video_id = ?",
+                (video_id,),
+            ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def _checked_rows(
         self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
     ) -> tuple[int, RowColumns, list[str]]:
