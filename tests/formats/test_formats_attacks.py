@@ -164,3 +164,161 @@ def test_two_imports_at_once_number_their_tracks_apart(tmp_path: Path, monkeypat
     for r in rows:
         objects.setdefault(r["track_id"], set()).add((r["box"][0], r["box"][1]))
     assert sorted(len(v) for v in objects.values()) == [1] * 6
+
+
+# -- numbers only where the format writes them, values echoed cut short --------------------------------------------
+
+
+def _ytvis(names: list[str], video_id: object = 1) -> str:
+    import json
+
+    return json.dumps({
+        "videos": [{"id": 1, "width": 64, "height": 48, "length": len(names), "file_names": names}],
+        "categories": [{"id": 1, "name": "car"}],
+        "annotations": [{"video_id": video_id, "category_id": 1, "id": 1,
+                         "bboxes": [[1, 2, 5, 5]] + [None] * (len(names) - 1)}],
+    })  # fmt: skip
+
+
+def test_a_ytvis_file_name_of_5000_digits_is_a_format_error_naming_it(tmp_path: Path) -> None:
+    # before: Python's "Exceeds the limit (4300 digits) for integer string conversion" ValueError, naming nothing
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "vis.json"
+    f.write_text(_ytvis(["cam1/00000.jpg", "cam1/" + "7" * 5000 + ".jpg"]))
+    said = (
+        rf"^{re.escape(str(f))} videos\[0\]\.file_names\[1\]: 'cam1/7{{31}}\.\.\. ends in a number of 5000 digits: "
+        r"no frame number has more than 18$"
+    )
+    with pytest.raises(FormatError, match=said):
+        import_labels(ds, "ytvis", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_ytvis_file_names_in_other_scripts_digits_are_no_frame_numbers(tmp_path: Path) -> None:
+    # before: '\u0665.jpg' (Arabic-Indic five) read as frame 5
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "vis.json"
+    f.write_text(_ytvis(["cam1/\u0660.jpg", "cam1/\u0665.jpg"]))
+    with pytest.raises(FormatError, match=r"frames='digits' but the file names' digits are missing or not increasing"):
+        import_labels(ds, "ytvis", f, frames="digits")
+    f.write_text(_ytvis(["cam1/0.jpg", "cam1/5.jpg"]))
+    import_labels(ds, "ytvis", f, frames="digits")
+    assert [r["start_frame"] for r in ds.annotations()] == [0]
+
+
+def test_a_ytvis_video_id_true_is_no_number(tmp_path: Path) -> None:
+    # before: true keyed the same video as 1, so the annotation went to video 1
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "vis.json"
+    f.write_text(_ytvis(["cam1/0.jpg", "cam1/1.jpg"], video_id=True))
+    with pytest.raises(FormatError, match=r"annotations\[0\]: video_id is True; expected a number or a string$"):
+        import_labels(ds, "ytvis", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_a_coco_vid_bbox_holding_true_is_refused(tmp_path: Path) -> None:
+    # before: [true, 1, 5, 5] was the box (1, 1, 6, 6)
+    import json
+
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "coco.json"
+    f.write_text(json.dumps({
+        "videos": [{"id": 1}], "categories": [{"id": 1, "name": "car"}],
+        "images": [{"id": 1, "video_id": 1, "frame_id": 0, "width": 64, "height": 48}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 5, 5]},
+                        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [True, 1, 5, 5]}],
+    }))  # fmt: skip
+    with pytest.raises(FormatError, match=r"annotations\[1\]: bbox is True; expected a finite number$"):
+        import_labels(ds, "coco-vid", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+@pytest.mark.parametrize("cell", ["\u0661", "\u0661\u0662"])
+def test_mot_cells_in_other_scripts_digits_are_refused(tmp_path: Path, cell: str) -> None:
+    # before: '\u0661' (Arabic-Indic one) read as 1
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text(f"1,1,10,20,5,6,1,1,1\n{cell},1,11,20,5,6,1,1,1\n", encoding="utf-8")
+    with pytest.raises(
+        FormatError, match=rf"gt\.txt line 2: not a number in '{cell},1,11.*' \(a character that is not"
+    ):
+        import_labels(ds, "mot", gt, video_id="cam1", label="car")
+    assert ds.annotations() == []
+
+
+def test_a_mot_value_of_5000_digits_is_echoed_cut_short(tmp_path: Path, capsys) -> None:
+    # before: both cells were echoed whole, a message of 10,126 characters
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    big = "9" * 5000
+    gt.write_text(f"{big},{big},10,20,5,6,1,1,1\n")
+    with pytest.raises(FormatError, match=r"frame '9{36}\.\.\. and id '9{36}\.\.\. \(columns 1, 2\)") as info:
+        import_labels(ds, "mot", gt, video_id="cam1", label="car")
+    assert len(str(info.value)) < 400
+
+
+def _cvat(frame: str) -> str:
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<annotations><version>1.1</version>'
+        "<meta><task><size>30</size><original_size><width>64</width><height>48</height></original_size></task></meta>"
+        f'<track id="0" label="car"><box frame="{frame}" keyframe="1" outside="0" occluded="0" '
+        'xtl="1" ytl="2" xbr="5" ybr="6"/></track></annotations>\n'
+    )
+
+
+@pytest.mark.parametrize(("frame", "said"), [("\u0660", "'\u0660'"), ("3" * 5000, "'3{36}\\.\\.\\.")])
+def test_a_cvat_frame_in_other_scripts_digits_or_of_5000_digits_is_refused(
+    tmp_path: Path, frame: str, said: str
+) -> None:
+    # before: frame="\u0660" (Arabic-Indic zero) read as frame 0; 5000 digits were echoed whole
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "a.xml"
+    f.write_text(_cvat(frame), encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"frame={said}; expected an integer \(ASCII digits\)$"):
+        import_labels(ds, "cvat-video", f, video_id="cam1")
+    assert ds.annotations() == []
+
+
+def test_cvat_xml_in_utf16_is_read(tmp_path: Path) -> None:
+    # before: refused as "not UTF-8", though its byte order mark and declaration say UTF-16
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    f = tmp_path / "a.xml"
+    f.write_bytes(_cvat("3").replace('encoding="utf-8"', 'encoding="utf-16"').encode("utf-16"))
+    import_labels(ds, "cvat-video", f, video_id="cam1")
+    # one keyframe at frame 3 persists to the task's last frame (29), as CVAT defines a track
+    assert [(r["start_frame"], r["box"]) for r in ds.annotations()] == [(f, (1.0, 2.0, 5.0, 6.0)) for f in range(3, 30)]
+
+
+@pytest.mark.parametrize(
+    ("label", "said"),
+    [("x" * 100_000, r"'x{36}\.\.\., longer than 256 characters"),
+     ("\u202eraC", r"'\\u202eraC', which holds the bidirectional control U\+202E at position 0")],
+)  # fmt: skip
+def test_a_label_too_long_or_with_a_bidi_control_is_refused_naming_the_row(
+    tmp_path: Path, label: str, said: str
+) -> None:
+    # before: labels of 100,000 characters or starting with U+202E (shown right to left) were accepted
+    from vidlabel.formats import import_labels
+
+    ds = dataset(tmp_path / "ds")
+    gt = tmp_path / "gt.txt"
+    gt.write_text("1,1,10,20,5,6,1,1,1\n2,1,10,20,5,6,1,2,1\n")
+    with pytest.raises(FormatError, match=rf"gt\.txt line 2: label is {said}.*; a label is a non-empty string"):
+        import_labels(ds, "mot", gt, video_id="cam1", label_map={1: "car", 2: label}, add_labels=True)
+    assert ds.annotations() == [] and label not in ds.labels()

@@ -15,6 +15,7 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
+from vidlabel.dataset._dataset import _LABEL_ALLOWED, label_problem
 from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
@@ -210,6 +211,7 @@ def import_labels(
         for lab in dict.fromkeys(r["label"] for r in vr.rows):
             if lab not in used:
                 used.append(lab)
+    _check_labels(p, parsed, [lab for lab in used if lab not in have])
     missing = [lab for lab in used if lab not in have]
     if missing and not add_labels:
         raise fail(
@@ -247,6 +249,19 @@ def import_labels(
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
     return report
+
+
+def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:
+    """A label of the file that no dataset may hold (too long, a control or bidirectional character) is an error
+    naming the first row that carries it."""
+    for label in labels:
+        problem = label_problem(label)
+        if problem is None:
+            continue
+        where = next(
+            (vr.where[i] for vr in parsed.videos.values() for i, r in enumerate(vr.rows) if r["label"] == label), None
+        )
+        raise fail(path, where, f"label {problem}; a label is {_LABEL_ALLOWED}")
 
 
 def _where_of(vr: VideoRows) -> Callable[[int], str]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys, repeated_key_line
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
@@ -187,13 +188,21 @@ def read_text(path: Path) -> str:
     if not path.is_file():
         raise no_file(path)
     raw = path.read_bytes()
+    encoding = "utf-8"
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its byte order mark (Windows tools write it)
+        encoding = "utf-16"
+    elif raw[:2] in (b"<\x00", b"{\x00", b"[\x00"):
+        encoding = "utf-16-le"
+    elif raw[:2] in (b"\x00<", b"\x00{", b"\x00["):
+        encoding = "utf-16-be"
     try:
-        return raw.decode("utf-8")
+        return raw.decode(encoding)
     except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise fail(path, line, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+        line = raw[: err.start].decode(encoding, errors="replace").count("\n") + 1
+        name = "UTF-8" if encoding == "utf-8" else "UTF-16 (as its first bytes say)"
+        raise fail(path, line, f"not {name} (byte 0x{raw[err.start : err.start + 1].hex()})") from err
 
 
 def float32_value(value: Any) -> float:
@@ -209,7 +218,7 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
     try:
         doc = json.loads(text, object_pairs_hook=no_repeated_keys)
     except RepeatedKeyError as err:
-        first, second = (str(json.dumps(v))[:40] for v in (err.first, err.second))
+        first, second = (shown(v) for v in (err.first, err.second))
         at = repeated_key_line(text)
         raise fail(
             path,
@@ -231,9 +240,10 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
 
 
 def json_key(path: Path, where: Where, value: Any, what: str) -> Any:
-    """An id read from JSON that keys a dict (a number, a string or null); a list or an object is a FormatError."""
-    if isinstance(value, list | dict):
-        raise fail(path, where, f"{what} is {str(value)[:40]}; expected a number or a string")
+    """An id read from JSON that keys a dict (a number, a string or null); a list, an object or a boolean (``true``
+    would key the same entry as ``1``) is a FormatError."""
+    if isinstance(value, list | dict | bool):
+        raise fail(path, where, f"{what} is {shown(value)}; expected a number or a string")
     return value
 
 
@@ -245,8 +255,7 @@ def number(path: Path, where: Where, value: Any, what: str) -> float:
         return value
     v = float(value) if isinstance(value, int | float) and abs(value) <= _MAX_FLOAT else math.nan  # 10**400: nan
     if isinstance(value, bool) or not math.isfinite(v):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
-        raise fail(path, where, f"{what} is {shown}; expected a finite number")
+        raise fail(path, where, f"{what} is {shown(value)}; expected a finite number")
     return v
 
 
@@ -257,7 +266,7 @@ def check_frame_size(path: Path, where: Where, entry: Mapping[str, Any], meta: A
     for key, have in (("width", meta.width), ("height", meta.height)):
         if key in entry and whole_number(path, where, entry[key], key) != have:
             raise fail(
-                path, where, f"{key} {entry[key]!r} disagrees with video {meta.video_id!r}, whose {key} is {have}"
+                path, where, f"{key} {shown(entry[key])} disagrees with video {meta.video_id!r}, whose {key} is {have}"
             )
 
 
@@ -267,13 +276,13 @@ def whole_number(path: Path, where: Where, value: Any, what: str) -> int:
         return value
     v = number(path, where, value, what)
     if not v.is_integer():
-        raise fail(path, where, f"{what} is {value!r}; expected a whole number")
+        raise fail(path, where, f"{what} is {shown(value)}; expected a whole number")
     return int(v)
 
 
 def integer(path: Path, where: Where, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise fail(path, where, f"{what} is {value!r}; expected an integer")
+        raise fail(path, where, f"{what} is {shown(value)}; expected an integer")
     return value
 
 
@@ -284,6 +293,8 @@ def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "
         ok = arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == 4
         arr = arr.astype(np.float64, copy=False)
         ok = ok and bool(np.isfinite(arr).all())
+        # NumPy reads true as 1 beside numbers: a boolean is no coordinate, found and named below
+        ok = ok and not any(c is True or c is False for v in values for c in v)
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
@@ -296,7 +307,7 @@ def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "
 
 def xywh_box(path: Path, where: Where, value: Any, what: str = "bbox") -> tuple[float, float, float, float]:
     if not isinstance(value, list | tuple) or len(value) != 4:
-        raise fail(path, where, f"{what} is {value!r}; expected [x, y, width, height]")
+        raise fail(path, where, f"{what} is {shown(value)}; expected [x, y, width, height]")
     x, y, w, h = (number(path, where, v, what) for v in value)
     return (x, y, x + w, y + h)
 
@@ -325,7 +336,7 @@ def coco_segmentation(
             raise fail(
                 path,
                 where,
-                f"segmentation polygon {str(bad[0])[:80]!r} is not a list of x, y numbers "
+                f"segmentation polygon {shown(bad[0])} is not a list of x, y numbers "
                 f"(finite, within ±{_FAR:.0e} pixels)",
             )
         if not polys:
@@ -342,7 +353,7 @@ def coco_segmentation(
         size = seg["size"]
         if not isinstance(size, list) or size != [height, width]:
             raise fail(
-                path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]"
+                path, where, f"segmentation size {shown(size)} is not the frame's [height, width] = [{height}, {width}]"
             )
         counts = seg["counts"]
         if isinstance(counts, list):
@@ -354,9 +365,9 @@ def coco_segmentation(
             return {"size": [height, width], "counts": bytes(rle["counts"])}
         if isinstance(counts, str):
             if not counts.isascii():
-                raise fail(path, where, f"compressed RLE counts {counts[:40]!r} hold a character that is not ASCII")
+                raise fail(path, where, f"compressed RLE counts {shown(counts)} hold a character that is not ASCII")
             return {"size": [height, width], "counts": counts.encode("ascii")}
-    raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
+    raise fail(path, where, f"segmentation {shown(seg)} is neither polygons nor a COCO RLE dict")
 
 
 #: Polygon coordinates are refused beyond this many pixels: no frame is that large, and pycocotools' rasteriser
