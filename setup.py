@@ -23,9 +23,13 @@ EXTRAS_REQUIRE = {
     # The spec's `vidlabel[video]` (pixels need a decoder): PyAV, which every install already has, decodes them.
     "video": [],
     "torch": ["torch>=2.1"],
+    # V2Transform: torchvision's transforms.v2 move boxes and masks with the pixels; pin torch and torchvision
+    # together (e.g. torch==2.14.1 torchvision==0.29.1), as torchvision's operators are built for one torch.
+    "vision": ["torch>=2.1", "torchvision>=0.17"],
     "dask": ["dask[distributed]>=2024.1"],  # export(executor=...) on a Dask cluster; imported only when used
     "s3": ["s3fs>=2025.2"],  # S3 stores; exports into S3 need its create-only and If-Match writes (fsspec 2025.2)
     "tf": ["protobuf>=4.21"],  # MediaSequence export/import (SequenceExample protos; no TensorFlow)
+    "view": ["flask>=2.2"],  # vidlabel view / vidlabel.view(): the local web page's server; imported only then
     "dev": [
         "protobuf>=4.21",
         "tfrecord>=1.14",  # tests: an independent TFRecord / SequenceExample reader
@@ -41,11 +45,13 @@ EXTRAS_REQUIRE = {
         "matplotlib>=3.8",
         # the real services the tests start on 127.0.0.1 (tests/services.py): an S3 API server and a Dask cluster
         "moto[s3]>=5",
-        "flask",
+        "flask>=2.2",
         "flask-cors",
         "dask[distributed]>=2024.1",
         "s3fs>=2025.2",
         "obstore>=0.4",
+        # the viewer's browser tests drive Chromium (Debian's /usr/bin/chromium; never `playwright install`)
+        "playwright>=1.40",
     ],
 }
 
@@ -57,6 +63,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["vidlabel", "vidlabel.*"]),
+    package_data={"vidlabel.viewer": ["static/*.html", "static/*.js", "static/*.css"]},
     py_modules=["vidlabel_spec"],
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -837,6 +837,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_format_commands(add)
 
+    from vidlabel.viewer._cli import add_view_command  # vidlabel view
+
+    add_view_command(add)
+
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
     p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")
 

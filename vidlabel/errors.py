@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "AnnotationError",
     "BuildError",
+    "ClipError",
     "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
@@ -26,17 +27,20 @@ __all__ = [
     "FormatError",
     "FrameOutOfRangeError",
     "NoVideoStreamError",
+    "MissingExtraError",
     "OptionError",
     "ReleaseCorruptError",
     "ReleaseNotFoundError",
     "SampleIndexTypeError",
     "SampleOutOfRangeError",
+    "SampleSchemaError",
     "SchemaVersionError",
     "StoreCorruptError",
     "StoreError",
     "StoreIncompleteError",
     "StoreLockedError",
     "SwitchValueWarning",
+    "TransformError",
     "UnknownVideoError",
     "VidlabelError",
     "VideoChangedError",
@@ -139,6 +143,11 @@ class SampleIndexTypeError(VidlabelError, TypeError):
     """
 
 
+class SampleSchemaError(VidlabelError, ValueError):
+    """Raised when a sample dict does not match its schema (:mod:`vidlabel.schema`): a missing or unknown key,
+    a wrong dtype or shape; names each problem."""
+
+
 class VideoDecodeError(VidlabelError, ValueError):
     """Raised when a video file is empty, truncated, corrupt or cannot be decoded at a frame; names file and frame."""
 
@@ -194,6 +203,14 @@ class FormatError(VidlabelError, ValueError):
     """
 
 
+class ClipError(VidlabelError, ValueError):
+    """Raised when a clip cannot be made as asked: ``frames_per_clip`` or ``step`` below 1, a clip longer than
+    its video, a clip (``edge="error"``) that leaves the video or touches a frame without a trustworthy picture.
+
+    The message names the video (when known), the clip's frames and the valid range ``[0, frame_count)``.
+    """
+
+
 class BuildError(VidlabelError, ValueError):
     """Raised when ``Dataset.build`` refuses to pin a release because validation found errors."""
 
@@ -223,6 +240,16 @@ class StoreLockedError(StoreError):
 
 class OptionError(VidlabelError, ValueError):
     """Raised when a function is given an invalid option: an unknown label, view, kind or box format, ``stride < 1``, a shard outside ``[0, num_shards)``, ...; names the option, the value and what is allowed."""
+
+
+class TransformError(VidlabelError, TypeError):
+    """Raised when a sample transform returns the wrong types or shapes (e.g. no ``tv_tensors.Image``, boxes and
+    labels of different lengths); names the sample (video, frame) and what was expected."""
+
+
+class MissingExtraError(VidlabelError, ImportError):
+    """Raised when a feature needs an optional dependency that is not installed; names the extra to install
+    (``pip install "vidlabel[vision]"`` for torchvision, ``pip install 'vidlabel[view]'`` for the viewer's Flask)."""
 
 
 class VidlabelWarning(UserWarning):
