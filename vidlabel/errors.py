@@ -26,8 +26,8 @@ __all__ = [
     "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
-    "NoVideoStreamError",
     "MissingExtraError",
+    "NoVideoStreamError",
     "OptionError",
     "ReleaseCorruptError",
     "ReleaseNotFoundError",
@@ -249,7 +249,8 @@ class TransformError(VidlabelError, TypeError):
 
 class MissingExtraError(VidlabelError, ImportError):
     """Raised when a feature needs an optional dependency that is not installed; names the extra to install
-    (``pip install "vidlabel[vision]"`` for torchvision, ``pip install 'vidlabel[view]'`` for the viewer's Flask)."""
+    (``pip install "vidlabel[torch]"`` for PyTorch, ``pip install "vidlabel[vision]"`` for torchvision,
+    ``pip install 'vidlabel[view]'`` for the viewer's Flask)."""
 
 
 class VidlabelWarning(UserWarning):

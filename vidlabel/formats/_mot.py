@@ -113,7 +113,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
             counts["ignored"] += 1
             continue
         _label_row(ctx, path, number, row, n, extra, label_map, counts, classes)
-        if "track_id" not in row:  # id <= 0: untracked, as the README says; said in a note
+        if "track_id" not in row:  # id <= 0: untracked, as the label formats guide says; said in a note
             counts["untracked"] += 1
             counts["id_zero"] += float(line.split(",")[1]) == 0
         vr.rows.append(row)
@@ -135,7 +135,7 @@ def import_mot(ctx: ImportContext) -> Parsed:
             )
         parsed.notes.append(
             f"{plural(counts['untracked'], 'row')} with a track id <= 0 (column 2) imported untracked "
-            f"(MOT ids are 1-based: an id <= 0 is untracked, see the README's MOT section){zero}"
+            f"(MOT ids are 1-based: an id <= 0 is untracked, see docs/how-to/label-formats.md, MOT){zero}"
         )
     if 9 in widths:
         parsed.notes.append("visibility (gt column 9) is not stored")

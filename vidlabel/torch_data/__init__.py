@@ -10,6 +10,18 @@ The only part of vidlabel that imports torch. Private modules: ``_common``
 
 from __future__ import annotations
 
+from vidlabel.errors import MissingExtraError
+
+try:
+    import torch  # noqa: F401
+except ModuleNotFoundError as err:
+    # Only a missing torch itself gets the one-line answer; anything torch fails to import inside stays as it is.
+    if err.name != "torch":
+        raise
+    raise MissingExtraError(
+        'vidlabel.torch_data needs PyTorch, which is not installed: pip install "vidlabel[torch]"'
+    ) from None
+
 from vidlabel.torch_data._clips import ClipStream, VideoClips, collate_clips, to_torch_clip
 from vidlabel.torch_data._common import collate_frames, worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
