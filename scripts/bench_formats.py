@@ -10,9 +10,16 @@ The rows are box tracks (human, 9-column MOT gt), spread over ``--videos`` video
 Each import goes into a fresh dataset. Prints seconds and the ratio to the JSON Lines path
 (the issue's target: import <= 1.5x). The machines are shared: wall time varies with their load.
 
+With ``--memory``, measures instead the peak memory of each format's import: a release of ``--rows`` box rows
+of one video is exported in each label format, and each file imported into a fresh dataset in a child process
+whose peak RSS (``VmHWM``) less its RSS before the import is printed per million rows (the goal: <= 300 MB
+per million rows, whatever the file's size). A CVAT file of one-keyframe tracks that persist to the task's end
+(``--persist-rows`` rows from a file of a few hundred KB) is imported the same way.
+
 Usage::
 
     python scripts/bench_formats.py [--rows 1000000] [--videos 10] [--out DIR]
+    python scripts/bench_formats.py --memory [--rows 1000000] [--persist-rows 10000000]
 """
 
 from __future__ import annotations
@@ -72,12 +79,117 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t0
 
 
+MEMORY_FORMATS = {"mot": "gt", "coco-vid": "coco.json", "cvat-video": "cvat.xml", "ytvis": "ytvis.json",
+                  "label-studio": "ls.json"}  # fmt: skip
+
+
+def _status_kib(key: str) -> int:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of this process, KiB: ``ru_maxrss`` would also count the parent's peak
+    before the exec (Linux keeps it across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def child_import(fmt: str, file: Path, dataset: Path) -> None:
+    """In a child process: import ``file`` into ``dataset`` and print 'rows before_kib peak_kib seconds'."""
+    import importlib
+
+    for name in ("_mot", "_cocovid", "_cvat", "_ytvis", "_labelstudio"):  # their imports are not the file's cost
+        importlib.import_module(f"vidlabel.formats.{name}")
+    importlib.import_module("pycocotools.mask")
+    importlib.import_module("defusedxml.ElementTree")
+    ds = Dataset.open(dataset)
+    ds.annotations()
+    before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    options = {"label_map": {1: "person"}} if fmt == "mot" else {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = import_labels(ds, fmt, file, video_id="v000", **options)
+    seconds = time.perf_counter() - t0
+    rows = sum(len(v.annotation_ids) for v in report.videos.values())
+    print(rows, before, _status_kib("VmHWM"), f"{seconds:.1f}")
+
+
+def _measure(fmt: str, file: Path, dataset: Path) -> tuple[int, float, float]:
+    """(rows, peak MB above the RSS before the import, seconds) of one import in a fresh child process."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", fmt, str(file), str(dataset)], capture_output=True, text=True, check=True
+    )
+    rows, before, peak, seconds = done.stdout.split()[-4:]
+    return int(rows), (int(peak) - int(before)) / 1024, float(seconds)
+
+
+def persisting_cvat(path: Path, tracks: int, frames: int) -> None:
+    """A CVAT file of ``tracks`` tracks of one keyframe each at frame 0: each persists to the task's last frame."""
+    with open(path, "w") as fh:
+        fh.write('<?xml version="1.0" encoding="utf-8"?>\n<annotations><version>1.1</version><meta><task>'
+                 f"<size>{frames}</size><original_size><width>1920</width><height>1080</height></original_size>"
+                 "</task></meta>\n")  # fmt: skip
+        for t in range(tracks):
+            x = (t * 7) % 1800
+            fh.write(f'<track id="{t}" label="person"><box frame="0" keyframe="1" outside="0" occluded="0" '
+                     f'xtl="{x}" ytl="10" xbr="{x + 60}" ybr="130"/></track>\n')  # fmt: skip
+        fh.write("</annotations>\n")
+
+
+def memory(args: argparse.Namespace) -> None:
+    from _benchlib import machine
+
+    root = args.out or Path(tempfile.mkdtemp(prefix="bench_formats_mem_"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(machine())
+    (meta,) = videos(1, args.rows)
+    ds = fresh(root / "source", [meta])
+    b = boxes(meta, np.random.default_rng(0))
+    ds.add_annotations(
+        [{"kind": "box", "label": "person", "start_frame": f, "box": (x, y, x + w, y + h), "track_id": t}
+         for f, t, x, y, w, h in zip(*(b[k].tolist() for k in ("frame", "track", "x", "y", "w", "h")))],
+        meta.video_id,
+    )  # fmt: skip
+    rel, _ = ds.build()
+    print(f"{b['frame'].size} box rows of one video ({meta.frame_count} frames); peak RSS above the import's start:")
+    for fmt, name in MEMORY_FORMATS.items():
+        out = root / name
+        export_labels(ds, fmt, out, release=rel)
+        file = out / meta.video_id / "gt" / "gt.txt" if fmt == "mot" else out
+        rows, mb, seconds = _measure(fmt, file, fresh(root / f"into-{fmt}", [meta]).path)
+        size = file.stat().st_size / 2**20
+        print(f"  {fmt:13s} {rows:>10} rows  file {size:8.1f} MB  peak {mb:8.1f} MB  "
+              f"{mb / rows * 1e6:7.1f} MB per million rows  {seconds:6.1f} s")  # fmt: skip
+    tracks = 1000
+    frames = max(1, args.persist_rows // tracks)
+    long = VideoMetadata("v000", frames, {"num": 30, "den": 1}, 1920, 1080, sources=[{"uri": "/videos/long.mp4"}])
+    file = root / "persist.xml"
+    persisting_cvat(file, tracks, frames)
+    rows, mb, seconds = _measure("cvat-video", file, fresh(root / "into-persist", [long]).path)
+    print(f"  cvat persistence: {tracks} one-keyframe tracks over {frames} frames (file "
+          f"{file.stat().st_size / 2**10:.0f} KB): {rows} rows  peak {mb:8.1f} MB  "
+          f"{mb / rows * 1e6:7.1f} MB per million rows  {seconds:6.1f} s")  # fmt: skip
+    if args.out is None:
+        shutil.rmtree(root)
+
+
 def main() -> None:
+    import sys
+
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        child_import(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--videos", type=int, default=10)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--memory", action="store_true", help="peak RSS per million rows of each format's import")
+    ap.add_argument("--persist-rows", type=int, default=10_000_000)
     args = ap.parse_args()
+    if args.memory:
+        memory(args)
+        return
     root = args.out or Path(tempfile.mkdtemp(prefix="bench_formats_"))
     root.mkdir(parents=True, exist_ok=True)
     metas = videos(args.videos, args.rows)

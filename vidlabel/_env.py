@@ -11,6 +11,8 @@ that come with the PyTorch datasets and the export:
 - ``VIDLABEL_MALLOC_TOP_PAD``: bytes of freed memory glibc keeps at the top of the heap in a process that
   decodes frames for a PyTorch dataset or an export (default 64 MiB; ``0`` leaves malloc's settings alone).
 - ``VIDLABEL_STORE``: the store ``notebooks/explore.ipynb`` opens.
+- ``VIDLABEL_OBJECT_STORE_TIMEOUT_S``, ``VIDLABEL_OBJECT_STORE_TRIES``: the connect and read timeout of every S3
+  request (default 10 s) and how many times s3fs tries one (default 2), so a silent endpoint fails in seconds.
 
 On/off switches are read with :func:`env_switch` at each use, not at import, so that DataLoader workers and
 tests see the value set then.
@@ -33,6 +35,8 @@ SETTINGS: dict[str, str] = {
     "VIDLABEL_NUM_WORKERS": "the DataLoader worker count, overriding torch's",
     "VIDLABEL_MALLOC_TOP_PAD": "bytes of freed heap glibc keeps in a decoding process (64 MiB; 0: malloc untouched)",
     "VIDLABEL_STORE": "the store the exploration notebook opens",
+    "VIDLABEL_OBJECT_STORE_TIMEOUT_S": "connect and read timeout of every S3 request, in seconds (10)",
+    "VIDLABEL_OBJECT_STORE_TRIES": "how many times s3fs tries one S3 request (2)",
 }
 
 _ON = ("1", "true", "yes", "on")

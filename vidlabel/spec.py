@@ -7,6 +7,7 @@ The spec's separate ``vidlabel_spec`` package is folded in here; its
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -723,3 +724,22 @@ def ranges_text(ranges: Sequence[tuple[int, int]], *, limit: int = 10) -> str:
     if len(ranges) > limit:
         parts.append(f"... ({len(ranges)} ranges in all)")
     return ", ".join(parts)
+
+
+#: Largest chunk a small array (boxes, offsets, a release column) may declare beyond its own size: reading one
+#: chunk allocates all of it, so a 40-element array chunked by 2**29 elements took 4.2 GB to read.
+MAX_SMALL_CHUNK_BYTES = 4 * 2**20
+
+
+def chunk_problem(chunks: tuple[int, ...] | None, shape: tuple[int, ...], itemsize: int) -> str | None:
+    """Why an array of ``shape`` cannot be chunked by ``chunks`` (a phrase), or None: a chunk larger than both the
+    whole array and :data:`MAX_SMALL_CHUNK_BYTES`, checked before any chunk is read."""
+    if chunks is None:
+        return None
+    chunk_bytes = itemsize * math.prod(chunks)
+    if chunk_bytes > max(itemsize * math.prod(shape), MAX_SMALL_CHUNK_BYTES):
+        return (
+            f"its chunks {tuple(chunks)} ({chunk_bytes} bytes each) are larger than the array of shape "
+            f"{tuple(shape)} and than {MAX_SMALL_CHUNK_BYTES} bytes: refused before reading"
+        )
+    return None

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._version import __version__
-from vidlabel._words import plural
+from vidlabel._words import plural, shown
 from vidlabel.dataset._annotations import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
 from vidlabel.dataset._chunks import Cols, cols_from_rows, take
 from vidlabel.dataset._db import (
@@ -139,6 +139,32 @@ CHUNK_ROWS = 16384
 _LIVE_STATUSES = ("unreviewed", "approved")
 #: Unicode categories refused in a label: controls (newline, tab, NUL, ...), line and paragraph separators, surrogates.
 _LABEL_BAD_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
+#: Unicode's bidirectional controls: a label holding one shows other text than it is (U+202E turns it around).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+#: Longest label, in characters: a class name, not a document.
+MAX_LABEL_CHARS = 256
+_LABEL_ALLOWED = (
+    "a non-empty string without leading or trailing spaces or control characters (bidirectional controls "
+    f"included), of at most {MAX_LABEL_CHARS} characters"
+)
+
+
+def label_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a label (a phrase naming it, cut short), or None if it can."""
+    if not isinstance(name, str) or not name or name != name.strip():
+        return f"is {shown(name)}"
+    if len(name) > MAX_LABEL_CHARS:
+        return f"is {shown(name)}, longer than {MAX_LABEL_CHARS} characters"
+    for at, c in enumerate(name):
+        if unicodedata.category(c) in _LABEL_BAD_CATEGORIES:
+            return f"is {shown(name)}, which holds the control character {c!r} at position {at}"
+        if c in _BIDI_CONTROLS:
+            return (
+                f"is {shown(name)}, which holds the bidirectional control U+{ord(c):04X} at position {at} (it "
+                "makes the label show as other text)"
+            )
+    return None
+
 
 # Test hook: called inside every write transaction just before COMMIT with the operation's name.
 _before_commit: Callable[[str], None] | None = None
@@ -526,19 +552,17 @@ class Dataset:
         AnnotationError
             If a name is not a non-empty string without leading or trailing
             spaces, or holds a control character (a newline, tab, NUL, ...), a
-            line or paragraph separator or a lone surrogate: exported label
-            files (CSV, TXT, pbtxt) hold one label a line. Nothing is added.
+            line or paragraph separator or a lone surrogate (exported label
+            files (CSV, TXT, pbtxt) hold one label a line), a bidirectional
+            control (U+202E shows the label as other text), or is longer than
+            ``MAX_LABEL_CHARS`` (256) characters. Nothing is added.
         """
         items = [names] if isinstance(names, str) else list(names)
-        allowed = "a non-empty string without leading or trailing spaces or control characters"
         for i, name in enumerate(items):
-            if not isinstance(name, str) or not name or name != name.strip():
-                raise AnnotationError(f"label {i} is {name!r}; allowed: {allowed}")
-            bad = next((c for c in name if unicodedata.category(c) in _LABEL_BAD_CATEGORIES), None)
-            if bad is not None:
+            problem = label_problem(name)
+            if problem is not None:
                 raise AnnotationError(
-                    f"label {i} is {name!r}, which holds the control character {bad!r} at position "
-                    f"{name.index(bad)}; allowed: {allowed} (exported label files hold one label a line)"
+                    f"label {i} {problem}; allowed: {_LABEL_ALLOWED} (exported label files hold one label a line)"
                 )
         with self._write("add_labels") as con:
             have = label_names(con)
@@ -710,6 +734,16 @@ class Dataset:
         if twice:
             _warn_added_twice(self._path, video_id, n, twice, ids, source)
         return ids.tolist()
+
+    def _largest_track_id(self, video_id: str) -> int | None:
+        """The largest track id video ``video_id`` holds (None without tracks); inside :meth:`_one_write`, read
+        in its transaction, so no other writer adds tracks between this read and the commit."""
+        with self._read() as con:
+            row = con.execute(
+                "SELECT MAX(t.track_id) FROM tracks t JOIN videos v ON v.code = t.video WHERE v.video_id = ?",
+                (video_id,),
+            ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def _checked_rows(
         self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()

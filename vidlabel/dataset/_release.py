@@ -30,7 +30,7 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.errors import ReleaseCorruptError, ReleaseNotFoundError, SchemaVersionError
-from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View
+from vidlabel.spec import KINDS, AnnotationTable, FrameIndex, VideoMetadata, View, chunk_problem
 
 if TYPE_CHECKING:
     from vidlabel.dataset._validate import Problem
@@ -379,6 +379,9 @@ def read_release(path: str | os.PathLike[str], *, verify: bool = True) -> Releas
 def _whole(ds: Any) -> np.ndarray:
     """The whole of h5py dataset ``ds``, refused (ValueError) if the file does not hold every chunk its shape
     declares: chunks never written read as the fill value, so a shape of 10**12 in a small file was allocated."""
+    problem = chunk_problem(ds.chunks, ds.shape, ds.dtype.itemsize)
+    if problem is not None:
+        raise ValueError(f"array {ds.name!r}: {problem}")
     if ds.chunks is not None and ds.size:
         declared = math.prod(-(-n // c) for n, c in zip(ds.shape, ds.chunks, strict=True))
         held = ds.id.get_num_chunks()

@@ -15,6 +15,7 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
+from vidlabel.dataset._dataset import _LABEL_ALLOWED, label_problem
 from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
@@ -185,6 +186,7 @@ def import_labels(
         for lab in dict.fromkeys(r["label"] for r in vr.rows):
             if lab not in used:
                 used.append(lab)
+    _check_labels(p, parsed, [lab for lab in used if lab not in have])
     missing = [lab for lab in used if lab not in have]
     if missing and not add_labels:
         raise fail(
@@ -198,7 +200,7 @@ def import_labels(
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
         report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
-    if track_ids == "new":
+    if dry_run and track_ids == "new":
         _number_tracks_after_existing(ds, parsed)
     if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
         for vid, vr in parsed.videos.items():
@@ -208,8 +210,11 @@ def import_labels(
                 raise _refused(p, vid, vr, err) from err
             report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
         return report
-    # the file is one transaction: its new labels and every video's annotations, or nothing of them
+    # the file is one transaction: its new labels and every video's annotations, or nothing of them; the
+    # tracks already held are read inside it, so an import running beside this one cannot take the same numbers
     with ds.transaction(operation="import_labels"):
+        if track_ids == "new":
+            _number_tracks_after_existing(ds, parsed)
         if missing:
             ds.add_labels(missing)
         for vid, vr in parsed.videos.items():
@@ -219,6 +224,19 @@ def import_labels(
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
     return report
+
+
+def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:
+    """A label of the file that no dataset may hold (too long, a control or bidirectional character) is an error
+    naming the first row that carries it."""
+    for label in labels:
+        problem = label_problem(label)
+        if problem is None:
+            continue
+        where = next(
+            (vr.where[i] for vr in parsed.videos.values() for i, r in enumerate(vr.rows) if r["label"] == label), None
+        )
+        raise fail(path, where, f"label {problem}; a label is {_LABEL_ALLOWED}")
 
 
 def _where_of(vr: VideoRows) -> Callable[[int], str]:
@@ -275,17 +293,16 @@ def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
     shift is said in the report's notes.
     """
     for vid, vr in parsed.videos.items():
-        stored = [r.get("track_id") for r in ds.annotations(vid)]
-        held = [int(t) for t in stored if t is not None and int(t) >= 0]
+        largest = ds._largest_track_id(vid)
         mine = [int(r["track_id"]) for r in vr.rows if r.get("track_id") is not None and int(r["track_id"]) >= 0]
-        if not held or not mine:
+        if largest is None or not mine:
             continue
-        offset = max(held) + 1 - min(mine)
+        offset = largest + 1 - min(mine)
         for r in vr.rows:
             if r.get("track_id") is not None and int(r["track_id"]) >= 0:
                 r["track_id"] = int(r["track_id"]) + offset
         parsed.notes.append(
-            f"video {vid!r} already holds tracks up to {max(held)}: the file's tracks {min(mine)}..{max(mine)} "
+            f"video {vid!r} already holds tracks up to {largest}: the file's tracks {min(mine)}..{max(mine)} "
             f"are stored as {min(mine) + offset}..{max(mine) + offset} (track_ids='keep' keeps them as they are)"
         )
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import os
+import stat
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys, repeated_key_line
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
@@ -173,13 +178,21 @@ def read_text(path: Path) -> str:
     if not path.is_file():
         raise no_file(path)
     raw = path.read_bytes()
+    encoding = "utf-8"
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with its byte order mark (Windows tools write it)
+        encoding = "utf-16"
+    elif raw[:2] in (b"<\x00", b"{\x00", b"[\x00"):
+        encoding = "utf-16-le"
+    elif raw[:2] in (b"\x00<", b"\x00{", b"\x00["):
+        encoding = "utf-16-be"
     try:
-        return raw.decode("utf-8")
+        return raw.decode(encoding)
     except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise fail(path, line, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+        line = raw[: err.start].decode(encoding, errors="replace").count("\n") + 1
+        name = "UTF-8" if encoding == "utf-8" else "UTF-16 (as its first bytes say)"
+        raise fail(path, line, f"not {name} (byte 0x{raw[err.start : err.start + 1].hex()})") from err
 
 
 def float32_value(value: Any) -> float:
@@ -195,7 +208,7 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
     try:
         doc = json.loads(text, object_pairs_hook=no_repeated_keys)
     except RepeatedKeyError as err:
-        first, second = (str(json.dumps(v))[:40] for v in (err.first, err.second))
+        first, second = (shown(v) for v in (err.first, err.second))
         at = repeated_key_line(text)
         raise fail(
             path,
@@ -217,9 +230,10 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
 
 
 def json_key(path: Path, where: Where, value: Any, what: str) -> Any:
-    """An id read from JSON that keys a dict (a number, a string or null); a list or an object is a FormatError."""
-    if isinstance(value, list | dict):
-        raise fail(path, where, f"{what} is {str(value)[:40]}; expected a number or a string")
+    """An id read from JSON that keys a dict (a number, a string or null); a list, an object or a boolean (``true``
+    would key the same entry as ``1``) is a FormatError."""
+    if isinstance(value, list | dict | bool):
+        raise fail(path, where, f"{what} is {shown(value)}; expected a number or a string")
     return value
 
 
@@ -231,8 +245,7 @@ def number(path: Path, where: Where, value: Any, what: str) -> float:
         return value
     v = float(value) if isinstance(value, int | float) and abs(value) <= _MAX_FLOAT else math.nan  # 10**400: nan
     if isinstance(value, bool) or not math.isfinite(v):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
-        raise fail(path, where, f"{what} is {shown}; expected a finite number")
+        raise fail(path, where, f"{what} is {shown(value)}; expected a finite number")
     return v
 
 
@@ -243,7 +256,7 @@ def check_frame_size(path: Path, where: Where, entry: Mapping[str, Any], meta: A
     for key, have in (("width", meta.width), ("height", meta.height)):
         if key in entry and whole_number(path, where, entry[key], key) != have:
             raise fail(
-                path, where, f"{key} {entry[key]!r} disagrees with video {meta.video_id!r}, whose {key} is {have}"
+                path, where, f"{key} {shown(entry[key])} disagrees with video {meta.video_id!r}, whose {key} is {have}"
             )
 
 
@@ -253,13 +266,13 @@ def whole_number(path: Path, where: Where, value: Any, what: str) -> int:
         return value
     v = number(path, where, value, what)
     if not v.is_integer():
-        raise fail(path, where, f"{what} is {value!r}; expected a whole number")
+        raise fail(path, where, f"{what} is {shown(value)}; expected a whole number")
     return int(v)
 
 
 def integer(path: Path, where: Where, value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise fail(path, where, f"{what} is {value!r}; expected an integer")
+        raise fail(path, where, f"{what} is {shown(value)}; expected an integer")
     return value
 
 
@@ -270,6 +283,8 @@ def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "
         ok = arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == 4
         arr = arr.astype(np.float64, copy=False)
         ok = ok and bool(np.isfinite(arr).all())
+        # NumPy reads true as 1 beside numbers: a boolean is no coordinate, found and named below
+        ok = ok and not any(c is True or c is False for v in values for c in v)
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
@@ -282,7 +297,7 @@ def xywh_boxes(path: Path, values: list[Any], wheres: list[Where], what: str = "
 
 def xywh_box(path: Path, where: Where, value: Any, what: str = "bbox") -> tuple[float, float, float, float]:
     if not isinstance(value, list | tuple) or len(value) != 4:
-        raise fail(path, where, f"{what} is {value!r}; expected [x, y, width, height]")
+        raise fail(path, where, f"{what} is {shown(value)}; expected [x, y, width, height]")
     x, y, w, h = (number(path, where, v, what) for v in value)
     return (x, y, x + w, y + h)
 
@@ -311,7 +326,7 @@ def coco_segmentation(
             raise fail(
                 path,
                 where,
-                f"segmentation polygon {str(bad[0])[:80]!r} is not a list of x, y numbers "
+                f"segmentation polygon {shown(bad[0])} is not a list of x, y numbers "
                 f"(finite, within ±{_FAR:.0e} pixels)",
             )
         if not polys:
@@ -328,7 +343,7 @@ def coco_segmentation(
         size = seg["size"]
         if not isinstance(size, list) or size != [height, width]:
             raise fail(
-                path, where, f"segmentation size {size!r} is not the frame's [height, width] = [{height}, {width}]"
+                path, where, f"segmentation size {shown(size)} is not the frame's [height, width] = [{height}, {width}]"
             )
         counts = seg["counts"]
         if isinstance(counts, list):
@@ -340,9 +355,9 @@ def coco_segmentation(
             return {"size": [height, width], "counts": bytes(rle["counts"])}
         if isinstance(counts, str):
             if not counts.isascii():
-                raise fail(path, where, f"compressed RLE counts {counts[:40]!r} hold a character that is not ASCII")
+                raise fail(path, where, f"compressed RLE counts {shown(counts)} hold a character that is not ASCII")
             return {"size": [height, width], "counts": counts.encode("ascii")}
-    raise fail(path, where, f"segmentation {str(seg)[:60]!r} is neither polygons nor a COCO RLE dict")
+    raise fail(path, where, f"segmentation {shown(seg)} is neither polygons nor a COCO RLE dict")
 
 
 #: Polygon coordinates are refused beyond this many pixels: no frame is that large, and pycocotools' rasteriser
@@ -520,11 +535,62 @@ def output_files(out: Path, vids: Sequence[str], suffix: str) -> dict[str, Path]
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write to a temporary name, then rename into place."""
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file beside it, renamed into place.
+
+    The temporary file has a random name created with ``O_EXCL | O_NOFOLLOW`` (``tempfile.mkstemp``), so
+    nothing planted in a shared output folder (a symlink at a guessable name) redirects the write. ``path``
+    itself must be absent or a regular file.
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is a symlink, a folder, a FIFO, a device or another non-regular file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise FormatError(
+            f"{path}: the output path is {_file_kind(mode)}, not a regular file; a label export writes only a "
+            "new file or over a regular file (remove it or choose another path)",
+            path=str(path),
+        )
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        # mkstemp creates the file readable by its owner only: give it the mode a plain open would
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# read once at import: setting the umask to read it is not safe while other threads create files
+_UMASK = _read_umask()
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (``"a symlink"``, ``"a FIFO"``)."""
+    kinds = [
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
 
 
 def write_json(path: Path, doc: Any) -> None:

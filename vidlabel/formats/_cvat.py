@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 
 from ._common import (
@@ -88,11 +89,19 @@ def _el(elem: ET.Element, parent: str = "") -> str:
     return f"{parent}<{elem.tag}{' ' + inner if inner else ''}>"
 
 
+#: A number as CVAT writes one: ASCII digits (Python's float() and int() also read other scripts' digits).
+_DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*|\s*[+-]?(?:inf|nan)\s*", re.I)
+_INTEGER = re.compile(r"\s*[+-]?[0-9]{1,18}\s*")
+
+
 def _float(path: Path, elem: ET.Element, where: str, key: str) -> float:
     try:
-        v = float(elem.attrib[key])
+        raw = elem.attrib[key]
+        if not _DECIMAL.fullmatch(raw):
+            raise ValueError(raw)
+        v = float(raw)
     except (KeyError, ValueError) as err:
-        raise fail(path, where, f"attribute {key}={elem.attrib.get(key)!r}; expected a number") from err
+        raise fail(path, where, f"attribute {key}={shown(elem.attrib.get(key))}; expected a number") from err
     if not np.isfinite(v):
         raise fail(path, where, f"attribute {key}={v}; expected a finite number")
     return v
@@ -104,10 +113,9 @@ def _int(path: Path, elem: ET.Element, where: str, key: str, default: int | None
         if default is None:
             raise fail(path, where, f"{key} is missing; expected an integer")
         return default
-    try:
-        return int(str(raw).strip())
-    except ValueError as err:
-        raise fail(path, where, f"{key}={raw!r}; expected an integer") from err
+    if not _INTEGER.fullmatch(str(raw)):  # ASCII digits, and no more than any frame number needs
+        raise fail(path, where, f"{key}={shown(raw)}; expected an integer (ASCII digits)")
+    return int(str(raw).strip())
 
 
 _FLAGS = ("keyframe", "outside", "occluded")
@@ -215,11 +223,10 @@ def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, i
     ff = (task.findtext("frame_filter") or "").strip()
     if ff:
         if not ff.startswith("step="):
-            raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'")
-        try:
-            step = int(ff[5:])
-        except ValueError as err:
-            raise fail(path, f"{mw}<frame_filter>", f"{ff!r}; expected 'step=N'") from err
+            raise fail(path, f"{mw}<frame_filter>", f"{shown(ff)}; expected 'step=N'")
+        if not _INTEGER.fullmatch(ff[5:]):
+            raise fail(path, f"{mw}<frame_filter>", f"{shown(ff)}; expected 'step=N'")
+        step = int(ff[5:])
         if step < 1:
             raise fail(path, f"{mw}<frame_filter>", f"step {step}; expected >= 1")
     size = task.find("original_size")

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.geometry import resize_mask
 from vidlabel.spec import VideoMetadata
@@ -288,8 +289,12 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
         _unread_labels(file, where, example, parsed.skipped)
         view = _one(example, "vidlabel/view_id")
         if view:
+            try:
+                named = shown(view.decode("utf-8"))
+            except UnicodeDecodeError:  # named by its bytes: no view id of a dataset is such text
+                named = f"{shown(view)} (not UTF-8)"
             raise fail(
-                file, where, f"was exported with view {view.decode()!r}: its boxes are relative to the view's crop; "
+                file, where, f"was exported with view {named}: its boxes are relative to the view's crop; "
                 "import a full-frame export",
             )  # fmt: skip
         video = videos.setdefault(meta.video_id, _Video(meta))
@@ -470,10 +475,32 @@ def _at(values: list[list[Any]] | None, j: int) -> list[Any] | None:
     return None if values is None else values[j]
 
 
+#: How many times the registered video's width (and height) a mask PNG may declare: masks of a record whose
+#: video was registered at a lower resolution are scaled down; a larger one is a hostile size, refused before
+#: it is decoded (a 16000x16000 16-bit PNG of 2 MB took 2.8 GB to decode).
+MAX_MASK_SCALE = 4
+
+
+def _png_size(png: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` a PNG's IHDR chunk declares, read from its first 24 bytes; None if it starts otherwise."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def _decode_mask(file: Path, where: str, png: bytes, width: int, height: int) -> np.ndarray:
-    """A PNG instance mask as a 0/1 mask of the registered video's size (nearest-neighbour when it differs)."""
+    """A PNG instance mask as a 0/1 mask of the registered video's size (nearest-neighbour when it differs); a PNG
+    declaring more than :data:`MAX_MASK_SCALE` times the video's width or height is refused before decoding."""
     import av
 
+    declared = _png_size(png)
+    if declared is not None and (declared[0] > MAX_MASK_SCALE * width or declared[1] > MAX_MASK_SCALE * height):
+        raise fail(
+            file,
+            where,
+            f"an INSTANCE_SEGMENTATION PNG declares {declared[0]}x{declared[1]} pixels, more than {MAX_MASK_SCALE} "
+            f"times the video's {width}x{height}: refused before decoding",
+        )
     try:
         ctx = av.CodecContext.create("png", "r")
         frames = ctx.decode(av.Packet(bytes(png)))  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._words import plural
+from vidlabel._words import plural, shown
 from vidlabel.dataset import Release
 
 from ._common import (
@@ -168,7 +168,7 @@ def _seq_number(ini: Path, seq: Mapping[str, str], key: str, *, whole: bool) -> 
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or (whole and not value.is_integer()):
-        raise fail(ini, key, f"{key}={seq[key]!r}; expected {'a whole number' if whole else 'a number'}")
+        raise fail(ini, key, f"{key}={shown(seq[key])}; expected {'a whole number' if whole else 'a number'}")
     return value
 
 
@@ -191,20 +191,22 @@ def _mot_line(path: Path, number: int, line: str, shift: float) -> tuple[dict[st
     cells = line.split(",")
     n = len(cells)
     if n not in (6, 7, 9, 10):
-        raise fail(path, number, f"has {n} columns ({line.strip()[:60]!r}); MOT lines have 6, 7, 9 or 10")
+        raise fail(path, number, f"has {n} columns ({shown(line.strip())}); MOT lines have 6, 7, 9 or 10")
     if any("_" in c for c in cells):  # Python's int() and float() read '1_0' as 10
-        raise fail(path, number, f"not a number in {line.strip()[:60]!r} (a digit separator '_')")
+        raise fail(path, number, f"not a number in {shown(line.strip())} (a digit separator '_')")
+    if not line.isascii():  # Python's int() and float() read other scripts' digits (U+0661 as 1)
+        raise fail(path, number, f"not a number in {shown(line.strip())} (a character that is not ASCII)")
     try:
         whole = [_whole_number(c) for c in cells[:2]]
         x, y, w, h = (float(c) for c in cells[2:6])
         extra = [float(c) for c in cells[6:]]
     except ValueError as err:
-        raise fail(path, number, f"not a number in {line.strip()[:60]!r} ({err})") from err
+        raise fail(path, number, f"not a number in {shown(line.strip())} ({str(err)[:80]})") from err
     if None in whole:
         raise fail(
             path,
             number,
-            f"frame {cells[0].strip()!r} and id {cells[1].strip()!r} (columns 1, 2) must be whole numbers, "
+            f"frame {shown(cells[0].strip())} and id {shown(cells[1].strip())} (columns 1, 2) must be whole numbers, "
             f"written as integers beyond 2**53 (a float such as 1e16 holds no exact id there)",
         )
     frame, tid = whole[0], whole[1]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 
 from ._cocovid import _cat_doc, _categories
@@ -53,7 +54,10 @@ from ._report import ExportLabelsReport
 
 __all__ = ["export_ytvis", "import_ytvis"]
 
-_DIGITS = re.compile(r"(\d+)(?!.*\d)")
+# ASCII digits only: a file name's digits of other scripts (U+0665) are no frame number
+_DIGITS = re.compile(r"([0-9]+)(?!.*[0-9])")
+#: Digits of a frame number a file name may hold (more would be past any video's frames).
+_MAX_DIGITS = 18
 
 
 def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list[str]) -> list[int]:
@@ -61,9 +65,16 @@ def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list
     position = list(range(len(names)))
     if mode == "position":
         return position
-    digits = []
-    for name in names:
+    digits: list[int | None] = []
+    for k, name in enumerate(names):
         m = _DIGITS.search(PurePosixPath(str(name)).name)
+        if m and len(m.group(1).lstrip("0")) > _MAX_DIGITS:
+            raise fail(
+                path,
+                f"{at}.file_names[{k}]",
+                f"{shown(name)} ends in a number of {len(m.group(1))} digits: no frame number has more than "
+                f"{_MAX_DIGITS}",
+            )
         digits.append(int(m.group(1)) if m else None)
     usable = None not in digits and all(b > a for a, b in itertools.pairwise(digits))  # type: ignore[operator]
     if mode == "digits":

@@ -446,6 +446,11 @@ class Backend(ABC):
     def open_video(self, video_id: str) -> VideoReader:
         """A reader of a published video group."""
 
+    def stray_keys(self) -> list[str]:
+        """Key prefixes of objects no store may hold (a ``..`` part), found by the last :meth:`video_ids`; an
+        object store can hold them, a folder cannot."""
+        return []
+
     def missing_video_problem(self, video_id: str) -> str:
         """The words for video ``video_id``, listed in the root, when :meth:`video_ids` does not hold it
         (``vidlabel verify``); a backend that keeps each video in its own file names that file."""

@@ -20,7 +20,9 @@ import h5py
 import numpy as np
 
 from vidlabel.errors import StoreCorruptError, StoreError
+from vidlabel.spec import chunk_problem
 from vidlabel.store._fs import (
+    STORE_CHANGED,
     inside_store,
     load_store_json,
     refuse_overdeclared,
@@ -174,6 +176,11 @@ def _read_array(f: h5py.File, path: Path, root: Path, name: str) -> np.ndarray:
         f"array {name!r} of {str(path)!r} declares shape {obj.shape} {dtype}", dtype.itemsize * math.prod(obj.shape),
         obj.get_storage_size(), "the file stores for it", str(path),
     )  # fmt: skip
+    plist = obj.get_create_plist()
+    chunks = plist.get_chunk() if plist.get_layout() == h5py.h5d.CHUNKED else None
+    problem = chunk_problem(chunks, obj.shape, dtype.itemsize)
+    if problem is not None:
+        raise StoreCorruptError(f"array {name!r} of {str(path)!r}: {problem}: {STORE_CHANGED}", path=str(path))
     if dtype.kind == "O" or dtype.subdtype is not None:  # strings, array types: h5py's own conversions
         return np.asarray(h5py.Dataset(obj)[()])
     out = np.empty(obj.shape, dtype)

@@ -86,13 +86,125 @@ def _hdf5_error(url: str) -> StoreError:
 _OPEN_LOCK = threading.Lock()
 
 
+#: Seconds an S3 request waits to connect, and for each read of its answer, unless told otherwise.
+DEFAULT_TIMEOUT_S = 10.0
+#: How many times s3fs tries an S3 request that failed on the network or timed out, unless told otherwise.
+DEFAULT_TRIES = 2
+_TIMEOUT_ENV = "VIDLABEL_OBJECT_STORE_TIMEOUT_S"
+_TRIES_ENV = "VIDLABEL_OBJECT_STORE_TRIES"
+_TIMEOUT_DOC = "docs/how-to/object-stores-timeouts.md"
+
+
+def _env_number(name: str, default: float, what: str, *, whole: bool = False) -> float:
+    """The number above 0 environment variable ``name`` holds (a whole one if ``whole``), else ``default`` (a
+    value that is no such number warns, a :class:`~vidlabel.errors.SwitchValueWarning`)."""
+    import math
+    import warnings
+
+    from vidlabel.errors import SwitchValueWarning
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw) if not whole or (raw.isascii() and raw.isdigit()) else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        warnings.warn(f"{name}={raw[:40]!r} is not {what}: {default:g} is used", SwitchValueWarning, stacklevel=3)
+        return default
+    return value
+
+
+def _timeout_s() -> float:
+    """``VIDLABEL_OBJECT_STORE_TIMEOUT_S`` (seconds, > 0), else :data:`DEFAULT_TIMEOUT_S`."""
+    return _env_number(_TIMEOUT_ENV, DEFAULT_TIMEOUT_S, "a number of seconds above 0")
+
+
+def _tries() -> int:
+    """``VIDLABEL_OBJECT_STORE_TRIES`` (a whole number >= 1), else :data:`DEFAULT_TRIES`."""
+    return int(_env_number(_TRIES_ENV, DEFAULT_TRIES, "a whole number of tries from 1 up", whole=True))
+
+
+def with_timeouts(url: str, storage_options: Mapping[str, Any]) -> dict[str, Any]:
+    """``storage_options`` for ``url`` with bounded request timeouts and retries added where none are given.
+
+    For S3 (s3fs, through botocore's ``config_kwargs``): ``connect_timeout`` and ``read_timeout`` of
+    ``VIDLABEL_OBJECT_STORE_TIMEOUT_S`` seconds (default :data:`DEFAULT_TIMEOUT_S`) and one botocore attempt
+    per s3fs try (``retries={"max_attempts": 1, "mode": "standard"}``: s3fs tries again itself, see
+    :func:`_bound_tries`). Keys the caller gives in ``config_kwargs`` (or fsspec's configuration, e.g.
+    ``FSSPEC_S3``) win. Other protocols are returned as given (their own storage options set their timeouts).
+    """
+    options = dict(storage_options)
+    if url.split(":", 1)[0].lower() not in ("s3", "s3a"):
+        return options
+    try:
+        from fsspec.config import conf
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        conf = {}
+    configured = dict(conf.get("s3", {}).get("config_kwargs") or {})
+    given = {**configured, **dict(options.get("config_kwargs") or {})}
+    timeout = _timeout_s()
+    defaults = {
+        "connect_timeout": timeout,
+        "read_timeout": timeout,
+        "retries": {"max_attempts": 1, "mode": "standard"},
+    }
+    options["config_kwargs"] = {**defaults, **given}
+    return options
+
+
+def _bound_tries(fs: Any) -> None:
+    """Let s3fs try a request ``VIDLABEL_OBJECT_STORE_TRIES`` times (default :data:`DEFAULT_TRIES`), not its own 5:
+    it nests its tries (a read is tried 5 times, each of them a request tried 5 times), so an endpoint that never
+    answers took 25 timeouts to report."""
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    if {"s3", "s3a"} & set(protocols) and isinstance(getattr(fs, "retries", None), int):
+        fs.retries = _tries()
+
+
+def _timed_out(err: BaseException) -> bool:
+    """True if ``err`` (or an error behind it) is a connect or read timeout of a request."""
+    import asyncio
+    import socket
+
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        names = {c.__name__ for c in type(cause).__mro__}
+        if isinstance(cause, (TimeoutError, socket.timeout, asyncio.TimeoutError)) or names & {
+            "ConnectTimeoutError", "ReadTimeoutError", "FSTimeoutError", "ServerTimeoutError",
+        }:  # fmt: skip
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _endpoint(fs: Any, storage_options: Mapping[str, Any]) -> str:
+    """The endpoint an S3 filesystem sends its requests to, for messages."""
+    client = dict(storage_options.get("client_kwargs") or {})
+    for value in (
+        storage_options.get("endpoint_url"),
+        client.get("endpoint_url"),
+        getattr(fs, "endpoint_url", None),
+        (getattr(fs, "client_kwargs", None) or {}).get("endpoint_url"),
+        os.environ.get("AWS_ENDPOINT_URL_S3"),
+        os.environ.get("AWS_ENDPOINT_URL"),
+    ):
+        if value:
+            return str(value)
+    return "the default AWS S3 endpoint"
+
+
 def _url_to_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
     try:
         from fsspec.core import url_to_fs
     except ImportError as err:  # pragma: no cover - fsspec is a dependency
         raise StoreError(f"reading {url!r} needs fsspec: pip install fsspec") from err
     try:
-        fs, root = url_to_fs(url, **storage_options)
+        fs, root = url_to_fs(url, **with_timeouts(url, storage_options))
+        _bound_tries(fs)
     except (ImportError, ValueError, TypeError) as err:
         raise StoreError(f"cannot open {url!r} with fsspec: {err}", path=url) from err
     return fs, str(root).rstrip("/")
@@ -211,8 +323,25 @@ class ObjectStore:
             "object store (s3://, gs://, ...)"
         )
 
+    def _timeout_text(self, err: BaseException) -> str:
+        """What to say of a request that timed out: the endpoint, the bound, how to change it; "" otherwise."""
+        if not _timed_out(err):
+            return ""
+        fs = self._fs
+        options = with_timeouts(self.url, self.storage_options).get("config_kwargs", {})
+        bound = options.get("read_timeout", _timeout_s())
+        return (
+            f"; the endpoint {_endpoint(fs, self.storage_options)} did not answer within {bound:g} s (connect and "
+            f"read timeout, {getattr(fs, 'retries', 1)} tries): check that it is up, or allow more time with "
+            f"{_TIMEOUT_ENV} / {_TRIES_ENV} or the storage option config_kwargs={{'read_timeout': ...}} "
+            f"({_TIMEOUT_DOC})"
+        )
+
     def _error(self, key: str, err: BaseException) -> StoreError:
-        return StoreError(f"cannot read {self.url_of(key)!r}: {type(err).__name__}: {err}", path=self.url_of(key))
+        return StoreError(
+            f"cannot read {self.url_of(key)!r}: {type(err).__name__}: {err}{self._timeout_text(err)}",
+            path=self.url_of(key),
+        )
 
     def get(self, key: str) -> bytes | None:
         """The bytes of object ``key``, or None if there is none.
@@ -536,6 +665,7 @@ class ObjectStore:
         return StoreError(
             f"cannot write {self.url_of(key)!r}: {type(err).__name__}: {err}"
             + ("" if status is None else f" (HTTP {status})")
+            + self._timeout_text(err)
             + remedy,
             path=self.url_of(key),
         )

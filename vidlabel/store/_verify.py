@@ -166,6 +166,11 @@ def _verify_videos(
     position in ``video_ids``."""
     problems: list[str] = report["problems"]
     on_disk = backend.video_ids()
+    for stray in backend.stray_keys():
+        problems.append(
+            f"{where}: stray objects under {stray!r} (a key with a '', '.' or '..' part: no part of the store, "
+            "not read): remove them"
+        )
     for v in sorted(set(video_ids) - set(on_disk)):
         problems.append(f"{where}: {backend.missing_video_problem(v)}")
     frames_only = bool(attrs.get("frames_only"))

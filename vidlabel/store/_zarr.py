@@ -75,6 +75,16 @@ TRASH = ".trash"
 # -- zarr.json helpers ----------------------------------------------------------------------------------------
 
 
+def damaged_group(store: str, video_id: str, where: str) -> StoreCorruptError:
+    """The error of a video group whose ``zarr.json`` is there but is no JSON object of Zarr metadata."""
+    return StoreCorruptError(
+        f"frame store {store!r}: the group of video {video_id!r} is damaged: its metadata {where!r} is not a JSON "
+        f"object of Zarr metadata: {STORE_CHANGED}",
+        path=where,
+        video_id=video_id,
+    )
+
+
 def _read_meta(path: Path, root: Path | None = None) -> dict[str, Any] | None:
     """The ``zarr.json`` of a group or array folder (None if missing or unreadable); with ``root``, a folder or
     file that leads outside store folder ``root`` (a symbolic link) is refused (StoreError)."""

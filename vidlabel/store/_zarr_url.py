@@ -44,6 +44,7 @@ from vidlabel.store._zarr import (
     _open_large_array,
     _recorded_id,
     _small_chunk_key,
+    damaged_group,
 )
 
 __all__ = ["ZarrURLBackend"]
@@ -292,6 +293,7 @@ class ZarrURLBackend(Backend):
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.store = ObjectStore(url, storage_options)
         self.url = self.store.url
+        self._strays: list[str] = []
         self.folder = self.url  # type: ignore[assignment]  # a URL, not a Path: used in messages only
         self._tag: str | None = None  # tag of the root this export wrote (None: it wrote none yet)
         self._token = ""
@@ -440,6 +442,9 @@ class ZarrURLBackend(Backend):
     def video_ids(self) -> list[str]:
         self.store.refresh()
         names = self.store.list_dirs("videos")
+        # an object key with a '', '.' or '..' part is no part of a store (keys never leave it): listed, not read
+        self._strays = [f"videos/{n}/" for n in names if n in ("", ".", "..")]
+        names = [n for n in names if n not in ("", ".", "..")]
         keys = {n: f"videos/{n}/zarr.json" for n in names}
         got = self.store.get_many(keys.values())
         metas = {n: parse_json(got[key], self.store.url_of(key)) for n, key in keys.items() if got[key] is not None}
@@ -473,9 +478,15 @@ class ZarrURLBackend(Backend):
         group = {"zarr_format": 3, "node_type": "group", "attributes": group_attrs}
         self.store.put(f"{key}/zarr.json", _meta_bytes(group))  # after its arrays
 
+    def stray_keys(self) -> list[str]:
+        return list(self._strays)
+
     def open_video(self, video_id: str) -> ZarrURLVideoReader:
         key = self._video_key(video_id)
-        meta = self.store.get_json(f"{key}/zarr.json")
+        data = self.store.get(f"{key}/zarr.json")
+        meta = parse_json(data, self.store.url_of(f"{key}/zarr.json"))
+        if data is not None and meta is None:
+            raise damaged_group(self.url, video_id, self.store.url_of(f"{key}/zarr.json"))
         if meta is None:
             absent = self.store.absent_from_process()
             raise StoreError(
