@@ -198,7 +198,7 @@ def test_a_misspelt_keyword_is_refused_before_the_file_is_read(tmp_path: Path) -
     ds = dataset(tmp_path / "ds")
     f = write(tmp_path / "gt.txt", "1,1,10,20,5,6\n")
     message = (
-        r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored\); "
+        r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored, read_as, include_det\); "
         r"did you mean video= -> video_id=\?"
     )
     with pytest.raises(FormatError, match=message):

@@ -38,7 +38,7 @@ EXPECTED_ROWS = {
 #: The format options each importer reads (``ImportContext.option``): any other keyword is refused before the
 #: file is read (the importer's own check after reading stays as a guard).
 IMPORT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "mot": ("one_based_pixels", "include_ignored"),
+    "mot": ("one_based_pixels", "include_ignored", "read_as", "include_det"),
     "ytvis": ("frames",),
     "label-studio": ("frames_count_mismatch",),
 }

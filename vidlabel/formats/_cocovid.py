@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Release
+from vidlabel.errors import FormatError
 
 from ._common import (
     BOX,
@@ -55,7 +56,11 @@ __all__ = ["export_cocovid", "import_cocovid"]
 _NOT_STORED = ("visibility", "occluded", "truncated", "generated", "attributes")
 
 
-def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
+def _categories(
+    path: Path, doc: dict[str, Any], ctx: ImportContext | None = None, notes: list[str] | None = None
+) -> dict[int, str]:
+    """Category id -> label: the file's ``categories[]``, with ``ctx.label_map`` (``--label-map``) naming ids
+    over them (a file without ``categories``, or one whose names the dataset spells otherwise)."""
     cats = doc.get("categories", [])
     out: dict[int, str] = {}
     for i, c in enumerate(cats if isinstance(cats, list) else []):
@@ -65,18 +70,33 @@ def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
         if cid in out:
             raise fail(path, f"categories[{i}]", f"category id {cid} repeats ({out[cid]!r}, {c['name']!r})")
         out[cid] = c["name"]
+    label_map = ctx.label_map if ctx is not None else None
+    if label_map:
+        renamed = sorted(k for k in label_map if k in out and out[k] != label_map[k])
+        if notes is not None:
+            over = f" (over the file's categories for ids {renamed})" if renamed else ""
+            notes.append(
+                f"category ids named by label_map{over}: " + ", ".join(f"{k}={v}" for k, v in sorted(label_map.items()))
+            )
+        out.update(label_map)
     return out
+
+
+def unknown_category(path: Path, where: Where, cat: Any, cats: dict[int, str]) -> FormatError:
+    """The error of an annotation whose category id no category (nor ``label_map``) names."""
+    hint = "" if cats else "; the file has no categories: name the ids with label_map (--label-map 1=person,...)"
+    return fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)}){hint}")
 
 
 def import_cocovid(ctx: ImportContext) -> Parsed:
     """Read a COCO-VID file (see the module docstring)."""
     path = ctx.path
-    doc = read_json(path, dict)
+    parsed = Parsed()
+    doc = read_json(path, dict, parsed.notes)
     for key in ("videos", "images", "annotations"):
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a COCO-VID file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc)
-    parsed = Parsed()
+    cats = _categories(path, doc, ctx, parsed.notes)
     vids: dict[Any, VideoRows] = {}
     for i, v in enumerate(doc["videos"]):
         if not isinstance(v, dict) or "id" not in v:
@@ -87,11 +107,14 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
         check_frame_size(path, f"videos[{i}]", v, m)  # as the images' sizes are below
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
+        _tao_category_lists(path, i, v, cats, parsed.notes)
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
     frames: dict[Any, list[tuple[int, int]]] = {}
     mot_frames: dict[Any, dict[int, int]] = {}  # video key -> mot_frame_id -> position in images[]
     moved: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, mot_frame_id) of its first image that differs
+    frame_index: dict[Any, dict[int, int]] = {}  # video key -> TAO frame_index -> position in images[]
+    by_index: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, frame_index) of its first image that differs
     for i, im in enumerate(doc["images"]):
         at = f"images[{i}]"
         if not isinstance(im, dict):
@@ -99,13 +122,17 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if json_key(path, at, im.get("video_id"), "video_id") not in vids:
             raise fail(path, at, f"video_id {im.get('video_id')!r} is not in videos[] (ids {list(vids)[:10]})")
         vr = vids[im["video_id"]]
-        f = integer(path, at, im.get("frame_id"), "frame_id")
+        tao = im.get("frame_index") is not None
+        f = integer(path, at, im.get("frame_id", -1 if tao else None), "frame_id")
         check_frame_size(path, at, im, vr.meta)
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
             raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
-        frames.setdefault(im["video_id"], []).append((f, i))
-        if "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
+        if "frame_id" in im:
+            frames.setdefault(im["video_id"], []).append((f, i))
+        if tao:  # TAO: the frame in the video, where frame_id counts the annotated images only
+            f = _frame_index(path, i, im, f, vr, frame_index.setdefault(im["video_id"], {}), by_index)
+        elif "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
             f = _mot_frame(path, i, im, f, mot_frames.setdefault(im["video_id"], {}), moved)
         images[image_id], image_at[image_id] = (vr, f), i
     for v, fl in frames.items():
@@ -129,6 +156,12 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         parsed.notes.append(
             f"video {v!r}: frames taken from the images' mot_frame_id - 1 (mmtracking's MOT frame, 1-based), not "
             f"frame_id: frame_id {frame_id} is mot_frame_id {mot}, video frame {mot - 1} (a half split of a sequence)"
+        )
+    for v, (frame_id, index) in by_index.items():
+        parsed.notes.append(
+            f"video {v!r}: frames taken from the images' frame_index (TAO's 0-based frame in the video, checked "
+            f"against the video's {vids[v].meta.frame_count} frames), not frame_id: frame_id {frame_id} is "
+            f"frame_index {index}"
         )
     not_stored: Counter[str] = Counter()
     box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
@@ -160,7 +193,7 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
             )
             raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
         if label is None:
-            raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+            raise unknown_category(path, where, cat, cats)
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
@@ -200,6 +233,54 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")
     return parsed
+
+
+def _frame_index(
+    path: Path, i: int, im: dict[str, Any], frame_id: int, vr: VideoRows, seen: dict[int, int],
+    by_index: dict[Any, tuple[int, int]],
+) -> int:  # fmt: skip
+    """The video frame of a TAO image: its ``frame_index`` (0-based), within the registered video's frames and
+    given once per video."""
+    at = f"images[{i}]"
+    index = integer(path, at, im["frame_index"], "frame_index")
+    n = vr.meta.frame_count
+    if not 0 <= index < n:
+        raise fail(
+            path,
+            at,
+            f"frame_index {index} is outside video {vr.meta.video_id!r}: frame_index 0..{n - 1} ({n} frames; "
+            "TAO's frame_index is the 0-based frame in the video)",
+        )
+    if index in seen:
+        raise fail(
+            path, at, f"video {im['video_id']!r}: frame_index {index} repeats (images[{seen[index]}] has it too)"
+        )
+    seen[index] = i
+    if index != frame_id:
+        by_index.setdefault(im["video_id"], (frame_id, index))
+    return index
+
+
+#: TAO's per-video category lists: categories checked absent from the video, and categories not every
+#: instance of which is labelled. No row holds them; the import names them in its notes.
+_TAO_LISTS = {
+    "neg_category_ids": "checked absent from the video",
+    "not_exhaustive_category_ids": "not every instance labelled",
+}
+
+
+def _tao_category_lists(path: Path, i: int, video: dict[str, Any], cats: dict[int, str], notes: list[str]) -> None:
+    """A note per TAO category list of a video (``neg_category_ids``, ``not_exhaustive_category_ids``): what it
+    says of which categories, by name where the file names them."""
+    for key, meaning in _TAO_LISTS.items():
+        ids = video.get(key)
+        if not ids:
+            continue
+        if not isinstance(ids, list):
+            raise fail(path, f"videos[{i}]", f"{key} is {str(ids)[:40]!r}; expected a list of category ids")
+        named = ", ".join(cats.get(c, str(c)) if isinstance(c, int) else repr(c) for c in ids[:20])
+        more = f", ... ({len(ids)} in all)" if len(ids) > 20 else ""
+        notes.append(f"videos[{i}] (id {video.get('id')!r}) {key} ({meaning}), not stored: {named}{more}")
 
 
 def _mot_frame(

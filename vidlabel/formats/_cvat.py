@@ -49,6 +49,7 @@ from ._common import (
     coco_segmentation,
     fail,
     human_rows_of_model_track,
+    import_each_file,
     interpolate_keyframes,
     mixed_origin_reason,
     output_files,
@@ -176,7 +177,10 @@ def cvat_rle_encode(mask: np.ndarray) -> tuple[str, int, int, int, int]:
 
 
 def import_cvat(ctx: ImportContext) -> Parsed:
-    """Read a CVAT for video 1.1 file (see the module docstring)."""
+    """Read a CVAT for video 1.1 file, or a folder of them (``export_labels`` writes one per video), see the
+    module docstring."""
+    if ctx.path.is_dir():
+        return import_each_file(ctx, ".xml", import_cvat)
     path = ctx.path
     root = parse_xml(path)
     if root.tag != "annotations":

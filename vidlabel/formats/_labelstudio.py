@@ -77,9 +77,10 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
     """Read a Label Studio video export (see the module docstring)."""
     path = ctx.path
     mismatch = ctx.option("frames_count_mismatch", "error", ("error", "warn"))
-    doc = read_json(path, (list, dict))
-    tasks = doc if isinstance(doc, list) else [doc]
     parsed = Parsed()
+    doc = read_json(path, (list, dict), parsed.notes)
+    tasks = doc if isinstance(doc, list) else [doc]
+    flipped = 0
     for ti, task in enumerate(tasks):
         at = f"[{ti}]"
         if not isinstance(task, dict):
@@ -176,6 +177,9 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         raise fail(path, kat, "a keyframe must be an object")
                     f = whole_number(path, kat, item.get("frame"), "frame") - 1
                     x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
+                    if w < 0 or h < 0:  # drawn leftward or upward: the editor keeps the corner it started from
+                        x, y, w, h = min(x, x + w), min(y, y + h), abs(w), abs(h)
+                        flipped += 1
                     px = (x / 100 * meta.width, y / 100 * meta.height)
                     box = _snap(
                         (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
@@ -206,6 +210,11 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         **origin,
                     }
                     vr.add(row, key.where)
+    if flipped:
+        parsed.notes.append(
+            f"{flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with the "
+            "corner moved and the size positive, as Label Studio shows them"
+        )
     return parsed
 
 

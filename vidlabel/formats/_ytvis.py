@@ -25,7 +25,7 @@ import numpy as np
 
 from vidlabel.dataset import Release
 
-from ._cocovid import _cat_doc, _categories
+from ._cocovid import _cat_doc, _categories, unknown_category
 from ._common import (
     MARKER,
     MASK,
@@ -91,12 +91,12 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
     """Read a YouTube-VIS file (see the module docstring)."""
     path = ctx.path
     mode = ctx.option("frames", "auto", ("auto", "position", "digits"))
-    doc = read_json(path, dict)
+    parsed = Parsed()
+    doc = read_json(path, dict, parsed.notes)
     for key in ("videos", "annotations"):
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a YouTube-VIS file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc)
-    parsed = Parsed()
+    cats = _categories(path, doc, ctx, parsed.notes)
     vids: dict[Any, tuple[VideoRows, list[int]]] = {}
     for i, v in enumerate(doc["videos"]):
         at = f"videos[{i}]"
@@ -127,7 +127,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         vr, frames = vids[a["video_id"]]
         cat = json_key(path, at, a.get("category_id"), "category_id")
         if cat not in cats:
-            raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+            raise unknown_category(path, at, cat, cats)
         # absent (or an empty list): none; {}, "" or 0 are no lists and are refused below, not read as absent
         bboxes, segs = (
             [None] * len(frames) if a.get(key) is None or a.get(key) == [] else a[key]
