@@ -219,3 +219,40 @@ def test_label_studio_box_drawn_leftward_and_upward_is_normalised(tmp_path: Path
     # x 50% - 25% of 64 px, y 50% - 50% of 48 px: the box from (16, 0) to (32, 24)
     assert row["box"] == (16.0, 0.0, 32.0, 24.0)
     assert any("negative width or height" in n for n in rep.notes)
+
+
+# -- MediaSequence: label indices only ------------------------------------------------------------------------
+
+
+def test_mediasequence_regions_with_label_indices_only_are_named_by_a_label_map(tmp_path: Path, clip) -> None:
+    from tfrecord import example_pb2  # the tfrecord package's own protos: not vidlabel's
+    from tfrecord.reader import tfrecord_iterator
+
+    from vidlabel import probe
+    from vidlabel.export._tfrecord import TFRecordWriter
+
+    ds = dataset(tmp_path / "a", videos=[probe(clip.path, video_id="cam1")])
+    ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 3, "box": (1.0, 2.0, 9.0, 12.0)}], "cam1")
+    ds.build()
+    export_labels(ds, "mediasequence", tmp_path / "ms")
+    (shard,) = sorted((tmp_path / "ms").glob("*.tfrecord"))
+    records = []
+    for raw in tfrecord_iterator(str(shard)):
+        se = example_pb2.SequenceExample()
+        se.ParseFromString(bytes(raw))
+        del se.feature_lists.feature_list["region/label/string"]  # a file naming classes by index alone
+        records.append(se.SerializeToString())
+    writer = TFRecordWriter(shard)
+    for rec in records:
+        writer.write_record(rec)
+    writer.close()
+    with pytest.raises(FormatError, match=r"regions without region/label/string .* take names from label_map"):
+        import_labels(dataset(tmp_path / "b", videos=[probe(clip.path, video_id="cam1")]), "mediasequence", shard)
+    with pytest.raises(FormatError, match=r"region/label/index 1 is not in the label map \(known: 0=person\)"):
+        import_labels(dataset(tmp_path / "c", videos=[probe(clip.path, video_id="cam1")]), "mediasequence", shard,
+                      label_map={0: "person"})  # fmt: skip
+    ds2 = dataset(tmp_path / "d", videos=[probe(clip.path, video_id="cam1")])
+    import_labels(ds2, "mediasequence", shard, label_map={0: "person", 1: "truck"}, add_labels=True)
+    (row,) = ds2.annotations()
+    # the box went through MediaSequence's normalized float32 coordinates
+    assert (row["label"], row["start_frame"]) == ("truck", 3) and row["box"] == pytest.approx((1, 2, 9, 12), abs=1e-4)

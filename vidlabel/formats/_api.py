@@ -94,7 +94,8 @@ def import_labels(
         are in the README's "Labels in and out" section and in its module.
     path : str or os.PathLike
         The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
-        file or a folder of ``*.tfrecord`` shards).
+        file or a folder of ``*.tfrecord`` shards), or the folder ``export_labels`` wrote: MOT
+        sequences (``<sequence>/gt/gt.txt``, MOT Challenge's ``train/<sequence>/`` too), CVAT ``*.xml``.
     video_id : str, optional
         The dataset video of a file that holds one video.
     videos : mapping, optional
@@ -102,7 +103,9 @@ def import_labels(
         Label Studio task id or video file stem) -> dataset video id. Without it, a key that is a
         registered video id is used.
     label_map : mapping int -> str, optional
-        MOT class id -> label (default: ``labels.txt`` beside the file, line k = class k).
+        Class id -> label for the formats that name classes by id: MOT (default: ``labels.txt`` beside
+        the file, line k = class k), COCO-VID and YouTube-VIS (over the file's ``categories``, or for a
+        file without them), MediaSequence (``region/label/index`` of regions without label strings).
     label : str, optional
         One label for every row of a file without classes (MOT ``det.txt``).
     add_labels : bool
@@ -112,7 +115,8 @@ def import_labels(
         ``Dataset.add_annotations`` checks it), write nothing; the report's ``duplicates`` say what the
         import would warn of (rows of the file repeated, rows already stored).
     **format_options
-        Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
+        Per format: MOT ``one_based_pixels``, ``include_ignored``, ``read_as`` ("auto", "gt", "results":
+        how 10-column lines are read), ``include_det`` (a folder's ``det/det.txt``); YouTube-VIS ``frames``
         ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
         every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes)
         and ``track_ids`` ("new", the default: when the video already holds tracks, the file's tracks

@@ -3,9 +3,12 @@
 ``videos[]`` (id, name), ``images[]`` (id, video_id, frame_id, width, height), ``annotations[]``
 (image_id, category_id, instance_id, bbox xywh, optional segmentation, optional score),
 ``categories[]`` (id, name). frame = ``images[].frame_id``, 0-based and dense per video (a gap
-or a 1-based file is refused with the evidence), unless the image has mmtracking's ``mot_frame_id`` (the
-sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot_frame_id - 1``; track = ``instance_id`` (per video; -1 or
-absent: untracked); categories are mapped by **name**; an annotation with a ``segmentation``
+or a 1-based file is refused with the evidence), unless the image has TAO's ``frame_index`` (the 0-based
+frame in the video, checked against its length; a note says so) or mmtracking's ``mot_frame_id`` (the
+sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot_frame_id - 1``; track =
+``instance_id`` (per video; -1 or absent: untracked); categories are mapped by **name**, and ``label_map``
+(``--label-map``) names category ids over them (a file without ``categories``); TAO's per-video
+``neg_category_ids`` and ``not_exhaustive_category_ids`` are named in the notes; an annotation with a ``segmentation``
 (polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
 box row; a ``score`` makes it a model row with that confidence. ``iscrowd`` and ``ignore`` annotations (ignored
 regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``visibility``, ``occluded``,

@@ -1,5 +1,8 @@
 """CVAT for video 1.1 XML, parsed with defusedxml (no entity expansion, no DTD fetching, no network).
 
+A folder is read file by file (every ``*.xml``, as ``export_labels`` writes one per video); a file's tracks are
+numbered after those an earlier file gave the same video.
+
 Task frames come from ``<meta><task>`` (or ``<job>``): video frames ``start_frame + k * step``
 (``<frame_filter>step=N</frame_filter>``), ``stop_frame`` inclusive. A shape's ``frame`` (an
 ``<image>``'s ``id``) is the video frame itself, as CVAT writes it (its ``abs_frame_id``), and must be

@@ -3,7 +3,8 @@
 A list of tasks, each one video; its ``annotations[].result`` (human) and ``predictions[].result``
 (origin ``model``, ``score`` of the result, else of the prediction, as confidence). A
 ``videorectangle`` region's ``value.sequence`` holds keyframes: ``frame`` is 1-based; ``x, y,
-width, height`` are percent of the displayed frame (pixels from the registered video's size);
+width, height`` are percent of the displayed frame (pixels from the registered video's size; a negative width or height, a box
+drawn leftward or upward, is taken from its other corner, as Label Studio shows it, and noted);
 boxes are linear between keyframes; after the last keyframe the box holds to the end of the
 video; a keyframe with ``enabled: false`` ends the span **after** that frame (the object is on
 that frame; ``enabled`` must be true or false). Region string ids become integer tracks in order of first

@@ -1,17 +1,30 @@
-"""MOT Challenge ``gt.txt`` / ``det.txt`` / results files (+ ``seqinfo.ini``, ``labels.txt``).
+"""MOT Challenge ``gt.txt`` / ``det.txt`` / results files (+ ``seqinfo.ini``, ``labels.txt``), or a folder of them.
 
 Columns (comma separated, spaces after commas allowed, any sort order)::
 
     6:  frame, id, x, y, w, h
     7:  frame, id, x, y, w, h, score
-    9:  frame, id, x, y, w, h, consider, class, visibility        (gt)
+    9:  frame, id, x, y, w, h, consider, class, visibility        (gt, MOT16 on)
     10: frame, id, x, y, w, h, score, X, Y, Z                      (det / results; X Y Z are -1)
+    10: frame, id, x, y, w, h, consider, -1, -1, -1                (MOT15 gt: no class)
 
 frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0 are untracked, and a
-note counts them); x, y, w, h are taken as they are (pass ``one_based_pixels=True`` for files whose pixels are 1-based). A score makes the
-row a model row with that confidence (scores outside [0, 1] are not kept as confidence, and
-counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps them); a consider
-flag other than 0 or 1 is refused.
+note counts them); x, y, w, h are taken as they are (pass ``one_based_pixels=True`` for files whose pixels are
+1-based). A score makes the row a model row with that confidence (scores outside [0, 1] are not kept as
+confidence, and counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps
+them); a consider flag other than 0 or 1 is refused.
+
+10-column lines are ambiguous: ``read_as="auto"`` (the default) reads them as MOT15 ground truth when the file
+is ``gt.txt`` and column 7 holds only 0 and 1, else as tracker results; the report's notes say which reading
+was taken and why, and ``read_as="gt"`` / ``"results"`` (``--read-as``) forces one. 10-column ground truth has
+no class: its label is ``label=``, or the one name of the label map.
+
+A folder is read as MOT sequences: the folder itself (``gt/gt.txt``), its sub-folders (``export_labels``'s
+``<video_id>/gt/gt.txt``, MOT Challenge's ``train/<sequence>/``) or theirs (a MOT Challenge root); each
+sequence is the video its ``seqinfo.ini`` name or its folder name finds (``videos=`` maps them).
+``det/det.txt`` is read when ``gt/labels.txt`` (which ``export_labels`` writes) is beside it, its model rows
+labelled by ``label=`` or the one name of ``labels.txt``; MOT Challenge's public detections are counted, not
+imported, unless ``include_det=True``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``videos[]`` (id, width, height, length, file_names), ``annotations[]`` (video_id, category_id,
 bboxes, segmentations, one entry per frame of the video, ``null`` where the object is absent;
 optional ``score``), ``categories[]`` (id, name; mapped **by name**: the ids differ between 2019
-and 2021). An annotation is one instance over the video: one track (our track ids in
+and 2021; ``label_map``, ``--label-map``, names category ids over them, or for a file without
+``categories``). An annotation is one instance over the video: one track (our track ids in
 annotation order per video). frame = position in ``file_names``, unless ``frames="digits"``,
 or ``frames="auto"`` (the default) and the file names' digits show a stride (e.g. ``00000.jpg,
 00005.jpg``): then the digits, with a note. Consecutive names that count from another number than 0
