@@ -256,3 +256,11 @@ def test_mediasequence_regions_with_label_indices_only_are_named_by_a_label_map(
     (row,) = ds2.annotations()
     # the box went through MediaSequence's normalized float32 coordinates
     assert (row["label"], row["start_frame"]) == ("truck", 3) and row["box"] == pytest.approx((1, 2, 9, 12), abs=1e-4)
+
+
+def test_ovis_occlusion_levels_are_noted_not_dropped_silently(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    doc = _ytvis(occlusion=[0, None, 2])
+    doc["categories"] = [{"id": 2, "name": "car"}]
+    rep = import_labels(ds, "ytvis", write(tmp_path / "ovis.json", json.dumps(doc)))
+    assert rep.rows == 2 and "per-instance fields not stored: occlusion (on 1 instance)" in rep.notes

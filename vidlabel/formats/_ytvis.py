@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from vidlabel._words import plural
 from vidlabel.dataset import Release
 
 from ._cocovid import _cat_doc, _categories, unknown_category
@@ -121,6 +123,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             _frame_numbers(path, at, names, mode, parsed.notes),
         )
     next_track: dict[str, int] = {}
+    not_stored: Counter[str] = Counter()
     for i, a in enumerate(doc["annotations"]):
         at = f"annotations[{i}]"
         if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
@@ -151,6 +154,9 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
+        for key in _NOT_STORED:
+            if a.get(key) is not None:
+                not_stored[key] += 1
         for k, (box, seg) in enumerate(zip(bboxes, segs)):
             if box is None and seg is None:
                 continue
@@ -174,7 +180,15 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             else:
                 row["box"] = xywh_box(path, where, box, "bboxes entry")
             vr.add(row, where)
+    if not_stored:
+        listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
+        parsed.notes.append(f"per-instance fields not stored: {listed}")
     return parsed
+
+
+#: Per-instance fields of YouTube-VIS-shaped files that no row holds (OVIS's per-frame ``occlusion`` levels):
+#: the import names them in its notes.
+_NOT_STORED = ("occlusion", "occluded", "attributes")
 
 
 def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
