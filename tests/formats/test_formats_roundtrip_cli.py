@@ -8,7 +8,7 @@ import pytest
 
 from tests.formats_util import assert_same_rows, dataset
 from tests.media import ClipTruth
-from vidlabel import probe
+from vidlabel.video import probe
 from vidlabel.cli import main
 from vidlabel.formats._cli import FORMAT_NAMES
 

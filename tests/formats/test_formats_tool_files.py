@@ -228,7 +228,7 @@ def test_mediasequence_regions_with_label_indices_only_are_named_by_a_label_map(
     from tfrecord import example_pb2  # the tfrecord package's own protos: not vidlabel's
     from tfrecord.reader import tfrecord_iterator
 
-    from vidlabel import probe
+    from vidlabel.video import probe
     from vidlabel.export._tfrecord import TFRecordWriter
 
     ds = dataset(tmp_path / "a", videos=[probe(clip.path, video_id="cam1")])
