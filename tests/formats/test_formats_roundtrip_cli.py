@@ -8,9 +8,9 @@ import pytest
 
 from tests.formats_util import assert_same_rows, dataset
 from tests.media import ClipTruth
-from vidlabel.video import probe
 from vidlabel.cli import main
 from vidlabel.formats._cli import FORMAT_NAMES
+from vidlabel.video import probe
 
 #: Where export-labels is told to write: a folder for the formats that write one (MOT, CVAT, MediaSequence), a
 #: JSON file for the others; import is given the same path.

@@ -228,8 +228,8 @@ def test_mediasequence_regions_with_label_indices_only_are_named_by_a_label_map(
     from tfrecord import example_pb2  # the tfrecord package's own protos: not vidlabel's
     from tfrecord.reader import tfrecord_iterator
 
-    from vidlabel.video import probe
     from vidlabel.export._tfrecord import TFRecordWriter
+    from vidlabel.video import probe
 
     ds = dataset(tmp_path / "a", videos=[probe(clip.path, video_id="cam1")])
     ds.add_annotations([{"kind": "box", "label": "car", "start_frame": 3, "box": (1.0, 2.0, 9.0, 12.0)}], "cam1")
