@@ -9,8 +9,10 @@ the boxes it read as ``[video, frame, track or null, label, x0, y0, x1, y1]`` an
 the release's rows (boxes within 0.01 px, tracks compared as a partition: a reader may renumber them).
 
 Readers: TrackEval's ``MotChallenge2DBox`` (the MOT folder as ground truth: seqinfo.ini, gt/gt.txt), Datumaro's
-``mot_seq`` (the MOT folder) and ``cvat`` (the CVAT files), and label-studio-sdk's video keyframe interpolation
-(the Label Studio JSON). A reader whose package is missing is reported as not run, never as passed.
+``mot_seq`` (the MOT folder) and ``cvat`` (the CVAT files), and label-studio-sdk (the Label Studio JSON: each
+annotation validated against a video labelling config by ``LabelInterface``, each region's value parsed by the
+SDK's ``VideoRectangleValue``; the SDK does not interpolate keyframes, so the reader does, as Label Studio's
+editor does). A reader that fails is reported as failed, never as passed.
 
 Usage: python scripts/check_formats_peers.py [--venv /work/venv-fpeers] [--install] [--keep DIR]
 """
@@ -123,7 +125,7 @@ READERS: dict[str, str] = {
             d = dm.Dataset.import_from(str(seq), "mot_seq")
             names = [c.name for c in d.categories()[dm.AnnotationType.label]]
             for item in d:
-                frame = int(item.attributes.get("frame", int(item.id)))
+                frame = int(item.id) - 1  # the item id is the MOT frame, 1-based
                 for a in item.annotations:
                     if a.type != dm.AnnotationType.bbox:
                         continue
@@ -145,7 +147,8 @@ READERS: dict[str, str] = {
             for item in d:
                 frame = int(item.attributes.get("frame", 0))
                 for a in item.annotations:
-                    if a.type != dm.AnnotationType.bbox:
+                    # an outside shape closes a track's run: the object is not on that frame
+                    if a.type != dm.AnnotationType.bbox or a.attributes.get("outside"):
                         continue
                     tid = a.attributes.get("track_id")
                     out.append([xml.stem, frame, None if tid is None else int(tid), names[a.label],
@@ -153,10 +156,44 @@ READERS: dict[str, str] = {
         print(json.dumps(out))
         """
     ),
+    "label-studio-sdk": textwrap.dedent(
+        """
+        import json, sys
+        from label_studio_sdk.label_interface import LabelInterface
+        from label_studio_sdk.label_interface.control_tags import VideoRectangleValue
+        config = ('<View><Video name="video" value="$video"/><VideoRectangle name="box" toName="video"/>'
+                  '<Labels name="videoLabels" toName="video"><Label value="person"/><Label value="car"/></Labels></View>')
+        li = LabelInterface(config)
+        width, height = 64, 48
+        out = []
+        for task in json.load(open(sys.argv[1])):
+            vid = task["data"]["video_id"]
+            for ann in task["annotations"]:
+                assert li.validate_annotation(ann), ann["id"]
+                for track, region in enumerate(ann["result"]):
+                    value = VideoRectangleValue(**region["value"])
+                    keys = sorted(value.sequence, key=lambda k: k.frame)
+                    raw = sorted(region["value"]["sequence"], key=lambda k: k["frame"])
+                    enabled = [k.get("enabled", True) for k in raw]  # not a field of the SDK's model
+                    # Label Studio's video rectangles: linear between keyframes, a disabled keyframe ends the span
+                    for j, k in enumerate(keys):
+                        nxt = keys[j + 1] if j + 1 < len(keys) else None
+                        stop = k.frame + 1 if not enabled[j] else (nxt.frame if nxt else value.framesCount + 1)
+                        for f in range(k.frame, stop):
+                            t = 0.0 if nxt is None or not enabled[j] else (f - k.frame) / (nxt.frame - k.frame)
+                            x, y, w, h = (a + (getattr(nxt, c) - a) * t if nxt is not None else a
+                                          for c, a in (("x", k.x), ("y", k.y), ("width", k.width), ("height", k.height)))
+                            x0, y0 = x / 100 * width, y / 100 * height
+                            out.append([vid, f - 1, track, value.labels[0], x0, y0, x0 + w / 100 * width,
+                                        y0 + h / 100 * height])
+        print(json.dumps(out))
+        """
+    ),
 }
 
 #: The exported path each reader gets.
-READER_INPUT = {"trackeval MOT gt": "mot", "datumaro mot_seq": "mot", "datumaro cvat": "cvat-video"}
+READER_INPUT = {"trackeval MOT gt": "mot", "datumaro mot_seq": "mot", "datumaro cvat": "cvat-video",
+                "label-studio-sdk": "label-studio"}  # fmt: skip
 
 
 def canonical(rows: list[list[Any]]) -> tuple[list[tuple[Any, ...]], list[frozenset[int]], np.ndarray]:
