@@ -47,6 +47,7 @@ from vidlabel.dataset._db import (
     SCHEMA_VERSION,
     LocalConnection,
     as_meta,
+    attribute_schema,
     check_database,
     create_database,
     fetch_views,
@@ -56,6 +57,7 @@ from vidlabel.dataset._db import (
     now,
     read_transaction,
     record_json,
+    set_attribute_schema,
     unknown_video,
     video_from_record,
     video_record,
@@ -71,7 +73,7 @@ from vidlabel.dataset._release import (
     release_id_of,
     write_release,
 )
-from vidlabel.dataset._rows import RowColumns, check_rows, check_tracks
+from vidlabel.dataset._rows import ATTRIBUTE_TYPES, RowColumns, check_rows, check_tracks, schema_text
 from vidlabel.dataset._validate import (
     SAME_ANNOTATION,
     Problem,
@@ -521,6 +523,50 @@ class Dataset:
         """The label vocabulary in order (a label's class index is its position)."""
         return label_names(self._con())
 
+    def set_attribute_schema(self, label: str, schema: Mapping[str, str]) -> dict[str, str]:
+        """Declare the attributes rows of ``label`` may carry: name -> "bool", "number" or "text".
+
+        Names are added to the label's schema; a name already there keeps its type (rows may hold values of it).
+        Rows give them as ``"attributes": {"occluded": True, "visibility": 0.5}``, checked on the way in.
+
+        Returns
+        -------
+        dict name -> type
+            The label's whole schema.
+
+        Raises
+        ------
+        AnnotationError
+            On an unknown label, a name that is not a non-empty string, a type other than the three, or a name
+            whose type would change; nothing is changed.
+        """
+        with self._write("set_attribute_schema") as con:
+            labels = label_names(con)
+            if label not in labels:
+                raise AnnotationError(f"unknown label {label!r}; known: {', '.join(labels) or '(none)'}")
+            whole = attribute_schema(con)
+            have = dict(whole.get(label, {}))
+            for name, kind in dict(schema).items():
+                if not isinstance(name, str) or not name or name != name.strip():
+                    raise AnnotationError(f"attribute name {name!r} of label {label!r}: expected a non-empty string")
+                if kind not in ATTRIBUTE_TYPES:
+                    raise AnnotationError(
+                        f"attribute {name!r} of label {label!r} has type {kind!r}; allowed: {', '.join(ATTRIBUTE_TYPES)}"
+                    )
+                if have.get(name, kind) != kind:
+                    raise AnnotationError(
+                        f"attribute {name!r} of label {label!r} is {have[name]!r}: a schema keeps its types (rows may "
+                        f"hold values of it); the label's schema: {schema_text(have)}"
+                    )
+                have[name] = kind
+            whole[label] = have
+            set_attribute_schema(con, whole)
+        return have
+
+    def attribute_schema(self) -> dict[str, dict[str, str]]:
+        """Label -> {attribute name: "bool" | "number" | "text"} (labels without attributes left out)."""
+        return attribute_schema(self._con())
+
     def add_view(
         self,
         view_id: str,
@@ -693,7 +739,10 @@ class Dataset:
         meta = meta_from_record(metadata, self._db_file, video_id)
         labels = label_names(con)
         labels += [lab for lab in more_labels if lab not in labels]
-        return int(vcode), check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip), labels
+        checked = check_rows(
+            rows, video=meta, labels=labels, views=fetch_views(con), clip=clip, attribute_schema=attribute_schema(con)
+        )
+        return int(vcode), checked, labels
 
     def _duplicates_of(
         self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
@@ -927,6 +976,8 @@ class Dataset:
             mask_offsets=cols["mask_offsets"],
             mask_counts=cols["mask_counts"],
             mask_size=cols["mask_size"],
+            attr_offsets=cols["attr_offsets"],
+            attr_bytes=cols["attr_bytes"],
         )
         return Release(
             release_id=None,

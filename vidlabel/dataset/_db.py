@@ -43,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "LocalConnection",
     "as_meta",
+    "attribute_schema",
     "check_database",
     "create_database",
     "damaged_message",
@@ -55,6 +56,7 @@ __all__ = [
     "unknown_video",
     "meta_from_record",
     "record_json",
+    "set_attribute_schema",
     "video_from_record",
     "video_record",
     "writable",
@@ -494,3 +496,16 @@ def fetch_views(con: sqlite3.Connection) -> dict[str, tuple[int, View]]:
     ):
         out[vid] = (code, View(vid, (x0, y0, x1, y1), (w, h) if w is not None else None))
     return out
+
+
+def attribute_schema(con: sqlite3.Connection) -> dict[str, dict[str, str]]:
+    """Label -> {attribute name: type}: the dataset's attribute schema (``meta`` key ``attribute_schema``;
+    a dataset without one has none)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'attribute_schema'").fetchone()
+    return {} if row is None else record_json(row[0], "attribute schema", "meta")
+
+
+def set_attribute_schema(con: sqlite3.Connection, schema: Mapping[str, Mapping[str, str]]) -> None:
+    """Store the whole attribute schema (inside the caller's write transaction)."""
+    text = json.dumps({k: dict(v) for k, v in sorted(schema.items()) if v}, sort_keys=True)
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('attribute_schema', ?)", (text,))
