@@ -36,6 +36,7 @@ PUBLIC_MODULES = (
     "vidlabel.errors",
     "vidlabel.spec",
     "vidlabel.geometry",
+    "vidlabel.schema",
     "vidlabel.cli",
     "vidlabel.demo",
     "vidlabel.frames",
@@ -49,7 +50,7 @@ OPTIONAL = frozenset({"vidlabel.formats"})
 #: The layers, lowest first: a module may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.errors", "vidlabel.spec", "vidlabel.geometry", "vidlabel._version", "vidlabel._env"})
-    | {"vidlabel._words", "vidlabel._json"},
+    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel.schema"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),
@@ -259,6 +260,62 @@ def test_imports_point_down_the_layers() -> None:
             if layer_of(target) > mine:
                 upward.append(f"{module}:{line} imports {target} (layer {layer_of(target)} > {mine})")
     assert not upward, "imports must point down the layers:\n" + "\n".join(upward)
+
+
+#: Packages held to fewer layers than their own allows, as ARCHITECTURE.md says: the store needs neither the
+#: videos nor the dataset.
+ONLY_LAYER_1 = ("vidlabel.store",)
+
+
+def test_the_store_imports_only_layer_1() -> None:
+    wider = []
+    for module in module_names():
+        if not any(module == p or module.startswith(p + ".") for p in ONLY_LAYER_1):
+            continue
+        own = module.split(".")[:2]
+        for target, line in imports_of(module):
+            if layer_of(target) > 0 and target.split(".")[:2] != own:
+                wider.append(f"{module}:{line} imports {target} (layer {layer_of(target) + 1})")
+    assert not wider, "the store imports only layer 1 (ARCHITECTURE.md):\n" + "\n".join(wider)
+
+
+#: Modules that may import torch inside a function (never at import time): the demo runs the PyTorch datasets.
+TORCH_IN_FUNCTIONS = frozenset({"vidlabel.demo"})
+
+
+def torch_imports(source: str) -> list[tuple[int, bool]]:
+    """(line, inside a function) of every import of torch or a torch submodule in ``source``."""
+    out = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            names: list[str] = []
+            if isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom) and not child.level:
+                names = [child.module or ""]
+            if any(n.split(".")[0] == "torch" for n in names):
+                out.append((child.lineno, in_function))
+            visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(ast.parse(source), False)
+    return out
+
+
+def test_only_torch_data_imports_torch() -> None:
+    found = []
+    for module in module_names():
+        if module == "vidlabel.torch_data" or module.startswith("vidlabel.torch_data."):
+            continue
+        for line, in_function in torch_imports(_source_path(module).read_text()):
+            if not (in_function and module in TORCH_IN_FUNCTIONS):
+                found.append(f"{module}:{line}")
+    assert not found, "only vidlabel.torch_data imports torch (the demo inside its functions):\n" + "\n".join(found)
+
+
+def test_torch_import_check_can_fail() -> None:
+    source = "import torch\nfrom torch.utils.data import DataLoader\ndef f():\n    import torch.nn\nimport numpy\n"
+    assert torch_imports(source) == [(1, False), (2, False), (4, True)]
 
 
 def find_circle(graph: dict[str, set[str]]) -> list[str] | None:

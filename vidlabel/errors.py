@@ -31,6 +31,7 @@ __all__ = [
     "ReleaseNotFoundError",
     "SampleIndexTypeError",
     "SampleOutOfRangeError",
+    "SampleSchemaError",
     "SchemaVersionError",
     "StoreCorruptError",
     "StoreError",
@@ -137,6 +138,11 @@ class SampleIndexTypeError(VidlabelError, TypeError):
 
     The message echoes the value and its type and gives the valid range; an index is never rounded or parsed.
     """
+
+
+class SampleSchemaError(VidlabelError, ValueError):
+    """Raised when a sample dict does not match its schema (:mod:`vidlabel.schema`): a missing or unknown key,
+    a wrong dtype or shape; names each problem."""
 
 
 class VideoDecodeError(VidlabelError, ValueError):

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel.schema import frame_sample
 from vidlabel.spec import BOX_FORMATS, MAX_VIDEO_SIDE, View
 
 __all__ = [
@@ -379,7 +380,7 @@ def make_sample(
     normalized: bool = False,
     label_offset: int = 0,
 ) -> dict[str, Any]:
-    """Assemble the sample dict of the spec's table "What a sample contains" (both the video and the store path use this).
+    """The frame sample (:func:`vidlabel.schema.frame_sample`) of stored xyxy pixel boxes, in the output box format.
 
     Parameters
     ----------
@@ -406,17 +407,15 @@ def make_sample(
     """
     height, width = int(image.shape[0]), int(image.shape[1])
     boxes = boxes_from_xyxy(boxes_xyxy, box_format, normalized=normalized, size=(width, height)).astype(np.float32)
-    sample: dict[str, Any] = {
-        "image": image,
-        "boxes": boxes.reshape(-1, 4),
-        "labels": np.asarray(label_index, dtype=np.int64).reshape(-1) + int(label_offset),
-        "track_ids": np.asarray(track_ids, dtype=np.int64).reshape(-1),
-        "annotation_ids": np.asarray(annotation_ids, dtype=np.int64).reshape(-1),
-        "frame_labels": np.asarray(frame_labels, dtype=np.float32).reshape(-1),
-        "video_id": video_id,
-        "view_id": view_id,
-        "frame_index": int(frame_index),
-    }
-    if masks is not None:
-        sample["masks"] = np.asarray(masks, dtype=np.uint8).reshape(-1, height, width)
-    return sample
+    return frame_sample(
+        image=image,
+        boxes=boxes,
+        labels=np.asarray(label_index, dtype=np.int64).reshape(-1) + int(label_offset),
+        track_ids=track_ids,
+        annotation_ids=annotation_ids,
+        frame_labels=frame_labels,
+        video_id=video_id,
+        view_id=view_id,
+        frame_index=frame_index,
+        masks=masks,
+    )

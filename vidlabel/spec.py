@@ -50,6 +50,8 @@ ORIGINS: tuple[str, ...] = ("human", "model")
 STATUSES: tuple[str, ...] = ("unreviewed", "approved", "rejected")
 #: Box formats training code may ask for; stored boxes are always xyxy pixel corners.
 BOX_FORMATS: tuple[str, ...] = ("xyxy", "xywh", "cxcywh")
+#: The database file that makes a folder a vidlabel dataset (a frame store names it to tell the two apart).
+DB_NAME = "vidlabel.sqlite"
 
 
 def as_rational(value: Any, *, what: str = "rate") -> dict[str, int]:

@@ -66,6 +66,23 @@ def _killed_any_time(path: str, flag: str, n: int) -> None:
     ds.add_annotations(batch, "b")
 
 
+def _killed_inside_or_after(path: str, flag: str, n: int, inside: bool) -> None:
+    """Add ``n`` rows to video "b" and wait to be killed: inside the transaction before its commit, or after
+    ``add_annotations`` returned."""
+    import vidlabel.dataset._dataset as dataset_module
+
+    def hold(operation: str) -> None:
+        if operation == "add_annotations":
+            Path(flag).write_text("inside the transaction, not committed")
+            time.sleep(300)
+
+    if inside:
+        dataset_module._before_commit = hold
+    Dataset.open(path).add_annotations(rows(n), "b")
+    Path(flag).write_text("committed")
+    time.sleep(300)
+
+
 def wait_for(flag: Path, proc: Any, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not flag.exists():
@@ -132,11 +149,14 @@ def test_killed_at_any_moment_leaves_all_or_none(tmp_path: Path) -> None:
     ds = setup(tmp_path / "ds")
     n = 60_000
     ctx = mp.get_context("spawn")
-    outcomes = set()
-    for delay in (0.0, 0.15, 0.4):
-        flag = tmp_path / f"flag{delay}"
+    outcomes = []
+    # Three kills at moments left to the scheduler, then one just before the commit and one just after it.
+    runs = [(_killed_any_time, (n,), delay) for delay in (0.0, 0.15, 0.4)]
+    runs += [(_killed_inside_or_after, (n, True), 0.0), (_killed_inside_or_after, (n, False), 0.0)]
+    for k, (target, args, delay) in enumerate(runs):
+        flag = tmp_path / f"flag{k}"
         before = len(ds.annotations("b"))
-        p = ctx.Process(target=_killed_any_time, args=(str(ds.path), str(flag), n))
+        p = ctx.Process(target=target, args=(str(ds.path), str(flag), *args))
         p.start()
         wait_for(flag, p)
         time.sleep(delay)
@@ -144,9 +164,10 @@ def test_killed_at_any_moment_leaves_all_or_none(tmp_path: Path) -> None:
             os.kill(p.pid, signal.SIGKILL)
         p.join(60)
         after = len(Dataset.open(ds.path).annotations("b"))
-        assert after in (before, before + n)
-        outcomes.add(after - before)
+        outcomes.append(after - before)
         check_intact(ds.path)
+    assert all(added in (0, n) for added in outcomes), f"rows added per killed batch: {outcomes}"
+    assert outcomes[-2:] == [0, n], "killed before its commit: none of the batch; after it: all of it"
     Dataset.open(ds.path).add_annotations(rows(1), "b")
 
 

@@ -888,6 +888,17 @@ def test_a_zarr_root_nested_too_deeply_is_not_a_store(world: tuple[Path, Dataset
         open_store(store)
 
 
+def test_a_dataset_or_release_given_as_a_store_says_to_export_it(tmp_path: Path) -> None:
+    ds = Dataset.create(tmp_path / "ds")
+    ds.add_labels(["obj"])
+    ds.build()
+    for value, kind in ((ds, "Dataset"), (ds.release("latest"), "Release")):
+        with pytest.raises(OptionError, match=rf"got .*\(a {kind} is read through a store: export it with "):
+            open_store(value)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"opened from a folder path or a URL, got 3$"):
+        open_store(3)  # type: ignore[arg-type]
+
+
 def test_a_dataset_folder_given_as_a_store_says_to_export_it_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

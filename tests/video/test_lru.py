@@ -1,4 +1,4 @@
-"""OpenLRU (vidlabel.video._lru): the one set of open readers per process; RowColumns' one column list."""
+"""OpenLRU (vidlabel._lru): the one set of open readers per process; RowColumns' one column list."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pickle
 import numpy as np
 import pytest
 
+from vidlabel._lru import OpenLRU
 from vidlabel.dataset._rows import BATCH_COLUMNS, RowColumns
 from vidlabel.spec import AnnotationTable
-from vidlabel.video._lru import OpenLRU
 
 
 class Handle:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -224,3 +226,21 @@ def test_a_stream_that_changes_frame_size_is_refused_naming_the_frame_and_both_s
     ):
         probe(joined)
     assert probe(first.path).frame_count == 12  # each part alone is fine
+
+
+def test_vidlabel_probe_stays_callable_after_the_probe_module_is_imported(clip: ClipTruth) -> None:
+    """``from vidlabel.probe import ...`` binds the module to ``vidlabel.probe``; calling it still probes."""
+    code = (
+        "import sys, vidlabel\n"
+        "from vidlabel.probe import probe, read_frame_index\n"
+        "assert isinstance(vidlabel.probe, type(sys))\n"
+        "meta = vidlabel.probe(sys.argv[1], video_id='v')\n"
+        "assert meta == probe(sys.argv[1], video_id='v') and vidlabel.probe.read_frame_index is read_frame_index\n"
+        "print(meta.frame_count, meta.video_id)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(clip.path)], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(clip.frame_count), "v"]

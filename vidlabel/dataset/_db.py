@@ -36,7 +36,7 @@ from vidlabel.errors import (
     SchemaVersionError,
     UnknownVideoError,
 )
-from vidlabel.spec import VideoMetadata, View
+from vidlabel.spec import DB_NAME, VideoMetadata, View
 
 __all__ = [
     "DB_NAME",
@@ -66,8 +66,6 @@ __all__ = [
 
 #: Version of the SQLite schema this vidlabel writes; a dataset with a newer one is refused.
 SCHEMA_VERSION = 1
-#: The database file inside a dataset folder.
-DB_NAME = "vidlabel.sqlite"
 _FORMAT = "vidlabel-dataset"
 
 _SCHEMA = """

@@ -18,7 +18,7 @@ import numpy as np
 
 from vidlabel.dataset._release import Release
 from vidlabel.errors import OptionError, check_flag
-from vidlabel.samples._select import check_kinds
+from vidlabel.schema import check_kinds
 from vidlabel.spec import MAX_SIDE, integers
 from vidlabel.store._codecs import Codec, get_codec
 from vidlabel.store._framestore import BACKENDS

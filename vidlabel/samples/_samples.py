@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vidlabel._lru import OpenLRU
 from vidlabel.dataset._release import Release
 from vidlabel.errors import (
     FrameOutOfRangeError,
@@ -33,7 +34,6 @@ from vidlabel.errors import (
 from vidlabel.geometry import (
     boxes_from_xyxy,
     decode_rle,
-    make_sample,
     resize_mask,
     view_image,
     view_mask,
@@ -49,6 +49,7 @@ from vidlabel.samples._select import (
     select_samples,
 )
 from vidlabel.samples._storereader import FrameCache, StoreBackedReader
+from vidlabel.schema import SampleOptions, frame_sample
 from vidlabel.spec import (
     BoxFormat,
     FrameIndex,
@@ -57,7 +58,6 @@ from vidlabel.spec import (
     VideoMetadata,
     View,
 )
-from vidlabel.video._lru import OpenLRU
 from vidlabel.video._reader import usable_index
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, ReadPlan, check_nonneg_int, epoch_rng, shuffled
 
@@ -115,6 +115,12 @@ class FrameSamples:
         A frame store (``vidlabel.store.open_store``); frames it holds for a
         video with the same content hash are read from it, the rest from the
         video.
+    options : SampleOptions, optional
+        ``kinds``, ``labels``, ``origins``, ``min_confidence``,
+        ``with_masks``, ``box_format``, ``normalized`` and ``label_offset``
+        in one object (:class:`vidlabel.schema.SampleOptions`), e.g. shared
+        with a :class:`~vidlabel.torch_data.StoreFrames`; those keywords are
+        then left at their defaults.
 
     Raises
     ------
@@ -122,7 +128,8 @@ class FrameSamples:
         On an unknown label, view, kind, origin, frames mode or box format,
         ``stride < 1``, a non-integer ``label_offset``, a bad
         ``min_confidence``, or a view whose crop does not fit inside a
-        selected video's frame; if ``ds`` is not a Dataset (a path is
+        selected video's frame; ``options`` that is not a SampleOptions, or
+        is given with one of its keywords set; if ``ds`` is not a Dataset (a path is
         opened first, a Release goes through :meth:`from_release`), or a
         True/False option is given anything else, or ``roots`` that is
         neither a path nor a sequence of paths, or a ``cache``
@@ -167,11 +174,13 @@ class FrameSamples:
         label_offset: int = 0,
         roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
         cache: str | os.PathLike[str] | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
-        options = check_options(
+        targets, options_by_name = check_options(
             view_id=view_id, videos=videos, kinds=kinds, labels=labels, origins=origins,
             min_confidence=min_confidence, frames=frames, stride=stride, with_masks=with_masks,
             box_format=box_format, normalized=normalized, label_offset=label_offset, roots=roots, cache=cache,
+            options=options,
         )  # fmt: skip
         if not callable(getattr(ds, "release", None)) or not callable(getattr(ds, "snapshot", None)):
             hint = ""
@@ -184,7 +193,7 @@ class FrameSamples:
             raise OptionError(f"release must be a release id, 'latest' or None, got {release!r}")
         rel = ds.snapshot() if release is None else ds.release(release)
         path = getattr(ds, "path", None)
-        self._init(rel, options, dataset_path=None if path is None else str(path))
+        self._init(rel, targets, options_by_name, dataset_path=None if path is None else str(path))
 
     @classmethod
     def from_release(
@@ -195,20 +204,22 @@ class FrameSamples:
         Takes the same keyword options as the constructor (except ``release``).
         """
         self = cls.__new__(cls)
-        self._init(release, check_options(**options), dataset_path=None if dataset_path is None else str(dataset_path))
+        targets, checked = check_options(**options)
+        self._init(release, targets, checked, dataset_path=None if dataset_path is None else str(dataset_path))
         return self
 
     # -- building ------------------------------------------------------------------------------
 
-    def _init(self, rel: Release, opt: dict[str, Any], *, dataset_path: str | None) -> None:
+    def _init(self, rel: Release, targets: SampleOptions, opt: dict[str, Any], *, dataset_path: str | None) -> None:
         self._dataset_path = dataset_path
         self._release_id = rel.release_id
         self._release_created = rel.created
         self._options = opt
-        self._box_format = opt["box_format"]
-        self._normalized = opt["normalized"]
-        self._label_offset = opt["label_offset"]
-        self._with_masks = opt["with_masks"]
+        self._targets_options = targets
+        self._box_format = targets.box_format
+        self._normalized = targets.normalized
+        self._label_offset = targets.label_offset
+        self._with_masks = targets.with_masks
         self._roots = opt["roots"]
         self._cache = None if opt["cache"] is None else FrameCache(opt["cache"])
 
@@ -261,6 +272,13 @@ class FrameSamples:
     def box_format(self) -> str:
         """Format of ``boxes`` in the samples."""
         return self._box_format
+
+    @property
+    def options(self) -> SampleOptions:
+        """The target options (kinds, labels, origins, min_confidence, with_masks, box_format, normalized,
+        label_offset) as one :class:`~vidlabel.schema.SampleOptions`: pass it as ``options=`` to a
+        StoreFrames or StoreStream to read the same targets from a store."""
+        return self._targets_options
 
     def video(self, video_id: str) -> VideoMetadata:
         """Metadata of a selected video.
@@ -383,27 +401,7 @@ class FrameSamples:
         if self._sel.view is not None and image.shape != (height, width, 3):
             image = view_image(image, self._sel.view)
         lo, hi = self._region_range(code, int(frame))
-        masks = self._masks(lo, hi, video_id, image.shape[0], image.shape[1]) if self._with_masks else None
-        return make_sample(
-            image=image,
-            boxes_xyxy=self._sel.r_box[lo:hi],
-            label_index=self._sel.r_label[lo:hi] - self._label_offset,
-            track_ids=self._sel.r_track[lo:hi].copy(),
-            annotation_ids=self._sel.r_ann[lo:hi].copy(),
-            frame_labels=self._frame_labels(code, int(frame)),
-            video_id=video_id,
-            view_id=self._sel.view_id,
-            frame_index=int(frame),
-            masks=masks,
-            box_format=self._box_format,
-            normalized=self._normalized,
-            label_offset=self._label_offset,
-        )
-
-    def _positions_of(self, video_code: int) -> tuple[int, int]:
-        """[first, end) positions in ``index`` of a video's samples (the index is sorted by video code)."""
-        codes = self._sel.index.video_codes
-        return int(np.searchsorted(codes, video_code)), int(np.searchsorted(codes, video_code, side="right"))
+        return self._build(code, int(frame), lo, hi, self._frame_labels(code, int(frame)), image)
 
     def _targets_at(self, at: slice | list[int]) -> list[tuple[int, int, int, int]]:
         """(frame, region lo, region hi, pattern) of the samples at positions ``at`` of ``index`` (a slice or
@@ -422,30 +420,49 @@ class FrameSamples:
         self, video_code: int, frame: int, lo: int, hi: int, pattern: int, image: np.ndarray
     ) -> dict[str, Any]:
         """The dict :meth:`sample` returns for a sample of ``index`` (its regions ``[lo, hi)`` and marker
-        pattern known), built from the per-region arrays computed once (:meth:`_boxes_out`), not per call.
+        pattern known), without :meth:`sample`'s checks.
 
         ``image`` must be the reader's frame of that video (the image size of the video); anything else
         goes through :meth:`sample`. Every array is an own copy (the caller may change it).
         """
+        width, height = self._sizes[video_code]
+        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
+            return self.sample(self._sel.video_ids[video_code], frame, image)
+        return self._build(video_code, frame, lo, hi, self._sel.patterns[pattern].copy(), image)
+
+    def _build(
+        self,
+        video_code: int,
+        frame: int,
+        lo: int,
+        hi: int,
+        frame_labels: np.ndarray,
+        image: np.ndarray | None,
+        *,
+        copy: bool = True,
+    ) -> dict[str, Any]:
+        """Where FrameSamples' samples are built (:func:`~vidlabel.schema.frame_sample`): the targets of regions
+        ``[lo, hi)`` from the per-region arrays computed once (:meth:`_boxes_out`), each an own copy unless
+        ``copy`` is False (then read-only views)."""
         sel = self._sel
         video_id = sel.video_ids[video_code]
         width, height = self._sizes[video_code]
-        if not (isinstance(image, np.ndarray) and image.shape == (height, width, 3)):
-            return self.sample(video_id, frame, image)
-        out: dict[str, Any] = {
-            "image": image,
-            "boxes": self._boxes_out()[lo:hi].copy(),
-            "labels": sel.r_label[lo:hi].copy(),
-            "track_ids": sel.r_track[lo:hi].copy(),
-            "annotation_ids": sel.r_ann[lo:hi].copy(),
-            "frame_labels": sel.patterns[pattern].copy(),
-            "video_id": video_id,
-            "view_id": sel.view_id,
-            "frame_index": frame,
-        }
-        if self._with_masks:
-            out["masks"] = self._masks(lo, hi, video_id, height, width)
-        return out
+        regions = slice(lo, hi)
+        boxes, labels, tracks, anns = (a[regions] for a in (self._boxes_out(), sel.r_label, sel.r_track, sel.r_ann))
+        if copy:
+            boxes, labels, tracks, anns = boxes.copy(), labels.copy(), tracks.copy(), anns.copy()
+        return frame_sample(
+            image=image,
+            boxes=boxes,
+            labels=labels,
+            track_ids=tracks,
+            annotation_ids=anns,
+            frame_labels=frame_labels,
+            video_id=video_id,
+            view_id=sel.view_id,
+            frame_index=frame,
+            masks=self._masks(lo, hi, video_id, height, width) if self._with_masks else None,
+        )
 
     def _boxes_out(self) -> np.ndarray:
         """(R, 4) float32 boxes of every region in the output format (computed once)."""
@@ -471,11 +488,8 @@ class FrameSamples:
             changing them); boxes equal those :meth:`sample` gives for an image
             of the video's (view's) size.
         """
-        boxes, labels, tracks, anns = self._boxes_out(), self._sel.r_label, self._sel.r_track, self._sel.r_ann
         rows = list(self._sel.patterns)
-        ids, view_id = self._sel.video_ids, self._sel.view_id
         codes, frames = self._sel.index.video_codes, self._sel.index.frames
-        sizes = self._sel.image_sizes.tolist()
         for a in range(0, len(self), BLOCK_FRAMES):
             block = slice(a, a + BLOCK_FRAMES)
             for v, f, lo, hi, p in zip(
@@ -485,20 +499,7 @@ class FrameSamples:
                 self._sel.ix_hi[block].tolist(),
                 self._sel.ix_pattern[block].tolist(),
             ):
-                t = {
-                    "boxes": boxes[lo:hi],
-                    "labels": labels[lo:hi],
-                    "track_ids": tracks[lo:hi],
-                    "annotation_ids": anns[lo:hi],
-                    "frame_labels": rows[p],
-                    "video_id": ids[v],
-                    "view_id": view_id,
-                    "frame_index": f,
-                }
-                if self._with_masks:
-                    w, h = sizes[v]
-                    t["masks"] = self._masks(lo, hi, ids[v], h, w)
-                yield t
+                yield self._build(v, f, lo, hi, rows[p], None, copy=False)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary to log next to a training run.

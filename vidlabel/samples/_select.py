@@ -26,12 +26,10 @@ from vidlabel.errors import (
     SampleOutOfRangeError,
     UnknownVideoError,
     VidlabelWarning,
-    check_flag,
-    check_label_offset,
 )
 from vidlabel.geometry import view_boxes
+from vidlabel.schema import SampleOptions, as_names, option_shown, sample_options
 from vidlabel.spec import (
-    BOX_FORMATS,
     KINDS,
     ORIGINS,
     STATUSES,
@@ -68,13 +66,6 @@ def names_shown(items: Iterable[str], limit: int = 20) -> str:
     items = list(items)
     text = ", ".join(items[:limit])
     return text + (f", ... ({len(items)} in all)" if len(items) > limit else "")
-
-
-def option_shown(name: str, values: Iterable[str], limit: int = 10) -> str:
-    """``name=[...]`` as it was given (its first ``limit`` entries), for messages."""
-    items = list(values)
-    more = f", ... ({len(items)} in all)" if len(items) > limit else ""
-    return f"{name}=[{', '.join(repr(x) for x in items[:limit])}{more}]"
 
 
 def readonly(arr: np.ndarray) -> np.ndarray:
@@ -654,25 +645,24 @@ def check_options(
     label_offset: int = 0,
     roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     cache: str | os.PathLike[str] | None = None,
-) -> dict[str, Any]:
-    """Validate the options that do not need the release; normalise them to tuples."""
-    kinds_t, labels_t, origins_t = _check_names(kinds, labels, origins)
-    videos_t = None if videos is None else _as_tuple(videos, "videos")
+    options: SampleOptions | None = None,
+) -> tuple[SampleOptions, dict[str, Any]]:
+    """Validate the options that do not need the release; normalise them to tuples.
+
+    Returns the target options, checked once as a :class:`~vidlabel.schema.SampleOptions`, and every
+    option by name (the target options' normalised values among them).
+    """
+    targets = sample_options(
+        options, "FrameSamples", kinds=kinds, labels=labels, origins=origins, min_confidence=min_confidence,
+        with_masks=with_masks, box_format=box_format, normalized=normalized, label_offset=label_offset,
+    )  # fmt: skip
+    videos_t = None if videos is None else as_names(videos, "videos")
     if view_id is not None and not isinstance(view_id, str):
         raise OptionError(f"view_id must be a string or None, got {view_id!r}")
-    if min_confidence is not None:
-        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float, np.number)):
-            raise OptionError(f"min_confidence must be a number in [0, 1] or None, got {min_confidence!r}")
-        if not 0.0 <= float(min_confidence) <= 1.0:
-            raise OptionError(f"min_confidence must lie in [0, 1], got {min_confidence!r}")
-        min_confidence = float(min_confidence)
     if frames not in ("annotated", "all"):
         raise OptionError(f"unknown frames mode {frames!r}; allowed: annotated, all")
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or not 1 <= stride < 2**63:
         raise OptionError(f"stride must be an integer in [1, 2**63), got {stride!r}")
-    if box_format not in BOX_FORMATS:
-        raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-    check_label_offset(label_offset)
     roots_t = roots_of(roots)
     if cache is not None:
         where = os.fspath(cache) if isinstance(cache, (str, os.PathLike)) else None
@@ -682,74 +672,19 @@ def check_options(
                 f"got {cache!r}"
             )
         cache = where
-    return {
+    return targets, {
         "view_id": view_id,
         "videos": videos_t,
-        "kinds": kinds_t,
-        "labels": labels_t,
-        "origins": origins_t,
-        "min_confidence": min_confidence,
+        "kinds": targets.kinds,
+        "labels": targets.labels,
+        "origins": targets.origins,
+        "min_confidence": targets.min_confidence,
         "frames": frames,
         "stride": int(stride),
-        "with_masks": check_flag("with_masks", with_masks),
-        "box_format": box_format,
-        "normalized": check_flag("normalized", normalized),
-        "label_offset": int(label_offset),
+        "with_masks": targets.with_masks,
+        "box_format": targets.box_format,
+        "normalized": targets.normalized,
+        "label_offset": targets.label_offset,
         "roots": roots_t,
         "cache": cache,
     }
-
-
-def _as_tuple(value: Any, name: str) -> tuple[str, ...]:
-    """A string or a sequence of strings as a tuple of strings; OptionError naming ``name`` otherwise."""
-    if isinstance(value, str):
-        value = (value,)
-    try:
-        out = tuple(value)
-    except TypeError as err:
-        raise OptionError(f"{name} must be a list of strings, got {value!r}") from err
-    bad = [x for x in out if not isinstance(x, str)]
-    if bad:
-        raise OptionError(f"{name} must hold strings, got {bad[0]!r}")
-    return out
-
-
-def check_kinds(kinds: str | Sequence[str]) -> tuple[str, ...]:
-    """The ``kinds`` option (one kind alone, or a sequence of kinds) as a tuple of known kinds, at least one;
-    FrameSamples and export read it through this.
-
-    Raises
-    ------
-    OptionError
-        On an unknown kind, a value that is not a string, or no kind at all.
-    """
-    kinds_t = _as_tuple(kinds, "kinds")
-    for k in kinds_t:
-        if k not in KINDS:
-            raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
-    if not kinds_t:
-        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
-    return kinds_t
-
-
-def _check_names(
-    kinds: Sequence[str], labels: Sequence[str] | None, origins: Sequence[str] | None
-) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...] | None]:
-    """(kinds, labels, origins) as tuples: known kinds (at least one), labels non-empty without repeats
-    (None: all), known origins (None: all)."""
-    kinds_t = check_kinds(kinds)
-    labels_t = None if labels is None else _as_tuple(labels, "labels")
-    if labels_t is not None:
-        if not labels_t:
-            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
-        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
-        if dup:
-            raise OptionError(f"label {dup[0]!r} appears twice in {option_shown('labels', labels_t)}")
-    origins_t = None if origins is None else _as_tuple(origins, "origins")
-    if origins_t is not None:
-        for o in origins_t:
-            if o not in ORIGINS:
-                raise OptionError(
-                    f"unknown origin {o!r} in {option_shown('origins', origins_t)}; allowed: {', '.join(ORIGINS)}"
-                )
-    return kinds_t, labels_t, origins_t

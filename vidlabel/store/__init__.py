@@ -11,8 +11,9 @@ Private modules, lowest first: ``_layout`` (names, dtypes, format version),
 ``_hdf5`` / ``_zarr`` (the backends; ``_zarr_codecs``, the picture codecs Zarr loads
 by entry point), ``_writer``, ``_framestore`` (discovery and
 reading), ``_selection`` (StoreSamples), ``_verify``, ``_upload``. Imports only
-:mod:`vidlabel.errors`, :mod:`vidlabel.spec`, :mod:`vidlabel.geometry` and
-:mod:`vidlabel.video._lru` (the open frames readers of a process).
+layer 1: :mod:`vidlabel.errors`, :mod:`vidlabel.spec`, :mod:`vidlabel.geometry`,
+:mod:`vidlabel.schema` and its private helpers (``vidlabel._lru`` for the open
+frames readers of a process).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._lru import OpenLRU
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
@@ -31,6 +32,7 @@ from vidlabel.errors import (
     check_flag,
     check_path,
 )
+from vidlabel.spec import DB_NAME
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache, check_cache_bytes
 from vidlabel.store._fs import STORE_CHANGED
@@ -51,7 +53,6 @@ from vidlabel.store._layout import (
 from vidlabel.store._position import frame_number as frame_number_of
 from vidlabel.store._position import row_in_range, row_number, sample_position
 from vidlabel.store._remote import find_url_stores, is_url
-from vidlabel.video._lru import OpenLRU
 
 __all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
 
@@ -129,8 +130,6 @@ def not_a_store_hint(path: str | os.PathLike[str]) -> str:
     """What to do with a local folder that holds no frame store but a vidlabel dataset (its database), which is
     exported into a store first, or a MediaSequence export (``vidlabel export --format mediasequence``), which
     stores' readers, info and verify do not read; "" for any other path."""
-    from vidlabel.dataset._db import DB_NAME
-
     folder = Path(path)
     try:
         if (folder / DB_NAME).is_file():
@@ -347,11 +346,10 @@ class FrameStore:
         verify_checksums: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
-            from vidlabel.dataset import Dataset, Release
-
             hint = ""
-            if isinstance(path, (Dataset, Release)):
-                kind = type(path).__name__
+            kind = type(path).__name__
+            # told apart by name: the store sits below the dataset package and does not import it
+            if kind in ("Dataset", "Release") and type(path).__module__.startswith("vidlabel.dataset"):
                 hint = f" (a {kind} is read through a store: export it with vidlabel.export(ds, out), then open out)"
             raise OptionError(f"a frame store is opened from a folder path or a URL, got {path!r}{hint}")
         self.verify_checksums = check_flag("verify_checksums", verify_checksums)

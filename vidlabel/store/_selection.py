@@ -18,37 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag, check_label_offset
+from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag
 from vidlabel.geometry import decode_rle, make_sample
-from vidlabel.spec import BOX_FORMATS, KINDS
+from vidlabel.schema import SampleOptions, option_shown, sample_options
+from vidlabel.spec import KINDS
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
 
 __all__ = ["StoreSamples", "warn_unexported_kinds"]
 
 
-def _check(
-    kinds: Sequence[str], labels: Sequence[str] | None, box_format: str, label_offset: int, frames: str | None
-) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-    kinds_t = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    if not kinds_t:  # as FrameSamples says it
-        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
-    bad = [k for k in kinds_t if k not in KINDS]
-    if bad:
-        raise OptionError(f"unknown kind {bad[0]!r} in kinds={list(kinds_t)!r}; allowed: {', '.join(KINDS)}")
-    labels_t = None if labels is None else ((labels,) if isinstance(labels, str) else tuple(labels))
-    if labels_t is not None:
-        if not labels_t:
-            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
-        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
-        if dup:  # as FrameSamples says it: a repeated name would shift every later class index
-            raise OptionError(f"label {dup[0]!r} appears twice in labels={list(labels_t)!r}")
-    if box_format not in BOX_FORMATS:
-        raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-    check_label_offset(label_offset)
+def _check_frames(frames: str | None) -> None:
     if frames not in (None, "annotated", "stored"):
         raise OptionError(f"unknown frames mode {frames!r}; allowed: None (as exported), 'annotated', 'stored'")
-    return kinds_t, labels_t
 
 
 def warn_unexported_kinds(store: Any, kinds: tuple[str, ...]) -> None:
@@ -109,13 +91,20 @@ class StoreSamples:
         selected annotation; "stored": every stored frame.
     all_rows : bool
         Shorthand for ``frames="stored"``.
+    options : SampleOptions, optional
+        ``kinds``, ``labels``, ``with_masks``, ``box_format``, ``normalized``
+        and ``label_offset`` in one object (:class:`vidlabel.schema.SampleOptions`);
+        those keywords are then left at their defaults. Its ``origins`` and
+        ``min_confidence`` must be None: a store keeps no origin or
+        confidence of its markers.
 
     Raises
     ------
     OptionError
         On an unknown kind, label or box format, a label named twice, a bad ``label_offset``, a True/False
         option (``normalized``, ``with_masks``, ``all_rows``) given anything else, or a ``store`` that is no
-        FrameStore (a path: open it with ``open_store`` first).
+        FrameStore (a path: open it with ``open_store`` first); on ``options`` that is not a SampleOptions,
+        is given with one of its keywords set, or sets ``origins`` or ``min_confidence``.
     """
 
     def __init__(
@@ -130,6 +119,7 @@ class StoreSamples:
         with_masks: bool = False,
         frames: str | None = None,
         all_rows: bool = False,
+        options: SampleOptions | None = None,
     ) -> None:
         if not (callable(getattr(store, "video_data", None)) and hasattr(store, "class_names")):
             hint = ""
@@ -138,28 +128,40 @@ class StoreSamples:
             elif callable(getattr(store, "snapshot", None)):
                 hint = " (for a Dataset: vidlabel.FrameSamples(ds), or export it and open_store the store)"
             raise OptionError(f"StoreSamples takes a FrameStore, got {store!r}{hint}")
-        kinds_t, labels_t = _check(kinds, labels, box_format, label_offset, frames)
+        targets = sample_options(
+            options, "StoreSamples", kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
+            label_offset=label_offset, with_masks=with_masks,
+        )  # fmt: skip
+        if targets.origins is not None or targets.min_confidence is not None:
+            raise OptionError(
+                f"StoreSamples: options={targets!r} selects by origins or min_confidence, which a frame store "
+                "cannot (it keeps no origin or confidence of its markers): leave them None, or read the release "
+                "with vidlabel.FrameSamples"
+            )
+        _check_frames(frames)
         all_rows = check_flag("all_rows", all_rows)
         self.store = store
-        self.kinds = kinds_t
-        self.box_format = box_format
-        self.normalized = check_flag("normalized", normalized)
-        self.label_offset = int(label_offset)
-        self.with_masks = check_flag("with_masks", with_masks)
+        self.options = targets
+        self.kinds = targets.kinds
+        self.box_format = targets.box_format
+        self.normalized = targets.normalized
+        self.label_offset = targets.label_offset
+        self.with_masks = targets.with_masks
         vocabulary = list(store.class_names)
-        if labels_t is None:
+        if targets.labels is None:
             self._class_names = list(vocabulary)
         else:
-            unknown = [x for x in labels_t if x not in vocabulary]
+            unknown = [x for x in targets.labels if x not in vocabulary]
             if unknown:
                 raise OptionError(
-                    f"unknown label {unknown[0]!r} in labels={list(labels_t)!r}; the store's labels: {', '.join(vocabulary)}"
+                    f"unknown label {unknown[0]!r} in {option_shown('labels', targets.labels)}; the store's "
+                    f"labels: {', '.join(vocabulary)}"
                 )
-            self._class_names = list(labels_t)
+            self._class_names = list(targets.labels)
         class_of = {name: i for i, name in enumerate(self._class_names)}
         self._label_map = np.array([class_of.get(x, -1) for x in vocabulary] + [-1], dtype=np.int64)
-        self._want_box = "box" in kinds_t
-        self._want_mask = "mask" in kinds_t
+        self._want_box = "box" in targets.kinds
+        self._want_mask = "mask" in targets.kinds
         exported = store.attrs.get("export", {}).get("frames", "annotated")
         if all_rows:
             frames = "stored"

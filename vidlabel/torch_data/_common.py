@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from vidlabel.errors import OptionError
+from vidlabel.schema import SCHEMAS
 from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
 from vidlabel.video._heap import keep_heap_top
 from vidlabel.video._readplan import check_nonneg_int
@@ -60,8 +61,12 @@ __all__ = [
     "worker_info",
 ]
 
-#: Per-sample keys whose first dimension is the number of regions: collated as lists.
-RAGGED_KEYS = frozenset({"boxes", "labels", "track_ids", "annotation_ids", "masks", "confidences"})
+#: Per-sample keys whose first dimension differs between samples, collated as lists: the schemas' ragged keys
+#: (:mod:`vidlabel.schema`), and ``confidences``, a per-region key transforms add.
+RAGGED_KEYS: frozenset[str] = frozenset().union(*(schema.ragged for schema in SCHEMAS.values()), {"confidences"})
+
+#: Keys holding images, channels last in NumPy and channels first in PyTorch.
+IMAGE_KEYS: frozenset[str] = frozenset().union(*(schema.images for schema in SCHEMAS.values()))
 
 
 def _env_int(name: str) -> int | None:
@@ -372,8 +377,8 @@ def _from_numpy(key: str, value: Any) -> Any:
     NumPy sample's, so that a batch's images are (B, C, H, W) whichever kind of sample they came in."""
     if not isinstance(value, np.ndarray):
         return value
-    if key == "image" and value.ndim == 3:
-        return _tensor(value).permute(2, 0, 1)
+    if key in IMAGE_KEYS and value.ndim >= 3:
+        return _tensor(value).movedim(-1, -3)
     return _tensor(value)
 
 

@@ -1,6 +1,6 @@
 """PyTorch datasets over a frame store: StoreFrames (map-style, any sampler) and StoreStream (iterable, sharded).
 
-Both build the same sample dict as the video datasets (``make_sample``), as
+Both build the same sample dict as the video datasets (:func:`vidlabel.schema.frame_sample`), as
 tensors (``to_torch_sample``: ``image`` (3, H, W) uint8), then apply
 ``transform``. They hold only the store's paths and metadata: files open
 lazily in each DataLoader worker (fork or spawn), and each process has its
@@ -18,6 +18,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from vidlabel.errors import OptionError, VidlabelError, check_flag
+from vidlabel.schema import SampleOptions, sample_options
 from vidlabel.store import FrameStore, StoreSamples, open_store
 from vidlabel.store._cache import check_cache_bytes
 from vidlabel.store._framestore import adopt_learnt
@@ -89,14 +90,17 @@ class _StoreDataset:
         cache_bytes: int | None,
         frames: str | None,
         verify_checksums: bool | None,
+        options: SampleOptions | None,
     ) -> None:
+        owner = type(self).__name__
+        targets = sample_options(
+            options, owner, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
+            label_offset=label_offset, with_masks=with_masks,
+        )  # fmt: skip
         if transform is not None and not callable(transform):
             raise OptionError(f"transform must be callable or None, got {transform!r}")
         self.store = _open(store, cache_bytes, verify_checksums)
-        self.samples = StoreSamples(
-            self.store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
-            label_offset=label_offset, with_masks=with_masks, frames=frames,
-        )  # fmt: skip
+        self.samples = StoreSamples(self.store, frames=frames, options=targets)
         warn_unexported_kinds(self.store, self.samples.kinds)
         self.transform = transform
 
@@ -159,6 +163,11 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         :class:`~vidlabel.errors.StoreCorruptError` on a damaged one (see
         :class:`~vidlabel.store.FrameStore`). None (default): True for a path,
         the given FrameStore's own setting for a FrameStore.
+    options : SampleOptions, optional
+        ``kinds``, ``labels``, ``with_masks``, ``box_format``, ``normalized``
+        and ``label_offset`` in one :class:`vidlabel.schema.SampleOptions`
+        (e.g. ``samples.options`` of the FrameSamples the store was exported
+        from); those keywords are then left at their defaults.
 
     Raises
     ------
@@ -207,11 +216,12 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         cache_bytes: int | None = None,
         frames: str | None = None,
         verify_checksums: bool | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames, verify_checksums=verify_checksums,
+            frames=frames, verify_checksums=verify_checksums, options=options,
         )  # fmt: skip
         if len(self.store.video_ids) <= PRELOAD_VIDEOS:
             # built here, in the main process, the targets are inherited by every DataLoader worker forked later
@@ -304,7 +314,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
     seed : int
     drop_last : bool
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
         As :class:`StoreFrames`.
 
     Raises
@@ -332,13 +342,14 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         cache_bytes: int | None = None,
         frames: str | None = None,
         verify_checksums: bool | None = None,
+        options: SampleOptions | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames, verify_checksums=verify_checksums,
+            frames=frames, verify_checksums=verify_checksums, options=options,
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
+from vidlabel._lru import OpenLRU
 from vidlabel.errors import OptionError, VidlabelWarning, check_flag
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.store._position import sample_position
@@ -36,7 +37,6 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
-from vidlabel.video._lru import OpenLRU
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
