@@ -226,6 +226,12 @@ FRAME = SampleSchema(
             "One mask per target, aligned with boxes (all zero for a box row).",
             layout="ragged", when="with_masks=True",
         ),
+        SampleKey(
+            "attributes", ("N", "A"), "float32", "attribute value",
+            "Each target's attributes named by with_attributes, in its order (true 1, false 0, NaN where the "
+            "row has none).",
+            layout="ragged", when="with_attributes",
+        ),
     ),
 )  # fmt: skip
 
@@ -251,6 +257,7 @@ def frame_sample(
     view_id: str | None,
     frame_index: int,
     masks: np.ndarray | None = None,
+    attributes: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """A frame sample dict (:data:`FRAME`): the one place a frame sample is assembled.
 
@@ -271,6 +278,8 @@ def frame_sample(
     frame_index : int
     masks : (N, H, W) uint8, optional
         Only with ``with_masks=True``.
+    attributes : (N, A) float32, optional
+        Only with ``with_attributes`` (FrameSamples).
 
     Returns
     -------
@@ -291,6 +300,8 @@ def frame_sample(
             sample["masks"] = _regions(masks, np.uint8, (-1, int(image.shape[0]), int(image.shape[1])))
         else:
             sample["masks"] = np.asarray(masks, dtype=np.uint8)
+    if attributes is not None:
+        sample["attributes"] = _regions(attributes, np.float32, (-1, int(np.shape(attributes)[-1])))
     return sample
 
 

@@ -929,6 +929,7 @@ class Dataset:
             raise AnnotationError(f"unknown status(es) {bad}; allowed: {', '.join(STATUSES)}")
         with self._read() as con:
             labels = tuple(label_names(con))
+            schema = attribute_schema(con)
             view_rows = fetch_views(con)
             video_rows = con.execute(
                 "SELECT code, video_id, metadata, frame_index, index_pts, index_keyframes FROM videos"
@@ -992,6 +993,8 @@ class Dataset:
                 "rows": len(table),
                 "vidlabel_version": __version__,
                 "schema_version": SCHEMA_VERSION,
+                # the labels' attribute schema, for choosing samples by attributes (not part of the content id)
+                **({"attribute_schema": schema} if schema else {}),
             },
         )
 
