@@ -728,10 +728,12 @@ class Dataset:
         return ids.tolist()
 
     def _checked_rows(
-        self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
-    ) -> tuple[int, RowColumns, list[str]]:
+        self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = (),
+        more_schema: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> tuple[int, RowColumns, list[str]]:  # fmt: skip
         """``(video code, checked columns, labels)`` of rows for ``video_id``, as ``add_annotations`` checks them
-        (labels ``more_labels`` taken as added after the dataset's own: a dry run's labels to add)."""
+        (labels ``more_labels`` taken as added after the dataset's own, and attributes ``more_schema`` as added to
+        the schema: a dry run's)."""
         row = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (video_id,)).fetchone()
         if row is None:
             raise self._unknown_video(con, video_id)
@@ -739,14 +741,18 @@ class Dataset:
         meta = meta_from_record(metadata, self._db_file, video_id)
         labels = label_names(con)
         labels += [lab for lab in more_labels if lab not in labels]
+        schema = attribute_schema(con)
+        for label, names in (more_schema or {}).items():
+            schema[label] = {**schema.get(label, {}), **names}
         checked = check_rows(
-            rows, video=meta, labels=labels, views=fetch_views(con), clip=clip, attribute_schema=attribute_schema(con)
+            rows, video=meta, labels=labels, views=fetch_views(con), clip=clip, attribute_schema=schema
         )
         return int(vcode), checked, labels
 
     def _duplicates_of(
-        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool, more_labels: Sequence[str] = (),
+        more_schema: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:  # fmt: skip
         """What ``add_annotations(rows, video_id, clip=clip)`` would warn of, nothing written (an import's dry run):
         ``(row, annotation id already stored)`` and ``(row, earlier row)`` pairs, as
         :func:`~vidlabel.dataset._validate.added_duplicates` gives them.
@@ -759,7 +765,9 @@ class Dataset:
             If the video is not registered.
         """
         with self._read() as con:
-            vcode, cols, _ = self._checked_rows(con, list(rows), video_id, clip=clip, more_labels=more_labels)
+            vcode, cols, _ = self._checked_rows(
+                con, list(rows), video_id, clip=clip, more_labels=more_labels, more_schema=more_schema
+            )
             if cols.n_rows == 0:
                 return [], []
             first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])

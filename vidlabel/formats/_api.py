@@ -223,6 +223,7 @@ def import_labels(
             "add them first (vidlabel add-labels) or pass add_labels=True (--add-labels)",
         )
     report.labels_added = missing
+    report.attributes_added = _new_attributes(p, ds, parsed)
     if clip:
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
@@ -232,7 +233,9 @@ def import_labels(
     if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
         for vid, vr in parsed.videos.items():
             try:
-                twice, repeated = ds._duplicates_of(vr.rows, vid, clip=clip, more_labels=missing)
+                twice, repeated = ds._duplicates_of(
+                    vr.rows, vid, clip=clip, more_labels=missing, more_schema=report.attributes_added
+                )
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
@@ -241,6 +244,8 @@ def import_labels(
     with ds._one_write("import_labels"):
         if missing:
             ds.add_labels(missing)
+        for label, names in report.attributes_added.items():
+            ds.set_attribute_schema(label, names)
         for vid, vr in parsed.videos.items():
             try:
                 ids = ds._add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)), stacklevel=4)
@@ -248,6 +253,26 @@ def import_labels(
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
     return report
+
+
+def _new_attributes(path: Path, ds: Dataset, parsed: Parsed) -> dict[str, dict[str, str]]:
+    """The attributes the file's rows carry that the dataset's schema lacks (label -> name -> type), added to the
+    schema with the rows; one the schema gives another type is a FormatError naming both."""
+    have = ds.attribute_schema()
+    out: dict[str, dict[str, str]] = {}
+    for label, names in parsed.attributes.items():
+        for name, kind in names.items():
+            known = have.get(label, {}).get(name)
+            if known is not None and known != kind:
+                raise fail(
+                    path,
+                    None,
+                    f"attribute {name!r} of label {label!r} is {kind!r} in the file but {known!r} in the dataset's "
+                    "schema; a schema keeps its types",
+                )
+            if known is None:
+                out.setdefault(label, {})[name] = kind
+    return out
 
 
 def _where_of(vr: VideoRows) -> Callable[[int], str]:

@@ -45,6 +45,7 @@ from ._common import (
     mask_of,
     number,
     read_json,
+    row_attributes,
     video_tables,
     write_json,
     xywh_boxes,
@@ -54,9 +55,65 @@ from ._report import ExportLabelsReport
 __all__ = ["export_cocovid", "import_cocovid"]
 
 
-#: Per-annotation fields of COCO-VID files (mmtracking's mot2coco ``visibility``, ImageNet-VID's ``occluded`` /
-#: ``generated``, ...) that no row holds: the import says which it left out.
-_NOT_STORED = ("visibility", "occluded", "truncated", "generated", "attributes")
+#: Per-annotation fields of COCO-VID files that no row holds (ImageNet-VID's ``generated``): the import says
+#: which it left out.
+_NOT_STORED = ("generated",)
+#: Per-annotation fields kept as the row's attributes: ImageNet-VID's ``occluded`` and ``truncated`` (0/1 or
+#: true/false: bool), mmtracking's mot2coco ``visibility`` (a number); and Datumaro's ``attributes`` object,
+#: each value by its JSON type.
+_FLAGS = ("occluded", "truncated")
+
+
+def _json_kind(value: Any) -> str | None:
+    """The attribute type of a JSON value: "bool", "number", "text", or None for another (a list, null)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "text" if isinstance(value, str) else None
+
+
+def annotation_attributes(path: Path, where: Where, a: dict[str, Any], label: str, parsed: Parsed) -> dict[str, Any]:
+    """The attributes of a COCO-VID annotation (see ``_FLAGS``), declared in ``parsed`` for ``label``."""
+    out: dict[str, Any] = {}
+    for key in _FLAGS:
+        value = a.get(key)
+        if value is None:
+            continue
+        if not (isinstance(value, bool) or (type(value) is int and value in (0, 1))):
+            raise fail(path, where, f"{key} is {value!r}; expected 0, 1, true or false")
+        out[key] = bool(value)
+    if a.get("visibility") is not None:
+        out["visibility"] = number(path, where, a["visibility"], "visibility")
+    extra = a.get("attributes")
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            kind = _json_kind(value)
+            if kind is None:
+                raise fail(path, where, f"attributes.{key} is {str(value)[:40]!r}; expected a bool, number or string")
+            out[key] = value
+    elif extra is not None:
+        raise fail(path, where, f"attributes is {str(extra)[:40]!r}; expected an object of name -> value")
+    for key, value in out.items():
+        parsed.declare(label, key, _json_kind(value))  # type: ignore[arg-type]
+    return out
+
+
+def attributes_doc(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A row's attributes as COCO-VID annotation fields: ``occluded`` / ``truncated`` as 0/1 and ``visibility``
+    where they have those types, every other under ``attributes``."""
+    out: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key in _FLAGS and isinstance(value, bool):
+            out[key] = int(value)
+        elif key == "visibility" and not isinstance(value, bool | str):
+            out[key] = value
+        else:
+            rest[key] = value
+    if rest:
+        out["attributes"] = rest
+    return out
 
 
 def _categories(
@@ -207,6 +264,9 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
             if key in a:
                 not_stored[key] += 1
         row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
+        attrs = annotation_attributes(path, where, a, label, parsed)
+        if attrs:
+            row["attributes"] = attrs
         seg = a.get("segmentation")
         rle = None
         if seg:
@@ -366,6 +426,7 @@ def export_cocovid(release: Release, out: Path, videos: Sequence[str]) -> Export
             }
             if is_mask[j]:
                 a["segmentation"] = mask_of(t, r)
+            a.update(attributes_doc(row_attributes(t, r)))
             if model[j]:
                 a["score"] = None if conf[j] != conf[j] else float32_value(conf[j])
                 if a["score"] is None:  # no score: the annotation reads back as human

@@ -70,6 +70,12 @@ class Parsed:
     videos: dict[str, VideoRows] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    #: label -> {attribute name: "bool" | "number" | "text"} of the attributes the rows carry
+    attributes: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def declare(self, label: str, name: str, kind: str) -> None:
+        """Record that rows of ``label`` carry attribute ``name`` of type ``kind``."""
+        self.attributes.setdefault(label, {})[name] = kind
 
 
 @dataclass
@@ -186,6 +192,9 @@ def import_each_file(ctx: ImportContext, suffix: str, one: Importer) -> Parsed:
                 into.add(row, f"{name} {where_text(where)}")
         out.skipped.update(got.skipped)
         out.notes.extend(f"{name}: {note}" for note in got.notes)
+        for label, names in got.attributes.items():
+            for attr, kind in names.items():
+                out.declare(label, attr, kind)
     return out
 
 
@@ -436,6 +445,11 @@ def _clip_polygon(flat: list[Any], width: int, height: int) -> list[float]:
         if not pts:
             return []
     return [v for p in pts for v in p]
+
+
+def row_attributes(table: AnnotationTable, i: int) -> dict[str, Any]:
+    """Row ``i``'s attributes (``{}`` for none)."""
+    return table.attributes(i)
 
 
 def mask_of(table: AnnotationTable, i: int) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from ._common import (
     fail,
     float32_value,
     read_text,
+    row_attributes,
     video_tables,
     write_text,
 )
@@ -183,7 +184,10 @@ def _import_file(
     notes: list[str] = []
     ten_as_gt = _ten_column_reading(path, text, opts.read_as, notes)
     vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
+    first = len(vr.rows)
     counts = _read_lines(ctx, path, text, opts, vr, label, label_map, ten_as_gt, prefix)
+    for lab in dict.fromkeys(r["label"] for r in vr.rows[first:] if "attributes" in r):
+        parsed.declare(lab, "visibility", "number")
     if counts["ignored"]:
         parsed.skipped[
             "consider flag 0 (gt column 7; include_ignored=True or --option include_ignored=true keeps them)"
@@ -228,6 +232,10 @@ def _read_lines(
             _gt10_label(path, number, row, label, label_map)
         else:
             _label_row(path, number, row, n, extra, label, label_map, counts, classes)
+        if n == 9:  # the visibility column: an attribute of the row
+            if not np.isfinite(extra[2]):
+                raise fail(path, number, f"visibility {extra[2]} (column 9) is not a finite number")
+            row["attributes"] = {"visibility": extra[2]}
         if "track_id" not in row:  # id <= 0: untracked, as the README says; said in a note
             counts["untracked"] += 1
             counts["id_zero"] += float(line.split(",")[1]) == 0
@@ -252,7 +260,7 @@ def _count_notes(counts: Counter[str], notes: list[str]) -> None:
             f"(MOT ids are 1-based: an id <= 0 is untracked, see the README's MOT section){zero}"
         )
     if counts["width 9"]:
-        notes.append("visibility (gt column 9) is not stored")
+        notes.append("visibility (gt column 9) stored as the rows' attribute 'visibility'")
 
 
 def _ten_column_reading(path: Path, text: str, read_as: str, notes: list[str]) -> bool:
@@ -501,9 +509,11 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
                     lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
             else:
                 cls = t.label[sel] + 1
+                vis = [row_attributes(t, int(r)).get("visibility", 1.0) for r in sel.tolist()]
                 for i in order.tolist():
                     x, y, w, h = map(_fmt, xywh[i])
-                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},1,{cls[i]},1\n")
+                    v = _fmt(vis[i]) if vis[i] != 1.0 else "1"
+                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},1,{cls[i]},{v}\n")
             target = folder / sub / f"{sub}.txt"
             write_text(target, "".join(lines))
             report.paths.append(str(target))
