@@ -258,9 +258,24 @@ def test_mediasequence_regions_with_label_indices_only_are_named_by_a_label_map(
     assert (row["label"], row["start_frame"]) == ("truck", 3) and row["box"] == pytest.approx((1, 2, 9, 12), abs=1e-4)
 
 
-def test_ovis_occlusion_levels_are_noted_not_dropped_silently(tmp_path: Path) -> None:
+def test_ovis_occlusion_levels_are_kept_as_attributes_and_written_back(tmp_path: Path) -> None:
     ds = dataset(tmp_path / "ds")
     doc = _ytvis(occlusion=[0, None, 2])
     doc["categories"] = [{"id": 2, "name": "car"}]
     rep = import_labels(ds, "ytvis", write(tmp_path / "ovis.json", json.dumps(doc)))
-    assert rep.rows == 2 and "per-instance fields not stored: occlusion (on 1 instance)" in rep.notes
+    assert [(r["start_frame"], r["attributes"]) for r in ds.annotations()] == [
+        (0, {"occlusion": 0.0}), (2, {"occlusion": 2.0}),
+    ]  # fmt: skip
+    assert rep.attributes_added == {"car": {"occlusion": "number"}}
+    ds.build()
+    export_labels(ds, "ytvis", tmp_path / "out.json")
+    (ann,) = json.loads((tmp_path / "out.json").read_text())["annotations"]
+    assert ann["occlusion"][:3] == [0.0, None, 2.0]
+    with pytest.raises(FormatError, match=r"annotations\[0\]: occlusion is '\[0\]'; expected a list of 3 levels"):
+        import_labels(
+            dataset(tmp_path / "ds2"),
+            "ytvis",
+            write(
+                tmp_path / "bad.json", json.dumps({**doc, "annotations": [{**doc["annotations"][0], "occlusion": [0]}]})
+            ),
+        )

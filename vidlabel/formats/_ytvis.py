@@ -46,6 +46,7 @@ from ._common import (
     mixed_origin_reason,
     number,
     read_json,
+    row_attributes,
     tracks_of,
     video_tables,
     whole_number,
@@ -157,6 +158,9 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         for key in _NOT_STORED:
             if a.get(key) is not None:
                 not_stored[key] += 1
+        occlusion = _occlusion(path, at, a.get("occlusion"), len(frames))
+        if occlusion is not None:
+            parsed.declare(cats[cat], "occlusion", "number")
         for k, (box, seg) in enumerate(zip(bboxes, segs)):
             if box is None and seg is None:
                 continue
@@ -179,6 +183,8 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
                 row["kind"], row["mask"] = "mask", rle
             else:
                 row["box"] = xywh_box(path, where, box, "bboxes entry")
+            if occlusion is not None and occlusion[k] is not None:
+                row["attributes"] = {"occlusion": occlusion[k]}
             vr.add(row, where)
     if not_stored:
         listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
@@ -186,9 +192,18 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
     return parsed
 
 
-#: Per-instance fields of YouTube-VIS-shaped files that no row holds (OVIS's per-frame ``occlusion`` levels):
-#: the import names them in its notes.
-_NOT_STORED = ("occlusion", "occluded", "attributes")
+#: Per-instance fields of YouTube-VIS-shaped files that no row holds: the import names them in its notes.
+_NOT_STORED = ("occluded", "attributes")
+
+
+def _occlusion(path: Path, at: str, value: Any, n: int) -> list[float | None] | None:
+    """OVIS's per-frame ``occlusion`` levels of an instance (0 none, 1 slight, 2 severe; null where absent),
+    one per file name, kept as the rows' attribute ``occlusion``."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != n:
+        raise fail(path, at, f"occlusion is {str(value)[:40]!r}; expected a list of {n} levels (one a file name)")
+    return [None if v is None else number(path, f"{at} frame index {k}", v, "occlusion") for k, v in enumerate(value)]
 
 
 def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -212,6 +227,7 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
         for track, trows in tracks_of(t, rows[kind != MARKER]).items():
             bboxes: list[Any] = [None] * n
             segs: list[Any] = [None] * n
+            occlusion: list[Any] = [None] * n
             has_mask = False
             order = sorted(trows.tolist(), key=lambda r: (int(t.start_frame[r]), int(t.kind[r]) != MASK))
             for r in order:
@@ -221,6 +237,13 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
                     continue
                 x0, y0, x1, y1 = t.box[r].tolist()
                 bboxes[f] = [x0, y0, x1 - x0, y1 - y0]
+                attrs = row_attributes(t, r)
+                occlusion[f] = attrs.get("occlusion")
+                others = sorted(k for k in attrs if k != "occlusion")
+                if others:
+                    report.not_written[
+                        f"attributes other than occlusion ({', '.join(others)}: YouTube-VIS holds none)"
+                    ] += 1
                 if t.kind[r] == MASK:
                     segs[f] = mask_of(t, r)
                     has_mask = True
@@ -231,6 +254,8 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
                 "bboxes": bboxes, "segmentations": segs if has_mask else None,
                 "areas": [None if b is None else b[2] * b[3] for b in bboxes],
             }  # fmt: skip
+            if any(v is not None for v in occlusion):  # OVIS's per-frame occlusion levels
+                a["occlusion"] = occlusion
             model = t.origin[trows] == MODEL
             if model.any():
                 conf = t.confidence[trows].astype(np.float64)
