@@ -285,8 +285,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if count > _VALIDATE_LINES:
             rest = plural(count - _VALIDATE_LINES, f"more {code} {severity[code]}")
             print(f"... and {rest} (vidlabel validate --json lists every problem)")
+    _print_attributes(args.dataset)
     print(f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}")
     return 1 if errors else 0
+
+
+def _print_attributes(path: str) -> None:
+    """The attribute schema of the live rows, label by label, with how many rows give each attribute."""
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._validate import attribute_summary
+
+    ds = Dataset.open(path)
+    schema = ds.attribute_schema()
+    if schema:
+        for line in attribute_summary(ds.snapshot().table, schema):
+            print(f"attributes: {line}")
 
 
 def _cmd_info(args: argparse.Namespace) -> int:

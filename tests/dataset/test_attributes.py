@@ -169,3 +169,13 @@ def test_frame_samples_attribute_options_are_checked(tmp_path: Path) -> None:
         FrameSamples(ds, with_attributes=["pose", "pose"])
     assert len(FrameSamples(ds, attributes={"pose": "left"})) == 1
     assert len(FrameSamples(ds, attributes={"pose": "right"})) == 0
+
+
+def test_validate_shows_each_labels_attributes_and_how_many_rows_give_them(tmp_path: Path, capsys) -> None:
+    from vidlabel.cli import main
+
+    ds = _ds(tmp_path / "ds")
+    ds.add_annotations([_box(0, {"occluded": True}), _box(1, {"occluded": False, "visibility": 0.5}), _box(2)], "cam1")
+    assert main(["validate", str(tmp_path / "ds")]) == 0
+    out = capsys.readouterr().out
+    assert "attributes: person (3 rows): occluded (bool) on 2, pose (text) on 0, visibility (number) on 1" in out
