@@ -11,8 +11,9 @@ sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot
 ``neg_category_ids`` and ``not_exhaustive_category_ids`` are named in the notes; an annotation with a ``segmentation``
 (polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
 box row; a ``score`` makes it a model row with that confidence. ``iscrowd`` and ``ignore`` annotations (ignored
-regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``visibility``, ``occluded``,
-``truncated``, ``generated`` and ``attributes`` are not stored, which the report's notes say.
+regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``occluded`` and
+``truncated`` (0/1 or true/false), ``visibility`` and Datumaro's ``attributes`` object are the row's attributes
+(written back so); ``generated`` is not stored, which the report's notes say.
 """
 
 from __future__ import annotations

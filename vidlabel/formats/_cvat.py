@@ -22,7 +22,10 @@ track takes the track id of the box track with the same ``group_id``, else a tra
 polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
 markers (model markers for ``source="auto"`` tags). ``<track id>`` is an export counter: our track ids
-are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes (of shapes and of tags) are counted in the report's notes.
+are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). A box shape's ``occluded`` flag and its
+``<attribute>``s (typed by the task's label specs: checkbox bool, number, else text) are the attributes of the
+rows of its keyframe's span (the export writes them back, declaring each label's attributes); those of mask,
+polygon and tag shapes are counted in the report's notes.
 A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 

@@ -12,7 +12,8 @@ frame = column 1 - 1 (MOT frames are 1-based); track id = column 2 - 1 (ids <= 0
 note counts them); x, y, w, h are taken as they are (pass ``one_based_pixels=True`` for files whose pixels are
 1-based). A score makes the row a model row with that confidence (scores outside [0, 1] are not kept as
 confidence, and counted). gt rows with consider = 0 are skipped and counted (``include_ignored=True`` keeps
-them); a consider flag other than 0 or 1 is refused.
+them); a consider flag other than 0 or 1 is refused. The visibility column of 9-column gt is the row's attribute
+``visibility``; the export writes it back (1 for a row without one).
 
 10-column lines are ambiguous: ``read_as="auto"`` (the default) reads them as MOT15 ground truth when the file
 is ``gt.txt`` and column 7 holds only 0 and 1, else as tracker results; the report's notes say which reading

@@ -10,7 +10,8 @@ or ``frames="auto"`` (the default) and the file names' digits show a stride (e.g
 00005.jpg``): then the digits, with a note. Consecutive names that count from another number than 0
 (``00001.jpg``, as ffmpeg numbers extracted frames) are positions too, with a note. ``bboxes`` are xywh; ``segmentations`` are polygons
 (rasterised by pycocotools), list-count or string-count RLE; a frame with a segmentation is a
-mask row (its box the mask's bbox), else a box row. File names are only read as text: nothing
+mask row (its box the mask's bbox), else a box row. OVIS's per-frame ``occlusion`` levels are the rows'
+attribute ``occlusion`` (written back so). File names are only read as text: nothing
 is opened.
 """
 
