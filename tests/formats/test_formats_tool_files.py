@@ -279,3 +279,25 @@ def test_ovis_occlusion_levels_are_kept_as_attributes_and_written_back(tmp_path:
                 tmp_path / "bad.json", json.dumps({**doc, "annotations": [{**doc["annotations"][0], "occlusion": [0]}]})
             ),
         )
+
+
+def test_label_studio_per_region_choices_and_numbers_are_attributes_both_ways(tmp_path: Path) -> None:
+    doc = _ls_task(25.0, 50.0)
+    result = doc[0]["annotations"][0]["result"]
+    result.append({"id": "a", "type": "choices", "from_name": "pose", "to_name": "video",
+                   "value": {"choices": ["walking"]}})  # fmt: skip
+    result.append({"id": "a", "type": "number", "from_name": "age", "to_name": "video", "value": {"number": 7}})
+    result.append({"id": "zz", "type": "choices", "from_name": "weather", "to_name": "video",
+                   "value": {"choices": ["rain"]}})  # a task-level choice: no region of that id  # fmt: skip
+    ds = dataset(tmp_path / "ds")
+    rep = import_labels(ds, "label-studio", write(tmp_path / "ls.json", json.dumps(doc)), video_id="cam1")
+    (row,) = ds.annotations()
+    assert row["attributes"] == {"pose": "walking", "age": 7.0}
+    assert rep.attributes_added == {"car": {"pose": "text", "age": "number"}}
+    assert rep.skipped == {"unsupported result type: choices": 1}
+    ds.build()
+    out = export_labels(ds, "label-studio", tmp_path / "out.json")
+    assert not out.not_written
+    ds2 = dataset(tmp_path / "ds2")
+    import_labels(ds2, "label-studio", tmp_path / "out.json")
+    assert [r["attributes"] for r in ds2.annotations()] == [{"pose": "walking", "age": 7.0}]
