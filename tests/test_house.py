@@ -37,6 +37,7 @@ PUBLIC_MODULES = (
     "vidlabel.spec",
     "vidlabel.geometry",
     "vidlabel.schema",
+    "vidlabel.clip",
     "vidlabel.cli",
     "vidlabel.demo",
     "vidlabel.frames",
@@ -50,7 +51,7 @@ OPTIONAL = frozenset({"vidlabel.formats"})
 #: The layers, lowest first: a module may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.errors", "vidlabel.spec", "vidlabel.geometry", "vidlabel._version", "vidlabel._env"})
-    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel.schema"},
+    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel.schema", "vidlabel.clip"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),

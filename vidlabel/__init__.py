@@ -12,9 +12,12 @@ at random. ``import vidlabel`` needs NumPy, h5py and PyAV, never torch (only
 from __future__ import annotations
 
 from vidlabel._version import __version__
+from vidlabel.clip import ClipSpec
 from vidlabel.dataset._dataset import Dataset
 from vidlabel.dataset._release import Release
 from vidlabel.export._run import export
+from vidlabel.samples._clips import ClipSamples
+from vidlabel.samples._clipsamplers import MarkerClips, RandomClips, RegularClips, SampleClips, SlidingClips
 from vidlabel.samples._samples import FrameSamples
 from vidlabel.spec import AnnotationTable, FrameIndex, VideoMetadata, View
 from vidlabel.store import FrameStore, open_store
@@ -25,13 +28,20 @@ from vidlabel.video._readplan import ReadPlan
 __all__ = [
     "AnnotationTable",
     "CachedReader",
+    "ClipSamples",
+    "ClipSpec",
     "Dataset",
     "FrameIndex",
     "FrameReader",
     "FrameSamples",
     "FrameStore",
+    "MarkerClips",
+    "RandomClips",
     "ReadPlan",
+    "RegularClips",
     "Release",
+    "SampleClips",
+    "SlidingClips",
     "VideoMetadata",
     "View",
     "__version__",

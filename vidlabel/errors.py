@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "AnnotationError",
     "BuildError",
+    "ClipError",
     "DatasetCreateError",
     "DatasetError",
     "DatasetExistsError",
@@ -197,6 +198,14 @@ class FormatError(VidlabelError, ValueError):
     allowed: malformed XML, JSON or CSV, an XML entity declaration, a frame
     outside the video, a label the dataset lacks, a ``seqinfo.ini`` or
     ``framesCount`` that disagrees with the registered video. Nothing is written.
+    """
+
+
+class ClipError(VidlabelError, ValueError):
+    """Raised when a clip cannot be made as asked: ``frames_per_clip`` or ``step`` below 1, a clip longer than
+    its video, a clip (``edge="error"``) that leaves the video or touches a frame without a trustworthy picture.
+
+    The message names the video (when known), the clip's frames and the valid range ``[0, frame_count)``.
     """
 
 

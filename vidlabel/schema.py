@@ -49,12 +49,14 @@ from vidlabel.errors import OptionError, SampleSchemaError, check_flag, check_la
 from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS
 
 __all__ = [
+    "CLIP",
     "FRAME",
     "SCHEMAS",
     "SampleKey",
     "SampleOptions",
     "SampleSchema",
     "check_sample",
+    "clip_sample",
     "frame_sample",
 ]
 
@@ -235,8 +237,58 @@ FRAME = SampleSchema(
     ),
 )  # fmt: skip
 
+
+def _per_frame(key: SampleKey) -> SampleKey:
+    """A frame sample's ragged target as a clip's: a list of T arrays, frame t's as a frame sample holds it."""
+    return SampleKey(
+        key.name, key.dims, key.dtype, key.unit, f"Per frame of the clip: {key.meaning}", layout="ragged",
+        when=key.when, per_frame=True,
+    )  # fmt: skip
+
+
+#: A clip sample: T frames of one video (``vidlabel.clip.ClipSpec``) and the targets of every frame.
+CLIP = SampleSchema(
+    "clip",
+    (
+        SampleKey(
+            "image", ("T", "H", "W", 3), "uint8", "RGB, 0-255",
+            "The clip's frames in clip order, each as a frame sample's image; (T, 3, H, W) in PyTorch.",
+            layout="image",
+        ),
+        *(_per_frame(FRAME[name]) for name in ("boxes", "labels", "track_ids", "annotation_ids")),
+        SampleKey(
+            "frame_labels", ("T", "C"), "float32", "0 or 1 per class",
+            "Multi-hot of the time markers active on each frame of the clip, indexed by class_names.",
+        ),
+        SampleKey(
+            "clip_labels", ("C",), "float32", "0 or 1 per class",
+            "Multi-hot label of the clip: a clip made from a marker (MarkerClips) has exactly that marker's "
+            "label; any other clip every class active on any of its frames (frame_labels.max(axis=0)).",
+        ),
+        SampleKey(
+            "frame_indices", ("T",), "int64", "frame number",
+            "Each frame's number (0-based, displayed order); a number repeats only with edge='repeat'.",
+        ),
+        SampleKey(
+            "timestamps_us", ("T",), "int64", "microseconds",
+            "Each frame's presentation time, from the stream's own timestamps.",
+        ),
+        SampleKey("video_id", (), "str", "video id", "The video the clip comes from.", layout="scalar"),
+        SampleKey(
+            "view_id", (), "str or None", "view id", "The view the images are cropped to; None for full frames.",
+            layout="scalar",
+        ),
+        SampleKey(
+            "clip_index", (), "int", "position",
+            "The clip's position in the epoch's clip index (ClipSamples.index(epoch)).",
+            layout="scalar",
+        ),
+        _per_frame(FRAME["masks"]),
+    ),
+)  # fmt: skip
+
 #: Every sample schema by name.
-SCHEMAS: dict[str, SampleSchema] = {FRAME.name: FRAME}
+SCHEMAS: dict[str, SampleSchema] = {FRAME.name: FRAME, CLIP.name: CLIP}
 
 
 def _regions(values: Any, dtype: type, shape: tuple[int, ...] = (-1,)) -> np.ndarray:
@@ -302,6 +354,57 @@ def frame_sample(
             sample["masks"] = np.asarray(masks, dtype=np.uint8)
     if attributes is not None:
         sample["attributes"] = _regions(attributes, np.float32, (-1, int(np.shape(attributes)[-1])))
+    return sample
+
+
+def clip_sample(
+    *,
+    image: np.ndarray,
+    frames: Sequence[Mapping[str, Any]],
+    clip_labels: np.ndarray,
+    frame_indices: np.ndarray,
+    timestamps_us: np.ndarray,
+    clip_index: int,
+) -> dict[str, Any]:
+    """A clip sample dict (:data:`CLIP`): the one place a clip sample is assembled.
+
+    Parameters
+    ----------
+    image : (T, H, W, 3) uint8
+        The clip's frames.
+    frames : sequence of T dict
+        The frame samples (:func:`frame_sample`, with or without ``image``) of the clip's frames, in clip
+        order: their ragged targets become the clip's per-frame lists, their ``frame_labels`` its
+        (T, C) ``frame_labels``, the first one's ``video_id`` and ``view_id`` the clip's.
+    clip_labels : (C,) float32
+    frame_indices, timestamps_us : (T,) int64
+    clip_index : int
+
+    Returns
+    -------
+    dict
+        The keys of :data:`CLIP` in its order (``masks`` only when the frame samples hold them).
+
+    Raises
+    ------
+    SampleSchemaError
+        If ``frames`` is empty or its length differs from the image's T.
+    """
+    if not frames or len(frames) != len(image):
+        raise SampleSchemaError(f"a clip of {len(image)} images needs as many frame samples, got {len(frames)}")
+    first = frames[0]
+    sample: dict[str, Any] = {"image": image}
+    for name in ("boxes", "labels", "track_ids", "annotation_ids"):
+        sample[name] = [f[name] for f in frames]
+    sample["frame_labels"] = np.stack([_regions(f["frame_labels"], np.float32) for f in frames])
+    sample["clip_labels"] = _regions(clip_labels, np.float32)
+    sample["frame_indices"] = _regions(frame_indices, np.int64)
+    sample["timestamps_us"] = _regions(timestamps_us, np.int64)
+    sample["video_id"] = first["video_id"]
+    sample["view_id"] = first["view_id"]
+    sample["clip_index"] = int(clip_index)
+    if "masks" in first:
+        sample["masks"] = [f["masks"] for f in frames]
     return sample
 
 

@@ -443,6 +443,21 @@ class VideoMetadata:
             mask[first : last + 1] = True
         return mask
 
+    def timestamps_us(self, frames: Any) -> np.ndarray:
+        """Presentation time of ``frames`` in microseconds, as int64 of the same shape.
+
+        From the frame index when it covers the video (the stream's own pts), else ``frame / fps``
+        (exact integer arithmetic, rounded down). Frames are not range-checked beyond NumPy's indexing.
+        """
+        frames = np.asarray(frames, dtype=np.int64)
+        fi = self.frame_index
+        if fi is not None and fi.frame_count == self.frame_count and frames.size:
+            return fi.timestamp_us()[frames]
+        num, den = self.fps["num"], self.fps["den"]
+        if not frames.size:
+            return frames.copy()
+        return (frames.astype(object) * 1_000_000 * den // num).astype(np.int64)
+
     def replace(self, **changes: Any) -> VideoMetadata:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)

@@ -568,6 +568,31 @@ class FrameSamples:
             "untrusted_frames_left_out": self._sel.untrusted_frames,
         }
 
+    def clips(self, spec: Any, sampler: Any = None) -> Any:
+        """The clips of these samples: T frames of one video each, with every frame's targets.
+
+        Parameters
+        ----------
+        spec : ClipSpec
+            What a clip is (frames per clip, step, anchor, edge rule).
+        sampler : ClipSampler, optional
+            Which clips: :class:`~vidlabel.samples.SampleClips` (default: one per frame of
+            :attr:`index`), ``SlidingClips``, ``RandomClips``, ``RegularClips`` or ``MarkerClips``.
+
+        Returns
+        -------
+        ClipSamples
+            Iterate it for every clip (each keyframe interval decoded once), or ``read(i)`` one.
+
+        Raises
+        ------
+        OptionError
+            If ``spec`` is not a ClipSpec or ``sampler`` not a ClipSampler.
+        """
+        from vidlabel.samples._clips import ClipSamples
+
+        return ClipSamples(self, spec, sampler)
+
     # -- pixels --------------------------------------------------------------------------------
 
     def reader(self, video_id: str) -> Any:
