@@ -6,7 +6,9 @@ none of them enters vidlabel's. This script builds a small dataset (two videos, 
 boxes, two labels), builds a release, exports it as MOT, CVAT for video, COCO-VID, YouTube-VIS and Label Studio
 with ``vidlabel export-labels``, then runs one reader script per peer in the peers' interpreter; each prints
 the boxes it read as ``[video, frame, track or null, label, x0, y0, x1, y1]`` and this script compares them with
-the release's rows (boxes within 0.01 px, tracks compared as a partition: a reader may renumber them).
+the release's rows (boxes within 0.01 px, tracks compared as a partition: a reader may renumber them). The rows
+carry attributes (``occluded``, ``visibility``); a reader that reports them (Datumaro: MOT's visibility, CVAT's
+occluded flag and attributes) is held to the release's values too.
 
 Readers: TrackEval's ``MotChallenge2DBox`` (the MOT folder as ground truth: seqinfo.ini, gt/gt.txt), Datumaro's
 ``mot_seq`` (the MOT folder) and ``cvat`` (the CVAT files), and label-studio-sdk (the Label Studio JSON: each
@@ -39,6 +41,8 @@ def make_release(root: Path) -> Any:
 
     ds = Dataset.create(root / "ds")
     ds.add_labels(["person", "car"])
+    for label in ("person", "car"):
+        ds.set_attribute_schema(label, {"occluded": "bool", "visibility": "number"})
     for vid, n in (("cam1", 20), ("cam2", 12)):
         ds.add_video(
             VideoMetadata(
@@ -54,16 +58,18 @@ def make_release(root: Path) -> Any:
             for f in frames:
                 x, y = float(rng.integers(0, 40)), float(rng.integers(0, 30))
                 w, h = float(rng.integers(2, 20)), float(rng.integers(2, 15))
+                attrs = {"occluded": bool(rng.random() < 0.3), "visibility": round(float(rng.random()), 2)}
                 rows.append({"kind": "box", "label": label, "start_frame": f, "box": (x, y, x + w, y + h),
-                             "track_id": track})  # fmt: skip
+                             "track_id": track, "attributes": attrs})  # fmt: skip
         ds.add_annotations(rows, vid)
     ds.build()
     return ds
 
 
 def truth(ds: Any) -> list[list[Any]]:
+    """``[video, frame, track, label, x0, y0, x1, y1, attributes]`` of every box row."""
     return [
-        [r["video_id"], r["start_frame"], r["track_id"], r["label"], *map(float, r["box"])]
+        [r["video_id"], r["start_frame"], r["track_id"], r["label"], *map(float, r["box"]), r.get("attributes", {})]
         for r in ds.annotations()
         if r["kind"] == "box"
     ]
@@ -131,7 +137,7 @@ READERS: dict[str, str] = {
                         continue
                     tid = a.attributes.get("track_id")
                     out.append([seq.name, frame, None if tid in (None, -1) else int(tid) - 1, names[a.label],
-                                a.x, a.y, a.x + a.w, a.y + a.h])
+                                a.x, a.y, a.x + a.w, a.y + a.h, {"visibility": float(a.attributes["visibility"])}])
         print(json.dumps(out))
         """
     ),
@@ -151,8 +157,9 @@ READERS: dict[str, str] = {
                     if a.type != dm.AnnotationType.bbox or a.attributes.get("outside"):
                         continue
                     tid = a.attributes.get("track_id")
+                    attrs = {k: v for k, v in a.attributes.items() if k not in ("track_id", "keyframe", "outside")}
                     out.append([xml.stem, frame, None if tid is None else int(tid), names[a.label],
-                                a.x, a.y, a.x + a.w, a.y + a.h])
+                                a.x, a.y, a.x + a.w, a.y + a.h, attrs])
         print(json.dumps(out))
         """
     ),
@@ -209,7 +216,21 @@ def canonical(rows: list[list[Any]]) -> tuple[list[tuple[Any, ...]], list[frozen
 
 
 def compare(got: list[list[Any]], want: list[list[Any]]) -> str | None:
-    """None when equal; else what differs first."""
+    """None when equal; else what differs first. Attributes are compared where the reader gives them (a ninth
+    entry), each one the reader reports against the row's."""
+    diff = _compare_rows(got, want)
+    if diff is not None:
+        return diff
+    order = lambda r: (str(r[0]), int(r[1]), str(r[3]), *(round(float(v), 2) for v in r[4:8]))  # noqa: E731
+    for g, w in zip(sorted(got, key=order), sorted(want, key=order)):
+        if len(g) > 8:
+            mine = {k: w[8].get(k) for k in g[8]}
+            if g[8] != mine:
+                return f"attributes {g[8]} read where the release has {mine} ({g[:2]})"
+    return None
+
+
+def _compare_rows(got: list[list[Any]], want: list[list[Any]]) -> str | None:
     g, w = canonical(got), canonical(want)
     if len(g[0]) != len(w[0]):
         return f"{len(g[0])} boxes read, {len(w[0])} in the release"

@@ -510,7 +510,13 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
                     lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
             else:
                 cls = t.label[sel] + 1
-                vis = [row_attributes(t, int(r)).get("visibility", 1.0) for r in sel.tolist()]
+                attrs = [row_attributes(t, int(r)) for r in sel.tolist()]
+                vis = [a.get("visibility", 1.0) for a in attrs]
+                others = sum(any(k != "visibility" for k in a) for a in attrs)
+                if others:
+                    report.not_written["attributes other than visibility (MOT holds none; the rows are written)"] += (
+                        others
+                    )
                 for i in order.tolist():
                     x, y, w, h = map(_fmt, xywh[i])
                     v = _fmt(vis[i]) if vis[i] != 1.0 else "1"
