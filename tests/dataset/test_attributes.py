@@ -179,3 +179,23 @@ def test_validate_shows_each_labels_attributes_and_how_many_rows_give_them(tmp_p
     assert main(["validate", str(tmp_path / "ds")]) == 0
     out = capsys.readouterr().out
     assert "attributes: person (3 rows): occluded (bool) on 2, pose (text) on 0, visibility (number) on 1" in out
+
+
+def test_an_attribute_schema_moves_the_dataset_to_schema_version_2_and_a_new_one_stays_at_1(tmp_path: Path) -> None:
+    import sqlite3
+
+    from vidlabel.dataset._dataset import DB_NAME, SCHEMA_VERSION
+
+    ds = dataset(tmp_path / "ds")
+
+    def version() -> int:
+        con = sqlite3.connect(tmp_path / "ds" / DB_NAME)
+        try:
+            return int(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        finally:
+            con.close()
+
+    # a dataset without attributes stays readable by a vidlabel that reads version 1
+    assert version() == 1
+    ds.set_attribute_schema("person", {"occluded": "bool"})
+    assert version() == SCHEMA_VERSION == 2
