@@ -301,3 +301,17 @@ def test_label_studio_per_region_choices_and_numbers_are_attributes_both_ways(tm
     ds2 = dataset(tmp_path / "ds2")
     import_labels(ds2, "label-studio", tmp_path / "out.json")
     assert [r["attributes"] for r in ds2.annotations()] == [{"pose": "walking", "age": 7.0}]
+
+
+def test_mediasequence_export_counts_the_attributes_it_cannot_hold(tmp_path: Path, clip) -> None:
+    from vidlabel.video import probe
+
+    ds = dataset(tmp_path / "a", videos=[probe(clip.path, video_id="cam1")])
+    ds.set_attribute_schema("car", {"occluded": "bool"})
+    rows = [{"kind": "box", "label": "car", "start_frame": f, "box": (1.0, 2.0, 9.0, 12.0)} for f in (1, 2, 3)]
+    rows[0]["attributes"] = {"occluded": True}
+    rows[2]["attributes"] = {"occluded": False}
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    rep = export_labels(ds, "mediasequence", tmp_path / "ms")
+    assert rep.not_written == {"attributes of a row (MediaSequence holds none; the rows are written)": 2}

@@ -642,4 +642,11 @@ def export_mediasequence_labels(release: Release, out: Path, videos: Sequence[st
             result.not_written[f"{kind} on a frame without a trustworthy picture (no record holds it)"] += int(
                 plan.not_stored[kind]
             )
+    t = release.table
+    chosen = [t.video_ids.index(v) for v in (videos or release.videos) if v in t.video_ids]
+    offsets = t.attr_offsets
+    if t.has_attributes and offsets is not None:
+        with_attrs = int(((np.diff(offsets) > 0) & np.isin(t.video, chosen)).sum())
+        if with_attrs:
+            result.not_written["attributes of a row (MediaSequence holds none; the rows are written)"] += with_attrs
     return result
