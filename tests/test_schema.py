@@ -141,3 +141,12 @@ def test_the_reference_page_shows_the_schema() -> None:
     """docs/reference/samples.md holds the tables the schema writes (regenerate them from FRAME.table())."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "samples.md").read_text()
     assert FRAME.table() in page and FRAME.table(torch=True) in page
+
+
+def test_check_sample_takes_the_optional_keys_by_name() -> None:
+    with_masks = _frame(masks=np.zeros((2, 6, 8), np.uint8))
+    check_sample(with_masks, optional=["masks"])
+    with pytest.raises(SampleSchemaError, match=r"missing key 'attributes' \(expected with_attributes\)"):
+        check_sample(with_masks, optional=["masks", "attributes"])
+    with pytest.raises(SampleSchemaError, match=r"key 'masks' is there, expected only with_masks=True"):
+        check_sample(with_masks, optional=["attributes"])
