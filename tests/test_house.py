@@ -40,6 +40,7 @@ PUBLIC_MODULES = (
     "vidlabel.clip",
     "vidlabel.cli",
     "vidlabel.demo",
+    "vidlabel.viewer",
     "vidlabel.frames",
     "vidlabel.readplan",
     "vidlabel.probe",
@@ -59,7 +60,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.export"}),
     frozenset({"vidlabel.formats"}),
     frozenset({"vidlabel.torch_data"}),
-    frozenset({"vidlabel.cli", "vidlabel.demo", "vidlabel.__main__"}),
+    frozenset({"vidlabel.cli", "vidlabel.demo", "vidlabel.viewer", "vidlabel.__main__"}),
 )
 #: The package's ``__init__`` re-exports from every layer: it sits on top (only the name itself, not what is inside).
 _TOP = {"vidlabel": len(LAYERS) - 1}

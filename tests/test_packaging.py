@@ -5,8 +5,11 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import importlib.metadata
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import vidlabel
@@ -110,3 +113,83 @@ def test_public_modules_all_lists_resolve() -> None:
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
                 assert (inspect.getdoc(obj) or "").strip(), f"{module_name}.{name} has no docstring"
+
+
+def _imported_top_level_modules() -> set[str]:
+    """Top-level names of every module vidlabel imports (deferred imports inside functions included)."""
+    names: set[str] = set()
+    for path in (ROOT / "vidlabel").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"vidlabel", "vidlabel_spec", "__future__"}
+
+
+def test_every_package_vidlabel_imports_is_declared() -> None:
+    # google_crc32c and numcodecs were imported but arrived only through zarr
+    install, extras = _setup_lists()
+    declared = {_normalise(r)[0] for r in install} | {_normalise(r)[0] for reqs in extras.values() for r in reqs}
+    # a pip extra declares its packages too ("dask[distributed]" installs distributed)
+    declared |= {x.strip() for reqs in extras.values() for r in reqs for x in re.findall(r"\[(.*?)\]", r)}
+    # used only when the user has it: the SequenceExample classes of an installed TensorFlow
+    declared.add("tensorflow")
+    dists = importlib.metadata.packages_distributions()
+    undeclared = {}
+    for module in sorted(_imported_top_level_modules()):
+        names = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
+        if not names & declared:
+            undeclared[module] = sorted(names)
+    assert not undeclared, f"imported by vidlabel but declared nowhere in setup.py: {undeclared}"
+
+
+def test_license_urls_and_typing_marker_are_shipped() -> None:
+    text = (ROOT / "setup.py").read_text()
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert 'license="MIT"' in text and 'license_files=["LICENSE"]' in text
+    assert re.search(r'"Documentation": .*"Source": .*"Changelog"', text, re.S)
+    assert (ROOT / "vidlabel" / "py.typed").is_file()
+    assert re.search(r'package_data=\{"vidlabel": \["py.typed"\]', text)
+    _, extras = _setup_lists()
+    assert {_normalise(r)[0] for r in extras["docs"]} == {"mkdocs", "mkdocs-material", "mkdocstrings-python"}
+
+
+# torch made unimportable in the child, as on an install without the extra
+_NO_TORCH = """
+import sys
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoTorch())
+from vidlabel.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_demo_without_torch_names_the_extra_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_TORCH, "demo", str(tmp_path / "demo")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr
+    assert done.stderr == (
+        'vidlabel: error: vidlabel.torch_data needs PyTorch, which is not installed: pip install "vidlabel[torch]"\n'
+    )
+    assert not (tmp_path / "demo").exists()  # stopped before anything was made
+
+
+def test_torch_data_without_torch_raises_missing_extra_error() -> None:
+    code = _NO_TORCH.split("from vidlabel.cli")[0] + (
+        "from vidlabel.errors import MissingExtraError\n"
+        "try:\n    import vidlabel.torch_data\n"
+        "except MissingExtraError as err:\n    print(isinstance(err, ImportError), err)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout == (
+        'True vidlabel.torch_data needs PyTorch, which is not installed: pip install "vidlabel[torch]"\n'
+    ), done.stderr

@@ -5,7 +5,7 @@ immutable release; ``FrameSamples`` chooses frames and builds targets;
 ``FrameReader`` returns the exact displayed frame; ``ReadPlan`` reads any list
 of frames decoding each keyframe interval once; ``export`` writes a chunked
 frame store that ``StoreFrames``/``StoreStream`` (``vidlabel.torch_data``) read
-at random. ``import vidlabel`` needs NumPy, h5py and PyAV, never torch (only
+at random; ``view`` serves a local web page that draws the labels on the frames. ``import vidlabel`` needs NumPy, h5py and PyAV, never torch (only
 ``vidlabel.torch_data`` imports it).
 """
 
@@ -24,6 +24,7 @@ from vidlabel.store import FrameStore, open_store
 from vidlabel.video._probe import probe, read_frame_index
 from vidlabel.video._reader import CachedReader, FrameReader
 from vidlabel.video._readplan import ReadPlan
+from vidlabel.viewer import view
 
 __all__ = [
     "AnnotationTable",
@@ -49,4 +50,5 @@ __all__ = [
     "open_store",
     "probe",
     "read_frame_index",
+    "view",
 ]

@@ -652,6 +652,19 @@ def _list_took_positionals(argv: Sequence[str]) -> str:
     return ""
 
 
+_ROW_FORMAT = """\
+rows (frames 0-based in display order; pixels of the displayed frame, origin top-left):
+  {"kind": "box", "label": "person", "start_frame": 0, "box": [x0, y0, x1, y1], "track_id": 1}
+  {"kind": "mask", "label": "ball", "start_frame": 20, "mask": {"size": [H, W], "counts": "..."}}
+  {"kind": "marker", "label": "lights_on", "start_frame": 30, "end_frame": 59}
+kind and label and start_frame are required; box: corners inside the frame (x0 < x1, y0 < y1);
+mask: COCO RLE of the frame's size [height, width]; end_frame: a marker's last frame, inclusive.
+optional: track_id (>= 0), origin ("human" or "model"), confidence (0..1),
+status ("unreviewed", "approved", "rejected"), view_id. One bad row refuses the whole file.
+a mask's RLE from a (H, W) uint8 array: vidlabel.geometry.encode_rle; every field: docs/reference/annotation-file.md
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser whose missing-argument error says when a list option took the positional arguments."""
 
@@ -708,9 +721,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-size", type=int, nargs=2, metavar=("W", "H"), help="resize the crop to W x H")
 
     p = add("add-annotations", _cmd_add_annotations, "Add annotations from a JSON Lines file (one row per line).")
+    p.epilog = _ROW_FORMAT
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("video_id", metavar="VIDEO_ID")
-    p.add_argument("file", metavar="FILE.jsonl")
+    p.add_argument("file", metavar="FILE.jsonl", help="one JSON object per line (row format below)")
     p.add_argument("--clip", action="store_true", help="clip boxes that leave the frame instead of refusing them")
 
     p = add("build", _cmd_build, "Pin an immutable release of the current annotations; prints its id.")
@@ -850,8 +865,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_format_commands(add)
 
+    from vidlabel.viewer._cli import add_view_command  # vidlabel view
+
+    add_view_command(add)
+
     p = add("demo", _cmd_demo, "Run the whole pipeline on a generated clip and check every target.")
-    p.add_argument("dir", metavar="DIR", nargs="?", default="vidlabel_demo")
+    p.add_argument(
+        "dir",
+        metavar="DIR",
+        nargs="?",
+        default="vidlabel_demo",
+        help="folder for the clip, the dataset and the store (default: ./vidlabel_demo)",
+    )
 
     return parser
 
@@ -924,7 +949,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"vidlabel: error: {type(err).__name__}: {err}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            # what an export or upload finished is kept, and rerunning it resumes (README: The frame store)
+            # what an export or upload finished is kept, and rerunning it resumes (docs/how-to/frame-store.md)
             resumes = "; the same command resumes it" if args.command in _RESUMABLE else ""
             print(f"vidlabel: interrupted{resumes}", file=sys.stderr)
             return 130

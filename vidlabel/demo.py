@@ -584,6 +584,12 @@ def _loader_epoch(
     return seen, time.perf_counter() - t - t_check
 
 
+def _require_torch() -> None:
+    """Raise MissingExtraError naming the torch extra when PyTorch is not installed."""
+    # importing the package that wraps torch says which extra to install, in one line
+    import vidlabel.torch_data  # noqa: F401
+
+
 def run_demo(
     directory: str | Path = "vidlabel_demo",
     *,
@@ -625,9 +631,12 @@ def run_demo(
 
     Raises
     ------
+    MissingExtraError
+        When PyTorch is not installed (``pip install "vidlabel[torch]"``), before anything is written.
     VidlabelError
         When the folder cannot be used or a step of the pipeline refuses its input.
     """
+    _require_torch()
     import torch
 
     t_all = time.perf_counter()
@@ -829,7 +838,7 @@ def _demo_verdict(run: _DemoRun) -> bool:
     if ok:
         run.say("  checks    all passed: every sample's boxes, labels, track ids, masks and frame_labels equal the "
                 "generator's, and every image is the reader's frame, which shows the right picture")  # fmt: skip
-        run.say(f"  done in {run.seconds['total']:.1f} s; next: the README's walkthrough on your own video")
+        run.say(f"  done in {run.seconds['total']:.1f} s; next: the tutorial on your own video (docs/tutorial.md)")
     else:
         run.say(f"  FAILED    {run.n_failures} check(s) failed; the first:")
         for line in run.failures:

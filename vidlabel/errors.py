@@ -26,6 +26,7 @@ __all__ = [
     "DatasetReadOnlyError",
     "FormatError",
     "FrameOutOfRangeError",
+    "MissingExtraError",
     "NoVideoStreamError",
     "OptionError",
     "ReleaseCorruptError",
@@ -39,6 +40,7 @@ __all__ = [
     "StoreIncompleteError",
     "StoreLockedError",
     "SwitchValueWarning",
+    "TransformError",
     "UnknownVideoError",
     "VidlabelError",
     "VideoChangedError",
@@ -238,6 +240,17 @@ class StoreLockedError(StoreError):
 
 class OptionError(VidlabelError, ValueError):
     """Raised when a function is given an invalid option: an unknown label, view, kind or box format, ``stride < 1``, a shard outside ``[0, num_shards)``, ...; names the option, the value and what is allowed."""
+
+
+class TransformError(VidlabelError, TypeError):
+    """Raised when a sample transform returns the wrong types or shapes (e.g. no ``tv_tensors.Image``, boxes and
+    labels of different lengths); names the sample (video, frame) and what was expected."""
+
+
+class MissingExtraError(VidlabelError, ImportError):
+    """Raised when a feature needs an optional dependency that is not installed; names the extra to install
+    (``pip install "vidlabel[torch]"`` for PyTorch, ``pip install "vidlabel[vision]"`` for torchvision,
+    ``pip install 'vidlabel[view]'`` for the viewer's Flask)."""
 
 
 class VidlabelWarning(UserWarning):

@@ -1,4 +1,4 @@
-"""The import path ``from vidlabel.probe import probe, read_frame_index`` used by the README.
+"""The import path ``from vidlabel.probe import probe, read_frame_index`` used by the docs and the spec.
 
 :func:`probe` (a video file's metadata, content hash and frame index) and
 :func:`read_frame_index` live in :mod:`vidlabel.video`; ``vidlabel.probe`` is also

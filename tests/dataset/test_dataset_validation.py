@@ -258,7 +258,7 @@ def test_unknown_video(ds: Dataset) -> None:
 
 
 def test_marker_without_end_frame_covers_one_frame(ds: Dataset) -> None:
-    # README's annotation table: end_frame is optional; a marker without it is a one-frame marker.
+    # the annotation file's table (docs/reference/annotation-file.md): end_frame is optional; a marker without it is a one-frame marker.
     (aid,) = ds.add_annotations([{"kind": "marker", "label": "goal", "start_frame": 4}], "clip")
     row = next(r for r in ds.annotations() if r["annotation_id"] == aid)
     assert (row["start_frame"], row["end_frame"]) == (4, 4)

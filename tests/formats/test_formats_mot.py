@@ -53,14 +53,14 @@ def test_rows_with_id_zero_or_negative_are_untracked_and_noted(tmp_path: Path) -
     assert got == [(0, -1), (0, 0), (1, -1), (2, -1)]  # only the id-1 row is tracked (track 0)
     assert rep.notes == [
         "3 rows with a track id <= 0 (column 2) imported untracked (MOT ids are 1-based: an id <= 0 is untracked, "
-        "see the README's MOT section); 2 rows with id 0: a tracker that numbers its ids from 0 loses object 0's "
+        "see docs/how-to/label-formats.md, MOT); 2 rows with id 0: a tracker that numbers its ids from 0 loses object 0's "
         "track (renumber its ids from 1)"
     ]
     ds2 = dataset(tmp_path / "ds2")
     rep = import_labels(ds2, "mot", write(tmp_path / "res2.txt", "1,-1,1,1,2,2\n"), video_id="cam1", label="person")
     assert rep.notes == [
         "1 row with a track id <= 0 (column 2) imported untracked (MOT ids are 1-based: an id <= 0 is untracked, "
-        "see the README's MOT section)"
+        "see docs/how-to/label-formats.md, MOT)"
     ]
 
 

@@ -9,8 +9,6 @@ import os
 import pickle
 import re
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,6 @@ from vidlabel.store import backend_for, upload, verify_store
 from vidlabel.store._remote import ObjectStore, is_url
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 EVERY = ("box", "mask", "marker")
 
 
@@ -478,7 +475,7 @@ def test_an_uploaded_url_store_lists_its_videos_and_no_frames_units(world: tuple
     assert backend.video_ids() == ["a", "b"] and backend.size_on_disk() > 0
 
 
-# -- command line and README -------------------------------------------------------------------------------------
+# -- command line --------------------------------------------------------------------------------------------
 
 
 def test_cli_upload_info_verify_on_a_url(
@@ -516,31 +513,6 @@ def test_cli_upload_refuses_an_hdf5_store_before_drawing_a_progress_bar(
             "export it again with format='zarr' (vidlabel export ... --format zarr)\n"
         )
     assert not fsspec.filesystem("memory").exists(f"{mem}/h")  # nothing was put, not even the Zarr store
-
-
-def _readme_blocks() -> list[tuple[str, str]]:
-    section = re.search(r"^### Object stores.*?(?=^##)", README, re.S | re.M)
-    assert section, "README has no '### Object stores' section"
-    return re.findall(r"^```(\w*)\n(.*?)^```", section.group(0), re.S | re.M)
-
-
-def test_the_readme_object_store_example_runs(world: tuple[Path, Dataset], tmp_path: Path) -> None:
-    root, _ = world
-    shutil.copytree(root / "zarr-none", tmp_path / "store_zarr")
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    blocks = _readme_blocks()
-    assert [lang for lang, _ in blocks] == ["bash", "python"]
-    done = subprocess.run(
-        blocks[0][1], shell=True, executable="/bin/bash", cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=240,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "ok: 1 store, " in done.stdout and (tmp_path / "bucket" / "store_zarr" / "zarr.json").exists()
-    done = subprocess.run(
-        [sys.executable, "-c", blocks[1][1]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
-    )
-    assert done.returncode == 0, done.stderr
-    assert f"{len(StoreFrames(root / 'zarr-none'))} torch.Size([3, 48, 64])" in done.stdout
 
 
 def test_an_export_into_a_bucket_that_does_not_exist_says_so_not_to_resume(

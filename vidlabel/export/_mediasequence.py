@@ -13,7 +13,7 @@ first) and ``_SUCCESS`` (counts, written last). Every shard is written as ``<nam
 into place when full. A rerun of the same export keeps the shards in place and writes the others; a
 folder holding the shards of another plan (another release or other options) is refused.
 
-Conventions (the README's "TensorFlow / MediaPipe" section): boxes are normalized to [0, 1] by the
+Conventions (docs/how-to/tensorflow.md): boxes are normalized to [0, 1] by the
 stored image's size, y first; timestamps are the frame index's presentation times in microseconds,
 absolute (a stream whose first frame is at 233 ms keeps 233333); segment indices are positions in the
 record's frames, ``segment/start/index`` the first frame at or after the start and
@@ -488,7 +488,7 @@ def _regions(
 
 
 def _region_annotated(a: dict[str, np.ndarray]) -> np.ndarray:
-    """(T,) bool ``region/is_annotated`` of a video's stored rows (README, key table: 1 for a frame with a box or
+    """(T,) bool ``region/is_annotated`` of a video's stored rows (docs/how-to/tensorflow.md, key table: 1 for a frame with a box or
     mask annotation): 1 on a frame with a region; also on a frame the store calls annotated (a selected annotation
     on it) that no selected marker covers, whose boxes were annotated and left the exported view (an empty frame
     of that crop); else 0.

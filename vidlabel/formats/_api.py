@@ -91,7 +91,7 @@ def import_labels(
     ds : Dataset
     format : {"mot", "cvat-video", "ytvis", "coco-vid", "label-studio", "mediasequence"}
         A key of ``FORMATS``; each format's conventions (frame bases, box forms, interpolation)
-        are in the README's "Labels in and out" section and in its module.
+        are in docs/how-to/label-formats.md and in its module.
     path : str or os.PathLike
         The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
         file or a folder of ``*.tfrecord`` shards), or the folder ``export_labels`` wrote: MOT

@@ -237,7 +237,7 @@ def _read_lines(
             if not np.isfinite(extra[2]):
                 raise fail(path, number, f"visibility {extra[2]} (column 9) is not a finite number")
             row["attributes"] = {"visibility": extra[2]}
-        if "track_id" not in row:  # id <= 0: untracked, as the README says; said in a note
+        if "track_id" not in row:  # id <= 0: untracked, as the label formats guide says; said in a note
             counts["untracked"] += 1
             counts["id_zero"] += float(line.split(",")[1]) == 0
         vr.add(row, f"{prefix} line {number}" if prefix else number)
@@ -258,7 +258,7 @@ def _count_notes(counts: Counter[str], notes: list[str]) -> None:
             )
         notes.append(
             f"{plural(counts['untracked'], 'row')} with a track id <= 0 (column 2) imported untracked "
-            f"(MOT ids are 1-based: an id <= 0 is untracked, see the README's MOT section){zero}"
+            f"(MOT ids are 1-based: an id <= 0 is untracked, see docs/how-to/label-formats.md, MOT){zero}"
         )
     if counts["width 9"]:
         notes.append("visibility (gt column 9) stored as the rows' attribute 'visibility'")

@@ -37,7 +37,7 @@ __all__ = ["CODECS", "DEFAULT_CODEC", "Codec", "get_codec"]
 
 #: Codec names, in the order ``--codec`` lists them.
 CODECS: tuple[str, ...] = ("none", "lz4", "zstd", "gzip", "png", "jpeg")
-#: The default: lossless and the fastest to read (see the README's benchmark table).
+#: The default: lossless and the fastest to read (docs/how-to/frame-store.md compares the codecs).
 DEFAULT_CODEC = "none"
 
 _DEFAULT_LEVEL = {"none": None, "lz4": None, "zstd": 1, "gzip": 1, "png": None, "jpeg": 90}

@@ -1,26 +1,8 @@
-"""Names, dtypes and format version of the frame store layout (ARCHITECTURE.md, "The frame store layout").
+"""Names, dtypes and format version of the frame store layout, the same for HDF5 and Zarr.
 
-The logical layout is the same for HDF5 and Zarr::
-
-    /                      attrs: format, format_version, release_id, class_names, dataset, created,
-                                  vidlabel_version, export (the export parameters), video_ids, videos, complete
-    /videos/<video_id>/    attrs: content_hash, source_uri, fps, width, height, view_id, crop, output_size,
-                                  codec, chunk_frames, frames_key, labels_key, complete
-        frames             (T, H, W, 3) uint8 RGB, chunked along T
-        frames_crc32c      (C,) uint32, CRC-32C of each stored chunk's bytes (``vidlabel verify``)
-        frame_number       (T,) int64
-        timestamp_us       (T,) int64
-        is_annotated       (T,) bool
-        regions/           row_offsets (T + 1,) int64, then per region: bbox_xyxy (N, 4) float32,
-                           label_index, track_id, annotation_id (N,) int64, confidence (N,) float32,
-                           origin (N,) uint8, mask_offsets (N + 1,) int64 + mask_counts (M,) uint8
-                           (COCO compressed RLE counts of the stored frame's size; empty for box rows)
-        segments/          start_frame, end_frame (inclusive), start_index, end_index, start_timestamp_us,
-                           end_timestamp_us, label_index, annotation_id (M,) int64
-    /index                 (N, 2) int64: (position in ``video_ids``, row), the global sample list
-
-How each backend lays this out on disk is in :mod:`vidlabel.store._hdf5` and
-:mod:`vidlabel.store._zarr`. A store is always a folder ``OUT``.
+The layout (every array and attribute, and how each backend lays it out on disk) is described once, in
+``docs/concepts/store-layout.md``; :mod:`vidlabel.store._hdf5` and :mod:`vidlabel.store._zarr` hold the
+backends. A store is always a folder ``OUT``.
 """
 
 from __future__ import annotations

@@ -10,9 +10,22 @@ The only part of vidlabel that imports torch. Private modules: ``_common``
 
 from __future__ import annotations
 
+from vidlabel.errors import MissingExtraError
+
+try:
+    import torch  # noqa: F401
+except ModuleNotFoundError as err:
+    # Only a missing torch itself gets the one-line answer; anything torch fails to import inside stays as it is.
+    if err.name != "torch":
+        raise
+    raise MissingExtraError(
+        'vidlabel.torch_data needs PyTorch, which is not installed: pip install "vidlabel[torch]"'
+    ) from None
+
 from vidlabel.torch_data._clips import ClipStream, VideoClips, collate_clips, to_torch_clip
 from vidlabel.torch_data._common import collate_frames, worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
+from vidlabel.torch_data._transforms import V2Transform
 from vidlabel.torch_data._video import PlannedStream, VideoFrames, VideoStream
 
 __all__ = [
@@ -20,6 +33,7 @@ __all__ = [
     "PlannedStream",
     "StoreFrames",
     "StoreStream",
+    "V2Transform",
     "VideoClips",
     "VideoFrames",
     "VideoStream",

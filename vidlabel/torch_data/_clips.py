@@ -31,6 +31,7 @@ from vidlabel.torch_data._common import (
     worker_and_count,
 )
 from vidlabel.torch_data._shm import by_value, ragged_by_value, take_slab
+from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import check_nonneg_int, samples_per_rank
 
 __all__ = ["ClipStream", "VideoClips", "collate_clips", "to_torch_clip"]
@@ -44,7 +45,8 @@ def _check(clips: Any, transform: Any) -> tuple[ClipSamples, Transform | None]:
         raise OptionError(f"expected a vidlabel ClipSamples, got {type(clips).__name__}{hint}")
     if transform is not None and not callable(transform):
         raise OptionError(f"transform must be callable or None, got {transform!r}")
-    return clips, transform
+    options = clips.samples.options
+    return clips, bind_transform(transform, options.box_format, options.normalized)
 
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:

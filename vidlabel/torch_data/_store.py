@@ -32,6 +32,7 @@ from vidlabel.torch_data._common import (
     worker_and_count,
 )
 from vidlabel.torch_data._shm import post, take_buffer, take_slab
+from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
     STREAM_SHUFFLE_BUFFER,
@@ -102,7 +103,7 @@ class _StoreDataset:
         self.store = _open(store, cache_bytes, verify_checksums)
         self.samples = StoreSamples(self.store, frames=frames, options=targets)
         warn_unexported_kinds(self.store, self.samples.kinds)
-        self.transform = transform
+        self.transform = bind_transform(transform, targets.box_format, targets.normalized)
 
     @property
     def class_names(self) -> list[str]:

@@ -37,6 +37,7 @@ from vidlabel.torch_data._common import (
     to_torch_sample,
     worker_and_count,
 )
+from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import (
     STREAM_SHUFFLE_BUFFER,
     STREAM_VIDEO_ORDER,
@@ -118,7 +119,9 @@ class VideoStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset):
         self.shuffle_videos = check_flag("shuffle_videos", shuffle_videos)
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         self.seed = check_nonneg_int(seed, "seed")
-        self.transform = _check_transform(transform)
+        self.transform = bind_transform(
+            _check_transform(transform), samples.options.box_format, samples.options.normalized
+        )
         self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
         codes = samples.index.video_codes
         self._edges = np.searchsorted(codes, np.arange(len(samples.video_ids) + 1))
@@ -225,7 +228,9 @@ class VideoFrames(_Output, torch.utils.data.Dataset):  # type: ignore[type-arg]
 
     def __init__(self, samples: FrameSamples, *, transform: Transform | None = None, max_open_readers: int = 4) -> None:
         self.samples = _check_samples(samples)
-        self.transform = _check_transform(transform)
+        self.transform = bind_transform(
+            _check_transform(transform), samples.options.box_format, samples.options.normalized
+        )
         if check_nonneg_int(max_open_readers, "max_open_readers") < 1:
             raise OptionError(f"max_open_readers must be >= 1, got {max_open_readers}")
         self.max_open_readers = int(max_open_readers)
@@ -319,7 +324,9 @@ class PlannedStream(RankAware, Epochs, _Output, torch.utils.data.IterableDataset
             raise OptionError(f"plan must be a vidlabel.ReadPlan, got {type(plan).__name__}")
         self.plan = plan
         self.shuffle_buffer = check_nonneg_int(shuffle_buffer, "shuffle_buffer")
-        self.transform = _check_transform(transform)
+        self.transform = bind_transform(
+            _check_transform(transform), samples.options.box_format, samples.options.normalized
+        )
         self.drop_last = check_flag("drop_last", drop_last)
         self._epoch = SharedEpoch(0)  # before any DataLoader worker starts
 
