@@ -467,8 +467,9 @@ def _fmt(v: float) -> str:
 
 
 def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
-    """Write ``out/<video_id>/gt/gt.txt`` (9 columns, human rows), ``det/det.txt`` (10 columns, model rows),
-    ``gt/labels.txt`` and ``seqinfo.ini`` per video; frames + 1, boxes xywh."""
+    """Write ``out/<video_id>/gt/gt.txt`` (9 columns, human rows), ``det/det.txt`` (10 columns, model rows; with
+    ``det/labels.txt`` naming their label when they have one), ``gt/labels.txt`` and ``seqinfo.ini`` per video;
+    frames + 1, boxes xywh."""
     t = release.table
     report = ExportLabelsReport("mot", release.release_id)
     labels_txt = "".join(f"{name}\n" for name in release.labels)
@@ -505,6 +506,9 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
                 conf = np.where(np.isnan(conf), -1.0, conf)
                 if len(np.unique(t.label[sel])) > 1:
                     report.not_written["label of model rows (MOT results hold no class)"] += int(sel.size)
+                else:  # their one label, which the import reads back (det/labels.txt beside det.txt)
+                    write_text(folder / "det" / "labels.txt", f"{release.labels[int(t.label[sel[0]])]}\n")
+                    report.paths.append(str(folder / "det" / "labels.txt"))
                 for i in order.tolist():
                     x, y, w, h = map(_fmt, xywh[i])
                     lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
