@@ -660,7 +660,8 @@ rows (frames 0-based in display order; pixels of the displayed frame, origin top
 kind and label and start_frame are required; box: corners inside the frame (x0 < x1, y0 < y1);
 mask: COCO RLE of the frame's size [height, width]; end_frame: a marker's last frame, inclusive.
 optional: track_id (>= 0), origin ("human" or "model"), confidence (0..1),
-status ("unreviewed", "approved", "rejected"), view_id. One bad row refuses the whole file.
+status ("unreviewed", "approved", "rejected"), view_id, attributes ({"occluded": true, ...}: names of the
+label's attribute schema, Dataset.set_attribute_schema). One bad row refuses the whole file.
 a mask's RLE from a (H, W) uint8 array: vidlabel.geometry.encode_rle; every field: docs/reference/annotation-file.md
 """
 
