@@ -30,10 +30,10 @@ def _frame(n: int = 2, h: int = 6, w: int = 8, c: int = 3, **changes: Any) -> di
 
 
 def test_frame_sample_holds_the_schema_keys_in_order() -> None:
-    sample = _frame(masks=np.ones((2, 6, 8), np.uint8))
+    sample = _frame(masks=np.ones((2, 6, 8), np.uint8), attributes=np.zeros((2, 1), np.float32))
     assert list(sample) == list(FRAME.names)
     check_sample(sample, dims={"C": 3, "H": 6, "W": 8}, optional=True)
-    assert list(_frame()) == [k for k in FRAME.names if k != "masks"]
+    assert list(_frame()) == [k for k in FRAME.names if k not in ("masks", "attributes")]
     assert "image" not in frame_sample(**{k: v for k, v in _frame().items() if k != "image"}, image=None)
 
 
@@ -75,7 +75,7 @@ def test_check_sample_refuses_missing_unknown_and_unexpected_keys() -> None:
     with pytest.raises(SampleSchemaError, match=r"unknown key 'extra'; missing key 'track_ids'"):
         check_sample(sample)
     with pytest.raises(SampleSchemaError, match=r"missing key 'masks' \(expected with_masks=True\)"):
-        check_sample(_frame(), optional=True)
+        check_sample(_frame(attributes=np.zeros((2, 1), np.float32)), optional=True)
     with pytest.raises(SampleSchemaError, match=r"key 'masks' is there, expected only with_masks=True"):
         check_sample(_frame(masks=np.zeros((2, 6, 8), np.uint8)), optional=False)
     with pytest.raises(SampleSchemaError, match=r"'frame_labels' has shape \(3,\): C = 3, but C = 4 in given"):
@@ -141,3 +141,12 @@ def test_the_reference_page_shows_the_schema() -> None:
     """docs/reference/samples.md holds the tables the schema writes (regenerate them from FRAME.table())."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "samples.md").read_text()
     assert FRAME.table() in page and FRAME.table(torch=True) in page
+
+
+def test_check_sample_takes_the_optional_keys_by_name() -> None:
+    with_masks = _frame(masks=np.zeros((2, 6, 8), np.uint8))
+    check_sample(with_masks, optional=["masks"])
+    with pytest.raises(SampleSchemaError, match=r"missing key 'attributes' \(expected with_attributes\)"):
+        check_sample(with_masks, optional=["masks", "attributes"])
+    with pytest.raises(SampleSchemaError, match=r"key 'masks' is there, expected only with_masks=True"):
+        check_sample(with_masks, optional=["attributes"])

@@ -8,7 +8,13 @@ import json.decoder
 import json.scanner
 from typing import Any
 
-__all__ = ["RepeatedKeyError", "json_error_text", "no_repeated_keys", "repeated_key_line"]
+__all__ = [
+    "RepeatedKeyError",
+    "SameRepeatsAllowed",
+    "json_error_text",
+    "no_repeated_keys",
+    "repeated_key_line",
+]
 
 
 class RepeatedKeyError(ValueError):
@@ -30,17 +36,42 @@ def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same value as written: ``1`` and ``1.0`` or ``true`` are not."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+class SameRepeatsAllowed:
+    """``object_pairs_hook`` that takes a key repeated with the **same** value (mmtracking's own test files
+    repeat keys so, and ``json``, pycocotools and mmtracking read them) and counts it in ``repeats`` (key ->
+    times); a key repeated with another value is still a RepeatedKeyError."""
+
+    def __init__(self) -> None:
+        self.repeats: dict[str, int] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                if not _same(out[key], value):
+                    raise RepeatedKeyError(key, out[key], value)
+                self.repeats[key] = self.repeats.get(key, 0) + 1
+            out[key] = value
+        return out
+
+
 def json_error_text(err: json.JSONDecodeError) -> str:
     """What is wrong and where on its line: "Expecting value at column 5". Some of ``json``'s messages end in
     "at" themselves ("Unterminated string starting at", "Invalid control character at"), which is not repeated."""
     return f"{err.msg.removesuffix(' at')} at column {err.colno}"
 
 
-def repeated_key_line(text: str) -> tuple[int, int] | None:
+def repeated_key_line(text: str, hook: Any = no_repeated_keys) -> tuple[int, int] | None:
     """(line, column), 1-based, of the opening brace of the first object of ``text`` that gives a key twice; None
     when there is none. ``no_repeated_keys`` is called with the pairs alone, so ``json.loads`` cannot tell where
     the object lies: this parses ``text`` again with the pure-Python scanner, which passes each object's offset.
-    Called only once a RepeatedKeyError was raised, so the slow parser costs nothing on good files."""
+    Called only once a RepeatedKeyError was raised, so the slow parser costs nothing on good files. ``hook``: the
+    ``object_pairs_hook`` that raised it (a :class:`SameRepeatsAllowed` finds the key repeated with another value)."""
 
     def parse_object(s_and_end: tuple[str, int], *args: Any, **kwargs: Any) -> tuple[dict[str, Any], int]:
         try:
@@ -50,7 +81,7 @@ def repeated_key_line(text: str) -> tuple[int, int] | None:
                 err.pos = s_and_end[1] - 1
             raise
 
-    decoder = json.JSONDecoder(object_pairs_hook=no_repeated_keys)
+    decoder = json.JSONDecoder(object_pairs_hook=hook)
     decoder.parse_object = parse_object  # type: ignore[attr-defined]
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     try:

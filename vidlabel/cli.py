@@ -283,8 +283,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if count > _VALIDATE_LINES:
             rest = plural(count - _VALIDATE_LINES, f"more {code} {severity[code]}")
             print(f"... and {rest} (vidlabel validate --json lists every problem)")
+    _print_attributes(args.dataset)
     print(f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}")
     return 1 if errors else 0
+
+
+def _print_attributes(path: str) -> None:
+    """The attribute schema of the live rows, label by label, with how many rows give each attribute."""
+    from vidlabel.dataset._dataset import Dataset
+    from vidlabel.dataset._validate import attribute_summary
+
+    ds = Dataset.open(path)
+    schema = ds.attribute_schema()
+    if schema:
+        for line in attribute_summary(ds.snapshot().table, schema):
+            print(f"attributes: {line}")
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -682,7 +695,8 @@ rows (frames 0-based in display order; pixels of the displayed frame, origin top
 kind and label and start_frame are required; box: corners inside the frame (x0 < x1, y0 < y1);
 mask: COCO RLE of the frame's size [height, width]; end_frame: a marker's last frame, inclusive.
 optional: track_id (>= 0), origin ("human" or "model"), confidence (0..1),
-status ("unreviewed", "approved", "rejected"), view_id. One bad row refuses the whole file.
+status ("unreviewed", "approved", "rejected"), view_id, attributes ({"occluded": true, ...}: names of the
+label's attribute schema, Dataset.set_attribute_schema). One bad row refuses the whole file.
 a mask's RLE from a (H, W) uint8 array: vidlabel.geometry.encode_rle; every field: docs/reference/annotation-file.md
 """
 

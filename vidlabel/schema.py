@@ -228,6 +228,12 @@ FRAME = SampleSchema(
             "One mask per target, aligned with boxes (all zero for a box row).",
             layout="ragged", when="with_masks=True",
         ),
+        SampleKey(
+            "attributes", ("N", "A"), "float32", "attribute value",
+            "Each target's attributes named by with_attributes, in its order (true 1, false 0, NaN where the "
+            "row has none).",
+            layout="ragged", when="with_attributes",
+        ),
     ),
 )  # fmt: skip
 
@@ -303,6 +309,7 @@ def frame_sample(
     view_id: str | None,
     frame_index: int,
     masks: np.ndarray | None = None,
+    attributes: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """A frame sample dict (:data:`FRAME`): the one place a frame sample is assembled.
 
@@ -323,6 +330,8 @@ def frame_sample(
     frame_index : int
     masks : (N, H, W) uint8, optional
         Only with ``with_masks=True``.
+    attributes : (N, A) float32, optional
+        Only with ``with_attributes`` (FrameSamples).
 
     Returns
     -------
@@ -343,6 +352,8 @@ def frame_sample(
             sample["masks"] = _regions(masks, np.uint8, (-1, int(image.shape[0]), int(image.shape[1])))
         else:
             sample["masks"] = np.asarray(masks, dtype=np.uint8)
+    if attributes is not None:
+        sample["attributes"] = _regions(attributes, np.float32, (-1, int(np.shape(attributes)[-1])))
     return sample
 
 
@@ -466,7 +477,7 @@ def check_sample(
     *,
     torch: bool = False,
     dims: Mapping[str, int] | None = None,
-    optional: bool | None = None,
+    optional: bool | Iterable[str] | None = None,
 ) -> None:
     """Check a sample dict against a schema: every key known, present unless optional, of its dtype and shape.
 
@@ -480,8 +491,9 @@ def check_sample(
         Expect the PyTorch layout (images with channels first).
     dims : mapping of str to int, optional
         Known dimension sizes, e.g. ``{"C": len(class_names), "H": 48, "W": 64}``.
-    optional : bool, optional
-        True: the keys with a ``when`` (``masks``) must be there; False: they must not; None: either.
+    optional : bool or iterable of str, optional
+        True: the keys with a ``when`` (``masks``, ``attributes``) must be there; False: they must not; names:
+        those must be there and the other keys with a ``when`` must not; None: either.
 
     Raises
     ------
@@ -497,12 +509,15 @@ def check_sample(
         raise SampleSchemaError(f"a {schema.name} sample is a dict, got {type(sample).__name__}")
     problems = [f"unknown key {k!r}" for k in sample if k not in schema]
     sizes = _Dims(dims or {})
+    wanted = None if optional is None or isinstance(optional, bool) else frozenset(optional)
     for key in schema.keys:
+        must = optional is True or (wanted is not None and key.name in wanted)
+        must_not = optional is False or (wanted is not None and key.name not in wanted)
         if key.name not in sample:
-            if not key.when or optional:
+            if not key.when or must:
                 problems.append(f"missing key {key.name!r}" + (f" (expected {key.when})" if key.when else ""))
             continue
-        if key.when and optional is False:
+        if key.when and must_not:
             problems.append(f"key {key.name!r} is there, expected only {key.when}")
         problems += _key_problems(key, sample[key.name], sizes, torch)
     if problems:

@@ -7,6 +7,7 @@ The spec's separate ``vidlabel_spec`` package is folded in here; its
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -603,6 +604,11 @@ class AnnotationTable:
         Concatenated compressed RLE strings (pycocotools ``counts`` bytes).
     mask_size : (N, 2) int32
         (height, width) of each mask; (0, 0) for non-mask rows.
+    attr_offsets : (N + 1,) int64, optional
+        CSR offsets into ``attr_bytes``: row ``i``'s attributes are the canonical JSON object
+        ``attr_bytes[attr_offsets[i]:attr_offsets[i + 1]]`` (empty: none). :meth:`attributes` reads them.
+    attr_bytes : (A,) uint8, optional
+        Concatenated UTF-8 JSON of every row's attributes (default: no row has any).
     """
 
     labels: tuple[str, ...]
@@ -623,6 +629,8 @@ class AnnotationTable:
     mask_offsets: np.ndarray
     mask_counts: np.ndarray
     mask_size: np.ndarray
+    attr_offsets: np.ndarray | None = None
+    attr_bytes: np.ndarray | None = None
 
     COLUMNS = (
         "annotation_id", "video", "kind", "label", "start_frame", "end_frame", "box", "track_id",
@@ -646,6 +654,24 @@ class AnnotationTable:
             object.__setattr__(self, name, arr)
         for name in ("labels", "video_ids", "view_ids"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        offsets = np.zeros(n + 1, np.int64) if self.attr_offsets is None else self.attr_offsets
+        data = np.zeros(0, np.uint8) if self.attr_bytes is None else self.attr_bytes
+        for name, arr, dtype in (("attr_offsets", offsets, np.int64), ("attr_bytes", data, np.uint8)):
+            arr = np.ascontiguousarray(arr, dtype=dtype)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        if self.attr_offsets.shape[0] != n + 1:  # type: ignore[union-attr]
+            raise ValueError(f"AnnotationTable column 'attr_offsets' has {offsets.shape[0]} rows, expected {n + 1}")
+
+    @property
+    def has_attributes(self) -> bool:
+        """Whether any row carries attributes."""
+        return bool(self.attr_bytes.size)  # type: ignore[union-attr]
+
+    def attributes(self, row: int) -> dict[str, Any]:
+        """Row ``row``'s attributes (name -> bool, float or str); ``{}`` for none."""
+        a, b = int(self.attr_offsets[row]), int(self.attr_offsets[row + 1])  # type: ignore[index]
+        return {} if a == b else json.loads(self.attr_bytes[a:b].tobytes())  # type: ignore[index,no-any-return]
 
     def __len__(self) -> int:
         return int(self.annotation_id.shape[0])
@@ -667,10 +693,11 @@ class AnnotationTable:
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         offsets, counts = take_csr(self.mask_offsets, self.mask_counts, rows)
+        attr_offsets, attr_bytes = take_csr(self.attr_offsets, self.attr_bytes, rows)  # type: ignore[arg-type]
         cols = {name: getattr(self, name)[rows] for name in self.COLUMNS}
         return AnnotationTable(
             labels=self.labels, video_ids=self.video_ids, view_ids=self.view_ids,
-            mask_offsets=offsets, mask_counts=counts, **cols,
+            mask_offsets=offsets, mask_counts=counts, attr_offsets=attr_offsets, attr_bytes=attr_bytes, **cols,
         )  # fmt: skip
 
     @classmethod

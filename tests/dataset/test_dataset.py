@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import sqlite3
@@ -614,6 +615,11 @@ def _random_cols(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     lengths = np.where(rng.random(n) < 0.3, rng.integers(1, 9, n), 0)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    # some chunks hold attributes (format VLC2), some none (VLC1)
+    with_attrs = rng.random() < 0.5
+    attrs = [json.dumps({"v": int(k)}).encode() if with_attrs and rng.random() < 0.5 else b"" for k in range(n)]
+    attr_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum([len(a) for a in attrs], out=attr_offsets[1:])
     return {
         "annotation_id": np.sort(rng.choice(10**6, n, replace=False)).astype(np.int64),
         "kind": rng.integers(0, 3, n).astype(np.uint8),
@@ -629,6 +635,8 @@ def _random_cols(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         "mask_size": np.where(lengths[:, None] > 0, rng.integers(1, 99, (n, 2)), 0).astype(np.int32),
         "mask_offsets": offsets,
         "mask_counts": rng.integers(48, 112, int(offsets[-1])).astype(np.uint8),
+        "attr_offsets": attr_offsets,
+        "attr_bytes": np.frombuffer(b"".join(attrs), np.uint8),
     }
 
 
@@ -652,6 +660,9 @@ def test_chunks_round_trip_concat_and_take(seed: int, sizes: list[int]) -> None:
         c, d = sub["mask_offsets"][j], sub["mask_offsets"][j + 1]
         assert np.array_equal(whole["mask_counts"][a:b], sub["mask_counts"][c:d])
         assert sub["annotation_id"][j] == whole["annotation_id"][r]
+        a, b = whole["attr_offsets"][r], whole["attr_offsets"][r + 1]
+        c, d = sub["attr_offsets"][j], sub["attr_offsets"][j + 1]
+        assert whole["attr_bytes"][a:b].tobytes() == sub["attr_bytes"][c:d].tobytes()
 
 
 row_strategy = st.fixed_dictionaries(

@@ -297,7 +297,7 @@ def test_round_trip(tmp_path_factory, rows) -> None:
     assert_same_rows(ds2.annotations(), ds.annotations())
 
 
-def test_ignore_annotations_counted_and_visibility_noted(tmp_path: Path) -> None:
+def test_ignore_annotations_counted_and_visibility_kept_as_attributes(tmp_path: Path) -> None:
     # mmtracking's mot2coco writes visibility; an `ignore` region is no object (CocoVideoDataset puts it with iscrowd)
     ds = dataset(tmp_path / "ds")
     anns = [
@@ -310,7 +310,10 @@ def test_ignore_annotations_counted_and_visibility_noted(tmp_path: Path) -> None
     got = sorted((r["start_frame"], r["box"]) for r in ds.annotations())
     assert got == [(0, (1.0, 2.0, 4.0, 6.0)), (1, (2.0, 2.0, 5.0, 6.0)), (2, (5.0, 5.0, 10.0, 10.0))]
     assert rep.skipped == {"ignore annotation (an ignored region, as iscrowd)": 1}
-    assert rep.notes == ["annotation fields not stored: occluded (on 1), visibility (on 2)"]
+    assert rep.notes == []
+    got = sorted((r["start_frame"], r.get("attributes")) for r in ds.annotations())
+    assert got == [(0, {"visibility": 0.25}), (1, {"visibility": 1.0}), (2, {"occluded": True})]
+    assert rep.attributes_added == {"person": {"visibility": "number"}, "car": {"occluded": "bool"}}
 
 
 @pytest.mark.parametrize(

@@ -247,14 +247,20 @@ def test_polygon_tracks_join_the_box_track_of_their_group(tmp_path: Path) -> Non
     assert rep.skipped == {"track mixing box and polygon shapes": 1}
 
 
-def test_attributes_reported(tmp_path: Path) -> None:
+def test_box_attributes_and_occluded_are_kept_on_every_frame_of_their_keyframe(tmp_path: Path) -> None:
     body = (
         '<track id="0" label="car">'
         + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="color">red</attribute></box>')
+        + box(2, 0, 0, 10, 10).replace('occluded="0"', 'occluded="1"')
         + "</track>"
     )
-    _, rep = load(tmp_path, cvat(body))
-    assert "attributes not stored: color (1)" in rep.notes
+    ds, rep = load(tmp_path, cvat(body))
+    got = [(r["start_frame"], r["attributes"]) for r in ds.annotations()][:4]
+    assert got == [
+        (0, {"occluded": False, "color": "red"}), (1, {"occluded": False, "color": "red"}),
+        (2, {"occluded": True}), (3, {"occluded": True}),
+    ]  # fmt: skip
+    assert rep.attributes_added == {"car": {"occluded": "bool", "color": "text"}} and rep.notes == []
 
 
 def test_tag_attributes_reported(tmp_path: Path) -> None:
@@ -269,7 +275,8 @@ def test_tag_attributes_reported(tmp_path: Path) -> None:
     )
     ds, rep = load(tmp_path, cvat(body))
     assert [(r["start_frame"], r["end_frame"]) for r in ds.annotations() if r["kind"] == "marker"] == [(0, 1)]
-    assert "attributes not stored: kind (1), team (3)" in rep.notes
+    # a tag's attributes are counted (markers from tags keep none); the box's are its row's
+    assert "attributes not stored: kind (1), team (2)" in rep.notes
     assert not rep.skipped
 
 

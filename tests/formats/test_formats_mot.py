@@ -198,7 +198,7 @@ def test_a_misspelt_keyword_is_refused_before_the_file_is_read(tmp_path: Path) -
     ds = dataset(tmp_path / "ds")
     f = write(tmp_path / "gt.txt", "1,1,10,20,5,6\n")
     message = (
-        r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored\); "
+        r"format 'mot' takes no option\(s\) video \(its options: one_based_pixels, include_ignored, read_as, include_det\); "
         r"did you mean video= -> video_id=\?"
     )
     with pytest.raises(FormatError, match=message):
@@ -236,11 +236,18 @@ def test_export_layout_and_counts(tmp_path: Path) -> None:
     det = (tmp_path / "out" / "cam1" / "det" / "det.txt").read_text().splitlines()
     assert det == ["3,-1,1.0,2.0,2.0,2.0,0.5,-1,-1,-1"]
     assert (tmp_path / "out" / "cam1" / "gt" / "labels.txt").read_text() == "person\ncar\ngoal\n"
+    # the model rows' one label, which the import of the folder reads back
+    assert (tmp_path / "out" / "cam1" / "det" / "labels.txt").read_text() == "car\n"
     assert rep.counts == {"box": 3} and rep.not_written == {"marker (MOT holds no markers)": 1}
     assert "not written (the format cannot hold them): marker (MOT holds no markers): 1" in str(rep)
-    # the report names every file written (it said "to 2 files" for these 4)
+    # the report names every file written (it said "to 2 files" for 4)
     assert sorted(rep.paths) == sorted(str(p) for p in (tmp_path / "out").rglob("*") if p.is_file())
-    assert "wrote 3 box to 4 files" in str(rep)
+    assert "wrote 3 box to 5 files" in str(rep)
+    ds2 = dataset(tmp_path / "ds2")
+    import_labels(ds2, "mot", tmp_path / "out")
+    assert sorted((r["label"], r["origin"]) for r in ds2.annotations()) == [
+        ("car", "human"), ("car", "model"), ("person", "human"),
+    ]  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore:video .* just added:vidlabel.errors.VidlabelWarning")  # drawn rows may repeat

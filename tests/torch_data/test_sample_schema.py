@@ -72,7 +72,9 @@ def _truth_box(frame: int, options: dict[str, Any]) -> np.ndarray:
 def check_frame(sample: dict[str, Any], options: dict[str, Any], class_names: list[str], *, torch: bool) -> None:
     """``sample`` matches the schema and the truth of its frame."""
     with_masks = bool(options.get("with_masks"))
-    check_sample(sample, torch=torch, dims={"C": len(class_names), "H": H, "W": W}, optional=with_masks)
+    # masks exactly when asked; attributes never (only FrameSamples' with_attributes gives them)
+    optional = ["masks"] if with_masks else False
+    check_sample(sample, torch=torch, dims={"C": len(class_names), "H": H, "W": W}, optional=optional)
     f = sample["frame_index"]
     image = _numpy(sample["image"])
     assert read_frame_number(image.transpose(1, 2, 0) if torch else image) == f
@@ -174,6 +176,11 @@ def test_the_schema_documents_every_key_a_dataset_emits(world: tuple[Path, Datas
                 emitted |= set(sample)
             batch = collate_frames(samples[:4])
             emitted |= set(batch)
+    # attributes per target: FrameSamples' with_attributes (the dataset's rows carry none: NaN)
+    with_attributes = FrameSamples(ds, with_attributes=["visibility"])
+    first = next(with_attributes.targets())
+    assert np.isnan(first["attributes"]).all() and first["attributes"].shape == (len(first["boxes"]), 1)
+    emitted |= set(first)
     assert emitted == set(FRAME.names)
 
 

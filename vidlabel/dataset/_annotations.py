@@ -10,6 +10,7 @@ edits rewrite the chunks they touch. The ``tracks`` table keeps one label per
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -213,4 +214,7 @@ def annotation_dicts(
                 "view_id": view_names[int(cols["view"][i])] if cols["view"][i] >= 0 else None,
             }
         )
+        a, b = cols["attr_offsets"][i], cols["attr_offsets"][i + 1]
+        if b > a:  # rows without attributes keep the spec's keys alone
+            out[-1]["attributes"] = json.loads(cols["attr_bytes"][a:b].tobytes())
     return out

@@ -7,7 +7,13 @@ track id, origin, confidence (float32), status, view code; then, for mask
 rows only, their row, size, RLE length, and the concatenated COCO RLE bytes.
 In memory a chunk is a dict of columns (``Cols``) with masks in CSR form
 (``mask_offsets`` (N + 1,), ``mask_counts``, ``mask_size`` (N, 2)), as in
-``AnnotationTable``.
+``AnnotationTable``, and the rows' attributes in CSR form too (``attr_offsets``
+(N + 1,), ``attr_bytes``: each row's canonical JSON object, empty for none).
+A chunk with attributes is written as format ``VLC2``: the ``VLC1`` header and
+payload followed by the attribute bytes' total (8 bytes, in the header) and, in
+the payload, each row's attribute length (int32) then the bytes. A chunk
+without attributes is written as ``VLC1``, as before, so older datasets and
+vidlabels read each other's chunks of rows without attributes.
 """
 
 from __future__ import annotations
@@ -45,7 +51,9 @@ _CHUNK_COLUMNS: tuple[tuple[str, str, tuple[int, ...]], ...] = tuple(
 )
 _ROW_COLUMNS = _CHUNK_COLUMNS[: -len(_MASK_COLUMNS)]  # one value per row; masks are stored for mask rows only
 _MAGIC = b"VLC1"
+_MAGIC_ATTRS = b"VLC2"
 _HEAD = struct.Struct("<4sIIQ")  # magic, rows, mask rows, mask bytes
+_ATTR_HEAD = struct.Struct("<Q")  # VLC2: attribute bytes, after the VLC1 header
 Cols = dict[str, np.ndarray]
 
 
@@ -62,7 +70,14 @@ def encode_chunk(cols: Cols) -> bytes:
         lengths[mrows].astype("<i8").tobytes(),
         np.ascontiguousarray(cols["mask_counts"], dtype="u1").tobytes(),
     ]
-    head = _HEAD.pack(_MAGIC, n, mrows.size, int(offsets[-1]))
+    attr_offsets = cols.get("attr_offsets")
+    attrs = int(attr_offsets[-1]) if attr_offsets is not None and attr_offsets.size else 0
+    if not attrs:
+        head = _HEAD.pack(_MAGIC, n, mrows.size, int(offsets[-1]))
+        return head + zlib.compress(b"".join(parts), 1)
+    assert attr_offsets is not None
+    parts += [np.diff(attr_offsets).astype("<i4").tobytes(), np.ascontiguousarray(cols["attr_bytes"], "u1").tobytes()]
+    head = _HEAD.pack(_MAGIC_ATTRS, n, mrows.size, int(offsets[-1])) + _ATTR_HEAD.pack(attrs)
     return head + zlib.compress(b"".join(parts), 1)
 
 
@@ -94,11 +109,17 @@ def decode_chunk(blob: bytes) -> Cols:
     if len(blob) < _HEAD.size:
         raise ChunkDamagedError(f"{len(blob)} bytes, shorter than its {_HEAD.size}-byte header")
     magic, n, k, m = _HEAD.unpack_from(blob, 0)
-    if magic != _MAGIC:
+    if magic not in (_MAGIC, _MAGIC_ATTRS):
         raise DatasetError("an annotation chunk in the database is not in a format this vidlabel reads")
     if k > n:
         raise ChunkDamagedError(f"its header counts {k} mask rows in {n} rows")
-    want = n * _ROW_BYTES + k * _MASK_ROW_BYTES + m
+    head, attrs = _HEAD.size, 0
+    if magic == _MAGIC_ATTRS:
+        if len(blob) < head + _ATTR_HEAD.size:
+            raise ChunkDamagedError(f"{len(blob)} bytes, shorter than its {head + _ATTR_HEAD.size}-byte header")
+        (attrs,) = _ATTR_HEAD.unpack_from(blob, head)
+        head += _ATTR_HEAD.size
+    want = n * _ROW_BYTES + k * _MASK_ROW_BYTES + m + (4 * n + attrs if magic == _MAGIC_ATTRS else 0)
     if want > _ZLIB_MAX_RATIO * len(blob):
         raise ChunkDamagedError(
             f"its header's {n} rows, {k} mask rows and {m} RLE bytes take {want} bytes, more than its {len(blob)} "
@@ -106,7 +127,7 @@ def decode_chunk(blob: bytes) -> Cols:
         )
     inflate = zlib.decompressobj()
     try:
-        payload = inflate.decompress(memoryview(blob)[_HEAD.size :], want + 1)
+        payload = inflate.decompress(memoryview(blob)[head:], want + 1)
     except zlib.error as err:
         raise ChunkDamagedError(f"its columns are not zlib data ({err})") from err
     if len(payload) != want or not inflate.eof:
@@ -143,6 +164,16 @@ def decode_chunk(blob: bytes) -> Cols:
     np.cumsum(lengths, out=offsets[1:])
     out["mask_size"] = size
     out["mask_offsets"] = offsets
+    attr_offsets = np.zeros(n + 1, np.int64)
+    if magic == _MAGIC_ATTRS:
+        alen = read("<i4", n)
+        out["attr_bytes"] = read("u1", attrs)
+        if np.any(alen < 0) or sum(alen.tolist()) != attrs:
+            raise ChunkDamagedError(f"its attribute lengths are negative or do not add up to its {attrs} bytes")
+        np.cumsum(alen, out=attr_offsets[1:])
+    else:
+        out["attr_bytes"] = np.zeros(0, np.uint8)
+    out["attr_offsets"] = attr_offsets
     return out
 
 
@@ -151,13 +182,13 @@ def concat(parts: Sequence[Cols]) -> Cols:
     if len(parts) == 1:
         return dict(parts[0])
     out: Cols = {}
-    for name, _, _ in _CHUNK_COLUMNS:
-        if name == "mask_offsets":
-            pieces = [parts[0]["mask_offsets"]]
-            base = int(parts[0]["mask_offsets"][-1])
+    for name in (*(c for c, _, _ in _CHUNK_COLUMNS), "attr_offsets", "attr_bytes"):
+        if name in ("mask_offsets", "attr_offsets"):
+            pieces = [parts[0][name]]
+            base = int(parts[0][name][-1])
             for p in parts[1:]:
-                pieces.append(p["mask_offsets"][1:] + base)
-                base += int(p["mask_offsets"][-1])
+                pieces.append(p[name][1:] + base)
+                base += int(p[name][-1])
             out[name] = np.concatenate(pieces)
         else:
             out[name] = np.concatenate([p[name] for p in parts])
@@ -167,9 +198,12 @@ def concat(parts: Sequence[Cols]) -> Cols:
 def take(cols: Cols, rows: np.ndarray) -> Cols:
     """Rows (int index array) of a column set, masks carried along."""
     new_offsets, counts = take_csr(cols["mask_offsets"], cols["mask_counts"], rows)
-    out = {k: v[rows] for k, v in cols.items() if k not in ("mask_offsets", "mask_counts")}
+    out = {
+        k: v[rows] for k, v in cols.items() if k not in ("mask_offsets", "mask_counts", "attr_offsets", "attr_bytes")
+    }
     out["mask_offsets"] = new_offsets
     out["mask_counts"] = counts
+    out["attr_offsets"], out["attr_bytes"] = take_csr(cols["attr_offsets"], cols["attr_bytes"], rows)
     return out
 
 
@@ -178,12 +212,18 @@ def empty_cols() -> Cols:
     out: Cols = {}
     for name, dt, shape in _CHUNK_COLUMNS:
         out[name] = np.zeros((1 if name == "mask_offsets" else 0, *shape), dt)
+    out["attr_offsets"] = np.zeros(1, np.int64)
+    out["attr_bytes"] = np.zeros(0, np.uint8)
     return out
 
 
 def cols_from_rows(ids: np.ndarray, rc: RowColumns) -> Cols:
-    """The column set of a validated batch, with its new annotation ids."""
-    return {"annotation_id": ids, **rc}
+    """The column set of a validated batch, with its new annotation ids and its rows' attributes."""
+    attrs = rc.attributes or [b""] * rc.n_rows
+    offsets = np.zeros(len(attrs) + 1, np.int64)
+    np.cumsum([len(a) for a in attrs], out=offsets[1:])
+    data = np.frombuffer(b"".join(attrs), np.uint8)
+    return {"annotation_id": ids, **rc, "attr_offsets": offsets, "attr_bytes": data}
 
 
 def pack_ints(arr: np.ndarray) -> bytes:

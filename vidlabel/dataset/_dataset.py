@@ -47,6 +47,7 @@ from vidlabel.dataset._db import (
     SCHEMA_VERSION,
     LocalConnection,
     as_meta,
+    attribute_schema,
     check_database,
     create_database,
     fetch_views,
@@ -56,6 +57,7 @@ from vidlabel.dataset._db import (
     now,
     read_transaction,
     record_json,
+    set_attribute_schema,
     unknown_video,
     video_from_record,
     video_record,
@@ -71,7 +73,7 @@ from vidlabel.dataset._release import (
     release_id_of,
     write_release,
 )
-from vidlabel.dataset._rows import RowColumns, check_rows, check_tracks
+from vidlabel.dataset._rows import ATTRIBUTE_TYPES, RowColumns, check_rows, check_tracks, schema_text
 from vidlabel.dataset._validate import (
     SAME_ANNOTATION,
     Problem,
@@ -578,6 +580,50 @@ class Dataset:
         """The label vocabulary in order (a label's class index is its position)."""
         return label_names(self._con())
 
+    def set_attribute_schema(self, label: str, schema: Mapping[str, str]) -> dict[str, str]:
+        """Declare the attributes rows of ``label`` may carry: name -> "bool", "number" or "text".
+
+        Names are added to the label's schema; a name already there keeps its type (rows may hold values of it).
+        Rows give them as ``"attributes": {"occluded": True, "visibility": 0.5}``, checked on the way in.
+
+        Returns
+        -------
+        dict name -> type
+            The label's whole schema.
+
+        Raises
+        ------
+        AnnotationError
+            On an unknown label, a name that is not a non-empty string, a type other than the three, or a name
+            whose type would change; nothing is changed.
+        """
+        with self._write("set_attribute_schema") as con:
+            labels = label_names(con)
+            if label not in labels:
+                raise AnnotationError(f"unknown label {label!r}; known: {', '.join(labels) or '(none)'}")
+            whole = attribute_schema(con)
+            have = dict(whole.get(label, {}))
+            for name, kind in dict(schema).items():
+                if not isinstance(name, str) or not name or name != name.strip():
+                    raise AnnotationError(f"attribute name {name!r} of label {label!r}: expected a non-empty string")
+                if kind not in ATTRIBUTE_TYPES:
+                    raise AnnotationError(
+                        f"attribute {name!r} of label {label!r} has type {kind!r}; allowed: {', '.join(ATTRIBUTE_TYPES)}"
+                    )
+                if have.get(name, kind) != kind:
+                    raise AnnotationError(
+                        f"attribute {name!r} of label {label!r} is {have[name]!r}: a schema keeps its types (rows may "
+                        f"hold values of it); the label's schema: {schema_text(have)}"
+                    )
+                have[name] = kind
+            whole[label] = have
+            set_attribute_schema(con, whole)
+        return have
+
+    def attribute_schema(self) -> dict[str, dict[str, str]]:
+        """Label -> {attribute name: "bool" | "number" | "text"} (labels without attributes left out)."""
+        return attribute_schema(self._con())
+
     def add_view(
         self,
         view_id: str,
@@ -735,9 +781,15 @@ class Dataset:
             _warn_added_twice(self._path, video_id, n, twice, ids, source)
         return ids.tolist()
 
-    def _largest_track_id(self, video_id: str) -> int | None:
-        """The largest track id video ``video_id`` holds (None without tracks); inside :meth:`_one_write`, read
-        in its transaction, so no other writer adds tracks between this read and the commit."""
+    def largest_track_id(self, video_id: str) -> int | None:
+        """The largest track id video ``video_id`` holds (None without tracks); inside :meth:`transaction`, read
+        in its transaction, so no other writer adds tracks between this read and the commit.
+
+        Raises
+        ------
+        DatasetError
+            If the dataset cannot be read.
+        """
         with self._read() as con:
             row = con.execute(
                 "SELECT MAX(t.track_id) FROM tracks t JOIN videos v ON v.code = t.video WHERE v.video_id = ?",
@@ -746,10 +798,12 @@ class Dataset:
         return None if row is None or row[0] is None else int(row[0])
 
     def _checked_rows(
-        self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = ()
-    ) -> tuple[int, RowColumns, list[str]]:
+        self, con: sqlite3.Connection, rows: list[Any], video_id: str, *, clip: bool, more_labels: Sequence[str] = (),
+        more_schema: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> tuple[int, RowColumns, list[str]]:  # fmt: skip
         """``(video code, checked columns, labels)`` of rows for ``video_id``, as ``add_annotations`` checks them
-        (labels ``more_labels`` taken as added after the dataset's own: a dry run's labels to add)."""
+        (labels ``more_labels`` taken as added after the dataset's own, and attributes ``more_schema`` as added to
+        the schema: a dry run's)."""
         row = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (video_id,)).fetchone()
         if row is None:
             raise self._unknown_video(con, video_id)
@@ -757,13 +811,20 @@ class Dataset:
         meta = meta_from_record(metadata, self._db_file, video_id)
         labels = label_names(con)
         labels += [lab for lab in more_labels if lab not in labels]
-        return int(vcode), check_rows(rows, video=meta, labels=labels, views=fetch_views(con), clip=clip), labels
+        schema = attribute_schema(con)
+        for label, names in (more_schema or {}).items():
+            schema[label] = {**schema.get(label, {}), **names}
+        checked = check_rows(
+            rows, video=meta, labels=labels, views=fetch_views(con), clip=clip, attribute_schema=schema
+        )
+        return int(vcode), checked, labels
 
     def annotation_duplicates(
-        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool = False, more_labels: Sequence[str] = ()
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        self, rows: Iterable[Mapping[str, Any]], video_id: str, *, clip: bool = False, more_labels: Sequence[str] = (),
+        more_schema: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:  # fmt: skip
         """What ``add_annotations(rows, video_id, clip=clip)`` would warn of, nothing written (an import's dry run),
-        with the labels ``more_labels`` taken as added first:
+        with the labels ``more_labels`` and the attribute schema ``more_schema`` taken as added first:
         ``(row, annotation id already stored)`` and ``(row, earlier row)`` pairs, as
         :func:`~vidlabel.dataset._validate.added_duplicates` gives them.
 
@@ -775,7 +836,9 @@ class Dataset:
             If the video is not registered.
         """
         with self._read() as con:
-            vcode, cols, _ = self._checked_rows(con, list(rows), video_id, clip=clip, more_labels=more_labels)
+            vcode, cols, _ = self._checked_rows(
+                con, list(rows), video_id, clip=clip, more_labels=more_labels, more_schema=more_schema
+            )
             if cols.n_rows == 0:
                 return [], []
             first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
@@ -945,6 +1008,7 @@ class Dataset:
             raise AnnotationError(f"unknown status(es) {bad}; allowed: {', '.join(STATUSES)}")
         with self._read() as con:
             labels = tuple(label_names(con))
+            schema = attribute_schema(con)
             view_rows = fetch_views(con)
             video_rows = con.execute(
                 "SELECT code, video_id, metadata, frame_index, index_pts, index_keyframes FROM videos"
@@ -992,6 +1056,8 @@ class Dataset:
             mask_offsets=cols["mask_offsets"],
             mask_counts=cols["mask_counts"],
             mask_size=cols["mask_size"],
+            attr_offsets=cols["attr_offsets"],
+            attr_bytes=cols["attr_bytes"],
         )
         return Release(
             release_id=None,
@@ -1006,6 +1072,8 @@ class Dataset:
                 "rows": len(table),
                 "vidlabel_version": __version__,
                 "schema_version": SCHEMA_VERSION,
+                # the labels' attribute schema, for choosing samples by attributes (not part of the content id)
+                **({"attribute_schema": schema} if schema else {}),
             },
         )
 

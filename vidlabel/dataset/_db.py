@@ -43,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "LocalConnection",
     "as_meta",
+    "attribute_schema",
     "check_database",
     "create_database",
     "damaged_message",
@@ -55,6 +56,7 @@ __all__ = [
     "unknown_video",
     "meta_from_record",
     "record_json",
+    "set_attribute_schema",
     "video_from_record",
     "video_record",
     "writable",
@@ -62,8 +64,11 @@ __all__ = [
     "write_transaction",
 ]
 
-#: Version of the SQLite schema this vidlabel writes; a dataset with a newer one is refused.
-SCHEMA_VERSION = 1
+#: Version of the SQLite schema this vidlabel reads up to; a dataset with a newer one is refused. A dataset is
+#: created at version 1 and moves to 2 when it is given an attribute schema (its chunks may then hold attributes,
+#: format VLC2, which a vidlabel reading version 1 cannot read: it refuses the dataset, saying to upgrade).
+SCHEMA_VERSION = 2
+_CREATED_VERSION = 1
 _FORMAT = "vidlabel-dataset"
 
 _SCHEMA = """
@@ -120,7 +125,7 @@ def create_database(folder: Path) -> None:
             "INSERT INTO meta (key, value) VALUES (?, ?)",
             [
                 ("format", _FORMAT),
-                ("schema_version", str(SCHEMA_VERSION)),
+                ("schema_version", str(_CREATED_VERSION)),
                 ("created", now()),
                 ("vidlabel_version", __version__),
                 ("next_annotation_id", "1"),
@@ -523,3 +528,17 @@ def fetch_views(con: sqlite3.Connection) -> dict[str, tuple[int, View]]:
     ):
         out[vid] = (code, View(vid, (x0, y0, x1, y1), (w, h) if w is not None else None))
     return out
+
+
+def attribute_schema(con: sqlite3.Connection) -> dict[str, dict[str, str]]:
+    """Label -> {attribute name: type}: the dataset's attribute schema (``meta`` key ``attribute_schema``;
+    a dataset without one has none)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'attribute_schema'").fetchone()
+    return {} if row is None else record_json(row[0], "attribute schema", "meta")
+
+
+def set_attribute_schema(con: sqlite3.Connection, schema: Mapping[str, Mapping[str, str]]) -> None:
+    """Store the whole attribute schema (inside the caller's write transaction)."""
+    text = json.dumps({k: dict(v) for k, v in sorted(schema.items()) if v}, sort_keys=True)
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('attribute_schema', ?)", (text,))
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))

@@ -49,8 +49,11 @@ __all__ = [
     "write_release",
 ]
 
-#: Version of the release file layout written by this vidlabel.
-FORMAT_VERSION = 1
+#: Version of the release file layout this vidlabel reads up to: 2 adds ``/table/attr_offsets`` and
+#: ``/table/attr_bytes`` (the rows' attributes), written only by a release with attributes, so a release
+#: without any stays version 1, readable by older vidlabels.
+FORMAT_VERSION = 2
+_ATTRS = ("attr_offsets", "attr_bytes")
 _FORMAT = "vidlabel-release"
 _NO_INTS = np.zeros(0, np.int64)
 
@@ -235,6 +238,11 @@ def release_id_of(
         dt = np.dtype(AnnotationTable.DTYPES[name]).newbyteorder("<")
         h.update(f"\x00{name}:{dt.str}:{arr.shape}\x00".encode())
         h.update(np.ascontiguousarray(arr, dtype=dt).data)
+    if table.has_attributes:  # a release without attributes keeps the id it had before attributes existed
+        for name in _ATTRS:
+            arr = np.ascontiguousarray(getattr(table, name), dtype="<i8" if name == "attr_offsets" else "u1")
+            h.update(f"\x00{name}:{arr.dtype.str}:{arr.shape}\x00".encode())
+            h.update(arr.data)
     return "r" + h.hexdigest()[:12]
 
 
@@ -290,7 +298,7 @@ def write_release(release: Release, path: str | os.PathLike[str], *, replace: bo
     try:
         with h5py.File(tmp, "w", libver="latest") as f:
             f.attrs["format"] = _FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
+            f.attrs["format_version"] = 2 if t.has_attributes else 1
             f.attrs["release_id"] = release.release_id
             f.attrs["created"] = release.created
             f.attrs["labels"] = _json(list(release.labels))
@@ -302,6 +310,10 @@ def write_release(release: Release, path: str | os.PathLike[str], *, replace: bo
             for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts"):
                 arr = np.ascontiguousarray(getattr(t, name))
                 g.create_dataset(name, data=arr, **_compression(arr))
+            if t.has_attributes:
+                for name in _ATTRS:
+                    arr = np.ascontiguousarray(getattr(t, name))
+                    g.create_dataset(name, data=arr, **_compression(arr))
             vg = f.create_group("videos")
             metas = [release.videos[vid] for vid in sorted(release.videos)]
             vg.attrs["metadata"] = _json([[video_dict(m), index_dict(m.frame_index)] for m in metas])
@@ -407,7 +419,8 @@ def _read_release_file(p: Path) -> Release:
                 path=str(p),
             )
         labels = tuple(json.loads(f.attrs["labels"]))
-        cols = {name: _whole(f["table"][name]) for name in (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts")}
+        names = (*AnnotationTable.COLUMNS, "mask_offsets", "mask_counts", *(a for a in _ATTRS if a in f["table"]))
+        cols = {name: _whole(f["table"][name]) for name in names}
         table = AnnotationTable(
             labels=labels,
             video_ids=tuple(json.loads(f.attrs["video_ids"])),

@@ -30,6 +30,7 @@ and negative runs, and :func:`check_rows` checks the runs cover
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import is_, is_not
@@ -41,9 +42,21 @@ from vidlabel.errors import AnnotationError
 from vidlabel.geometry import encode_rle, mask_bbox, rle_counts
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
-__all__ = ["BATCH_COLUMNS", "KIND_FIELDS", "RowColumns", "check_rows", "check_tracks", "listing"]
+__all__ = [
+    "ATTRIBUTE_TYPES",
+    "BATCH_COLUMNS",
+    "KIND_FIELDS",
+    "RowColumns",
+    "attribute_bytes",
+    "check_rows",
+    "check_tracks",
+    "listing",
+    "schema_text",
+]
 
-_COMMON = frozenset({"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id"})
+_COMMON = frozenset(
+    {"kind", "label", "start_frame", "end_frame", "origin", "confidence", "status", "view_id", "attributes"}
+)
 #: Fields a row may carry, per kind (``video_id`` is accepted when it names the batch's video).
 KIND_FIELDS: dict[str, frozenset[str]] = {
     "box": _COMMON | {"box", "track_id"},
@@ -73,10 +86,14 @@ class RowColumns(dict[str, np.ndarray]):
     vocabulary and ``view`` is the code passed in ``views`` (-1 for none).
     """
 
-    def __init__(self, columns: Mapping[str, np.ndarray]) -> None:
+    #: Each row's attributes as canonical JSON bytes (``b""``: none); None when no row has any.
+    attributes: list[bytes] | None = None
+
+    def __init__(self, columns: Mapping[str, np.ndarray], attributes: list[bytes] | None = None) -> None:
         if tuple(columns) != BATCH_COLUMNS:
             raise ValueError(f"RowColumns needs the columns {BATCH_COLUMNS}, got {tuple(columns)}")
         super().__init__({k: np.asarray(v, AnnotationTable.DTYPES[k]) for k, v in columns.items()})
+        self.attributes = attributes
 
     @property
     def n_rows(self) -> int:
@@ -522,6 +539,76 @@ def _check_label(b: _Batch, labels: Sequence[str]) -> np.ndarray:
     return label
 
 
+#: The types an attribute may have, and the Python values each takes.
+ATTRIBUTE_TYPES = ("bool", "number", "text")
+#: The longest text attribute, in characters: attributes are short facts (a pose, a colour), not notes.
+TEXT_MAX = 200
+
+
+def schema_text(schema: Mapping[str, str]) -> str:
+    """``"occluded: bool, visibility: number"``, or "(none)"."""
+    return ", ".join(f"{k}: {v}" for k, v in sorted(schema.items())) or "(none)"
+
+
+def _attribute_value(kind: str, value: Any) -> tuple[Any, str | None]:
+    """(stored value, None) of an attribute value of type ``kind``, or (None, why it is not one)."""
+    if kind == "bool":
+        if type(value) is bool or isinstance(value, np.bool_):
+            return bool(value), None
+        return None, "expected true or false"
+    if kind == "number":
+        ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
+        if ok and np.isfinite(float(value)):
+            return float(value), None
+        return None, "expected a finite number"
+    if isinstance(value, str) and len(value) <= TEXT_MAX:
+        return value, None
+    return None, f"expected a string of at most {TEXT_MAX} characters"
+
+
+def attribute_bytes(values: Mapping[str, Any]) -> bytes:
+    """The canonical JSON of checked attribute values (sorted keys, no spaces): what a row stores."""
+    return json.dumps(dict(values), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _check_attributes(
+    b: _Batch, label: np.ndarray, labels: Sequence[str], schema: Mapping[str, Mapping[str, str]]
+) -> list[bytes] | None:
+    """Each row's attributes as canonical JSON bytes (None when no row gives any); refuse a value that is not
+    a mapping, a name the schema of the row's label lacks, or a value of another type than the schema's."""
+    if "attributes" not in b.fields:
+        return None
+    values = b.column("attributes")
+    out = [b""] * b.n
+    for i, attrs in enumerate(values):
+        if attrs is None or label[i] < 0:
+            continue
+        name = labels[label[i]]
+        have = schema.get(name, {})
+        where = f"label {name!r} has attributes {schema_text(have)}"
+        if not isinstance(attrs, Mapping):
+            b.ref.add_row(i, "attributes", f"{_show(attrs)} is not a mapping of attribute name -> value ({where})")
+            continue
+        kept: dict[str, Any] = {}
+        for key, value in attrs.items():
+            if value is None:
+                continue
+            if key not in have:
+                b.ref.add_row(
+                    i, "attributes", f"attribute {_show(key)} is not in the schema ({where}; add it with "
+                    "Dataset.set_attribute_schema)",
+                )  # fmt: skip
+                break
+            stored, why = _attribute_value(have[key], value)
+            if why is not None:
+                b.ref.add_row(i, "attributes", f"attribute {key!r} is {_show(value)}: {why} ({where})")
+                break
+            kept[key] = stored
+        else:
+            out[i] = attribute_bytes(kept) if kept else b""
+    return out if any(out) else None
+
+
 def _check_frames(b: _Batch, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) (N,) int64, end inclusive (= start when absent); refuse non-integers, frames outside
     ``[0, frame_count)``, ``end < start`` and a box or mask row spanning frames."""
@@ -784,6 +871,7 @@ def check_rows(
     labels: Sequence[str],
     views: Mapping[str, tuple[int, View]],
     clip: bool = False,
+    attribute_schema: Mapping[str, Mapping[str, str]] | None = None,
 ) -> RowColumns:
     """Validate a batch of annotation rows for one video and return them in columnar form.
 
@@ -807,6 +895,8 @@ def check_rows(
     clip : bool
         Clip boxes that leave the frame instead of refusing them (a box
         entirely outside is still refused).
+    attribute_schema : mapping label -> {name: "bool" | "number" | "text"}, optional
+        What a row's ``attributes`` (a mapping name -> value; None values are absent) may hold, per label.
 
     Returns
     -------
@@ -836,6 +926,7 @@ def check_rows(
     box, has_box, box_v = _check_boxes(b, kind, clip)
     mask_offsets, mask_counts, mask_size = _check_masks(b, kind, view, view_by_code, box, has_box, box_v)
     _check_track_labels(b, track, label, labels)
+    attributes = _check_attributes(b, label, labels, attribute_schema or {})
     b.ref.raise_if_any()
     columns = {
         "kind": kind,
@@ -852,7 +943,7 @@ def check_rows(
         "mask_counts": mask_counts,
         "mask_size": mask_size,
     }
-    return RowColumns({name: columns[name] for name in BATCH_COLUMNS})
+    return RowColumns({name: columns[name] for name in BATCH_COLUMNS}, attributes)
 
 
 def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequence[str], video_id: str) -> None:

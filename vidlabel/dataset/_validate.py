@@ -72,6 +72,7 @@ __all__ = [
     "EXPORT_ERRORS",
     "PROBLEM_CODES",
     "Problem",
+    "attribute_summary",
     "for_export",
     "untrusted_summary",
     "validate_table",
@@ -660,3 +661,26 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
             p.code,
         ),
     )
+
+
+def attribute_summary(table: AnnotationTable, schema: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """One line per label with attributes: each attribute's type and how many of the label's rows give it,
+    e.g. ``"person (120 rows): occluded (bool) on 118, visibility (number) on 97"``."""
+    import json
+
+    counts: dict[int, dict[str, int]] = {}
+    offsets, data = table.attr_offsets, table.attr_bytes
+    if offsets is not None and data is not None and data.size:
+        raw = data.tobytes()
+        for i in np.flatnonzero(np.diff(offsets)).tolist():
+            per = counts.setdefault(int(table.label[i]), {})
+            for name in json.loads(raw[int(offsets[i]) : int(offsets[i + 1])]):
+                per[name] = per.get(name, 0) + 1
+    out = []
+    for label, names in schema.items():
+        code = table.labels.index(label) if label in table.labels else -1
+        rows = int((table.label == code).sum())
+        given = counts.get(code, {})
+        listed = ", ".join(f"{k} ({t}) on {given.get(k, 0)}" for k, t in sorted(names.items()))
+        out.append(f"{label} ({rows} rows): {listed}")
+    return out

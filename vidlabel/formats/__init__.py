@@ -21,9 +21,10 @@ from ._report import ExportLabelsReport, ImportReport, VideoImport
 register_format(LabelFormat(
     "mot", _mot.import_mot, _mot.export_mot,
     summary="MOT Challenge gt/det/results text (1-based frames, xywh boxes)",
-    files="`gt.txt` / `det.txt`; exports `OUT/<video_id>/gt/gt.txt` (+ `det/det.txt`, `seqinfo.ini`)",
+    files="`gt.txt` / `det.txt`, our export's folder or MOT Challenge's `train/<sequence>/`; exports "
+    "`OUT/<video_id>/gt/gt.txt` (+ `det/det.txt`, `seqinfo.ini`)",
     rows_in="lines 'frame,id,left,top,width,height,...' (6, 7, 9 or 10 comma-separated columns)",
-    options=("one_based_pixels", "include_ignored"),
+    options=("one_based_pixels", "include_ignored", "read_as", "include_det"),
 ))  # fmt: skip
 register_format(LabelFormat(
     "coco-vid", _cocovid.import_cocovid, _cocovid.export_cocovid,
@@ -41,7 +42,8 @@ register_format(LabelFormat(
 register_format(LabelFormat(
     "cvat-video", _cvat.import_cvat, _cvat.export_cvat,
     summary="CVAT for video 1.1 XML (tracks, keyframe interpolation, masks, tags)",
-    files="one `.xml` file; exports `OUT/<video_id>.xml` per video (or one `.xml` file for one video)",
+    files="one `.xml` file or a folder of them; exports `OUT/<video_id>.xml` per video (or one `.xml` file for one "
+    "video)",
     rows_in="<track> elements holding <box>, <mask> or <polygon> shapes, or <tag>s in <image> elements",
 ))  # fmt: skip
 register_format(LabelFormat(

@@ -70,7 +70,8 @@ def import_labels(
         are in docs/how-to/label-formats.md and in its module.
     path : str or os.PathLike
         The file (``gt.txt``, ``annotations.xml``, a JSON file; for MediaSequence a ``.tfrecord``
-        file or a folder of ``*.tfrecord`` shards).
+        file or a folder of ``*.tfrecord`` shards), or the folder ``export_labels`` wrote: MOT
+        sequences (``<sequence>/gt/gt.txt``, MOT Challenge's ``train/<sequence>/`` too), CVAT ``*.xml``.
     video_id : str, optional
         The dataset video of a file that holds one video.
     videos : mapping, optional
@@ -78,7 +79,9 @@ def import_labels(
         Label Studio task id or video file stem) -> dataset video id. Without it, a key that is a
         registered video id is used.
     label_map : mapping int -> str, optional
-        MOT class id -> label (default: ``labels.txt`` beside the file, line k = class k).
+        Class id -> label for the formats that name classes by id: MOT (default: ``labels.txt`` beside
+        the file, line k = class k), COCO-VID and YouTube-VIS (over the file's ``categories``, or for a
+        file without them), MediaSequence (``region/label/index`` of regions without label strings).
     label : str, optional
         One label for every row of a file without classes (MOT ``det.txt``).
     add_labels : bool
@@ -88,7 +91,8 @@ def import_labels(
         ``Dataset.add_annotations`` checks it), write nothing; the report's ``duplicates`` say what the
         import would warn of (rows of the file repeated, rows already stored).
     **format_options
-        Per format: MOT ``one_based_pixels``, ``include_ignored``; YouTube-VIS ``frames``
+        Per format: MOT ``one_based_pixels``, ``include_ignored``, ``read_as`` ("auto", "gt", "results":
+        how 10-column lines are read), ``include_det`` (a folder's ``det/det.txt``); YouTube-VIS ``frames``
         ("auto", "position", "digits"); Label Studio ``frames_count_mismatch`` ("error", "warn");
         every format ``clip`` (default True: boxes leaving the frame are clipped, counted in notes)
         and ``track_ids`` ("new", the default: when the video already holds tracks, the file's tracks
@@ -196,6 +200,7 @@ def import_labels(
             "add them first (vidlabel add-labels) or pass add_labels=True (--add-labels)",
         )
     report.labels_added = missing
+    report.attributes_added = _new_attributes(p, ds, parsed)
     if clip:
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
@@ -205,7 +210,9 @@ def import_labels(
     if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
         for vid, vr in parsed.videos.items():
             try:
-                twice, repeated = ds.annotation_duplicates(vr.rows, vid, clip=clip, more_labels=missing)
+                twice, repeated = ds.annotation_duplicates(
+                    vr.rows, vid, clip=clip, more_labels=missing, more_schema=report.attributes_added
+                )
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
@@ -217,6 +224,8 @@ def import_labels(
             _number_tracks_after_existing(ds, parsed)
         if missing:
             ds.add_labels(missing)
+        for label, names in report.attributes_added.items():
+            ds.set_attribute_schema(label, names)
         for vid, vr in parsed.videos.items():
             try:
                 ids = ds.add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)))
@@ -237,6 +246,26 @@ def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:
             (vr.where[i] for vr in parsed.videos.values() for i, r in enumerate(vr.rows) if r["label"] == label), None
         )
         raise fail(path, where, f"label {problem}; a label is {_LABEL_ALLOWED}")
+
+
+def _new_attributes(path: Path, ds: Dataset, parsed: Parsed) -> dict[str, dict[str, str]]:
+    """The attributes the file's rows carry that the dataset's schema lacks (label -> name -> type), added to the
+    schema with the rows; one the schema gives another type is a FormatError naming both."""
+    have = ds.attribute_schema()
+    out: dict[str, dict[str, str]] = {}
+    for label, names in parsed.attributes.items():
+        for name, kind in names.items():
+            known = have.get(label, {}).get(name)
+            if known is not None and known != kind:
+                raise fail(
+                    path,
+                    None,
+                    f"attribute {name!r} of label {label!r} is {kind!r} in the file but {known!r} in the dataset's "
+                    "schema; a schema keeps its types",
+                )
+            if known is None:
+                out.setdefault(label, {})[name] = kind
+    return out
 
 
 def _where_of(vr: VideoRows) -> Callable[[int], str]:
@@ -293,7 +322,7 @@ def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
     shift is said in the report's notes.
     """
     for vid, vr in parsed.videos.items():
-        largest = ds._largest_track_id(vid)
+        largest = ds.largest_track_id(vid)
         mine = [int(r["track_id"]) for r in vr.rows if r.get("track_id") is not None and int(r["track_id"]) >= 0]
         if largest is None or not mine:
             continue

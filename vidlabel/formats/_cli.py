@@ -76,6 +76,7 @@ def _option(text: str) -> tuple[str, Any]:
 _OWN_FLAGS = {
     "video_id": "--video", "videos": "--video-map", "label_map": "--label-map", "label": "--label",
     "add_labels": "--add-labels", "dry_run": "--dry-run", "clip": "--no-clip (clipping is the default)",
+    "read_as": "--read-as",
 }  # fmt: skip
 
 
@@ -91,6 +92,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
         if key in seen:
             raise OptionError(f"--option {key} is given twice ({key}={seen[key]} and {key}={value}): give it once")
         seen[key] = value
+    if args.read_as is not None:
+        seen["read_as"] = args.read_as
     report = import_labels(
         Dataset.open(args.dataset),
         args.format,
@@ -102,7 +105,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         add_labels=args.add_labels,
         dry_run=args.dry_run,
         clip=not args.no_clip,
-        **dict(args.option),
+        **seen,
     )
     print(json.dumps(report.to_dict()) if args.json else str(report))
     return 0
@@ -145,7 +148,13 @@ def add_format_commands(
     )
     p.add_argument(
         "--label-map", type=_label_map, action=_MergeOnce, default=None, metavar="1=person,3=car",
-        help="MOT class id -> label",
+        help="class id -> label, for formats that name classes by id (mot, coco-vid, ytvis; over the file's "
+        "categories where it has them)",
+    )  # fmt: skip
+    p.add_argument(
+        "--read-as", choices=("gt", "results"), default=None,
+        help="mot: read 10-column lines as ground truth (MOT15 gt.txt: column 7 the consider flag) or as tracker "
+        "results (column 7 a score); by default decided from the file's name and column 7, said in the report",
     )  # fmt: skip
     p.add_argument("--label", help="one label for every row of a file without classes (MOT det.txt)")
     p.add_argument("--add-labels", action="store_true", help="add labels the file names that the dataset lacks")

@@ -3,13 +3,17 @@
 ``videos[]`` (id, name), ``images[]`` (id, video_id, frame_id, width, height), ``annotations[]``
 (image_id, category_id, instance_id, bbox xywh, optional segmentation, optional score),
 ``categories[]`` (id, name). frame = ``images[].frame_id``, 0-based and dense per video (a gap
-or a 1-based file is refused with the evidence), unless the image has mmtracking's ``mot_frame_id`` (the
-sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot_frame_id - 1``; track = ``instance_id`` (per video; -1 or
-absent: untracked); categories are mapped by **name**; an annotation with a ``segmentation``
+or a 1-based file is refused with the evidence), unless the image has TAO's ``frame_index`` (the 0-based
+frame in the video, checked against its length; a note says so) or mmtracking's ``mot_frame_id`` (the
+sequence's 1-based frame, which ``frame_id`` of a half split is not): then ``mot_frame_id - 1``; track =
+``instance_id`` (per video; -1 or absent: untracked); categories are mapped by **name**, and ``label_map``
+(``--label-map``) names category ids over them (a file without ``categories``); TAO's per-video
+``neg_category_ids`` and ``not_exhaustive_category_ids`` are named in the notes; an annotation with a ``segmentation``
 (polygons, list-count or string-count RLE) is a mask row (its box is the mask's bbox), else a
 box row; a ``score`` makes it a model row with that confidence. ``iscrowd`` and ``ignore`` annotations (ignored
-regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``visibility``, ``occluded``,
-``truncated``, ``generated`` and ``attributes`` are not stored, which the report's notes say.
+regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not imported; ``occluded`` and
+``truncated`` (0/1 or true/false), ``visibility`` and Datumaro's ``attributes`` object are the row's attributes
+(written back so); ``generated`` is not stored, which the report's notes say.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Release
+from vidlabel.errors import FormatError
 
 from ._common import (
     BOX,
@@ -41,6 +46,7 @@ from ._common import (
     mask_of,
     number,
     read_json,
+    row_attributes,
     video_tables,
     write_json,
     xywh_boxes,
@@ -50,12 +56,72 @@ from ._report import ExportLabelsReport
 __all__ = ["export_cocovid", "import_cocovid"]
 
 
-#: Per-annotation fields of COCO-VID files (mmtracking's mot2coco ``visibility``, ImageNet-VID's ``occluded`` /
-#: ``generated``, ...) that no row holds: the import says which it left out.
-_NOT_STORED = ("visibility", "occluded", "truncated", "generated", "attributes")
+#: Per-annotation fields of COCO-VID files that no row holds (ImageNet-VID's ``generated``): the import says
+#: which it left out.
+_NOT_STORED = ("generated",)
+#: Per-annotation fields kept as the row's attributes: ImageNet-VID's ``occluded`` and ``truncated`` (0/1 or
+#: true/false: bool), mmtracking's mot2coco ``visibility`` (a number); and Datumaro's ``attributes`` object,
+#: each value by its JSON type.
+_FLAGS = ("occluded", "truncated")
 
 
-def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
+def _json_kind(value: Any) -> str | None:
+    """The attribute type of a JSON value: "bool", "number", "text", or None for another (a list, null)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "text" if isinstance(value, str) else None
+
+
+def annotation_attributes(path: Path, where: Where, a: dict[str, Any], label: str, parsed: Parsed) -> dict[str, Any]:
+    """The attributes of a COCO-VID annotation (see ``_FLAGS``), declared in ``parsed`` for ``label``."""
+    out: dict[str, Any] = {}
+    for key in _FLAGS:
+        value = a.get(key)
+        if value is None:
+            continue
+        if not (isinstance(value, bool) or (type(value) is int and value in (0, 1))):
+            raise fail(path, where, f"{key} is {value!r}; expected 0, 1, true or false")
+        out[key] = bool(value)
+    if a.get("visibility") is not None:
+        out["visibility"] = number(path, where, a["visibility"], "visibility")
+    extra = a.get("attributes")
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            kind = _json_kind(value)
+            if kind is None:
+                raise fail(path, where, f"attributes.{key} is {str(value)[:40]!r}; expected a bool, number or string")
+            out[key] = value
+    elif extra is not None:
+        raise fail(path, where, f"attributes is {str(extra)[:40]!r}; expected an object of name -> value")
+    for key, value in out.items():
+        parsed.declare(label, key, _json_kind(value))  # type: ignore[arg-type]
+    return out
+
+
+def attributes_doc(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A row's attributes as COCO-VID annotation fields: ``occluded`` / ``truncated`` as 0/1 and ``visibility``
+    where they have those types, every other under ``attributes``."""
+    out: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key in _FLAGS and isinstance(value, bool):
+            out[key] = int(value)
+        elif key == "visibility" and not isinstance(value, bool | str):
+            out[key] = value
+        else:
+            rest[key] = value
+    if rest:
+        out["attributes"] = rest
+    return out
+
+
+def _categories(
+    path: Path, doc: dict[str, Any], ctx: ImportContext | None = None, notes: list[str] | None = None
+) -> dict[int, str]:
+    """Category id -> label: the file's ``categories[]``, with ``ctx.label_map`` (``--label-map``) naming ids
+    over them (a file without ``categories``, or one whose names the dataset spells otherwise)."""
     cats = doc.get("categories", [])
     out: dict[int, str] = {}
     for i, c in enumerate(cats if isinstance(cats, list) else []):
@@ -65,18 +131,33 @@ def _categories(path: Path, doc: dict[str, Any]) -> dict[int, str]:
         if cid in out:
             raise fail(path, f"categories[{i}]", f"category id {cid} repeats ({out[cid]!r}, {c['name']!r})")
         out[cid] = c["name"]
+    label_map = ctx.label_map if ctx is not None else None
+    if label_map:
+        renamed = sorted(k for k in label_map if k in out and out[k] != label_map[k])
+        if notes is not None:
+            over = f" (over the file's categories for ids {renamed})" if renamed else ""
+            notes.append(
+                f"category ids named by label_map{over}: " + ", ".join(f"{k}={v}" for k, v in sorted(label_map.items()))
+            )
+        out.update(label_map)
     return out
+
+
+def unknown_category(path: Path, where: Where, cat: Any, cats: dict[int, str]) -> FormatError:
+    """The error of an annotation whose category id no category (nor ``label_map``) names."""
+    hint = "" if cats else "; the file has no categories: name the ids with label_map (--label-map 1=person,...)"
+    return fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)}){hint}")
 
 
 def import_cocovid(ctx: ImportContext) -> Parsed:
     """Read a COCO-VID file (see the module docstring)."""
     path = ctx.path
-    doc = read_json(path, dict)
+    parsed = Parsed()
+    doc = read_json(path, dict, parsed.notes)
     for key in ("videos", "images", "annotations"):
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a COCO-VID file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc)
-    parsed = Parsed()
+    cats = _categories(path, doc, ctx, parsed.notes)
     vids: dict[Any, VideoRows] = {}
     for i, v in enumerate(doc["videos"]):
         if not isinstance(v, dict) or "id" not in v:
@@ -87,11 +168,14 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
         check_frame_size(path, f"videos[{i}]", v, m)  # as the images' sizes are below
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
+        _tao_category_lists(path, i, v, cats, parsed.notes)
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
     frames: dict[Any, list[tuple[int, int]]] = {}
     mot_frames: dict[Any, dict[int, int]] = {}  # video key -> mot_frame_id -> position in images[]
     moved: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, mot_frame_id) of its first image that differs
+    frame_index: dict[Any, dict[int, int]] = {}  # video key -> TAO frame_index -> position in images[]
+    by_index: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, frame_index) of its first image that differs
     for i, im in enumerate(doc["images"]):
         at = f"images[{i}]"
         if not isinstance(im, dict):
@@ -99,13 +183,17 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if json_key(path, at, im.get("video_id"), "video_id") not in vids:
             raise fail(path, at, f"video_id {im.get('video_id')!r} is not in videos[] (ids {list(vids)[:10]})")
         vr = vids[im["video_id"]]
-        f = integer(path, at, im.get("frame_id"), "frame_id")
+        tao = im.get("frame_index") is not None
+        f = integer(path, at, im.get("frame_id", -1 if tao else None), "frame_id")
         check_frame_size(path, at, im, vr.meta)
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
             raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
-        frames.setdefault(im["video_id"], []).append((f, i))
-        if "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
+        if "frame_id" in im:
+            frames.setdefault(im["video_id"], []).append((f, i))
+        if tao:  # TAO: the frame in the video, where frame_id counts the annotated images only
+            f = _frame_index(path, i, im, f, vr, frame_index.setdefault(im["video_id"], {}), by_index)
+        elif "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
             f = _mot_frame(path, i, im, f, mot_frames.setdefault(im["video_id"], {}), moved)
         images[image_id], image_at[image_id] = (vr, f), i
     for v, fl in frames.items():
@@ -129,6 +217,12 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         parsed.notes.append(
             f"video {v!r}: frames taken from the images' mot_frame_id - 1 (mmtracking's MOT frame, 1-based), not "
             f"frame_id: frame_id {frame_id} is mot_frame_id {mot}, video frame {mot - 1} (a half split of a sequence)"
+        )
+    for v, (frame_id, index) in by_index.items():
+        parsed.notes.append(
+            f"video {v!r}: frames taken from the images' frame_index (TAO's 0-based frame in the video, checked "
+            f"against the video's {vids[v].meta.frame_count} frames), not frame_id: frame_id {frame_id} is "
+            f"frame_index {index}"
         )
     not_stored: Counter[str] = Counter()
     box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
@@ -160,7 +254,7 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
             )
             raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
         if label is None:
-            raise fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+            raise unknown_category(path, where, cat, cats)
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
@@ -171,6 +265,9 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
             if key in a:
                 not_stored[key] += 1
         row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
+        attrs = annotation_attributes(path, where, a, label, parsed)
+        if attrs:
+            row["attributes"] = attrs
         seg = a.get("segmentation")
         rle = None
         if seg:
@@ -200,6 +297,54 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")
     return parsed
+
+
+def _frame_index(
+    path: Path, i: int, im: dict[str, Any], frame_id: int, vr: VideoRows, seen: dict[int, int],
+    by_index: dict[Any, tuple[int, int]],
+) -> int:  # fmt: skip
+    """The video frame of a TAO image: its ``frame_index`` (0-based), within the registered video's frames and
+    given once per video."""
+    at = f"images[{i}]"
+    index = integer(path, at, im["frame_index"], "frame_index")
+    n = vr.meta.frame_count
+    if not 0 <= index < n:
+        raise fail(
+            path,
+            at,
+            f"frame_index {index} is outside video {vr.meta.video_id!r}: frame_index 0..{n - 1} ({n} frames; "
+            "TAO's frame_index is the 0-based frame in the video)",
+        )
+    if index in seen:
+        raise fail(
+            path, at, f"video {im['video_id']!r}: frame_index {index} repeats (images[{seen[index]}] has it too)"
+        )
+    seen[index] = i
+    if index != frame_id:
+        by_index.setdefault(im["video_id"], (frame_id, index))
+    return index
+
+
+#: TAO's per-video category lists: categories checked absent from the video, and categories not every
+#: instance of which is labelled. No row holds them; the import names them in its notes.
+_TAO_LISTS = {
+    "neg_category_ids": "checked absent from the video",
+    "not_exhaustive_category_ids": "not every instance labelled",
+}
+
+
+def _tao_category_lists(path: Path, i: int, video: dict[str, Any], cats: dict[int, str], notes: list[str]) -> None:
+    """A note per TAO category list of a video (``neg_category_ids``, ``not_exhaustive_category_ids``): what it
+    says of which categories, by name where the file names them."""
+    for key, meaning in _TAO_LISTS.items():
+        ids = video.get(key)
+        if not ids:
+            continue
+        if not isinstance(ids, list):
+            raise fail(path, f"videos[{i}]", f"{key} is {str(ids)[:40]!r}; expected a list of category ids")
+        named = ", ".join(cats.get(c, str(c)) if isinstance(c, int) else repr(c) for c in ids[:20])
+        more = f", ... ({len(ids)} in all)" if len(ids) > 20 else ""
+        notes.append(f"videos[{i}] (id {video.get('id')!r}) {key} ({meaning}), not stored: {named}{more}")
 
 
 def _mot_frame(
@@ -282,6 +427,7 @@ def export_cocovid(release: Release, out: Path, videos: Sequence[str]) -> Export
             }
             if is_mask[j]:
                 a["segmentation"] = mask_of(t, r)
+            a.update(attributes_doc(row_attributes(t, r)))
             if model[j]:
                 a["score"] = None if conf[j] != conf[j] else float32_value(conf[j])
                 if a["score"] is None:  # no score: the annotation reads back as human

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import math
@@ -11,14 +12,14 @@ import stat
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vidlabel._json import RepeatedKeyError, json_error_text, no_repeated_keys, repeated_key_line
+from vidlabel._json import RepeatedKeyError, SameRepeatsAllowed, json_error_text, repeated_key_line
 from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
@@ -30,6 +31,7 @@ __all__ = [
     "VideoRows",
     "check_frame_size",
     "fail",
+    "import_each_file",
     "interpolate_keyframes",
     "float32_value",
     "read_json",
@@ -70,6 +72,12 @@ class Parsed:
     videos: dict[str, VideoRows] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    #: label -> {attribute name: "bool" | "number" | "text"} of the attributes the rows carry
+    attributes: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def declare(self, label: str, name: str, kind: str) -> None:
+        """Record that rows of ``label`` carry attribute ``name`` of type ``kind``."""
+        self.attributes.setdefault(label, {})[name] = kind
 
 
 @dataclass
@@ -155,6 +163,43 @@ class ImportContext:
         return value
 
 
+Importer = Callable[[ImportContext], Parsed]
+
+
+def import_each_file(ctx: ImportContext, suffix: str, one: Importer) -> Parsed:
+    """A folder of label files (``*<suffix>``, as ``export_labels`` writes one per video) read file by file with
+    ``one`` into one Parsed: each row's place and each note name the file; a file's tracks are numbered after
+    those an earlier file gave its video (two jobs of one task, each counting its tracks from 0)."""
+    files = sorted(p for p in ctx.path.iterdir() if p.is_file() and p.name.endswith(suffix))
+    if not files:
+        raise fail(ctx.path, None, f"is a folder holding no {suffix} file")
+    out = Parsed()
+    options = dict(ctx.options)
+    for file in files:
+        # video_id names the video of a file of one video: with several files, each finds its own
+        sub = dataclasses.replace(
+            ctx, path=file, options=dict(options), video_id=ctx.video_id if len(files) == 1 else None
+        )
+        got = one(sub)
+        ctx.options = sub.options
+        ctx.video_id_used |= sub.video_id_used
+        name = file.name
+        for vid, vr in got.videos.items():
+            into = out.videos.setdefault(vid, VideoRows(vr.meta))
+            held = [r["track_id"] for r in into.rows if r.get("track_id") is not None and r["track_id"] >= 0]
+            shift = max(held) + 1 if held else 0
+            for row, where in zip(vr.rows, vr.where):
+                if shift and row.get("track_id") is not None and row["track_id"] >= 0:
+                    row["track_id"] += shift
+                into.add(row, f"{name} {where_text(where)}")
+        out.skipped.update(got.skipped)
+        out.notes.extend(f"{name}: {note}" for note in got.notes)
+        for label, names in got.attributes.items():
+            for attr, kind in names.items():
+                out.declare(label, attr, kind)
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Reading files
 # --------------------------------------------------------------------------------------------------
@@ -201,21 +246,23 @@ def float32_value(value: Any) -> float:
     return float(str(np.float32(value)))
 
 
-def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
+def read_json(path: Path, expect: type | tuple[type, ...], notes: list[str] | None = None) -> Any:
     """The JSON document of a file; a FormatError names line and column of a syntax error, and a key given
-    twice in one object."""
+    twice in one object with two values. A key repeated with the same value is read (as ``json``, pycocotools
+    and mmtracking read it) and counted in ``notes``."""
     text = read_text(path)
+    hook = SameRepeatsAllowed()
     try:
-        doc = json.loads(text, object_pairs_hook=no_repeated_keys)
+        doc = json.loads(text, object_pairs_hook=hook)
     except RepeatedKeyError as err:
         first, second = (shown(v) for v in (err.first, err.second))
-        at = repeated_key_line(text)
+        at = repeated_key_line(text, SameRepeatsAllowed())
         raise fail(
             path,
             None if at is None else at[0],
             f"key {err.key!r} is given twice in "
             f"{'one object' if at is None else f'the object opening at column {at[1]}'} ({first} and {second}): "
-            "give each key once",
+            "give each key once (a key repeated with the same value is read)",
         ) from None
     except json.JSONDecodeError as err:
         raise fail(path, err.lineno, f"not valid JSON ({json_error_text(err)})") from err
@@ -226,6 +273,9 @@ def read_json(path: Path, expect: type | tuple[type, ...]) -> Any:
     if not isinstance(doc, expect):
         names = expect.__name__ if isinstance(expect, type) else " or ".join(t.__name__ for t in expect)
         raise fail(path, None, f"expected a JSON {names} at the top, got {type(doc).__name__}")
+    if hook.repeats and notes is not None:
+        listed = ", ".join(f"{key!r} ({n})" for key, n in sorted(hook.repeats.items()))
+        notes.append(f"keys repeated with the same value in one object, read once: {listed}")
     return doc
 
 
@@ -401,6 +451,11 @@ def _clip_polygon(flat: list[Any], width: int, height: int) -> list[float]:
         if not pts:
             return []
     return [v for p in pts for v in p]
+
+
+def row_attributes(table: AnnotationTable, i: int) -> dict[str, Any]:
+    """Row ``i``'s attributes (``{}`` for none)."""
+    return table.attributes(i)
 
 
 def mask_of(table: AnnotationTable, i: int) -> dict[str, Any]:

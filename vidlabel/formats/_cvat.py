@@ -1,5 +1,8 @@
 """CVAT for video 1.1 XML, parsed with defusedxml (no entity expansion, no DTD fetching, no network).
 
+A folder is read file by file (every ``*.xml``, as ``export_labels`` writes one per video); a file's tracks are
+numbered after those an earlier file gave the same video.
+
 Task frames come from ``<meta><task>`` (or ``<job>``): video frames ``start_frame + k * step``
 (``<frame_filter>step=N</frame_filter>``), ``stop_frame`` inclusive. A shape's ``frame`` (an
 ``<image>``'s ``id``) is the video frame itself, as CVAT writes it (its ``abs_frame_id``), and must be
@@ -19,7 +22,10 @@ track takes the track id of the box track with the same ``group_id``, else a tra
 polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
 markers (model markers for ``source="auto"`` tags). ``<track id>`` is an export counter: our track ids
-are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). ``occluded`` and attributes (of shapes and of tags) are counted in the report's notes.
+are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). A box shape's ``occluded`` flag and its
+``<attribute>``s (typed by the task's label specs: checkbox bool, number, else text) are the attributes of the
+rows of its keyframe's span (the export writes them back, declaring each label's attributes); those of mask,
+polygon and tag shapes are counted in the report's notes.
 A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
@@ -50,10 +56,12 @@ from ._common import (
     coco_segmentation,
     fail,
     human_rows_of_model_track,
+    import_each_file,
     interpolate_keyframes,
     mixed_origin_reason,
     output_files,
     read_text,
+    row_attributes,
     tracks_of,
     video_tables,
     write_text,
@@ -184,7 +192,10 @@ def cvat_rle_encode(mask: np.ndarray) -> tuple[str, int, int, int, int]:
 
 
 def import_cvat(ctx: ImportContext) -> Parsed:
-    """Read a CVAT for video 1.1 file (see the module docstring)."""
+    """Read a CVAT for video 1.1 file, or a folder of them (``export_labels`` writes one per video), see the
+    module docstring."""
+    if ctx.path.is_dir():
+        return import_each_file(ctx, ".xml", import_cvat)
     path = ctx.path
     root = parse_xml(path)
     if root.tag != "annotations":
@@ -198,6 +209,7 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     meta = ctx.resolve(keys, 1, "<meta>")
     start, stop, step = _task_frames(path, task, meta)
     read = _CvatRead(path, meta, start, stop, step)
+    read.specs = _attribute_specs(task)
     for elem in root:
         if elem.tag == "track":
             read.track(elem)
@@ -265,6 +277,50 @@ def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, i
     return start, stop, step
 
 
+#: CVAT attribute input types -> our attribute types (select, radio and text are text).
+_INPUT_TYPES = {"checkbox": "bool", "number": "number"}
+
+
+def _attribute_specs(task: ET.Element | None) -> dict[tuple[str, str], str]:
+    """(label, attribute name) -> our attribute type, from the task's ``<labels>`` (``input_type``)."""
+    out: dict[tuple[str, str], str] = {}
+    for label in task.findall("labels/label") if task is not None else []:
+        for a in label.findall("attributes/attribute"):
+            kind = _INPUT_TYPES.get((a.findtext("input_type") or "").strip(), "text")
+            out[((label.findtext("name") or "").strip(), (a.findtext("name") or "").strip())] = kind
+    return out
+
+
+def _shape_attributes(
+    path: Path, c: ET.Element, where: str, label: str, specs: dict[tuple[str, str], str], parsed: Parsed
+) -> dict[str, Any]:
+    """A box shape's attributes: ``occluded`` (bool) and its ``<attribute>`` children, typed by the task's label
+    specs (checkbox: bool, number: number, else text), each declared in ``parsed``."""
+    out: dict[str, Any] = {"occluded": c.attrib.get("occluded") == "1"}
+    for a in c.findall("attribute"):
+        name = a.attrib.get("name", "")
+        if not name:
+            raise fail(path, where, "an <attribute> needs a name")
+        text = a.text or ""
+        kind = specs.get((label, name), "text")
+        if kind == "bool":
+            if text.strip().lower() not in ("true", "false"):
+                raise fail(path, where, f"checkbox attribute {name!r} is {text!r}; expected true or false")
+            out[name] = text.strip().lower() == "true"
+        elif kind == "number":
+            try:
+                out[name] = float(text)
+            except ValueError:
+                raise fail(path, where, f"number attribute {name!r} is {text!r}; expected a number") from None
+            if not np.isfinite(out[name]):
+                raise fail(path, where, f"number attribute {name!r} is {text!r}; expected a finite number")
+        else:
+            out[name] = text
+    for name in out:
+        parsed.declare(label, name, specs.get((label, name), "bool" if name == "occluded" else "text"))
+    return out
+
+
 class _CvatRead:
     """One CVAT file being read: the task frames, the rows so far, and what waits for the box tracks.
 
@@ -286,6 +342,7 @@ class _CvatRead:
         self.waiting_masks: list[tuple[ET.Element, str, dict[str, Any]]] = []
         self.waiting_polygons: list[tuple[ET.Element, str, dict[str, Any], int | None]] = []
         self.tags: dict[tuple[str, bool], list[tuple[int, str]]] = {}  # (label, source="auto") -> (frame, where)
+        self.specs: dict[tuple[str, str], str] = {}  # (label, attribute) -> type, from the task's labels
 
     def new_track(self) -> int:
         """The next track id, in document order."""
@@ -327,10 +384,11 @@ class _CvatRead:
                 self.parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
             return
         keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
-        for c in keyed:
-            self.occluded += c.attrib.get("occluded") == "1"
-            for a in c.findall("attribute"):
-                self.attributes[a.attrib.get("name", "?")] += 1
+        if "box" not in kinds:  # a box track's are its rows' attributes; a mask's or polygon's are counted
+            for c in keyed:
+                self.occluded += c.attrib.get("occluded") == "1"
+                for a in c.findall("attribute"):
+                    self.attributes[a.attrib.get("name", "?")] += 1
         if "mask" in kinds:
             self.waiting_masks.append((elem, tw, base))
         elif "polygon" in kinds:
@@ -352,9 +410,12 @@ class _CvatRead:
         for c in keyed:
             cw = _el(c, tw)
             box = tuple(_float(self.path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
-            keys.append(Keyframe(self.absolute(c, cw), box, c.attrib.get("outside") != "1", where=cw))  # type: ignore[arg-type]
+            visible = c.attrib.get("outside") != "1"
+            attrs = _shape_attributes(self.path, c, cw, base["label"], self.specs, self.parsed) if visible else None
+            keys.append(Keyframe(self.absolute(c, cw), box, visible, payload=attrs, where=cw))  # type: ignore[arg-type]
         for f, at_box, k in interpolate_keyframes(self.path, keys, self.task_frames):
-            self.vr.add({**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track}, k.where)
+            row = {**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track, "attributes": k.payload}
+            self.vr.add(row, k.where)
 
     def image(self, elem: ET.Element) -> None:
         """One ``<image>``: its tags (markers later); shapes in it are counted as not imported."""
@@ -451,15 +512,52 @@ class _CvatRead:
             )
 
 
-def _box_el(parent: ET.Element, frame: int, box: Sequence[float], outside: bool) -> None:
-    ET.SubElement(
+def _box_el(
+    parent: ET.Element, frame: int, box: Sequence[float], outside: bool, attrs: dict[str, Any] | None = None
+) -> None:
+    """A box keyframe; ``attrs``: the row's attributes (``occluded`` the flag, the others ``<attribute>``s)."""
+    attrs = attrs or {}
+    el = ET.SubElement(
         parent,
         "box",
         {
-            "frame": str(frame), "keyframe": "1", "outside": "1" if outside else "0", "occluded": "0",
+            "frame": str(frame), "keyframe": "1", "outside": "1" if outside else "0",
+            "occluded": "1" if attrs.get("occluded") is True else "0",
             "xtl": repr(box[0]), "ytl": repr(box[1]), "xbr": repr(box[2]), "ybr": repr(box[3]), "z_order": "0",
         },
     )  # fmt: skip
+    for name, value in sorted(attrs.items()):
+        if name == "occluded" and isinstance(value, bool):
+            continue
+        text = (
+            ("true" if value else "false")
+            if isinstance(value, bool)
+            else repr(value)
+            if isinstance(value, float)
+            else value
+        )
+        ET.SubElement(el, "attribute", {"name": name}).text = text
+
+
+#: Our attribute types -> CVAT input types.
+_CVAT_INPUT = {"bool": "checkbox", "number": "number", "text": "text"}
+
+
+def _label_specs(labels_el: ET.Element, names: Sequence[str], schema: dict[str, dict[str, str]]) -> None:
+    """The task's ``<labels>``: each label with the attributes its rows carry (``occluded`` is CVAT's flag)."""
+    for name in names:
+        label = ET.SubElement(labels_el, "label")
+        ET.SubElement(label, "name").text = name
+        attrs = {k: v for k, v in schema.get(name, {}).items() if not (k == "occluded" and v == "bool")}
+        if attrs:
+            specs = ET.SubElement(label, "attributes")
+            for attr, kind in sorted(attrs.items()):
+                spec = ET.SubElement(specs, "attribute")
+                ET.SubElement(spec, "name").text = attr
+                ET.SubElement(spec, "mutable").text = "True"
+                ET.SubElement(spec, "input_type").text = _CVAT_INPUT[kind]
+                ET.SubElement(spec, "default_value").text = "false" if kind == "bool" else ""
+                ET.SubElement(spec, "values").text = "false\ntrue" if kind == "bool" else ""
 
 
 def _touching_markers(spans: dict[tuple[str, str], list[tuple[int, int]]]) -> int:
@@ -472,6 +570,22 @@ def _touching_markers(spans: dict[tuple[str, str], list[tuple[int, int]]]) -> in
             n += end is not None and first <= end + 1
             end = last if end is None else max(end, last)
     return n
+
+
+def _schema_of(release: Release) -> dict[str, dict[str, str]]:
+    """Label -> attribute types of a release: its recorded schema, else the types its rows' values show."""
+    recorded = release.info.get("attribute_schema")
+    if recorded:
+        return {k: dict(v) for k, v in recorded.items()}
+    t = release.table
+    out: dict[str, dict[str, str]] = {}
+    offsets = t.attr_offsets
+    if t.has_attributes and offsets is not None:
+        for i in np.flatnonzero(np.diff(offsets)).tolist():
+            for k, v in t.attributes(i).items():
+                kind = "bool" if isinstance(v, bool) else "text" if isinstance(v, str) else "number"
+                out.setdefault(release.labels[int(t.label[i])], {})[k] = kind
+    return out
 
 
 def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -499,9 +613,7 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
             ("frame_filter", ""),
         ):
             ET.SubElement(task, key).text = value
-        labels = ET.SubElement(task, "labels")
-        for name in release.labels:
-            ET.SubElement(ET.SubElement(labels, "label"), "name").text = name
+        _label_specs(ET.SubElement(task, "labels"), release.labels, _schema_of(release))
         size = ET.SubElement(task, "original_size")
         ET.SubElement(size, "width").text = str(meta.width)
         ET.SubElement(size, "height").text = str(meta.height)
@@ -535,14 +647,15 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
                         report.not_written["box on a frame its track already holds (CVAT holds one per frame)"] += 1
                         continue
                     seen.add(f)
-                    _box_el(el, f, t.box[r].tolist(), False)
+                    attrs = row_attributes(t, r)
+                    _box_el(el, f, t.box[r].tolist(), False, attrs)
                     report.counts["box"] += 1
                     # the next frame of the track holding a box: not a second box on this frame, which is not
                     # written (an outside keyframe must still close the gap after f)
                     k = bisect.bisect_right(frames, f, j + 1)
                     nxt = frames[k] if k < len(frames) else None
                     if f + 1 < n and (nxt is None or nxt > f + 1):
-                        _box_el(el, f + 1, t.box[r].tolist(), True)
+                        _box_el(el, f + 1, t.box[r].tolist(), True, attrs)
             for r in trows[t.kind[trows] == MASK].tolist():
                 f = int(t.start_frame[r])
                 el = ET.SubElement(

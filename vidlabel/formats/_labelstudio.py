@@ -3,13 +3,16 @@
 A list of tasks, each one video; its ``annotations[].result`` (human) and ``predictions[].result``
 (origin ``model``, ``score`` of the result, else of the prediction, as confidence). A
 ``videorectangle`` region's ``value.sequence`` holds keyframes: ``frame`` is 1-based; ``x, y,
-width, height`` are percent of the displayed frame (pixels from the registered video's size);
+width, height`` are percent of the displayed frame (pixels from the registered video's size; a negative width or height, a box
+drawn leftward or upward, is taken from its other corner, as Label Studio shows it, and noted);
 boxes are linear between keyframes; after the last keyframe the box holds to the end of the
 video; a keyframe with ``enabled: false`` ends the span **after** that frame (the object is on
 that frame; ``enabled`` must be true or false). Region string ids become integer tracks in order of first
 appearance (per video), each annotation's and each prediction's apart (an annotation made from a prediction
 keeps the prediction's region ids). Two keyframes of a region on one frame are refused.
-``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
+Per-region ``choices``, ``textarea`` and ``number`` results (sharing a videorectangle's id) are the attributes of
+its rows, named by their ``from_name``; the export writes a track's text and number attributes that keep one
+value over the track. ``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
 imported (counted), nor are regions without keyframes (an empty ``value.sequence``). Which task is
@@ -77,9 +80,10 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
     """Read a Label Studio video export (see the module docstring)."""
     path = ctx.path
     mismatch = ctx.option("frames_count_mismatch", "error", ("error", "warn"))
-    doc = read_json(path, (list, dict))
-    tasks = doc if isinstance(doc, list) else [doc]
     parsed = Parsed()
+    doc = read_json(path, (list, dict), parsed.notes)
+    tasks = doc if isinstance(doc, list) else [doc]
+    flipped = 0
     for ti, task in enumerate(tasks):
         at = f"[{ti}]"
         if not isinstance(task, dict):
@@ -105,10 +109,13 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 if group.get("result"):
                     parsed.skipped["result of a skipped annotation (was_cancelled: true)"] += len(group["result"])
                 continue
+            region_attrs = _region_attributes(path, gat, group.get("result") or [])
             for ri, res in enumerate(group.get("result") or []):
                 rat = f"{gat}.result[{ri}]"
                 if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
                     raise fail(path, rat, "a result needs a value object")
+                if res.get("type") in _PER_REGION and str(res.get("id")) in region_attrs:
+                    continue  # a per-region choice of a videorectangle: its rows' attribute
                 value = res["value"]
                 kind = res.get("type")
                 origin = dict(base)
@@ -176,6 +183,9 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         raise fail(path, kat, "a keyframe must be an object")
                     f = whole_number(path, kat, item.get("frame"), "frame") - 1
                     x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
+                    if w < 0 or h < 0:  # drawn leftward or upward: the editor keeps the corner it started from
+                        x, y, w, h = min(x, x + w), min(y, y + h), abs(w), abs(h)
+                        flipped += 1
                     px = (x / 100 * meta.width, y / 100 * meta.height)
                     box = _snap(
                         (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
@@ -196,6 +206,9 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                 # a prediction keeps the prediction's ids, and two annotators may both have region "abc"
                 rid = str(res.get("id", f"{gat}.{ri}"))
                 track = tracks.setdefault((gi, rid), len(tracks))
+                attrs = region_attrs.get(rid)
+                for name, value in (attrs or {}).items():
+                    parsed.declare(labels[0], name, "number" if isinstance(value, float) else "text")
                 for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
                     row = {
                         "kind": "box",
@@ -205,8 +218,44 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
                         "track_id": track,
                         **origin,
                     }
+                    if attrs:
+                        row["attributes"] = attrs
                     vr.add(row, key.where)
+    if flipped:
+        parsed.notes.append(
+            f"{flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with the "
+            "corner moved and the size positive, as Label Studio shows them"
+        )
     return parsed
+
+
+#: Per-region results (a classification of one region, sharing its id) and their value key.
+_PER_REGION = {"choices": "choices", "number": "number", "textarea": "text"}
+
+
+def _region_attributes(path: Path, gat: str, results: list[Any]) -> dict[str, dict[str, Any]]:
+    """Region id -> attributes from the per-region ``choices``, ``number`` and ``textarea`` results of a
+    videorectangle (named by their ``from_name``): a choice or a text is text (several joined by ", "), a
+    number a number."""
+    regions = {str(r.get("id")) for r in results if isinstance(r, dict) and r.get("type") == "videorectangle"}
+    out: dict[str, dict[str, Any]] = {}
+    for ri, res in enumerate(results):
+        if not isinstance(res, dict) or res.get("type") not in _PER_REGION or str(res.get("id")) not in regions:
+            continue
+        rat = f"{gat}.result[{ri}]"
+        value = res.get("value")
+        name = res.get("from_name")
+        if not isinstance(value, dict) or not isinstance(name, str) or not name:
+            raise fail(path, rat, "a per-region result needs a from_name and a value object")
+        got = value.get(_PER_REGION[res["type"]])
+        if res["type"] == "number":
+            parsed_value: Any = number(path, rat, got, "number")
+        elif isinstance(got, list) and got and all(isinstance(v, str) for v in got):
+            parsed_value = ", ".join(got)
+        else:
+            raise fail(path, rat, f"{res['type']} value {str(got)[:40]!r}; expected a list of strings")
+        out.setdefault(str(res["id"]), {})[name] = parsed_value
+    return out
 
 
 def _list(path: Path, where: str, value: Any) -> list[Any]:
@@ -242,6 +291,25 @@ def _snap(box: tuple[float, float, float, float], width: int, height: int) -> tu
 
 def _pct(v: float, size: int) -> float:
     return v / size * 100.0
+
+
+def _track_attributes(t: Any, trows: np.ndarray, report: ExportLabelsReport) -> dict[str, Any]:
+    """The text and number attributes a track's rows all share (Label Studio's per-region results hold one
+    value a region); others (a bool, a value that changes along the track) are counted in ``not_written``."""
+    values = [t.attributes(int(r)) for r in trows.tolist()]
+    names = {k for v in values for k in v}
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        seen = [v.get(name) for v in values]
+        first = seen[0]
+        if first is not None and not isinstance(first, bool) and all(x == first for x in seen):
+            out[name] = first
+        else:
+            why = "a bool" if isinstance(first, bool) else "not one value over its track"
+            report.not_written[f"attribute of a box ({why}: Label Studio holds one choice or number a region)"] += sum(
+                x is not None for x in seen
+            )
+    return out
 
 
 def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -285,6 +353,7 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
                 })  # fmt: skip
                 report.counts["box"] += 1
             first = int(trows[0])
+            per_region = _track_attributes(t, trows, report)
             res: dict[str, Any] = {
                 "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
                 "to_name": "video", "origin": "manual",
@@ -302,6 +371,12 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
                 model.append(res)
             else:
                 human.append(res)
+            for name, value in sorted(per_region.items()):  # beside the region, in the same result list
+                kind_of = "number" if isinstance(value, float) else "choices"
+                extra = {"number": value} if kind_of == "number" else {"choices": [value]}
+                (model if res in model else human).append({
+                    "id": res["id"], "type": kind_of, "from_name": name, "to_name": "video", "value": extra,
+                })  # fmt: skip
         for r in rows[kind == MARKER].tolist():
             res = {
                 "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",

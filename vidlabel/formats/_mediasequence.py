@@ -300,8 +300,8 @@ def import_mediasequence(ctx: ImportContext) -> Parsed:
         video = videos.setdefault(meta.video_id, _Video(meta))
         parsed.videos.setdefault(meta.video_id, VideoRows(meta))
         found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]] = {}
-        _import_regions(file, where, example, video, found)
-        _import_regions(file, where, example, video, found, PREDICTED)
+        _import_regions(file, where, example, video, found, label_map=ctx.label_map)
+        _import_regions(file, where, example, video, found, PREDICTED, ctx.label_map)
         video.keep_regions(found)
         _import_markers(file, where, example, video)
     for vid, video in videos.items():
@@ -394,7 +394,7 @@ def _values_of(feature: Any) -> int:
 
 def _import_regions(
     file: Path, where: str, example: Any, video: _Video, found: dict[tuple[Any, ...], list[tuple[dict[str, Any], str]]],
-    prefix: str = "",
+    prefix: str = "", label_map: dict[int, str] | None = None,
 ) -> None:  # fmt: skip
     """The regions of one record into ``found`` (by what they hold): ``region/*``, or with ``prefix``
     ``PREDICTED`` MediaSequence's predicted boxes (``PREDICTED/region/*``, ``add_predicted_bbox``), which are
@@ -429,7 +429,7 @@ def _import_regions(
             continue
         strings = lists["region/label/string"]
         if strings is None:
-            raise fail(file, at, f"regions without {prefix}region/label/string (labels are imported by name)")
+            strings = _named_indices(file, at, prefix, lists["region/label/index"], label_map)
         kinds = lists["vidlabel/region/kind"]
         frame_masks = masks[j] if masks is not None else []
         if kinds is not None:
@@ -469,6 +469,31 @@ def _import_regions(
             same = (row["kind"], row["label"], row["start_frame"], row.get("box"), png, row.get("track_id"),
                     row.get("origin"), row.get("confidence"))  # fmt: skip
             found.setdefault(same, []).append((row, f"{file.name} {at} {prefix}region {k}"))
+
+
+def _named_indices(
+    file: Path, at: str, prefix: str, indices: list[list[Any]] | None, label_map: dict[int, str] | None
+) -> list[list[bytes]]:
+    """Label names of regions that give ``region/label/index`` only, through ``label_map`` (``--label-map``)."""
+    if indices is None or label_map is None:
+        raise fail(
+            file,
+            at,
+            f"regions without {prefix}region/label/string (labels are imported by name; regions with "
+            f"{prefix}region/label/index take names from label_map, --label-map 0=person,...)",
+        )
+    out = []
+    for frame in indices:
+        unknown = sorted({int(i) for i in frame} - set(label_map))
+        if unknown:
+            raise fail(
+                file,
+                at,
+                f"{prefix}region/label/index {unknown[0]} is not in the label map (known: "
+                f"{', '.join(f'{k}={v}' for k, v in sorted(label_map.items()))})",
+            )
+        out.append([label_map[int(i)].encode() for i in frame])
+    return out
 
 
 def _at(values: list[list[Any]] | None, j: int) -> list[Any] | None:
@@ -644,4 +669,11 @@ def export_mediasequence_labels(release: Release, out: Path, videos: Sequence[st
             result.not_written[f"{kind} on a frame without a trustworthy picture (no record holds it)"] += int(
                 plan.not_stored[kind]
             )
+    t = release.table
+    chosen = [t.video_ids.index(v) for v in (videos or release.videos) if v in t.video_ids]
+    offsets = t.attr_offsets
+    if t.has_attributes and offsets is not None:
+        with_attrs = int(((np.diff(offsets) > 0) & np.isin(t.video, chosen)).sum())
+        if with_attrs:
+            result.not_written["attributes of a row (MediaSequence holds none; the rows are written)"] += with_attrs
     return result

@@ -56,6 +56,9 @@ class ImportReport:
         On a dry run, what the import would warn of, per video: rows of the file that repeat an earlier row,
         and rows equal to annotations already stored (as validate's ``duplicate_annotation`` compares them),
         each with its first example by line or element. An import warns them instead (``VidlabelWarning``).
+    attributes_added : dict label -> {name: type}
+        Attributes the file's rows carry that the dataset's schema lacked, added to it with the rows (or that
+        would be, on a dry run).
     """
 
     format: str
@@ -66,6 +69,7 @@ class ImportReport:
     notes: list[str] = field(default_factory=list)
     labels_added: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    attributes_added: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -87,6 +91,7 @@ class ImportReport:
             "notes": list(self.notes),
             "labels_added": list(self.labels_added),
             "duplicates": list(self.duplicates),
+            "attributes_added": {k: dict(v) for k, v in self.attributes_added.items()},
         }
 
     def __str__(self) -> str:
@@ -98,6 +103,12 @@ class ImportReport:
             lines.append(f"  video {v.video_id!r}: {kinds}{ids}")
         if self.labels_added:
             lines.append(f"  labels {'to add' if self.dry_run else 'added'}: {', '.join(self.labels_added)}")
+        if self.attributes_added:
+            added = "; ".join(
+                f"{label}: " + ", ".join(f"{k} ({t})" for k, t in sorted(names.items()))
+                for label, names in self.attributes_added.items()
+            )
+            lines.append(f"  attributes {'to add' if self.dry_run else 'added'} to the schema: {added}")
         if self.skipped:
             lines.append(f"  not imported: {_reasons(self.skipped)}")
         lines.extend(f"  note: {n}" for n in self.notes)

@@ -3,13 +3,15 @@
 ``videos[]`` (id, width, height, length, file_names), ``annotations[]`` (video_id, category_id,
 bboxes, segmentations, one entry per frame of the video, ``null`` where the object is absent;
 optional ``score``), ``categories[]`` (id, name; mapped **by name**: the ids differ between 2019
-and 2021). An annotation is one instance over the video: one track (our track ids in
+and 2021; ``label_map``, ``--label-map``, names category ids over them, or for a file without
+``categories``). An annotation is one instance over the video: one track (our track ids in
 annotation order per video). frame = position in ``file_names``, unless ``frames="digits"``,
 or ``frames="auto"`` (the default) and the file names' digits show a stride (e.g. ``00000.jpg,
 00005.jpg``): then the digits, with a note. Consecutive names that count from another number than 0
 (``00001.jpg``, as ffmpeg numbers extracted frames) are positions too, with a note. ``bboxes`` are xywh; ``segmentations`` are polygons
 (rasterised by pycocotools), list-count or string-count RLE; a frame with a segmentation is a
-mask row (its box the mask's bbox), else a box row. File names are only read as text: nothing
+mask row (its box the mask's bbox), else a box row. OVIS's per-frame ``occlusion`` levels are the rows'
+attribute ``occlusion`` (written back so). File names are only read as text: nothing
 is opened.
 """
 
@@ -17,16 +19,17 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from vidlabel._words import shown
+from vidlabel._words import plural, shown
 from vidlabel.dataset import Release
 
-from ._cocovid import _cat_doc, _categories
+from ._cocovid import _cat_doc, _categories, unknown_category
 from ._common import (
     MARKER,
     MASK,
@@ -44,6 +47,7 @@ from ._common import (
     mixed_origin_reason,
     number,
     read_json,
+    row_attributes,
     tracks_of,
     video_tables,
     whole_number,
@@ -102,12 +106,12 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
     """Read a YouTube-VIS file (see the module docstring)."""
     path = ctx.path
     mode = ctx.option("frames", "auto", ("auto", "position", "digits"))
-    doc = read_json(path, dict)
+    parsed = Parsed()
+    doc = read_json(path, dict, parsed.notes)
     for key in ("videos", "annotations"):
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a YouTube-VIS file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc)
-    parsed = Parsed()
+    cats = _categories(path, doc, ctx, parsed.notes)
     vids: dict[Any, tuple[VideoRows, list[int]]] = {}
     for i, v in enumerate(doc["videos"]):
         at = f"videos[{i}]"
@@ -131,6 +135,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             _frame_numbers(path, at, names, mode, parsed.notes),
         )
     next_track: dict[str, int] = {}
+    not_stored: Counter[str] = Counter()
     for i, a in enumerate(doc["annotations"]):
         at = f"annotations[{i}]"
         if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
@@ -138,7 +143,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         vr, frames = vids[a["video_id"]]
         cat = json_key(path, at, a.get("category_id"), "category_id")
         if cat not in cats:
-            raise fail(path, at, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)})")
+            raise unknown_category(path, at, cat, cats)
         # absent (or an empty list): none; {}, "" or 0 are no lists and are refused below, not read as absent
         bboxes, segs = (
             [None] * len(frames) if a.get(key) is None or a.get(key) == [] else a[key]
@@ -161,6 +166,12 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
+        for key in _NOT_STORED:
+            if a.get(key) is not None:
+                not_stored[key] += 1
+        occlusion = _occlusion(path, at, a.get("occlusion"), len(frames))
+        if occlusion is not None:
+            parsed.declare(cats[cat], "occlusion", "number")
         for k, (box, seg) in enumerate(zip(bboxes, segs)):
             if box is None and seg is None:
                 continue
@@ -183,8 +194,27 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
                 row["kind"], row["mask"] = "mask", rle
             else:
                 row["box"] = xywh_box(path, where, box, "bboxes entry")
+            if occlusion is not None and occlusion[k] is not None:
+                row["attributes"] = {"occlusion": occlusion[k]}
             vr.add(row, where)
+    if not_stored:
+        listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
+        parsed.notes.append(f"per-instance fields not stored: {listed}")
     return parsed
+
+
+#: Per-instance fields of YouTube-VIS-shaped files that no row holds: the import names them in its notes.
+_NOT_STORED = ("occluded", "attributes")
+
+
+def _occlusion(path: Path, at: str, value: Any, n: int) -> list[float | None] | None:
+    """OVIS's per-frame ``occlusion`` levels of an instance (0 none, 1 slight, 2 severe; null where absent),
+    one per file name, kept as the rows' attribute ``occlusion``."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != n:
+        raise fail(path, at, f"occlusion is {str(value)[:40]!r}; expected a list of {n} levels (one a file name)")
+    return [None if v is None else number(path, f"{at} frame index {k}", v, "occlusion") for k, v in enumerate(value)]
 
 
 def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -208,6 +238,7 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
         for track, trows in tracks_of(t, rows[kind != MARKER]).items():
             bboxes: list[Any] = [None] * n
             segs: list[Any] = [None] * n
+            occlusion: list[Any] = [None] * n
             has_mask = False
             order = sorted(trows.tolist(), key=lambda r: (int(t.start_frame[r]), int(t.kind[r]) != MASK))
             for r in order:
@@ -217,6 +248,13 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
                     continue
                 x0, y0, x1, y1 = t.box[r].tolist()
                 bboxes[f] = [x0, y0, x1 - x0, y1 - y0]
+                attrs = row_attributes(t, r)
+                occlusion[f] = attrs.get("occlusion")
+                others = sorted(k for k in attrs if k != "occlusion")
+                if others:
+                    report.not_written[
+                        f"attributes other than occlusion ({', '.join(others)}: YouTube-VIS holds none)"
+                    ] += 1
                 if t.kind[r] == MASK:
                     segs[f] = mask_of(t, r)
                     has_mask = True
@@ -227,6 +265,8 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
                 "bboxes": bboxes, "segmentations": segs if has_mask else None,
                 "areas": [None if b is None else b[2] * b[3] for b in bboxes],
             }  # fmt: skip
+            if any(v is not None for v in occlusion):  # OVIS's per-frame occlusion levels
+                a["occlusion"] = occlusion
             model = t.origin[trows] == MODEL
             if model.any():
                 conf = t.confidence[trows].astype(np.float64)

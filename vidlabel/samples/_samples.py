@@ -14,7 +14,7 @@ assembles each sample's targets and reads the pixels.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from vidlabel.geometry import (
     view_image,
     view_mask,
 )
+from vidlabel.samples._attributes import attribute_columns
 from vidlabel.samples._select import (
     BLOCK_FRAMES,
     KEY_SHIFT,
@@ -121,6 +122,16 @@ class FrameSamples:
         in one object (:class:`vidlabel.schema.SampleOptions`), e.g. shared
         with a :class:`~vidlabel.torch_data.StoreFrames`; those keywords are
         then left at their defaults.
+    attributes : mapping name -> value or (op, value), optional
+        Keep only rows whose attributes pass every condition, e.g.
+        ``{"occluded": False, "visibility": (">=", 0.5)}`` (op one of
+        ``== != < <= > >=``). A condition concerns the labels whose schema
+        declares the attribute: rows of other labels pass it, rows of such a
+        label without a value fail it.
+    with_attributes : sequence of str, optional
+        Deliver these bool or number attributes per target: the sample's
+        ``attributes`` (N, A) float32 in this order (true 1, false 0, NaN
+        where a row has none).
 
     Raises
     ------
@@ -175,12 +186,14 @@ class FrameSamples:
         roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
         cache: str | os.PathLike[str] | None = None,
         options: SampleOptions | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        with_attributes: Sequence[str] | None = None,
     ) -> None:
         targets, options_by_name = check_options(
             view_id=view_id, videos=videos, kinds=kinds, labels=labels, origins=origins,
             min_confidence=min_confidence, frames=frames, stride=stride, with_masks=with_masks,
             box_format=box_format, normalized=normalized, label_offset=label_offset, roots=roots, cache=cache,
-            options=options,
+            options=options, attributes=attributes, with_attributes=with_attributes,
         )  # fmt: skip
         if not callable(getattr(ds, "release", None)) or not callable(getattr(ds, "snapshot", None)):
             hint = ""
@@ -225,6 +238,10 @@ class FrameSamples:
 
         self._sel = select_samples(rel, opt)
         self._r_boxes_out: np.ndarray | None = None
+        # each target's attributes, computed once: (R, A) float32 over the regions
+        self._r_attrs = (
+            attribute_columns(rel.table, self._sel.r_ann, opt["with_attributes"]) if opt["with_attributes"] else None
+        )
         self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
         self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code
         if self._cache is not None:
@@ -462,6 +479,11 @@ class FrameSamples:
             view_id=sel.view_id,
             frame_index=frame,
             masks=self._masks(lo, hi, video_id, height, width) if self._with_masks else None,
+            attributes=None
+            if self._r_attrs is None
+            else self._r_attrs[regions].copy()
+            if copy
+            else self._r_attrs[regions],
         )
 
     def _boxes_out(self) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from vidlabel.errors import (
     VidlabelWarning,
 )
 from vidlabel.geometry import view_boxes
+from vidlabel.samples._attributes import attribute_keep, check_attribute_filter, check_with_attributes
 from vidlabel.schema import SampleOptions, as_names, option_shown, sample_options
 from vidlabel.spec import (
     KINDS,
@@ -257,7 +258,7 @@ def select_samples(rel: Release, opt: dict[str, Any]) -> Selection:
     video_ids, videos, vid_map = _select_videos(rel, opt, view_id, view)
     image_sizes = readonly(np.array([out_size(view, videos[v]) for v in video_ids], dtype=np.int64).reshape(-1, 2))
     frame_counts = np.array([videos[v].frame_count for v in video_ids], dtype=np.int64)
-    keep = _keep_rows(table, opt, vid_map, lab_map, view_id)
+    keep = _keep_rows(table, opt, vid_map, lab_map, view_id, rel.info.get("attribute_schema"))
     rows, key, dropped = _sort_regions(table, keep, vid_map, frame_counts)
     # Rows on frames without a trustworthy picture (the reader refuses those frames).
     bad_masks = {c: videos[v].untrusted_mask() for c, v in enumerate(video_ids) if videos[v].untrusted_count}
@@ -371,8 +372,9 @@ class _Kept:
 
 
 def _keep_rows(
-    table: AnnotationTable, opt: dict[str, Any], vid_map: np.ndarray, lab_map: np.ndarray, view_id: str | None
-) -> _Kept:
+    table: AnnotationTable, opt: dict[str, Any], vid_map: np.ndarray, lab_map: np.ndarray, view_id: str | None,
+    schema: Mapping[str, Mapping[str, str]] | None = None,
+) -> _Kept:  # fmt: skip
     """The rows of the selected videos, classes, view, origins and kinds, model rows with confidence >= the
     minimum, rejected rows left out.
 
@@ -393,6 +395,8 @@ def _keep_rows(
         keep &= np.isin(table.origin, [ORIGINS.index(o) for o in opt["origins"]])
     if opt["min_confidence"] is not None:  # model rows only (the spec): a human row's confidence never drops it
         keep &= ~((table.origin == ORIGINS.index("model")) & (table.confidence < np.float32(opt["min_confidence"])))
+    if opt.get("attributes"):
+        keep &= attribute_keep(table, opt["attributes"], schema)
     region_kinds = [k for k in (_KIND_BOX, _KIND_MASK) if KINDS[k] in opt["kinds"]]
     is_marker = table.kind == _KIND_MARKER
     regions = keep & (np.isin(table.kind, region_kinds) if len(region_kinds) < 2 else ~is_marker)
@@ -646,6 +650,8 @@ def check_options(
     roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
     cache: str | os.PathLike[str] | None = None,
     options: SampleOptions | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    with_attributes: Sequence[str] | None = None,
 ) -> tuple[SampleOptions, dict[str, Any]]:
     """Validate the options that do not need the release; normalise them to tuples.
 
@@ -687,4 +693,6 @@ def check_options(
         "label_offset": targets.label_offset,
         "roots": roots_t,
         "cache": cache,
+        "attributes": check_attribute_filter(attributes),
+        "with_attributes": check_with_attributes(with_attributes),
     }
