@@ -9,7 +9,7 @@ import pytest
 from tests.formats_util import assert_same_rows, dataset
 from tests.media import ClipTruth
 from vidlabel.cli import main
-from vidlabel.formats._cli import FORMAT_NAMES
+from vidlabel.formats import FORMATS
 from vidlabel.video import probe
 
 #: Where export-labels is told to write: a folder for the formats that write one (MOT, CVAT, MediaSequence), a
@@ -31,7 +31,7 @@ def _rows() -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_export_labels_then_import_round_trips_with_the_same_path(tmp_path: Path, fmt: str, clip: ClipTruth) -> None:
     # probed videos: MediaSequence places rows by timestamp, through the frame index
     videos = [probe(clip.path, video_id="cam1"), probe(clip.path, video_id="cam2")]
