@@ -6,264 +6,72 @@ A store is a local folder, or (Zarr only) an fsspec URL read through :mod:`vidla
 from __future__ import annotations
 
 import os
-import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vidlabel._lru import OpenLRU
 from vidlabel.errors import (
     FrameOutOfRangeError,
     OptionError,
     SampleIndexTypeError,
-    SchemaVersionError,
     StoreCorruptError,
     StoreError,
     StoreIncompleteError,
     UnknownVideoError,
-    VidlabelError,
     check_flag,
-    check_path,
 )
-from vidlabel.spec import DB_NAME
-from vidlabel.store._backend import Backend, FramesHeader, FramesReader, VideoReader
+from vidlabel.store._backend import Backend, FramesReader, VideoReader
 from vidlabel.store._cache import DEFAULT_CACHE_BYTES, ChunkCache, check_cache_bytes
+from vidlabel.store._chunk_reads import load_clip, load_rows
+from vidlabel.store._discovery import (
+    BACKENDS,
+    _check_root,
+    _root_changed,
+    backend_for,
+    find_stores,
+    not_a_store_hint,
+    read_parts,
+)
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
-    FORMAT,
-    FORMAT_VERSION,
     REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
-    class_names_problem,
-    format_version_problem,
-    root_videos_problem,
     summary_problem,
     summary_problems,
-    video_ids_problem,
     video_problems,
 )
 from vidlabel.store._position import frame_number as frame_number_of
 from vidlabel.store._position import row_in_range, row_number, sample_position
-from vidlabel.store._remote import find_url_stores, is_url
+from vidlabel.store._process import VideoData, _frames_index, _ProcessState, reader_path
+from vidlabel.store._remote import is_url
+from vidlabel.store._store_checks import (
+    check_frames,
+    check_same_export,
+    check_same_labels,
+    chunk_error,
+    exported_again,
+)
 
-__all__ = ["BACKENDS", "FrameStore", "VideoData", "backend_for", "find_stores", "open_store"]
-
-
-def _backends() -> dict[str, type[Backend]]:
-    from vidlabel.store._hdf5 import HDF5Backend
-    from vidlabel.store._zarr import ZarrBackend
-
-    return {"hdf5": HDF5Backend, "zarr": ZarrBackend}
-
-
-BACKENDS: tuple[str, ...] = ("hdf5", "zarr")
-
-
-def _local_only(path: Any, storage_options: Mapping[str, Any] | None) -> None:
-    if storage_options:
-        raise OptionError(f"storage_options apply to URLs only; {str(path)!r} is a local path")
-
-
-def backend_for(
-    folder: str | os.PathLike[str],
-    name: str | None = None,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-) -> Backend:
-    """The backend of a store folder (detected, or ``name``'s for a new one), or of a Zarr store at a URL.
-
-    Parameters
-    ----------
-    folder : path or str
-        A store folder, or an fsspec URL (``s3://bucket/store``, ``file:///...``): a URL is always read
-        as Zarr, through :class:`~vidlabel.store._zarr_url.ZarrURLBackend` (read-only).
-    name : {"hdf5", "zarr"}, optional
-    storage_options : mapping, optional
-        fsspec filesystem options, for URLs only.
-
-    Raises
-    ------
-    StoreError
-        If ``folder`` holds no store and no backend name is given, or ``folder`` is a URL and
-        ``name`` is ``"hdf5"`` (HDF5 stores are local only).
-    OptionError
-        If ``storage_options`` are given with a local path.
-    """
-    if is_url(folder):
-        url = str(folder)
-        if name == "hdf5":
-            raise StoreError(
-                f"HDF5 frame stores are local only, and {url!r} is a URL: use format='zarr' for object stores "
-                "(export to a local folder, then upload it)",
-                path=url,
-            )
-        if name not in (None, "zarr"):
-            raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
-        from vidlabel.store._zarr_url import ZarrURLBackend
-
-        return ZarrURLBackend(url, dict(storage_options or {}))
-    _local_only(folder, storage_options)
-    folder = Path(folder)
-    classes = _backends()
-    if name is not None:
-        if name not in classes:
-            raise StoreError(f"unknown store format {name!r}; allowed: {', '.join(BACKENDS)}")
-        return classes[name](folder)
-    for cls in classes.values():
-        if cls.detect(folder):
-            return cls(folder)
-    raise StoreError(
-        f"no vidlabel frame store at {str(folder)!r} (no store.h5 and no Zarr root){not_a_store_hint(folder)}",
-        path=str(folder),
-    )
-
-
-def not_a_store_hint(path: str | os.PathLike[str]) -> str:
-    """What to do with a local folder that holds no frame store but a vidlabel dataset (its database), which is
-    exported into a store first, or a MediaSequence export (``vidlabel export --format mediasequence``), which
-    stores' readers, info and verify do not read; "" for any other path."""
-    folder = Path(path)
-    try:
-        if (folder / DB_NAME).is_file():
-            return (
-                f"; {str(folder)!r} is a vidlabel dataset folder (it holds {DB_NAME}), not an exported frame store: "
-                "export it first with `vidlabel export DATASET OUT` (or vidlabel.export(Dataset.open(DATASET), OUT)) "
-                "and read OUT; open the dataset itself with Dataset.open"
-            )
-        shards = (folder / "_plan.json").is_file() or any(folder.glob("*.tfrecord"))
-    except OSError:
-        return ""
-    if not shards:
-        return ""
-    return (
-        f"; {str(folder)!r} holds a MediaSequence export (TFRecord shards of tf.train.SequenceExample), which "
-        "frame store readers, info and verify do not read: read it with tf.data, or import its labels with "
-        "`vidlabel import DATASET mediasequence FOLDER`; export with --format hdf5 or zarr for a frame store"
-    )
-
-
-def find_stores(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> list[Path | str]:
-    """The store folders at ``path``: itself if it is a store, else the stores directly inside it (sorted).
-
-    For a URL, the store URLs found there the same way (see :func:`vidlabel.store._remote.find_url_stores`).
-
-    Parameters
-    ----------
-    path : path-like or URL
-        A store folder, or a folder (or URL) holding stores.
-    storage_options : mapping, optional
-        Passed to fsspec for a URL (credentials, endpoint).
-
-    Raises
-    ------
-    OptionError
-        If ``path`` is no path nor URL (None, a number, an open store).
-    """
-    check_path(path, "find_stores", "store folder")
-    if is_url(path):
-        return list(find_url_stores(str(path), storage_options))
-    _local_only(path, storage_options)
-    path = Path(path)
-    classes = _backends().values()
-    if path.is_file() and path.name == "store.h5":
-        path = path.parent
-    if any(cls.detect(path) for cls in classes):
-        return [path]
-    if path.is_dir():
-        return [p for p in sorted(path.iterdir()) if p.is_dir() and any(cls.detect(p) for cls in classes)]
-    return []
-
-
-@dataclass
-class VideoData:
-    """The small arrays of one stored video, loaded once per process.
-
-    Attributes
-    ----------
-    video_id : str
-    attrs : dict
-        The video group's attributes.
-    frame_number, timestamp_us : (T,) int64
-    is_annotated : (T,) bool
-    regions : dict of arrays
-        CSR as in :data:`vidlabel.store._layout.REGION_FIELDS` (empty for a frames-only store).
-    segments : dict of (M,) int64 arrays
-    """
-
-    video_id: str
-    attrs: dict[str, Any]
-    frame_number: np.ndarray
-    timestamp_us: np.ndarray
-    is_annotated: np.ndarray
-    regions: dict[str, np.ndarray]
-    segments: dict[str, np.ndarray]
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height) of the stored frames."""
-        return int(self.attrs["width"]), int(self.attrs["height"])
-
-    def read_only(self) -> VideoData:
-        """Make every array read-only (a process's VideoData is shared by all its readers); returns self."""
-        for arr in (self.frame_number, self.timestamp_us, self.is_annotated, *self.regions.values(),
-                    *self.segments.values()):  # fmt: skip
-            arr.setflags(write=False)
-        return self
-
-    def row_of(self, frame_number: int) -> int | None:
-        """The stored row of a source frame number, or None if that frame is not stored."""
-        i = int(np.searchsorted(self.frame_number, frame_number))
-        if i < self.frame_number.size and int(self.frame_number[i]) == frame_number:
-            return i
-        return None
-
-
-@dataclass
-class _Part:
-    folder: Path | str  # a folder, or a URL
-    backend: str
-    attrs: dict[str, Any]
-    video_ids: list[str]
-
-
-class _ProcessState:
-    """What a FrameStore opens in one process: backends, frames readers (at most ``MAX_OPEN`` open, least
-    recently used closed first), each video's small arrays, the chunk cache, a thread pool."""
-
-    MAX_OPEN = 64
-
-    def __init__(self, cache_bytes: int) -> None:
-        self.pid = os.getpid()
-        self.backends: dict[int, Backend] = {}
-        self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
-        self.data: dict[str, VideoData] = {}
-        self.openers: dict[str, Callable[[], FramesReader]] = {}  # video id -> opens its frames (no handles)
-        # in a process other than the store's creator (a DataLoader worker): what it learnt that the creator had
-        # not when it forked (a video's small arrays, its indexed opener), until handed over (FrameStore.learnt)
-        self.learnt: dict[str, list[Any]] = {}
-        self.cache = ChunkCache(cache_bytes)
-        self.lock = threading.RLock()
-        self.pool: ThreadPoolExecutor | None = None
-
-    def close(self) -> None:
-        self.frames.close()
-        if self.pool is not None:
-            self.pool.shutdown(wait=False)
-            self.pool = None
-
-
-def _frames_index(opener: Any) -> Any:
-    """What an opener of a video's frames knows of the frames file (an HDF5 opener's chunk index, once it has
-    opened the file), or None."""
-    return getattr(opener, "frames_index", None)
+# Discovery, the store root's checks and the per-process state are re-exported here, where they were defined.
+__all__ = [
+    "BACKENDS",
+    "FrameStore",
+    "VideoData",
+    "_ProcessState",
+    "_check_root",
+    "adopt_learnt",
+    "backend_for",
+    "find_stores",
+    "not_a_store_hint",
+    "open_store",
+    "reader_path",
+]
 
 
 #: The stores created in this process, by token (:meth:`FrameStore.learnt`).
@@ -356,43 +164,12 @@ class FrameStore:
         self.path: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
         self.cache_bytes = check_cache_bytes(cache_bytes)
         self.storage_options = dict(storage_options or {})
-        folders = find_stores(self.path, storage_options=self.storage_options)
-        if not folders:
-            hint = "" if is_url(self.path) else not_a_store_hint(self.path)
-            raise StoreError(f"no vidlabel frame store at {str(self.path)!r}{hint}", path=str(self.path))
-        parts: list[_Part] = []
-        video_part: dict[str, int] = {}
-        index_parts: list[np.ndarray] = []
-        video_ids: list[str] = []
-        for p, folder in enumerate(folders):
-            backend = backend_for(folder, storage_options=self.storage_options)
-            attrs, index = backend.read_root()
-            _check_root(folder, attrs)
-            ids = list(attrs.get("video_ids", []))
-            for v in ids:
-                if v in video_part:
-                    other = parts[video_part[v]].folder
-                    raise StoreError(
-                        f"video {v!r} is in two stores of {str(self.path)!r}: {str(other)!r} and {str(folder)!r}"
-                    )
-                video_part[v] = p
-            parts.append(_Part(folder, backend.name, attrs, ids))
-            offset = len(video_ids)
-            video_ids.extend(ids)
-            if index.size and (index[:, 0].min() < 0 or index[:, 0].max() >= len(ids)):
-                raise StoreError(f"/index of {str(folder)!r} names videos outside [0, {len(ids)})")
-            index_parts.append(np.column_stack([index[:, 0] + offset, index[:, 1]]) if index.size else index)
-        names = [tuple(part.attrs.get("class_names", [])) for part in parts]
-        if len(set(names)) > 1:
-            raise StoreError(
-                f"the stores under {str(self.path)!r} have different class names: "
-                + "; ".join(f"{_name(part.folder)}: {list(n)}" for part, n in zip(parts, names))
-            )
+        parts, video_part, video_ids, index = read_parts(self.path, self.storage_options)
         self._parts = parts
         self._video_part = video_part
         self._video_ids = tuple(video_ids)
         self._video_code = {v: i for i, v in enumerate(video_ids)}
-        self._index = np.concatenate(index_parts).astype(np.int64) if index_parts else np.zeros((0, 2), np.int64)
+        self._index = index
         self._index.setflags(write=False)
         self._state: _ProcessState | None = None
         # Names this store to the process that created it, which takes what its DataLoader workers learnt
@@ -580,7 +357,7 @@ class FrameStore:
 
     def check_files(self) -> int:
         """Open every stored video's file, its small arrays and its frames array's header, reading no pixels
-        (``vidlabel info``), and check the frames as a read does (:meth:`_check_frames`).
+        (``vidlabel info``), and check the frames as a read does (:func:`~vidlabel.store._store_checks.check_frames`).
 
         Cheaper than :func:`~vidlabel.store.verify_store`, which reads and checks every chunk; this
         finds a truncated or missing file, a video not completely written, a frames link out of the store,
@@ -616,7 +393,7 @@ class FrameStore:
                         header = reader.frames_header()
                     finally:
                         reader.close()
-                self._check_frames(video_id, header)
+                check_frames(self, video_id, header)
                 part = self._parts[self._video_part[video_id]]
                 data = self.video_data(video_id)
                 own = {
@@ -680,7 +457,7 @@ class FrameStore:
         except StoreError as err:
             if err.video_id is not None:
                 raise
-            again = self._exported_again(video_id)  # a file of the export before gone: not damage
+            again = exported_again(self, video_id)  # a file of the export before gone: not damage
             raise type(err)(
                 f"video {video_id!r} of store {str(self.path)!r}: {err}" + ("" if again is None else f" ({again})"),
                 path=err.path,
@@ -740,7 +517,7 @@ class FrameStore:
                     opener = None
             finally:
                 reader.close()
-            self._check_same_export(video_id, int(arrays["frame_number"].size))
+            check_same_export(self, video_id, int(arrays["frame_number"].size))
             problems = video_problems(
                 video_id,
                 attrs,
@@ -756,7 +533,7 @@ class FrameStore:
                     path=str(self.path),
                     video_id=video_id,
                 )
-            self._check_same_labels(video_id, attrs.get("labels_key"))
+            check_same_labels(self, video_id, attrs.get("labels_key"))
             data = VideoData(video_id, attrs, regions=regions, segments=segments, **arrays).read_only()
             state.data[video_id] = data
             if opener is not None:
@@ -764,91 +541,6 @@ class FrameStore:
             if state.pid != self._creator_pid:
                 state.learnt.setdefault(video_id, [None, None])[0] = data
         return data
-
-    def _check_frames(self, video_id: str, reader: FramesReader | FramesHeader) -> None:
-        """Refuse frames that are not the video's own: another unit's (its recorded key differs from the video's
-        ``frames_key``), or of another size or row count than the video's arrays say. A frames link edited or
-        a file swapped after export would otherwise give another video's pictures without a word (each chunk's
-        CRC is the frames file's own, so it matches). ``reader`` is the frames' reader (a read), or only their
-        header (:meth:`check_files`).
-
-        Raises
-        ------
-        StoreCorruptError
-            Naming the video, the store and the frames file.
-        """
-        data = self.video_data(video_id)
-        where = f"video {video_id!r} of store {str(self.path)!r}: its frames {str(reader_path(reader))!r}"
-        want_key, key = data.attrs.get("frames_key"), reader.unit_key
-        problem = None
-        want_codec = data.attrs.get("codec")
-        if want_key is not None and key is not None and key != want_key:
-            problem = f"are frames unit {key!r}, not the video's own unit {want_key!r}"
-        elif isinstance(reader, FramesReader) and isinstance(want_codec, str) and reader.codec.spec != want_codec:
-            # the codec is part of the unit (its pixel key), but the file's codec attribute is what a read decodes by
-            problem = f"say codec {reader.codec.spec!r}, not the video's codec {want_codec!r}"
-        else:
-            width, height = data.size
-            want = (int(data.frame_number.size), height, width, 3)
-            if tuple(reader.shape) != want:
-                problem = f"have shape {tuple(reader.shape)}, not the video's {want} (T, H, W, 3)"
-        if problem is not None:
-            raise StoreCorruptError(
-                f"{where} {problem}: {self._exported_again(video_id) or STORE_CHANGED}",
-                path=str(self.path),
-                video_id=video_id,
-            )
-
-    def _check_same_export(self, video_id: str, rows: int) -> None:
-        """Refuse a video's small arrays, just read, of another export than the one this FrameStore opened: the
-        store exported again into the same folder since (its stored rows differ from the number the root read at
-        open records, and so does the root now). The index read at open would otherwise name rows of the new
-        export: another frame each, its targets with it, without a word (a DataLoader worker started by spawn,
-        or a video first read after the export).
-
-        Raises
-        ------
-        StoreError
-            Saying when the store was exported again, and to open it again.
-        """
-        part = self._video_part.get(video_id)
-        recorded = self._parts[part].attrs.get("videos", {}).get(video_id) if part is not None else None
-        if not isinstance(recorded, dict) or recorded.get("frames") in (None, rows):
-            return
-        again = self._exported_again(video_id)
-        if again is not None:
-            raise StoreError(
-                f"video {video_id!r} of store {str(self.path)!r} holds {rows} stored frames, not the "
-                f"{recorded['frames']} its index was read with: {again}",
-                path=str(self.path),
-                video_id=video_id,
-            )
-
-    def _check_same_labels(self, video_id: str, key: Any) -> None:
-        """Refuse a video file whose ``labels_key`` is not the one the store's root records for it: the file of
-        another export of the video (another release, other options) copied into its place, whose boxes and
-        labels would be read under this store's release without a word (the file is sound in itself). A root
-        written before roots recorded the key (2026-12) is not checked.
-
-        Raises
-        ------
-        StoreCorruptError
-            Naming the video, the store and both keys (a StoreError if the store was exported again since it
-            was opened).
-        """
-        part = self._video_part.get(video_id)
-        recorded = self._parts[part].attrs.get("videos", {}).get(video_id) if part is not None else None
-        if not isinstance(recorded, dict) or "labels_key" not in recorded or recorded["labels_key"] == key:
-            return
-        problem = (
-            f"video {video_id!r} of store {str(self.path)!r}: its file holds labels {key!r}, not the "
-            f"{recorded['labels_key']!r} the store's root records for it (a file of another export of the video, "
-            "such as another release's)"
-        )
-        again = self._exported_again(video_id)
-        if again is not None:
-            raise StoreError(f"{problem}: {again}", path=str(self.path), video_id=video_id)
-        raise StoreCorruptError(f"{problem}: {STORE_CHANGED}", path=str(self.path), video_id=video_id)
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
@@ -866,7 +558,7 @@ class FrameStore:
                     finally:
                         video.close()
                 try:
-                    self._check_frames(video_id, reader)
+                    check_frames(self, video_id, reader)
                 except BaseException:
                     reader.close()
                     raise
@@ -922,56 +614,11 @@ class FrameStore:
         t = reader.shape[0]
         for r in rows:
             row_in_range(r, t, video_id, self.path)
-        cf = reader.chunk_frames
-        by_chunk: dict[int, list[int]] = {}
-        for k, r in enumerate(rows):
-            by_chunk.setdefault(r // cf, []).append(k)
         if out is not None and (
             len(out) != len(rows) or any(o.shape != tuple(reader.shape[1:]) or o.dtype != np.uint8 for o in out)
         ):
             raise OptionError(f"read_rows: out must hold {len(rows)} arrays of shape {reader.shape[1:]} uint8")
-        got: list[np.ndarray | None] = [None] * len(rows)
-
-        def dest(k: int) -> np.ndarray:
-            return np.empty(reader.shape[1:], np.uint8) if out is None else out[k]
-
-        def load(c: int) -> None:
-            try:
-                load_chunk(c)
-            except StoreError as err:  # a chunk that does not decode or fails its checksum: say which video and rows
-                raise self._chunk_error(err, video_id, reader, c) from err
-
-        def load_chunk(c: int) -> None:
-            ks = by_chunk[c]
-            if cf == 1:
-                first = dest(ks[0])
-                reader.read_chunk(c, first[None])
-                got[ks[0]] = first
-                for k in ks[1:]:
-                    got[k] = copy = dest(k)
-                    np.copyto(copy, first)
-                return
-            key = (str(reader_path(reader)), c)
-            chunk = state.cache.get(key)
-            if chunk is None:
-                chunk = state.cache.put(key, reader.read_chunk(c))
-            for k in ks:
-                got[k] = copy = dest(k)
-                np.copyto(copy, chunk[rows[k] - c * cf])
-
-        chunks = list(by_chunk)
-        if len(chunks) > 1:  # a store at a URL fetches the chunks it needs concurrently (no-op for local files)
-            cached = set() if cf == 1 else {c for c in chunks if (str(reader_path(reader)), c) in state.cache}
-            if len(chunks) - len(cached) > 1:
-                reader.prefetch(c for c in chunks if c not in cached)
-        if len(chunks) > 1 and not reader.codec.raw:
-            if state.pool is None:
-                state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
-            list(state.pool.map(load, chunks))
-        else:
-            for c in chunks:
-                load(c)
-        return got  # type: ignore[return-value]
+        return load_rows(state, reader, rows, out, lambda err, c: chunk_error(self, err, video_id, reader, c))
 
     def read_clip(self, video_id: str, rows: Sequence[int] | np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The stored frames of one clip, by row, as one (T, H, W, 3) array: each run of consecutive rows inside
@@ -1003,7 +650,7 @@ class FrameStore:
         rows = [row_number(r, video_id) for r in (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
         state = self._process()
         reader = self._frames_reader(state, video_id)
-        t, cf = reader.shape[0], reader.chunk_frames
+        t = reader.shape[0]
         for r in rows:
             row_in_range(r, t, video_id, self.path)
         shape = (len(rows), *reader.shape[1:])
@@ -1011,41 +658,7 @@ class FrameStore:
             out = np.empty(shape, np.uint8)
         elif out.shape != shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
             raise OptionError(f"read_clip: out must be a C-contiguous {shape} uint8 array, got {out.shape} {out.dtype}")
-        # (first position in the clip, end position, chunk, first row) of each run of consecutive rows in a chunk
-        runs = []
-        k = 0
-        while k < len(rows):
-            end, c = k + 1, rows[k] // cf
-            while end < len(rows) and rows[end] == rows[end - 1] + 1 and rows[end] // cf == c:
-                end += 1
-            runs.append((k, end, c, rows[k]))
-            k = end
-        path = str(reader_path(reader))
-
-        def load(run: tuple[int, int, int, int]) -> None:
-            a, b, c, first = run
-            try:
-                if cf == 1:
-                    reader.read_chunk(c, out[a:b])
-                    return
-                chunk = state.cache.get((path, c))
-                # the whole chunk: straight into the clip, one copy
-                if chunk is None and b - a == cf:
-                    reader.read_chunk(c, out[a:b])
-                    return
-                if chunk is None:
-                    chunk = state.cache.put((path, c), reader.read_chunk(c))
-                np.copyto(out[a:b], chunk[first - c * cf : first - c * cf + b - a])
-            except StoreError as err:
-                raise self._chunk_error(err, video_id, reader, c) from err
-
-        if len(runs) > 1 and reader.codec.name != "none":
-            if state.pool is None:
-                state.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
-            list(state.pool.map(load, runs))
-        else:
-            for run in runs:
-                load(run)
+        load_clip(state, reader, rows, out, lambda err, c: chunk_error(self, err, video_id, reader, c))
         return out
 
     def read_row(self, video_id: str, row: int) -> np.ndarray:
@@ -1065,47 +678,7 @@ class FrameStore:
         try:
             return reader.read_chunk(row, buf)[0]
         except StoreError as err:
-            raise self._chunk_error(err, video_id, reader, row) from err
-
-    def _chunk_error(self, err: StoreError, video_id: str, reader: FramesReader, c: int) -> StoreError:
-        """``err`` of reading chunk ``c`` of a video, as the same error class naming the video, chunk, rows, store."""
-        cf = reader.chunk_frames
-        rows_of = f"rows {c * cf}..{c * cf + reader.chunk_rows(c) - 1}"
-        remedy = "`vidlabel verify` checks every chunk"
-        if isinstance(err, StoreCorruptError):
-            remedy = "`vidlabel verify` lists every damaged chunk; export again into an empty folder to rewrite it"
-        said = "`vidlabel verify`" in str(err)  # the error gives its own remedy: one is enough
-        again = self._exported_again(video_id)
-        if again is not None:  # not damage: this process holds the export before it
-            remedy, said = again, False
-        return type(err)(
-            f"video {video_id!r}, chunk {c} ({rows_of}) of store {str(self.path)!r}: {err}"
-            + ("" if said else f" ({remedy})"),
-            path=str(self.path),
-            video_id=video_id,
-        )
-
-    def _exported_again(self, video_id: str) -> str | None:
-        """Where a read failed: what to do if the store part holding ``video_id`` was exported again (or is being
-        exported) since this FrameStore was opened, judged by its root's attributes (``created`` has whole seconds:
-        two exports in one second differ in their options or videos, or store the same chunks); else None."""
-        part = self._parts[self._video_part[video_id]] if video_id in self._video_part else None
-        if part is None:
-            return None
-        try:
-            attrs, _ = backend_for(part.folder, storage_options=self.storage_options).read_root()
-        except (VidlabelError, OSError):
-            return None
-        created, opened = attrs.get("created"), part.attrs.get("created")
-        if attrs == part.attrs:
-            return None
-        if not attrs:
-            now = "removed, or is being exported again,"
-        elif not attrs.get("complete", True):
-            now = "is being exported again"
-        else:
-            now = f"was exported again at {created}"
-        return f"the store {now} after this process opened it (the export of {opened}): open it again"
+            raise chunk_error(self, err, video_id, reader, row) from err
 
     def frame(self, i: int) -> np.ndarray:
         """The stored frame of sample ``i``: (H, W, 3) uint8."""
@@ -1181,61 +754,6 @@ class FrameStore:
 
         video_id, row = self.locate(i)
         return StoreSamples(self, all_rows=True, **options).sample_row(video_id, row)
-
-
-def reader_path(reader: FramesReader | FramesHeader) -> Any:
-    """Identity of a frames reader for cache keys and messages (its path, file or URL)."""
-    return getattr(reader, "path", id(reader))
-
-
-def _name(folder: Path | str) -> str:
-    """Last part of a folder or URL."""
-    return folder.name if isinstance(folder, Path) else folder.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _root_changed(folder: Path | str, problem: str) -> StoreCorruptError:
-    """The error for a store root edited after export (``problem``: what is wrong with it, in a phrase)."""
-    return StoreCorruptError(
-        f"frame store {str(folder)!r}: {problem}: {STORE_CHANGED}",
-        path=str(folder),
-    )
-
-
-def _check_root(folder: Path | str, attrs: dict[str, Any]) -> None:
-    # a URL's store comes from an upload, or from an export straight into it (whose root holds its token)
-    job = "upload (vidlabel upload)" if is_url(folder) and "export_token" not in attrs else "export"
-    if not attrs:
-        raise StoreIncompleteError(
-            f"frame store {str(folder)!r} has no root yet: its {job} did not finish; rerun it to resume",
-            path=str(folder),
-        )
-    if attrs.get("format") != FORMAT:
-        raise StoreError(f"{str(folder)!r} is not a vidlabel frame store (format {attrs.get('format')!r})")
-    version = attrs.get("format_version", 0)
-    problem = format_version_problem(version)
-    if problem is not None:
-        raise _root_changed(folder, problem)
-    if version > FORMAT_VERSION:
-        raise SchemaVersionError(
-            f"frame store {str(folder)!r} has format version {version}; this vidlabel reads up to {FORMAT_VERSION}"
-        )
-    problem = (
-        class_names_problem(attrs.get("class_names", []))
-        or video_ids_problem(attrs.get("video_ids", []))
-        or root_videos_problem(attrs.get("videos", {}))
-    )
-    if problem is not None:
-        raise _root_changed(folder, problem)
-    if attrs.get("complete") is not True and attrs.get("failed"):
-        raise StoreIncompleteError(
-            f"frame store {str(folder)!r} is incomplete: its {job} failed: {attrs['failed']}", path=str(folder)
-        )
-    if attrs.get("complete") is not True:
-        raise StoreIncompleteError(
-            f"frame store {str(folder)!r} is incomplete: its {job} was interrupted or is still running; "
-            f"rerun the same {job.split()[0]} command to resume it",
-            path=str(folder),
-        )
 
 
 def open_store(
