@@ -7,10 +7,11 @@ store, from which all of these read by URL.
 
 Private modules, lowest first: ``_layout`` (names, dtypes, format version),
 ``_codecs``, ``_cache`` (chunk cache bounded in bytes), ``_fs`` and ``_remote``
-(local and object-store file access), ``_backend`` (the backend interface),
-``_hdf5`` / ``_zarr`` (the backends; ``_zarr_codecs``, the picture codecs Zarr loads
-by entry point), ``_writer``, ``_discovery``, ``_process``,
-``_store_checks``, ``_chunk_reads``, ``_framestore`` (reading), ``_selection`` (StoreSamples), ``_verify``, ``_upload``. Imports only
+(with ``_remote_writes``: local and object-store file access), ``_backend`` (the
+backend interface), ``_hdf5`` / ``_zarr`` (the backends; ``_zarr_codecs``, the
+picture codecs Zarr loads by entry point), ``_writer``, ``_discovery``,
+``_process``, ``_store_checks``, ``_chunk_reads``, ``_framestore`` (reading),
+``_selection`` (StoreSamples), ``_verify``, ``_upload``. Imports only
 layer 1: :mod:`vidlabel.errors`, :mod:`vidlabel.spec`, :mod:`vidlabel.geometry`,
 :mod:`vidlabel.schema` and its private helpers (``vidlabel._lru`` for the open
 frames readers of a process).
