@@ -5,7 +5,7 @@ The only part of vidlabel that imports torch. Private modules: ``_common``
 ``_clips`` (clips of T frames over a ClipSamples: ``ClipStream``, ``VideoClips``, ``collate_clips``),
 ``_video`` (over a FrameSamples), ``_store`` (over a FrameStore), ``_storeclips`` (clips over a
 FrameStore: ``StoreClips``, ``StoreClipStream``), ``_shm``
-(shared-memory image slabs for DataLoader workers). Imports
+(shared-memory image slabs for DataLoader workers; ``_shm_forks``, batches held at a fork). Imports
 :mod:`vidlabel.samples`, :mod:`vidlabel.store` and :mod:`vidlabel.video`.
 """
 
