@@ -4,7 +4,7 @@
 table alone (``_select``), builds each sample dict (image, boxes, labels, track ids,
 masks, frame_labels) and hands out readers: a :class:`~vidlabel.frames.FrameReader`,
 or with ``cache=`` a :class:`StoreBackedReader` that reads frames from a frame store
-(``_storereader``). :meth:`FrameSamples.clips` gives :class:`ClipSamples`: clips of
+(``_storereader``); ``plan_reads`` checks its requests in ``_requests``. :meth:`FrameSamples.clips` gives :class:`ClipSamples`: clips of
 T frames with every frame's targets (``_clips``), chosen by a sampler
 (``_clipsamplers``). Imports :mod:`vidlabel.dataset`, :mod:`vidlabel.video` and
 :mod:`vidlabel.store`.
