@@ -33,6 +33,30 @@ def _check_frames(frames: str | None) -> None:
         raise OptionError(f"unknown frames mode {frames!r}; allowed: None (as exported), 'annotated', 'stored'")
 
 
+def _check_store(store: Any) -> None:
+    """Refuse a ``store`` that is no FrameStore (a path, a Dataset), saying what to pass instead."""
+    if not (callable(getattr(store, "video_data", None)) and hasattr(store, "class_names")):
+        hint = ""
+        if isinstance(store, (str, os.PathLike)):
+            hint = " (open a store folder with vidlabel.store.open_store(path) first)"
+        elif callable(getattr(store, "snapshot", None)):
+            hint = " (for a Dataset: vidlabel.FrameSamples(ds), or export it and open_store the store)"
+        raise OptionError(f"StoreSamples takes a FrameStore, got {store!r}{hint}")
+
+
+def _selected_labels(vocabulary: list[str], labels: Sequence[str] | None) -> list[str]:
+    """The class names of a selection: ``labels`` (each in the store's ``vocabulary``), or the whole vocabulary."""
+    if labels is None:
+        return list(vocabulary)
+    unknown = [x for x in labels if x not in vocabulary]
+    if unknown:
+        raise OptionError(
+            f"unknown label {unknown[0]!r} in {option_shown('labels', labels)}; the store's "
+            f"labels: {', '.join(vocabulary)}"
+        )
+    return list(labels)
+
+
 def warn_unexported_kinds(store: Any, kinds: tuple[str, ...]) -> None:
     """Warn when ``kinds`` asks for frames the export did not store: a ``frames="annotated"`` export holds only
     the frames with an annotation of its own ``kinds``, so frames whose only annotation is of another kind are not
@@ -121,13 +145,7 @@ class StoreSamples:
         all_rows: bool = False,
         options: SampleOptions | None = None,
     ) -> None:
-        if not (callable(getattr(store, "video_data", None)) and hasattr(store, "class_names")):
-            hint = ""
-            if isinstance(store, (str, os.PathLike)):
-                hint = " (open a store folder with vidlabel.store.open_store(path) first)"
-            elif callable(getattr(store, "snapshot", None)):
-                hint = " (for a Dataset: vidlabel.FrameSamples(ds), or export it and open_store the store)"
-            raise OptionError(f"StoreSamples takes a FrameStore, got {store!r}{hint}")
+        _check_store(store)
         targets = sample_options(
             options, "StoreSamples", kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks,
@@ -148,16 +166,7 @@ class StoreSamples:
         self.label_offset = targets.label_offset
         self.with_masks = targets.with_masks
         vocabulary = list(store.class_names)
-        if targets.labels is None:
-            self._class_names = list(vocabulary)
-        else:
-            unknown = [x for x in targets.labels if x not in vocabulary]
-            if unknown:
-                raise OptionError(
-                    f"unknown label {unknown[0]!r} in {option_shown('labels', targets.labels)}; the store's "
-                    f"labels: {', '.join(vocabulary)}"
-                )
-            self._class_names = list(targets.labels)
+        self._class_names = _selected_labels(vocabulary, targets.labels)
         class_of = {name: i for i, name in enumerate(self._class_names)}
         self._label_map = np.array([class_of.get(x, -1) for x in vocabulary] + [-1], dtype=np.int64)
         self._want_box = "box" in targets.kinds
