@@ -222,15 +222,7 @@ def export(
         leaves out frames it held, with other selection options.
     """
     t0 = time.perf_counter()
-    if not isinstance(ds, Release) and not callable(getattr(ds, "release", None)):
-        raise OptionError(
-            f"export takes a Dataset or a Release, got {ds!r}"
-            + (
-                " (open a dataset folder with vidlabel.Dataset.open(path) first)"
-                if isinstance(ds, (str, os.PathLike))
-                else ""
-            )
-        )
+    _check_dataset(ds)
     opts = check_options(
         out, release, format=format, codec=codec, view_id=view_id, frames=frames, kinds=kinds, stride=stride,
         output_size=output_size, chunk_frames=chunk_frames, workers=workers, progress=progress, roots=roots,
@@ -255,18 +247,48 @@ def export(
         int(v.frame_number.size - v.sample_rows.size) for v in plan.videos if v.sample_rows is not None
     )
     if opts.format == MEDIASEQUENCE:
-        with StoreLock(folder):
-            report_plan(report, plan, opts, stacklevel=2)
-            total = sum(int(v.frame_number.size) for v in plan.videos)
-            bar = progress_bar(opts.progress and total > 0, total, f"export {folder.name}")
-            try:
-                export_mediasequence(plan, opts, report, bar)
-            finally:
-                if bar is not None:
-                    bar.close()
-        report.seconds = time.perf_counter() - t0
-        report.size_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
-        return report
+        return _export_mediasequence(Path(out), plan, opts, report, t0)
+    _export_store(out, lock, source, plan, opts, report, ds, executor, t0)
+    return report
+
+
+def _check_dataset(ds: Any) -> None:
+    """Refuse a ``ds`` that is no Dataset nor Release (a path: open it first)."""
+    if not isinstance(ds, Release) and not callable(getattr(ds, "release", None)):
+        raise OptionError(
+            f"export takes a Dataset or a Release, got {ds!r}"
+            + (
+                " (open a dataset folder with vidlabel.Dataset.open(path) first)"
+                if isinstance(ds, (str, os.PathLike))
+                else ""
+            )
+        )
+
+
+def _export_mediasequence(
+    folder: Path, plan: ExportPlan, opts: ExportOptions, report: ExportReport, t0: float
+) -> ExportReport:
+    """Write ``plan`` as MediaSequence shards into ``folder`` (locked meanwhile); the report, timed from ``t0``."""
+    with StoreLock(folder):
+        report_plan(report, plan, opts, stacklevel=3)
+        total = sum(int(v.frame_number.size) for v in plan.videos)
+        bar = progress_bar(opts.progress and total > 0, total, f"export {folder.name}")
+        try:
+            export_mediasequence(plan, opts, report, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+    report.seconds = time.perf_counter() - t0
+    report.size_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return report
+
+
+def _export_store(
+    out: str | os.PathLike[str], lock: Any, source: StoreSource, plan: ExportPlan, opts: ExportOptions,
+    report: ExportReport, ds: Any, executor: Executor | None, t0: float,
+) -> None:  # fmt: skip
+    """Write ``plan`` into the store at ``opts.out`` (``out``, a URL or a folder) under ``lock``: take the store over,
+    write the units and the root, and fill in ``report`` (timed from ``t0``)."""
     with lock:
         if opts.is_url:
             backend, previous = prepare_url(
@@ -274,10 +296,10 @@ def export(
             )
         else:
             backend, previous = prepare_folder(
-                folder, opts.format, source, overwrite=opts.overwrite, frames_only=opts.frames_only
+                Path(out), opts.format, source, overwrite=opts.overwrite, frames_only=opts.frames_only
             )
-        report_plan(report, plan, opts, stacklevel=2)
-        warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=2)
+        report_plan(report, plan, opts, stacklevel=3)
+        warn_if_narrower(report.out, backend, previous, plan, opts, stacklevel=3)
         work = plan_units(backend, plan, opts)
         if executor is None:  # an executor's workers may see files the driver does not: each unit says so there
             try:  # an update checks the files' bytes too: a changed file would leave the store incomplete
@@ -289,14 +311,13 @@ def export(
         if not opts.is_url:  # (a URL's root was taken over by prepare_url, with a conditional write)
             take_over(backend, previous, source)  # the first write: nothing was written before a refusal
         report.videos_up_to_date, report.frames_reused = work.videos_up_to_date, work.frames_reused
-        report_damaged(report, work.damaged, stacklevel=2)
+        report_damaged(report, work.damaged, stacklevel=3)
         with resumable_when_disk_full(backend):
             _write_units(backend, plan, work, opts, report, ds, executor)
             report.samples = write_root(backend, plan, opts)
         report.videos = len(plan.videos)
         report.seconds = time.perf_counter() - t0
         report.size_bytes = backend.size_on_disk()
-    return report
 
 
 def _check_executor(executor: Any, opts: ExportOptions) -> None:
