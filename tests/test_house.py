@@ -232,7 +232,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/dataset/_chunks.py:decode_chunk": 68,
     "vidlabel/dataset/_dataset.py:Dataset.snapshot": 74,
     "vidlabel/demo.py:check_sample": 65,
-    "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/formats/_api.py:import_labels": 120,
     "vidlabel/formats/_cocovid.py:export_cocovid": 65,
     "vidlabel/formats/_cocovid.py:import_cocovid": 147,

@@ -120,11 +120,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
     refuse_url_output(out, format=fmt)  # only Zarr stores are written straight into object stores
     _refuse_url_without_conditional_writes(out)
     storage_options = options.get("storage_options")
-    if storage_options is not None:
-        if not isinstance(storage_options, Mapping):
-            raise OptionError(f"storage_options must be a mapping of fsspec options, got {storage_options!r}")
-        if not is_url(out):
-            raise OptionError(f"storage_options apply to URLs only; {str(out)!r} is a local path")
+    _check_storage_options(out, storage_options)
     if fmt == MEDIASEQUENCE:
         _check_mediasequence(options)
     else:
@@ -137,19 +133,7 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         raise OptionError(f"clip must be a vidlabel.ClipSpec (e.g. ClipSpec(16, step=2)) or None, got {clip!r}")
     if clip is not None and fmt == MEDIASEQUENCE:
         raise OptionError("clip applies to format='hdf5' and 'zarr'; a MediaSequence export takes clip_frames")
-    codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
-    if fmt == MEDIASEQUENCE and codec.picture_format is None:
-        raise OptionError(
-            f"a MediaSequence export encodes each image as JPEG or PNG: codec must be 'jpeg[:quality]' or 'png', "
-            f"got {codec.spec!r}"
-        )
-    chunk_frames = 1 if options["chunk_frames"] is None else options["chunk_frames"]
-    if not _is_count(chunk_frames):
-        raise OptionError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
-    if codec.per_frame and chunk_frames != 1:
-        raise OptionError(
-            f"codec {codec.name!r} stores one picture per chunk: chunk_frames must be 1, got {chunk_frames}"
-        )
+    codec, chunk_frames = _check_codec(fmt, options)
     workers = options["workers"]
     if not _is_count(workers):
         raise OptionError(f"workers must be an integer >= 1, got {workers!r}")
@@ -175,6 +159,34 @@ def check_options(out: str | os.PathLike[str], release: str | Release | None, **
         storage_options=None if storage_options is None else dict(storage_options),
         clip=clip,
     )
+
+
+def _check_storage_options(out: str | os.PathLike[str], storage_options: Any) -> None:
+    """Refuse ``storage_options`` that are not a mapping, or come with a local ``out``."""
+    if storage_options is not None:
+        if not isinstance(storage_options, Mapping):
+            raise OptionError(f"storage_options must be a mapping of fsspec options, got {storage_options!r}")
+        if not is_url(out):
+            raise OptionError(f"storage_options apply to URLs only; {str(out)!r} is a local path")
+
+
+def _check_codec(fmt: str, options: dict[str, Any]) -> tuple[Codec, Any]:
+    """The codec of an export (a MediaSequence one's default, or one that encodes pictures) and its
+    ``chunk_frames`` (1 by default; 1 for a codec of one picture per chunk)."""
+    codec = get_codec(MEDIASEQUENCE_CODEC if fmt == MEDIASEQUENCE and options["codec"] is None else options["codec"])
+    if fmt == MEDIASEQUENCE and codec.picture_format is None:
+        raise OptionError(
+            f"a MediaSequence export encodes each image as JPEG or PNG: codec must be 'jpeg[:quality]' or 'png', "
+            f"got {codec.spec!r}"
+        )
+    chunk_frames = 1 if options["chunk_frames"] is None else options["chunk_frames"]
+    if not _is_count(chunk_frames):
+        raise OptionError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
+    if codec.per_frame and chunk_frames != 1:
+        raise OptionError(
+            f"codec {codec.name!r} stores one picture per chunk: chunk_frames must be 1, got {chunk_frames}"
+        )
+    return codec, chunk_frames
 
 
 def _check_mediasequence(options: dict[str, Any]) -> None:
