@@ -231,7 +231,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/cli.py:_cmd_add_video": 74,
     "vidlabel/cli.py:_cmd_check_video": 81,
     "vidlabel/cli.py:build_parser": 195,
-    "vidlabel/dataset/_chunks.py:decode_chunk": 68,
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
