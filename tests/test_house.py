@@ -238,7 +238,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
-    "vidlabel/formats/_api.py:import_labels": 120,
     "vidlabel/formats/_cocovid.py:export_cocovid": 65,
     "vidlabel/formats/_cocovid.py:import_cocovid": 147,
     "vidlabel/formats/_cvat.py:export_cvat": 108,
