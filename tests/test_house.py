@@ -238,8 +238,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
-    "vidlabel/formats/_cocovid.py:export_cocovid": 65,
-    "vidlabel/formats/_cocovid.py:import_cocovid": 147,
     "vidlabel/formats/_cvat.py:export_cvat": 108,
     "vidlabel/formats/_labelstudio.py:export_labelstudio": 87,
     "vidlabel/formats/_labelstudio.py:import_labelstudio": 147,
