@@ -368,7 +368,6 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
     tasks = []
     for ti, vt in enumerate(video_tables(release, videos), 1):
         meta, n = vt.meta, vt.meta.frame_count
-        fps = meta.fps["num"] / meta.fps["den"]
         human: list[dict[str, Any]] = []
         model: list[dict[str, Any]] = []
         rows = vt.rows
@@ -378,64 +377,9 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
         untracked = 0
         for track, trows in tracks_of(t, rows[kind == BOX]).items():
             untracked += track < 0
-            frames = t.start_frame[trows].tolist()
-            seq = []
-            seen: set[int] = set()
-            for j, r in enumerate(trows.tolist()):
-                f = frames[j]
-                if f in seen:
-                    report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
-                    continue
-                seen.add(f)
-                x0, y0, x1, y1 = t.box[r].tolist()
-                # the next frame of the track holding a box: not a second box on this frame, which is not
-                # written (enabled: false must still end the span after f)
-                k = bisect.bisect_right(frames, f, j + 1)
-                nxt = frames[k] if k < len(frames) else None
-                ends = f < n - 1 and (nxt is None or nxt > f + 1)
-                seq.append({
-                    "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
-                    "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
-                    "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
-                })  # fmt: skip
-                report.counts["box"] += 1
-            first = int(trows[0])
-            per_region = _track_attributes(t, trows, report)
-            res: dict[str, Any] = {
-                "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
-                "to_name": "video", "origin": "manual",
-                "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
-            }  # fmt: skip
-            mixed = human_rows_of_model_track(t, trows)
-            if mixed:
-                report.not_written[mixed_origin_reason("Label Studio")] += mixed
-            if (t.origin[trows] == MODEL).any():
-                conf = t.confidence[trows].astype(np.float64)
-                if np.isfinite(conf).any():
-                    res["score"] = float32_value(np.nanmean(conf))
-                if len(set(conf.tolist())) > 1:
-                    report.notes.append("a model track's confidences differ per frame: its score is their mean")
-                model.append(res)
-            else:
-                human.append(res)
-            for name, value in sorted(per_region.items()):  # beside the region, in the same result list
-                kind_of = "number" if isinstance(value, float) else "choices"
-                extra = {"number": value} if kind_of == "number" else {"choices": [value]}
-                (model if res in model else human).append({
-                    "id": res["id"], "type": kind_of, "from_name": name, "to_name": "video", "value": extra,
-                })  # fmt: skip
+            _write_track(release, track, trows, meta, report, human, model)
         for r in rows[kind == MARKER].tolist():
-            res = {
-                "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",
-                "value": {"ranges": [{"start": int(t.start_frame[r]) + 1, "end": int(t.end_frame[r]) + 1}],
-                          "timelinelabels": [release.labels[int(t.label[r])]], "framesCount": n},
-            }  # fmt: skip
-            if t.origin[r] == MODEL:
-                if np.isfinite(t.confidence[r]):
-                    res["score"] = float32_value(t.confidence[r])
-                model.append(res)
-            else:
-                human.append(res)
+            (model if t.origin[r] == MODEL else human).append(_marker_result(release, r, n))
             report.counts["marker"] += 1
         if untracked:
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
@@ -451,3 +395,85 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
     write_json(out, tasks)
     report.paths.append(str(out))
     return report
+
+
+def _keyframe_sequence(
+    release: Release, trows: np.ndarray, meta: VideoMetadata, fps: float, report: ExportLabelsReport
+) -> list[dict[str, Any]]:
+    """A track's ``value.sequence``: a keyframe per frame holding a box, ``enabled: false`` closing each run."""
+    t, n = release.table, meta.frame_count
+    frames = t.start_frame[trows].tolist()
+    seq = []
+    seen: set[int] = set()
+    for j, r in enumerate(trows.tolist()):
+        f = frames[j]
+        if f in seen:
+            report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
+            continue
+        seen.add(f)
+        x0, y0, x1, y1 = t.box[r].tolist()
+        # the next frame of the track holding a box: not a second box on this frame, which is not
+        # written (enabled: false must still end the span after f)
+        k = bisect.bisect_right(frames, f, j + 1)
+        nxt = frames[k] if k < len(frames) else None
+        ends = f < n - 1 and (nxt is None or nxt > f + 1)
+        seq.append({
+            "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
+            "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
+            "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
+        })  # fmt: skip
+        report.counts["box"] += 1
+    return seq
+
+
+def _write_track(
+    release: Release,
+    track: int,
+    trows: np.ndarray,
+    meta: VideoMetadata,
+    report: ExportLabelsReport,
+    human: list[dict[str, Any]],
+    model: list[dict[str, Any]],
+) -> None:
+    """A track's ``videorectangle`` and its per-region attribute results, appended to ``human`` or ``model``."""
+    t, n = release.table, meta.frame_count
+    fps = meta.fps["num"] / meta.fps["den"]
+    seq = _keyframe_sequence(release, trows, meta, fps, report)
+    first = int(trows[0])
+    per_region = _track_attributes(t, trows, report)
+    res: dict[str, Any] = {
+        "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
+        "to_name": "video", "origin": "manual",
+        "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
+    }  # fmt: skip
+    mixed = human_rows_of_model_track(t, trows)
+    if mixed:
+        report.not_written[mixed_origin_reason("Label Studio")] += mixed
+    if (t.origin[trows] == MODEL).any():
+        conf = t.confidence[trows].astype(np.float64)
+        if np.isfinite(conf).any():
+            res["score"] = float32_value(np.nanmean(conf))
+        if len(set(conf.tolist())) > 1:
+            report.notes.append("a model track's confidences differ per frame: its score is their mean")
+        model.append(res)
+    else:
+        human.append(res)
+    for name, value in sorted(per_region.items()):  # beside the region, in the same result list
+        kind_of = "number" if isinstance(value, float) else "choices"
+        extra = {"number": value} if kind_of == "number" else {"choices": [value]}
+        (model if res in model else human).append({
+            "id": res["id"], "type": kind_of, "from_name": name, "to_name": "video", "value": extra,
+        })  # fmt: skip
+
+
+def _marker_result(release: Release, r: int, n: int) -> dict[str, Any]:
+    """The ``timelinelabels`` result of marker row ``r`` of a video of ``n`` frames (1-based, inclusive range)."""
+    t = release.table
+    res: dict[str, Any] = {
+        "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",
+        "value": {"ranges": [{"start": int(t.start_frame[r]) + 1, "end": int(t.end_frame[r]) + 1}],
+                  "timelinelabels": [release.labels[int(t.label[r])]], "framesCount": n},
+    }  # fmt: skip
+    if t.origin[r] == MODEL and np.isfinite(t.confidence[r]):
+        res["score"] = float32_value(t.confidence[r])
+    return res
