@@ -238,7 +238,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
-    "vidlabel/formats/_cvat.py:export_cvat": 108,
     "vidlabel/formats/_mediasequence.py:_import_regions": 74,
     "vidlabel/formats/_mot.py:export_mot": 63,
     "vidlabel/formats/_ytvis.py:export_ytvis": 71,
