@@ -240,8 +240,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/export/_run.py:export": 100,
     "vidlabel/formats/_mediasequence.py:_import_regions": 74,
     "vidlabel/formats/_mot.py:export_mot": 63,
-    "vidlabel/formats/_ytvis.py:export_ytvis": 71,
-    "vidlabel/formats/_ytvis.py:import_ytvis": 95,
     "vidlabel/store/_selection.py:StoreSamples.__init__": 64,
 }
 
