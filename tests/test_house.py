@@ -239,7 +239,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
     "vidlabel/formats/_mediasequence.py:_import_regions": 74,
-    "vidlabel/formats/_mot.py:export_mot": 63,
     "vidlabel/store/_selection.py:StoreSamples.__init__": 64,
 }
 
