@@ -238,7 +238,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
-    "vidlabel/formats/_mediasequence.py:_import_regions": 74,
     "vidlabel/store/_selection.py:StoreSamples.__init__": 64,
 }
 
