@@ -234,16 +234,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "vidlabel/demo.py:check_sample": 65,
     "vidlabel/export/_options.py:check_options": 64,
     "vidlabel/export/_run.py:export": 100,
-    "vidlabel/formats/_api.py:import_labels": 120,
-    "vidlabel/formats/_cocovid.py:export_cocovid": 65,
-    "vidlabel/formats/_cocovid.py:import_cocovid": 147,
-    "vidlabel/formats/_cvat.py:export_cvat": 108,
-    "vidlabel/formats/_labelstudio.py:export_labelstudio": 87,
-    "vidlabel/formats/_labelstudio.py:import_labelstudio": 147,
-    "vidlabel/formats/_mediasequence.py:_import_regions": 74,
-    "vidlabel/formats/_mot.py:export_mot": 63,
-    "vidlabel/formats/_ytvis.py:export_ytvis": 71,
-    "vidlabel/formats/_ytvis.py:import_ytvis": 95,
     "vidlabel/store/_selection.py:StoreSamples.__init__": 64,
 }
 
