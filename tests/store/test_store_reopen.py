@@ -48,10 +48,13 @@ def full_opens(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return opened
 
 
-def read_alternating(store: FrameStore, root: Path, rounds: int = 3) -> None:
+def read_alternating(
+    store: FrameStore, root: Path, rounds: int = 3, refs: dict[str, list[np.ndarray]] | None = None
+) -> None:
     """Read every stored frame of both videos, alternating between them (each read closes the other's reader),
-    and check each against the frame the generator drew (its pixels encode the frame number)."""
-    refs = {v: reference_frames(root, v) for v in VIDEOS}
+    and check each against the frame the generator drew (its pixels encode the frame number), decoded here
+    unless ``refs`` gives them."""
+    refs = refs if refs is not None else {v: reference_frames(root, v) for v in VIDEOS}
     rows = {v: [i for i in range(len(store)) if store.locate(i)[0] == v] for v in VIDEOS}
     for _ in range(rounds):
         for a, b in zip(rows["cam"], rows["cam2"]):
@@ -129,9 +132,13 @@ def test_a_frames_file_changed_in_place_after_its_reader_closed_is_refused(
     store.close()
 
 
-def _read_in_child(store: FrameStore, root: Path, send: Any, count: Callable[[], int]) -> None:
+def _read_in_child(
+    store: FrameStore, root: Path, refs: dict[str, list[np.ndarray]], send: Any, count: Callable[[], int]
+) -> None:
+    # The reference frames come decoded from the parent: FFmpeg's decoder threads are not to be used in a child
+    # forked after the parent used them (a lock held at the fork never comes free), and the test is the store's.
     try:
-        read_alternating(store, root, rounds=1)
+        read_alternating(store, root, rounds=1, refs=refs)
         send.send(("ok", count()))
     except BaseException as err:  # reported to the parent
         send.send(("error", repr(err)))
@@ -142,11 +149,12 @@ def test_a_process_forked_after_the_frames_were_read_reopens_them_without_hdf5(
 ) -> None:
     root, path = world
     store = open_store(path)
-    read_alternating(store, root, rounds=1)
+    refs = {v: reference_frames(root, v) for v in VIDEOS}
+    read_alternating(store, root, rounds=1, refs=refs)
     before = len(full_opens)
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
     child = multiprocessing.get_context("fork").Process(
-        target=_read_in_child, args=(store, root, send, lambda: len(full_opens) - before)
+        target=_read_in_child, args=(store, root, refs, send, lambda: len(full_opens) - before)
     )
     child.start()
     status, value = receive.recv()

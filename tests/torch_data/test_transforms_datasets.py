@@ -17,6 +17,8 @@ from vidlabel.errors import VidlabelError
 from vidlabel.torch_data import (
     ClipStream,
     PlannedStream,
+    StoreClips,
+    StoreClipStream,
     StoreFrames,
     StoreStream,
     V2Transform,
@@ -151,5 +153,30 @@ def test_clip_datasets_flip_every_frame_of_a_clip_or_none(
                 boxes = mirrored(before["boxes"][t], "xywh") if flipped else before["boxes"][t]
                 torch.testing.assert_close(batch["boxes"][b][t], boxes, rtol=0, atol=1e-5)
                 assert torch.equal(batch["annotation_ids"][b][t], before["annotation_ids"][t])
+            outcomes.append(flipped)
+    assert len(outcomes) == len(plain) and len(set(outcomes)) == 2
+
+
+@pytest.mark.parametrize("dataset", ["StoreClips", "StoreClipStream"])
+def test_store_clip_datasets_flip_every_frame_of_a_clip_or_none(world: tuple[Path, Dataset], dataset: str) -> None:
+    root, ds = world
+    export(ds, root / "clip-store", clip=ClipSpec(4, step=2), kinds=("box",), progress=False)
+    plain = StoreClips(root / "clip-store", kinds=("box",), box_format="xywh")
+    by_clip = {(s["video_id"], tuple(s["frame_indices"].tolist())): s for s in (plain[i] for i in range(len(plain)))}
+    augment = V2Transform(v2.RandomHorizontalFlip(p=0.5))
+    kind = StoreClips if dataset == "StoreClips" else StoreClipStream
+    data = kind(root / "clip-store", kinds=("box",), box_format="xywh", transform=augment)
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=collate_clips)
+    outcomes = []
+    for batch in loader:
+        for b, video_id in enumerate(batch["video_id"]):
+            before = by_clip[(video_id, tuple(batch["frame_indices"][b].tolist()))]
+            images = batch["image"][b]
+            flipped = torch.equal(images[0], before["image"][0].flip(-1))
+            for t in range(images.shape[0]):
+                want = before["image"][t].flip(-1) if flipped else before["image"][t]
+                assert torch.equal(images[t], want)
+                boxes = mirrored(before["boxes"][t], "xywh") if flipped else before["boxes"][t]
+                torch.testing.assert_close(batch["boxes"][b][t], boxes, rtol=0, atol=1e-5)
             outcomes.append(flipped)
     assert len(outcomes) == len(plain) and len(set(outcomes)) == 2
