@@ -54,7 +54,7 @@ OPTIONAL = frozenset({"vidlabel.formats"})
 #: The layers, lowest first: a module may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.errors", "vidlabel.spec", "vidlabel.geometry", "vidlabel._version", "vidlabel._env"})
-    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel.schema", "vidlabel.clip"},
+    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel._command", "vidlabel.schema", "vidlabel.clip"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),
@@ -191,7 +191,9 @@ def _is_private(module: str) -> bool:
 
 def test_every_module_is_public_or_private() -> None:
     public = set(PUBLIC_MODULES)
-    neither = [m for m in module_names() if m not in public and not _is_private(m) and m != "vidlabel.__main__"]
+    # ``python -m vidlabel`` and ``python -m vidlabel.cli`` run the command: neither public nor private.
+    mains = {"vidlabel.__main__", "vidlabel.cli.__main__"}
+    neither = [m for m in module_names() if m not in public and not _is_private(m) and m not in mains]
     assert not neither, (
         f"modules neither public (in test_house.PUBLIC_MODULES, with __all__) nor private (a leading "
         f"underscore, or inside a private package): {neither}"
@@ -215,32 +217,11 @@ MAX_FUNCTION_LINES = 60
 #: Modules over MAX_MODULE_LINES today, with their lines: each may shrink but not grow, and no other module may
 #: pass the limit. An entry that is under the limit (or gone) fails the test until it is removed, so the list
 #: only shrinks; an empty list is the whole rule.
-LONG_MODULES: dict[str, int] = {
-    "vidlabel/cli.py": 1011,
-    "vidlabel/dataset/_dataset.py": 1491,
-    "vidlabel/dataset/_rows.py": 986,
-}
+LONG_MODULES: dict[str, int] = {}
 
 #: Functions over MAX_FUNCTION_LINES today (``path:qualified name``), with their lines of code; the same rules
 #: as LONG_MODULES.
-LONG_FUNCTIONS: dict[str, int] = {
-    "vidlabel/cli.py:_cmd_add_annotations": 72,
-    "vidlabel/cli.py:_cmd_add_video": 74,
-    "vidlabel/cli.py:_cmd_check_video": 81,
-    "vidlabel/cli.py:build_parser": 195,
-    "vidlabel/dataset/_chunks.py:decode_chunk": 68,
-    "vidlabel/dataset/_dataset.py:Dataset.snapshot": 74,
-    "vidlabel/formats/_api.py:import_labels": 120,
-    "vidlabel/formats/_cocovid.py:export_cocovid": 65,
-    "vidlabel/formats/_cocovid.py:import_cocovid": 147,
-    "vidlabel/formats/_cvat.py:export_cvat": 108,
-    "vidlabel/formats/_labelstudio.py:export_labelstudio": 87,
-    "vidlabel/formats/_labelstudio.py:import_labelstudio": 147,
-    "vidlabel/formats/_mediasequence.py:_import_regions": 74,
-    "vidlabel/formats/_mot.py:export_mot": 63,
-    "vidlabel/formats/_ytvis.py:export_ytvis": 71,
-    "vidlabel/formats/_ytvis.py:import_ytvis": 95,
-}
+LONG_FUNCTIONS: dict[str, int] = {}
 
 
 def function_sizes(source: str) -> list[tuple[str, int]]:

@@ -5,6 +5,7 @@ import warnings
 import pytest
 
 from vidlabel import cli
+from vidlabel.cli import _dataset, _store
 from vidlabel.errors import UnknownVideoError, VidlabelWarning
 
 
@@ -13,7 +14,7 @@ def test_vidlabel_warning_prints_one_line(monkeypatch, capsys, tmp_path):
         warnings.warn("3 annotations lie on frames this export does not store", VidlabelWarning, stacklevel=2)
         return 0
 
-    monkeypatch.setattr(cli, "_cmd_create", command)
+    monkeypatch.setattr(_dataset, "_cmd_create", command)
     with warnings.catch_warnings():
         warnings.simplefilter("always", VidlabelWarning)
         assert cli.main(["create", str(tmp_path / "ds")]) == 0
@@ -25,7 +26,7 @@ def test_vidlabel_error_prints_one_line_and_exits_1(monkeypatch, capsys, tmp_pat
     def command(args):
         raise UnknownVideoError("unknown video 'cam9'; known: cam1, cam2")
 
-    monkeypatch.setattr(cli, "_cmd_create", command)
+    monkeypatch.setattr(_dataset, "_cmd_create", command)
     assert cli.main(["create", str(tmp_path / "ds")]) == 1
     assert capsys.readouterr().err == "vidlabel: error: unknown video 'cam9'; known: cam1, cam2\n"
 
@@ -33,17 +34,21 @@ def test_vidlabel_error_prints_one_line_and_exits_1(monkeypatch, capsys, tmp_pat
 @pytest.mark.parametrize(
     ("command", "argv", "said"),
     [
-        ("_cmd_export", ["export", "ds", "store"], "vidlabel: interrupted; the same command resumes it\n"),
-        ("_cmd_cache", ["cache", "ds", "cache"], "vidlabel: interrupted; the same command resumes it\n"),
-        ("_cmd_upload", ["upload", "store", "file:///b/s"], "vidlabel: interrupted; the same command resumes it\n"),
-        ("_cmd_create", ["create", "ds"], "vidlabel: interrupted\n"),
+        ((_store, "_cmd_export"), ["export", "ds", "store"], "vidlabel: interrupted; the same command resumes it\n"),
+        ((_store, "_cmd_cache"), ["cache", "ds", "cache"], "vidlabel: interrupted; the same command resumes it\n"),
+        (
+            (_store, "_cmd_upload"),
+            ["upload", "store", "file:///b/s"],
+            "vidlabel: interrupted; the same command resumes it\n",
+        ),
+        ((_dataset, "_cmd_create"), ["create", "ds"], "vidlabel: interrupted\n"),
     ],
 )
 def test_ctrl_c_says_whether_the_same_command_resumes(monkeypatch, capsys, command, argv, said):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, command, interrupted)
+    monkeypatch.setattr(*command, interrupted)
     assert cli.main(argv) == 130
     assert capsys.readouterr().err == said
 
@@ -62,11 +67,12 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     code = (
         "import sys\n"
         "from vidlabel import cli\n"
+        "from vidlabel.cli import _dataset\n"
         "def command(args):\n"
         "    for i in range(200000):\n"
         "        print('line', i)\n"
         "    return 0\n"
-        "cli._cmd_create = command\n"
+        "_dataset._cmd_create = command\n"
         f"sys.exit(cli.main(['create', {str(tmp_path / 'ds')!r}]))\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

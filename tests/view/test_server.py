@@ -332,3 +332,19 @@ def test_a_dataset_without_a_release_points_to_the_live_rows(tmp_path):
     with view(tmp_path / "fresh", release="live") as server:
         status, _, body = get(server, "/api/videos")
         assert status == 200 and json.loads(body) == []
+
+
+def test_a_rows_attributes_are_listed_with_it(tmp_path):
+    from tests.store_support import make_dataset
+
+    ds = make_dataset(tmp_path, n_frames=12)
+    ds.set_attribute_schema("obj", {"occluded": "bool", "visibility": "number"})
+    box = {"kind": "box", "label": "obj", "start_frame": 3, "box": (1.0, 2.0, 11.0, 12.0)}
+    ds.add_annotations([{**box, "attributes": {"occluded": True, "visibility": 0.5}}], "cam")
+    with view(ds.path, release="live") as server:
+        rows = json.loads(get(server, "/api/rows?video=cam&n=3")[2])["rows"]
+    held = [r for r in rows if r.get("attributes")]
+    assert [(r["box"], r["attributes"]) for r in held] == [
+        ([1.0, 2.0, 11.0, 12.0], {"occluded": True, "visibility": 0.5})
+    ]
+    assert all("attributes" not in r for r in rows if r not in held)

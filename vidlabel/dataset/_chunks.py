@@ -94,6 +94,31 @@ class ChunkDamagedError(ValueError):
     """An annotation chunk's bytes are not what :func:`encode_chunk` writes; the message says how."""
 
 
+def _inflate(blob: bytes, head: int, want: int, counts: str) -> bytes:
+    """The ``want`` bytes of zlib data after the ``head`` bytes of header of chunk ``blob``, whose header
+    counts ``counts`` (in words); decompressed no further than ``want`` bytes.
+
+    Raises
+    ------
+    ChunkDamagedError
+        If the counts take more bytes than the zlib data can hold, the data is not zlib, or it holds another
+        number of bytes than ``want``.
+    """
+    if want > _ZLIB_MAX_RATIO * len(blob):
+        raise ChunkDamagedError(
+            f"its header's {counts} take {want} bytes, more than its {len(blob)} bytes of zlib data can hold"
+        )
+    inflate = zlib.decompressobj()
+    try:
+        payload = inflate.decompress(memoryview(blob)[head:], want + 1)
+    except zlib.error as err:
+        raise ChunkDamagedError(f"its columns are not zlib data ({err})") from err
+    if len(payload) != want or not inflate.eof:
+        got = f"{len(payload)}" if len(payload) <= want else f"more than {want}"
+        raise ChunkDamagedError(f"its columns hold {got} bytes, not the {want} its header's {counts} take")
+    return payload
+
+
 def decode_chunk(blob: bytes) -> Cols:
     """Inverse of :func:`encode_chunk` (arrays are read-only views of the decompressed bytes).
 
@@ -120,21 +145,7 @@ def decode_chunk(blob: bytes) -> Cols:
         (attrs,) = _ATTR_HEAD.unpack_from(blob, head)
         head += _ATTR_HEAD.size
     want = n * _ROW_BYTES + k * _MASK_ROW_BYTES + m + (4 * n + attrs if magic == _MAGIC_ATTRS else 0)
-    if want > _ZLIB_MAX_RATIO * len(blob):
-        raise ChunkDamagedError(
-            f"its header's {n} rows, {k} mask rows and {m} RLE bytes take {want} bytes, more than its {len(blob)} "
-            "bytes of zlib data can hold"
-        )
-    inflate = zlib.decompressobj()
-    try:
-        payload = inflate.decompress(memoryview(blob)[head:], want + 1)
-    except zlib.error as err:
-        raise ChunkDamagedError(f"its columns are not zlib data ({err})") from err
-    if len(payload) != want or not inflate.eof:
-        got = f"{len(payload)}" if len(payload) <= want else f"more than {want}"
-        raise ChunkDamagedError(
-            f"its columns hold {got} bytes, not the {want} its header's {n} rows, {k} mask rows and {m} RLE bytes take"
-        )
+    payload = _inflate(blob, head, want, f"{n} rows, {k} mask rows and {m} RLE bytes")
     out: Cols = {}
     pos = 0
 

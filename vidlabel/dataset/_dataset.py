@@ -25,11 +25,9 @@ fork and spawn.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 import sqlite3
 import time
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -38,15 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._version import __version__
-from vidlabel._words import plural, shown
+from vidlabel.dataset._added import warn_added_twice, warn_repeated
 from vidlabel.dataset._annotations import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
+from vidlabel.dataset._catalog import _LABEL_ALLOWED as _LABEL_ALLOWED
+from vidlabel.dataset._catalog import MAX_LABEL_CHARS as MAX_LABEL_CHARS
+from vidlabel.dataset._catalog import CatalogMixin
+from vidlabel.dataset._catalog import already_registered as already_registered
+from vidlabel.dataset._catalog import label_problem as label_problem
 from vidlabel.dataset._chunks import Cols, cols_from_rows, take
 from vidlabel.dataset._db import (
     DB_NAME,
     SCHEMA_VERSION,
     LocalConnection,
-    as_meta,
     attribute_schema,
     check_database,
     create_database,
@@ -54,13 +55,7 @@ from vidlabel.dataset._db import (
     is_disk_full,
     label_names,
     meta_from_record,
-    now,
     read_transaction,
-    record_json,
-    set_attribute_schema,
-    unknown_video,
-    video_from_record,
-    video_record,
     write_failure,
     write_transaction,
 )
@@ -73,16 +68,9 @@ from vidlabel.dataset._release import (
     release_id_of,
     write_release,
 )
-from vidlabel.dataset._rows import ATTRIBUTE_TYPES, RowColumns, check_rows, check_tracks, schema_text
-from vidlabel.dataset._validate import (
-    SAME_ANNOTATION,
-    Problem,
-    added_duplicates,
-    untrusted_summary,
-    validate_table,
-    video_file_problems,
-)
-from vidlabel.dataset._validate import for_export as export_severity
+from vidlabel.dataset._rows import RowColumns, check_rows, check_tracks
+from vidlabel.dataset._snapshots import SnapshotMixin
+from vidlabel.dataset._validate import added_duplicates
 from vidlabel.errors import (
     AnnotationError,
     BuildError,
@@ -92,25 +80,12 @@ from vidlabel.errors import (
     DatasetReadOnlyError,
     OptionError,
     ReleaseCorruptError,
-    ReleaseNotFoundError,
-    UnknownVideoError,
     VidlabelWarning,
     check_flag,
 )
-from vidlabel.spec import KINDS, MAX_SIDE, STATUSES, AnnotationTable, VideoMetadata, View, video_id_problem
+from vidlabel.spec import KINDS, STATUSES
 
 __all__ = ["CHUNK_ROWS", "DB_NAME", "SCHEMA_VERSION", "Dataset"]
-
-
-def already_registered(path: Path, video_id: str) -> DatasetError:
-    """The error for a video id the dataset at ``path`` already holds (``add_video``; ``vidlabel add-video``
-    says it before probing the file)."""
-    return DatasetError(
-        f"video {video_id!r} is already registered in {path}; register the file under another "
-        "id (video_id / `vidlabel add-video --video-id`) or replace its metadata with update_video "
-        "(`vidlabel add-video --replace`)",
-        video_id=video_id,
-    )
 
 
 def make_folder(path: Path, what: str) -> None:
@@ -138,34 +113,6 @@ def make_folder(path: Path, what: str) -> None:
 
 #: Most annotations stored in one chunk (one video each).
 CHUNK_ROWS = 16384
-_LIVE_STATUSES = ("unreviewed", "approved")
-#: Unicode categories refused in a label: controls (newline, tab, NUL, ...), line and paragraph separators, surrogates.
-_LABEL_BAD_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
-#: Unicode's bidirectional controls: a label holding one shows other text than it is (U+202E turns it around).
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-#: Longest label, in characters: a class name, not a document.
-MAX_LABEL_CHARS = 256
-_LABEL_ALLOWED = (
-    "a non-empty string without leading or trailing spaces or control characters (bidirectional controls "
-    f"included), of at most {MAX_LABEL_CHARS} characters"
-)
-
-
-def label_problem(name: object) -> str | None:
-    """Why ``name`` cannot be a label (a phrase naming it, cut short), or None if it can."""
-    if not isinstance(name, str) or not name or name != name.strip():
-        return f"is {shown(name)}"
-    if len(name) > MAX_LABEL_CHARS:
-        return f"is {shown(name)}, longer than {MAX_LABEL_CHARS} characters"
-    for at, c in enumerate(name):
-        if unicodedata.category(c) in _LABEL_BAD_CATEGORIES:
-            return f"is {shown(name)}, which holds the control character {c!r} at position {at}"
-        if c in _BIDI_CONTROLS:
-            return (
-                f"is {shown(name)}, which holds the bidirectional control U+{ord(c):04X} at position {at} (it "
-                "makes the label show as other text)"
-            )
-    return None
 
 
 # Test hook: called inside every write transaction just before COMMIT with the operation's name.
@@ -189,7 +136,7 @@ def folder_path(path: object, what: str) -> Path:
     return Path(path).absolute()
 
 
-class Dataset:
+class Dataset(CatalogMixin, SnapshotMixin):
     """A folder holding the live annotations of a project, and its frozen releases.
 
     Use :meth:`create` for a new dataset and :meth:`open` (or ``Dataset(path)``)
@@ -401,298 +348,6 @@ class Dataset:
             return nullcontext(self._con())
         return read_transaction(self._con())
 
-    # -- videos ----------------------------------------------------------------------------------
-
-    def add_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
-        """Register a video: its metadata, content hash and frame index (if any).
-
-        Parameters
-        ----------
-        meta : VideoMetadata
-            (or a dict of its fields). ``frame_index`` is stored compactly.
-
-        Raises
-        ------
-        DatasetError
-            If a video with this id is already registered (use :meth:`update_video`).
-        AnnotationError
-            If the video id cannot name a file in a frame store
-            (:func:`vidlabel.spec.video_id_problem`: not UTF-8, over 200
-            bytes, control characters, only white space); nothing is written.
-
-        Warns
-        -----
-        VidlabelWarning
-            When ``meta.untrusted_frames`` lists frames without a trustworthy
-            picture (a truncated or corrupt file), naming the video, how many
-            and which.
-        """
-        meta = as_meta(meta)
-        problem = video_id_problem(meta.video_id)
-        if problem:
-            raise AnnotationError(f"video id {meta.video_id!r} {problem}; nothing was added", video_id=meta.video_id)
-        record = video_record(meta)
-        with self._write("add_video") as con:
-            try:
-                con.execute(
-                    "INSERT INTO videos (video_id, metadata, frame_index, index_pts, index_keyframes) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (meta.video_id, *record),
-                )
-            except sqlite3.IntegrityError as err:
-                raise already_registered(self._path, meta.video_id) from err
-        _warn_untrusted(meta)
-
-    def update_video(self, meta: VideoMetadata | Mapping[str, Any]) -> None:
-        """Replace the metadata (and frame index) of a registered video.
-
-        Annotations are kept; ``validate()`` reports rows the new metadata no
-        longer fits (``frame_out_of_range``, ``box_out_of_frame``).
-
-        Raises
-        ------
-        UnknownVideoError
-            If no video has this id.
-
-        Warns
-        -----
-        VidlabelWarning
-            As :meth:`add_video`, on frames without a trustworthy picture; and when rows of the video no longer
-            fit the new metadata (frames at or past the new frame count, boxes leaving the new frame size, masks
-            of another size than the new frame): how many, and the furthest frame and box, so a shorter, smaller or
-            larger file given by mistake is seen at once; and when the frame size changes while every row still
-            fits (a larger file): how many box and mask rows keep their pixels of the old frame.
-        """
-        meta = as_meta(meta)
-        record = video_record(meta)
-        with self._write("update_video") as con:
-            before = con.execute("SELECT code, metadata FROM videos WHERE video_id = ?", (meta.video_id,)).fetchone()
-            cur = con.execute(
-                "UPDATE videos SET metadata = ?, frame_index = ?, index_pts = ?, index_keyframes = ? "
-                "WHERE video_id = ?",
-                (*record, meta.video_id),
-            )
-            if cur.rowcount == 0 or before is None:
-                raise self._unknown_video(con, meta.video_id)
-            misfits = _rows_past(con, int(before[0]), meta)
-            old = record_json(before[1], f"the metadata of video {meta.video_id!r}", self._db_file)
-            resized = (old.get("width"), old.get("height")) != (meta.width, meta.height)
-            regions = resized and misfits is None and _region_rows(con, int(before[0]))
-        _warn_untrusted(meta)
-        if regions:
-            warnings.warn(
-                f"video {meta.video_id!r} in {str(self._path)!r}: its frame size changed from {old.get('width')}x"
-                f"{old.get('height')} to {meta.width}x{meta.height}, and its {plural(regions, 'box or mask row')} "
-                "keep their pixels of the old frame (vidlabel cannot tell whether the new file is the old one "
-                "resized): if it is, scale them, or register the new file as a new video",
-                VidlabelWarning,
-                stacklevel=2,
-            )
-        if misfits is not None:
-            warnings.warn(
-                f"video {meta.video_id!r} in {str(self._path)!r}: {misfits}; the rows are kept: validate reports "
-                "them as errors (frame_out_of_range, box_out_of_frame, mask_size_mismatch) and build() refuses a "
-                "release until they are "
-                "edited or deleted, or the right file is registered again",
-                VidlabelWarning,
-                stacklevel=2,
-            )
-
-    def _unknown_video(self, con: sqlite3.Connection, video_id: Any) -> UnknownVideoError:
-        return unknown_video(con, self._path, video_id)
-
-    def videos(self) -> list[VideoMetadata]:
-        """Every registered video, sorted by video id (with content hash and frame index).
-
-        Raises
-        ------
-        DatasetError
-            If a video's record in the database is damaged (a field of the wrong type, after an edit by hand):
-            the message names the database file, the video id and the field.
-        """
-        rows = (
-            self._con()
-            .execute("SELECT metadata, frame_index, index_pts, index_keyframes FROM videos ORDER BY video_id")
-            .fetchall()
-        )
-        return [video_from_record(*r, where=self._db_file) for r in rows]
-
-    def video(self, video_id: str) -> VideoMetadata:
-        """The metadata of one video.
-
-        Raises
-        ------
-        UnknownVideoError
-            If no video has this id; the message lists the known ids.
-        DatasetError
-            If the video's record in the database is damaged (see :meth:`videos`).
-        """
-        con = self._con()
-        row = con.execute(
-            "SELECT metadata, frame_index, index_pts, index_keyframes FROM videos WHERE video_id = ?", (video_id,)
-        ).fetchone()
-        if row is None:
-            raise self._unknown_video(con, video_id)
-        return video_from_record(*row, where=self._db_file)
-
-    # -- labels and views ------------------------------------------------------------------------
-
-    def add_labels(self, names: Iterable[str] | str) -> list[str]:
-        """Append labels to the vocabulary, keeping order; names already there are left in place.
-
-        Parameters
-        ----------
-        names : iterable of str (or one str)
-
-        Returns
-        -------
-        list of str
-            The whole vocabulary; a label's class index is its position.
-
-        Raises
-        ------
-        AnnotationError
-            If a name is not a non-empty string without leading or trailing
-            spaces, or holds a control character (a newline, tab, NUL, ...), a
-            line or paragraph separator or a lone surrogate (exported label
-            files (CSV, TXT, pbtxt) hold one label a line), a bidirectional
-            control (U+202E shows the label as other text), or is longer than
-            ``MAX_LABEL_CHARS`` (256) characters. Nothing is added.
-        """
-        items = [names] if isinstance(names, str) else list(names)
-        for i, name in enumerate(items):
-            problem = label_problem(name)
-            if problem is not None:
-                raise AnnotationError(
-                    f"label {i} {problem}; allowed: {_LABEL_ALLOWED} (exported label files hold one label a line)"
-                )
-        with self._write("add_labels") as con:
-            have = label_names(con)
-            known = set(have)
-            for name in items:
-                if name not in known:
-                    con.execute("INSERT INTO labels (code, name) VALUES (?, ?)", (len(have), name))
-                    have.append(name)
-                    known.add(name)
-        return have
-
-    def labels(self) -> list[str]:
-        """The label vocabulary in order (a label's class index is its position)."""
-        return label_names(self._con())
-
-    def set_attribute_schema(self, label: str, schema: Mapping[str, str]) -> dict[str, str]:
-        """Declare the attributes rows of ``label`` may carry: name -> "bool", "number" or "text".
-
-        Names are added to the label's schema; a name already there keeps its type (rows may hold values of it).
-        Rows give them as ``"attributes": {"occluded": True, "visibility": 0.5}``, checked on the way in.
-
-        Returns
-        -------
-        dict name -> type
-            The label's whole schema.
-
-        Raises
-        ------
-        AnnotationError
-            On an unknown label, a name that is not a non-empty string, a type other than the three, or a name
-            whose type would change; nothing is changed.
-        """
-        with self._write("set_attribute_schema") as con:
-            labels = label_names(con)
-            if label not in labels:
-                raise AnnotationError(f"unknown label {label!r}; known: {', '.join(labels) or '(none)'}")
-            whole = attribute_schema(con)
-            have = dict(whole.get(label, {}))
-            for name, kind in dict(schema).items():
-                if not isinstance(name, str) or not name or name != name.strip():
-                    raise AnnotationError(f"attribute name {name!r} of label {label!r}: expected a non-empty string")
-                if kind not in ATTRIBUTE_TYPES:
-                    raise AnnotationError(
-                        f"attribute {name!r} of label {label!r} has type {kind!r}; allowed: {', '.join(ATTRIBUTE_TYPES)}"
-                    )
-                if have.get(name, kind) != kind:
-                    raise AnnotationError(
-                        f"attribute {name!r} of label {label!r} is {have[name]!r}: a schema keeps its types (rows may "
-                        f"hold values of it); the label's schema: {schema_text(have)}"
-                    )
-                have[name] = kind
-            whole[label] = have
-            set_attribute_schema(con, whole)
-        return have
-
-    def attribute_schema(self) -> dict[str, dict[str, str]]:
-        """Label -> {attribute name: "bool" | "number" | "text"} (labels without attributes left out)."""
-        return attribute_schema(self._con())
-
-    def add_view(
-        self,
-        view_id: str,
-        crop: tuple[int, int, int, int],
-        output_size: tuple[int, int] | None = None,
-    ) -> View:
-        """Add a view: a named crop ``(x0, y0, x1, y1)`` of the full frame, optionally resized to ``(w, h)``.
-
-        Adding the same view again is a no-op. The crop must fit inside the
-        frame of every registered video (``validate()`` reports
-        ``view_outside_frame`` for videos added later that it does not fit: an
-        error where rows of that video use the view, else a warning).
-
-        Returns
-        -------
-        View
-
-        Raises
-        ------
-        AnnotationError
-            If the crop or size is invalid, the crop does not fit inside a
-            registered video's frame, a different view has this id, or the id has
-            leading or trailing spaces or a control character (a newline, tab, ...).
-        """
-        view = View(view_id, crop, output_size)
-        bad = next((c for c in view.view_id if unicodedata.category(c) in _LABEL_BAD_CATEGORIES), None)
-        if view.view_id != view.view_id.strip() or bad is not None:
-            what = f"holds the control character {bad!r}" if bad is not None else "has leading or trailing spaces"
-            raise AnnotationError(
-                f"view id {view.view_id!r} {what}; a view id is a non-empty name without leading or trailing spaces "
-                "or control characters, as a label (it is printed one a line); nothing was added"
-            )
-        w, h = view.size
-        if w > MAX_SIDE or h > MAX_SIDE:
-            raise AnnotationError(
-                f"view {view.view_id!r}: output_size {w}x{h} is larger than {MAX_SIDE} pixels a side (one such RGB "
-                f"image would take {w * h * 3 / 2**30:.1f} GiB); choose a size up to {MAX_SIDE}; nothing was added"
-            )
-        with self._write("add_view") as con:
-            for (metadata,) in con.execute("SELECT metadata FROM videos ORDER BY video_id"):
-                meta = video_from_record(metadata, None, None, None, where=self._db_file)
-                if view.crop[2] > meta.width or view.crop[3] > meta.height:
-                    raise AnnotationError(
-                        f"view {view.view_id!r}: crop {view.crop} does not fit inside video {meta.video_id!r} "
-                        f"({meta.width}x{meta.height}); a crop must satisfy x1 <= {meta.width} and "
-                        f"y1 <= {meta.height} for every video"
-                    )
-            row = con.execute(
-                "SELECT x0, y0, x1, y1, out_w, out_h FROM views WHERE view_id = ?", (view.view_id,)
-            ).fetchone()
-            if row is not None:
-                old = View(view.view_id, row[:4], row[4:] if row[4] is not None else None)
-                if old != view:
-                    raise AnnotationError(
-                        f"view {view.view_id!r} already exists with crop {old.crop} and output_size "
-                        f"{old.output_size}; a view cannot change (add a view with a new id)"
-                    )
-                return old
-            out = view.output_size or (None, None)
-            con.execute(
-                "INSERT INTO views (view_id, x0, y0, x1, y1, out_w, out_h) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (view.view_id, *view.crop, *out),
-            )
-        return view
-
-    def views(self) -> dict[str, View]:
-        """Every view, by view id (sorted)."""
-        return {k: v for k, (_, v) in fetch_views(self._con()).items()}
-
     # -- annotations -----------------------------------------------------------------------------
 
     def add_annotations(
@@ -776,9 +431,9 @@ class Dataset:
             twice, repeated = added_duplicates(_stored_rows(con, vcode), added)
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
         if repeated:
-            _warn_repeated(self._path, video_id, n, repeated, ids, source)
+            warn_repeated(self._path, video_id, n, repeated, ids, source)
         if twice:
-            _warn_added_twice(self._path, video_id, n, twice, ids, source)
+            warn_added_twice(self._path, video_id, n, twice, ids, source)
         return ids.tolist()
 
     def largest_track_id(self, video_id: str) -> int | None:
@@ -978,189 +633,6 @@ class Dataset:
         rows = rows[np.argsort(cols["annotation_id"][rows], kind="stable")]
         return annotation_dicts(cols, vcodes, rows, video_names=video_names, labels=labels, view_names=view_names)
 
-    # -- snapshots, validation, releases ---------------------------------------------------------
-
-    def snapshot(self, *, statuses: Sequence[str] = _LIVE_STATUSES) -> Release:
-        """The live annotations as an unpinned :class:`Release` (``release_id`` None).
-
-        Parameters
-        ----------
-        statuses : sequence of str, or str
-            Review statuses to include (default: unreviewed and approved); one status may be given alone
-            (``"approved"``).
-
-        Returns
-        -------
-        Release
-            Labels, views, every video (with frame index) and the selected
-            rows as an ``AnnotationTable`` sorted by annotation id. It can
-            change between calls; ``build()`` pins one.
-
-        Raises
-        ------
-        AnnotationError
-            On an unknown status, naming it and the allowed ones.
-        """
-        if isinstance(statuses, str):  # one status, not its letters
-            statuses = (statuses,)
-        bad = [s for s in statuses if s not in STATUSES]
-        if bad:
-            raise AnnotationError(f"unknown status(es) {bad}; allowed: {', '.join(STATUSES)}")
-        with self._read() as con:
-            labels = tuple(label_names(con))
-            schema = attribute_schema(con)
-            view_rows = fetch_views(con)
-            video_rows = con.execute(
-                "SELECT code, video_id, metadata, frame_index, index_pts, index_keyframes FROM videos"
-            ).fetchall()
-            cols, vcodes = load_chunks(con)
-        videos = {r[1]: video_from_record(*r[2:], where=self._db_file) for r in sorted(video_rows, key=lambda r: r[1])}
-        video_ids = tuple(videos)
-        view_ids = tuple(sorted(view_rows))
-        # Database codes -> positions in the sorted id tuples of the table.
-        video_pos = {v: i for i, v in enumerate(video_ids)}
-        video_map = np.full(max([r[0] for r in video_rows], default=0) + 1, -1, np.int32)
-        for r in video_rows:
-            video_map[r[0]] = video_pos[r[1]]
-        view_map = np.full(max([c for c, _ in view_rows.values()], default=0) + 2, -1, np.int32)
-        for pos, vid in enumerate(view_ids):
-            view_map[view_rows[vid][0]] = pos
-        codes = [STATUSES.index(s) for s in statuses]
-        keep = np.isin(cols["status"], codes)
-        ids = cols["annotation_id"]
-        if keep.all() and (ids.size < 2 or bool(np.all(ids[1:] > ids[:-1]))):
-            sel = None
-        else:
-            rows = np.flatnonzero(keep)
-            sel = rows[np.argsort(ids[rows], kind="stable")]
-        if sel is not None:
-            cols = take(cols, sel)
-            vcodes = vcodes[sel]
-        view_col = cols["view"]
-        table = AnnotationTable(
-            labels=labels,
-            video_ids=video_ids,
-            view_ids=view_ids,
-            annotation_id=cols["annotation_id"],
-            video=video_map[vcodes] if vcodes.size else np.zeros(0, np.int32),
-            kind=cols["kind"],
-            label=cols["label"],
-            start_frame=cols["start_frame"],
-            end_frame=cols["end_frame"],
-            box=cols["box"],
-            track_id=cols["track_id"],
-            origin=cols["origin"],
-            confidence=cols["confidence"],
-            status=cols["status"],
-            view=np.where(view_col >= 0, view_map[view_col], -1),
-            mask_offsets=cols["mask_offsets"],
-            mask_counts=cols["mask_counts"],
-            mask_size=cols["mask_size"],
-            attr_offsets=cols["attr_offsets"],
-            attr_bytes=cols["attr_bytes"],
-        )
-        return Release(
-            release_id=None,
-            created=now(),
-            labels=labels,
-            views={k: v for k, (_, v) in view_rows.items()},
-            videos=videos,
-            table=table,
-            info={
-                "dataset": str(self._path),
-                "statuses": list(statuses),
-                "rows": len(table),
-                "vidlabel_version": __version__,
-                "schema_version": SCHEMA_VERSION,
-                # the labels' attribute schema, for choosing samples by attributes (not part of the content id)
-                **({"attribute_schema": schema} if schema else {}),
-            },
-        )
-
-    def validate(
-        self,
-        *,
-        check_files: bool = True,
-        hash_files: bool = True,
-        for_export: bool = False,
-        roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
-    ) -> list[Problem]:
-        """Check the live unreviewed and approved rows, the videos and the views.
-
-        Parameters
-        ----------
-        check_files : bool
-            Report ``missing_video_file`` (no file at the recorded path: missing, or a folder).
-        hash_files : bool
-            With ``check_files``, also read every video file once (per process)
-            to report ``video_file_changed`` when it no longer holds the
-            registered bytes. ``build()`` does not hash.
-        for_export : bool
-            Rate ``missing_video_file`` and ``video_file_changed`` as errors
-            (``vidlabel.validate.EXPORT_ERRORS``): export refuses those videos,
-            so no error here means export will read every video. The videos of
-            the latest release (what export exports by default) that it pins
-            otherwise than they are registered now (re-registered since the
-            build) are checked as that release pins them, too.
-        roots : path or sequence of path
-            Folders to look under for moved video files, as export's ``roots``
-            (pass the same to both); one folder may be given alone.
-
-        Returns
-        -------
-        list of Problem
-            With stable codes and severities (``vidlabel.validate.PROBLEM_CODES``);
-            ``build()`` refuses while any has severity ``"error"``.
-
-        Raises
-        ------
-        OptionError
-            If a True/False option is given anything else, or ``roots`` is
-            neither a path nor a sequence of paths.
-        """
-        check_files, hash_files = check_flag("check_files", check_files), check_flag("hash_files", hash_files)
-        for_export = check_flag("for_export", for_export)
-        problems = self._validate(self.snapshot(), check_files=check_files, hash_files=hash_files, roots=roots)
-        if for_export and check_files:
-            problems += self._latest_release_problems(hash_files=hash_files, roots=roots)
-        return export_severity(problems) if for_export else problems
-
-    def _latest_release_problems(
-        self, *, hash_files: bool, roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-    ) -> list[Problem]:
-        """Export's file problems for the latest release's videos pinned otherwise than they are registered now."""
-        try:
-            rel = self.release("latest")
-        except (ReleaseNotFoundError, ReleaseCorruptError):
-            return []  # no release yet (export then refuses), or a damaged one (export says so)
-        live = {m.video_id: (m.content_hash, m.sources) for m in self.videos()}
-        out: list[Problem] = []
-        for vid in sorted(rel.videos):
-            meta = rel.videos[vid]
-            if live.get(vid) == (meta.content_hash, meta.sources):
-                continue  # registered as pinned: the live check above covers it
-            for p in video_file_problems(meta, self._path, roots, hash_files=hash_files):
-                message = (
-                    f"release {rel.release_id} (the latest: what export exports by default) pins this video as it "
-                    f"was registered when it was built: {p.message} (after re-registering the video, build a new "
-                    "release: `vidlabel build`)"
-                )
-                out.append(dataclasses.replace(p, message=message))
-        return out
-
-    def _validate(
-        self,
-        rel: Release,
-        *,
-        check_files: bool = True,
-        hash_files: bool = False,
-        roots: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = (),
-    ) -> list[Problem]:
-        return validate_table(
-            rel.table, rel.videos, rel.views, check_files=check_files, hash_files=hash_files, base=self._path,
-            roots=roots,
-        )  # fmt: skip
-
     def build(self) -> tuple[Release, BuildReport]:
         """Pin an immutable release of the live unreviewed and approved annotations.
 
@@ -1266,126 +738,6 @@ class Dataset:
                 path=str(path),
             ) from err
 
-    def releases(self) -> list[str]:
-        """Release ids, oldest first."""
-        return [r[0] for r in self._con().execute("SELECT release_id FROM releases ORDER BY seq")]
-
-    def release_records(self) -> list[dict[str, Any]]:
-        """One dict per release, oldest first: ``release_id``, ``created``, ``rows``, ``latest`` (bool)."""
-        rows = (
-            self._con().execute("SELECT release_id, created, n_rows, last_built FROM releases ORDER BY seq").fetchall()
-        )
-        newest = max((r[3] for r in rows), default=None)
-        return [{"release_id": r[0], "created": r[1], "rows": r[2], "latest": r[3] == newest} for r in rows]
-
-    def release(self, release_id: str | None = "latest") -> Release:
-        """A frozen release, loaded from its file (columnar; a million rows load in a fraction of a second).
-
-        Parameters
-        ----------
-        release_id : str or None
-            A release id, ``"latest"`` (the release most recently returned by
-            ``build()``), or None for :meth:`snapshot` of the live rows.
-
-        Returns
-        -------
-        Release
-
-        Raises
-        ------
-        ReleaseNotFoundError
-            If the id is unknown, or ``"latest"`` is asked of a dataset with no
-            release; the message lists the known ids.
-        ReleaseCorruptError
-            If the release file was edited or damaged on disk: its content no
-            longer gives its content-derived id (checked on every load).
-        """
-        if release_id is None:
-            return self.snapshot()
-        con = self._con()
-        if release_id == "latest":
-            row = con.execute("SELECT release_id FROM releases ORDER BY last_built DESC LIMIT 1").fetchone()
-            if row is None:
-                raise ReleaseNotFoundError(
-                    f"dataset {self._path} has no release yet; pin one with build() or `vidlabel build`",
-                    path=str(self._path),
-                )
-            release_id = str(row[0])
-        if release_id not in self._releases:
-            known = self.releases()
-            if release_id not in known:
-                raise ReleaseNotFoundError(
-                    f"unknown release {release_id!r} in dataset {self._path}; known: "
-                    f"{', '.join(known) or '(none)'} (or 'latest')",
-                    path=str(self._path),
-                )
-            path = self._path / "releases" / f"{release_id}.h5"
-            if not path.is_file():
-                raise ReleaseNotFoundError(
-                    f"release {release_id!r} is recorded in {self._path} but its file {path} is missing",
-                    path=str(path),
-                )
-            loaded = read_release(path)
-            if loaded.release_id != release_id:
-                raise ReleaseCorruptError(
-                    f"release file {path} records id {loaded.release_id!r}, not {release_id!r}: it was replaced "
-                    "on disk; restore it, or build a new release from the dataset (`vidlabel build`)",
-                    path=str(path),
-                )
-            self._releases[release_id] = loaded
-        return copy_release(self._releases[release_id])
-
-    def summary(self) -> dict[str, Any]:
-        """Counts for people and logs: videos, labels, views, annotations by kind and status, releases."""
-        snap = self.snapshot(statuses=STATUSES)
-        t = snap.table
-        by_status = np.bincount(t.status, minlength=len(STATUSES))
-        return {
-            "path": str(self._path),
-            "videos": len(snap.videos),
-            "labels": list(snap.labels),
-            "views": sorted(snap.views),
-            "annotations": len(t),
-            "by_kind": snap.counts(),
-            "by_status": {s: int(by_status[i]) for i, s in enumerate(STATUSES)},
-            "releases": self.releases(),
-        }
-
-
-def _rows_past(con: sqlite3.Connection, vcode: int, meta: VideoMetadata) -> str | None:
-    """What rows of video ``vcode`` the metadata ``meta`` no longer fits, in words (None: every row fits):
-    frames at or past ``meta.frame_count``, boxes (of boxes and masks) past ``meta.width`` x ``meta.height``,
-    masks of another size than ``meta.height`` x ``meta.width``."""
-    cols, _ = load_chunks(con, video_code=vcode)
-    if cols["annotation_id"].shape[0] == 0:
-        return None
-    end, box = cols["end_frame"], cols["box"]
-    late = end >= meta.frame_count
-    with np.errstate(invalid="ignore"):
-        spatial = cols["kind"] != KINDS.index("marker")
-        wide = spatial & ((box[:, 2] > meta.width) | (box[:, 3] > meta.height))
-    said = []
-    if late.any():
-        said.append(
-            f"{plural(int(late.sum()), 'annotation row')} past its last frame {meta.frame_count - 1} (up to frame "
-            f"{int(end.max())})"
-        )
-    if wide.any():
-        said.append(
-            f"{plural(int(wide.sum()), 'box')} outside its {meta.width}x{meta.height} frame (up to x "
-            f"{float(np.nanmax(box[wide, 2])):g}, y {float(np.nanmax(box[wide, 3])):g})"
-        )
-    size = cols["mask_size"]
-    is_mask = cols["kind"] == KINDS.index("mask")
-    resized = is_mask & ((size[:, 0] != meta.height) | (size[:, 1] != meta.width))
-    if resized.any():
-        h, w = (int(v) for v in size[np.flatnonzero(resized)[0]])
-        said.append(
-            f"{plural(int(resized.sum()), 'mask')} of another size than its {meta.width}x{meta.height} frame "
-            f"(e.g. {w}x{h})"
-        )
-    return "; ".join(said) or None
-
 
 def _stored_rows(con: sqlite3.Connection, vcode: int) -> Cols | None:
     """The rows stored for video ``vcode``, or None when a stored chunk is damaged (validate and build name it;
@@ -1394,98 +746,3 @@ def _stored_rows(con: sqlite3.Connection, vcode: int) -> Cols | None:
         return load_chunks(con, video_code=vcode)[0]
     except DatasetError:
         return None
-
-
-def _region_rows(con: sqlite3.Connection, vcode: int) -> int:
-    """How many box and mask rows video ``vcode`` has."""
-    cols, _ = load_chunks(con, video_code=vcode)
-    return int(np.count_nonzero(cols["kind"] != KINDS.index("marker")))
-
-
-def _warn_untrusted(meta: VideoMetadata) -> None:
-    message = untrusted_summary(meta)
-    if message is not None:
-        warnings.warn(
-            f"{message}; validate reports annotations on them (untrusted_frame), FrameSamples and export leave them out",
-            VidlabelWarning,
-            stacklevel=3,
-        )
-
-
-def _warn_added_twice(
-    path: Path,
-    video_id: str,
-    n: int,
-    twice: list[tuple[int, int]],
-    ids: np.ndarray,
-    source: tuple[str, Callable[[int], str]] | None,
-) -> None:
-    """Warn that rows just added equal rows already stored (a file added twice), naming how to remove them."""
-    row, stored = twice[0]
-    where = f"row {row} (0-based)" if source is None else f"{source[0]} {source[1](row)}"
-    if n == 1:
-        head = (
-            f"the row just added (annotation {int(ids[row])}) equals annotation {stored} already stored "
-            f"({SAME_ANNOTATION})"
-        )
-    else:
-        head = (
-            f"{len(twice)} of the {n} rows just added equal rows already stored ({where}, annotation "
-            f"{int(ids[row])}, equals annotation {stored}: {SAME_ANNOTATION})"
-        )
-    _warn_kept(path, video_id, f"{head}, as when one file is added twice", [int(ids[r]) for r, _ in twice])
-
-
-def _warn_repeated(
-    path: Path,
-    video_id: str,
-    n: int,
-    repeated: list[tuple[int, int]],
-    ids: np.ndarray,
-    source: tuple[str, Callable[[int], str]] | None,
-) -> None:
-    """Warn that the rows just added hold one annotation twice (a file that lists it twice), naming how to remove
-    the later ones."""
-    row, first = repeated[0]
-    if source is None:
-        same = f"rows {first} and {row} (0-based) of the input are the same annotation"
-    else:
-        same = f"{source[1](first)} and {source[1](row)} of {source[0]} are the same annotation"
-    if len(repeated) == 1:
-        head = f"{same}: annotation {int(ids[row])} just added repeats annotation {int(ids[first])} ({SAME_ANNOTATION})"
-    else:
-        head = (
-            f"{len(repeated)} of the {n} rows just added repeat an earlier row of "
-            f"{'the input' if source is None else source[0]} ({same}, annotations "
-            f"{int(ids[first])} and {int(ids[row])}: {SAME_ANNOTATION})"
-        )
-    _warn_kept(path, video_id, head, [int(ids[r]) for r, _ in repeated])
-
-
-def _outside_vidlabel() -> int:
-    """The ``stacklevel`` at which a ``warnings.warn`` in the caller names the first frame outside vidlabel: the
-    user's call, however many vidlabel functions (``import_labels``, the command line) lie between."""
-    frame = inspect.currentframe()
-    caller = frame.f_back if frame is not None else None
-    level = 1
-    while caller is not None and caller.f_back is not None:
-        name = str(caller.f_globals.get("__name__", ""))
-        if name != "vidlabel" and not name.startswith("vidlabel."):
-            break
-        caller, level = caller.f_back, level + 1
-    return level
-
-
-def _warn_kept(path: Path, video_id: str, head: str, kept: list[int]) -> None:
-    """Warn ``head`` of video ``video_id``, then that the rows ``kept`` (annotation ids) are kept and how to remove
-    them or leave them out of releases."""
-    new_ids = sorted(kept)
-    shown = ", ".join(map(str, new_ids[:5])) + (", ..." if len(new_ids) > 5 else "")
-    they, them = ("it is", "it") if len(new_ids) == 1 else ("they are", "them")
-    warnings.warn(
-        f"video {video_id!r}: {head}; {they} kept (validate warns duplicate_annotation): remove {them} with "
-        f"Dataset.open({str(path)!r}).delete_annotations([{shown}]) or leave {them} out of releases with "
-        f"set_status([{shown}], 'rejected')",
-        VidlabelWarning,
-        stacklevel=_outside_vidlabel(),
-    )

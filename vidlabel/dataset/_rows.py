@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, repeat
-from operator import is_, is_not
 from typing import Any
 
 import numpy as np
 
+from vidlabel.dataset._row_masks import _parse_mask
+from vidlabel.dataset._row_values import _boxes, _codes, _floats, _ints, _present, _show
 from vidlabel.errors import AnnotationError
-from vidlabel.geometry import encode_rle, mask_bbox, rle_counts
 from vidlabel.spec import KINDS, ORIGINS, STATUSES, AnnotationTable, VideoMetadata, View
 
 __all__ = [
@@ -68,7 +67,6 @@ _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 _ORIGIN_CODE = {k: i for i, k in enumerate(ORIGINS)}
 _STATUS_CODE = {k: i for i, k in enumerate(STATUSES)}
 _BOX, _MASK, _MARKER = (_KIND_CODE[k] for k in ("box", "mask", "marker"))
-_NAN = float("nan")
 
 
 #: The columns of a checked batch: :class:`~vidlabel.spec.AnnotationTable`'s, less the two the dataset
@@ -99,13 +97,6 @@ class RowColumns(dict[str, np.ndarray]):
     def n_rows(self) -> int:
         """Number of rows N."""
         return int(self["kind"].shape[0])
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    text = repr(value.tolist() if isinstance(value, np.ndarray) and value.size <= 16 else value)
-    if isinstance(value, np.ndarray) and value.size > 16:
-        text = f"array of shape {value.shape}"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def listing(names: Sequence[str], limit: int = 20) -> str:
@@ -175,240 +166,6 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new = np.ones(s.shape[0], bool)
     new[1:] = (s[1:] != s[:-1]).any(axis=1)
     return s[new], order[new]
-
-
-def _present(values: list[Any]) -> np.ndarray:
-    """(N,) bool: the value is not None."""
-    return np.fromiter(map(is_not, values, repeat(None)), bool, len(values))
-
-
-def _codes(values: list[Any], mapping: Mapping[Any, int]) -> np.ndarray:
-    """int64 code of each value, -1 where it is not a key (unhashable values included)."""
-    try:
-        return np.fromiter(map(mapping.get, values, repeat(-1)), np.int64, len(values))
-    except TypeError:
-        out = np.full(len(values), -1, np.int64)
-        for i, v in enumerate(values):
-            try:
-                out[i] = mapping.get(v, -1)
-            except TypeError:
-                pass
-        return out
-
-
-def _is_int(v: Any) -> bool:
-    if isinstance(v, bool | np.bool_):
-        return False
-    if isinstance(v, int | np.integer):
-        return True
-    if isinstance(v, float | np.floating):
-        return bool(np.isfinite(v)) and float(v).is_integer()
-    return False
-
-
-def _ints(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values, bad mask) of a list that should hold integers (integral floats allowed)."""
-    n = len(values)
-    arr = None
-    # One type only, int or float (not bool: np.array would turn True into 1 beside ints). Ints beside floats go
-    # through the loop: np.array would make them float64, which rounds an id past 2**53 to another id.
-    if set(map(type, values)) in ({int}, {float}):
-        try:
-            arr = np.array(values)
-        except (TypeError, ValueError, OverflowError):
-            arr = None
-    if arr is not None and arr.ndim == 1 and arr.shape[0] == n:
-        if arr.dtype.kind == "i":
-            return arr.astype(np.int64, copy=False), np.zeros(n, bool)
-        if arr.dtype.kind == "f":
-            with np.errstate(invalid="ignore"):
-                ok = np.isfinite(arr) & (arr == np.round(arr)) & (arr >= -(2.0**63)) & (arr < 2.0**63)
-            return np.where(ok, arr, 0).astype(np.int64), ~ok
-    out = np.zeros(n, np.int64)
-    bad = np.zeros(n, bool)
-    for i, v in enumerate(values):
-        if _is_int(v) and -(2**63) <= int(v) < 2**63:
-            out[i] = int(v)
-        else:
-            bad[i] = True
-    return out, bad
-
-
-def _floats(values: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(float64 values with NaN for None, present mask, bad mask) of a list of real numbers or None.
-
-    NaN and infinity pass as values (the caller checks ranges); a given NaN is present.
-    """
-    n = len(values)
-    filled = [_NAN if v is None else v for v in values]
-    arr = None
-    if set(map(type, filled)) <= {float, int}:
-        try:
-            arr = np.fromiter(filled, np.float64, n)
-        except OverflowError:
-            arr = None
-    if arr is not None:
-        nones = sum(map(is_, values, repeat(None)))
-        isnan = np.isnan(arr)
-        present = ~isnan if int(isnan.sum()) == nones else _present(values)
-        return arr, present, np.zeros(n, bool)
-    out = np.full(n, np.nan)
-    bad = np.zeros(n, bool)
-    for i, v in enumerate(values):
-        if v is None:
-            continue
-        try:
-            if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.integer | np.floating):
-                raise TypeError
-            out[i] = float(v)
-        except (TypeError, OverflowError):
-            bad[i] = True
-    return out, _present(values), bad
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
-
-
-def _boxes(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """((K, 4) float64, bad mask) of a list of 4-number boxes (numbers only: no strings or booleans)."""
-    k = len(values)
-    try:
-        if set(map(type, values)) <= {tuple, list, np.ndarray} and set(map(len, values)) <= {4}:
-            flat = list(chain.from_iterable(values))
-            if not set(map(type, flat)) & {str, bytes, bool, np.bool_, type(None)}:
-                return np.fromiter(flat, np.float64, 4 * k).reshape(k, 4), np.zeros(k, bool)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    out = np.full((k, 4), np.nan)
-    bad = np.zeros(k, bool)
-    for i, v in enumerate(values):
-        try:
-            items = list(v)
-            if len(items) != 4 or isinstance(v, str | bytes) or not all(map(_is_number, items)):
-                raise TypeError
-            out[i] = np.asarray(items, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            bad[i] = True
-    return out, bad
-
-
-def _rle_bbox(runs: np.ndarray, height: int) -> tuple[float, float, float, float] | None:
-    """xyxy bbox (x1, y1 exclusive) of the ones of column-major runs, or None for an empty mask."""
-    ends = np.cumsum(runs)
-    starts = ends - runs
-    ones = np.arange(runs.size) % 2 == 1
-    ones &= runs > 0
-    if not ones.any():
-        return None
-    s, e = starts[ones], ends[ones] - 1
-    cs, ce = s // height, e // height
-    single = cs == ce
-    y0 = np.where(single, s % height, 0).min()
-    y1 = np.where(single, e % height, height - 1).max() + 1
-    return (float(cs.min()), float(y0), float(ce.max() + 1), float(y1))
-
-
-def _rle_runs(counts: Any) -> np.ndarray | str:
-    """Run lengths of a COCO RLE ``counts`` (compressed string/bytes or a list of runs), or what is wrong."""
-    try:
-        if isinstance(counts, str):
-            return rle_counts(counts.encode("ascii"))
-        if isinstance(counts, bytes | bytearray):
-            return rle_counts(bytes(counts))
-        if isinstance(counts, Sequence | np.ndarray):
-            arr = np.asarray(counts)
-            if arr.dtype == object and arr.ndim == 1 and all(type(x) is int for x in arr.tolist()):
-                arr = np.asarray(counts, dtype=np.int64)  # Python ints past int64: OverflowError, said below
-            if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-                raise ValueError(f"uncompressed counts must be a flat list of integers, got {_show(counts)}")
-            if not isinstance(counts, np.ndarray) and any(isinstance(x, bool) for x in counts):
-                raise ValueError(f"uncompressed counts must be integers, not true/false, got {_show(counts)}")
-            runs = arr.astype(np.int64, copy=False)
-            if (runs < 0).any():
-                raise ValueError("negative run length")
-            return runs
-        raise ValueError(f"counts must be a string, bytes or a list, got {type(counts).__name__}")
-    except (ValueError, UnicodeEncodeError, OverflowError) as err:  # OverflowError: a run beyond int64
-        return f"mask RLE counts are not valid COCO RLE ({err})"
-
-
-def _parse_rle(
-    value: Mapping[str, Any], full: tuple[int, int], crop: tuple[int, int, int, int] | None, allowed: str
-) -> tuple[bytes, tuple[float, float, float, float]] | str | np.ndarray:
-    """A COCO RLE dict: (counts, bbox) at full size, the (H, W) mask at the crop's size, or what is wrong."""
-    if "size" not in value or "counts" not in value:
-        return f"a mask RLE needs 'size' and 'counts', got keys {sorted(map(str, value))}; allowed: COCO RLE"
-    size = value["size"]
-    if (
-        not isinstance(size, Sequence | np.ndarray)
-        or isinstance(size, str | bytes)
-        or len(size) != 2
-        or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in size)
-    ):
-        return f"mask RLE size must be [height, width] as two integers, got {_show(size)}"
-    h, w = (int(v) for v in size)
-    counts = value["counts"]
-    runs = _rle_runs(counts)
-    if isinstance(runs, str):
-        return runs
-    covered = sum(runs.tolist())  # Python ints: an int64 sum wraps, and runs near 2**63 then summed to h * w
-    if covered != h * w:
-        return f"mask RLE counts cover {covered} pixels, but its size {h}x{w} has {h * w}"
-    if (h, w) == full:
-        bbox = _rle_bbox(runs, h)
-        if bbox is None:
-            return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
-        if isinstance(counts, bytes | bytearray | str) and len(counts) > 0:
-            data = counts.encode("ascii") if isinstance(counts, str) else bytes(counts)
-        else:
-            data = encode_rle(_runs_to_mask(runs, h, w))["counts"]
-        return data, bbox
-    if crop is not None and (h, w) == (crop[3] - crop[1], crop[2] - crop[0]):
-        return _runs_to_mask(runs, h, w)
-    return f"mask size {h}x{w} (H x W) does not fit; allowed: {allowed}"
-
-
-def _parse_mask(
-    value: Any, full: tuple[int, int], crop: tuple[int, int, int, int] | None
-) -> tuple[bytes, tuple[float, float, float, float]] | str:
-    """(compressed RLE counts of the full-frame mask, bbox), or a message saying what is wrong.
-
-    ``full`` is (height, width) of the frame; a view's row may give its mask at
-    the crop's size, which is pasted into the full frame at the crop's corner.
-    """
-    fh, fw = full
-    allowed = f"(H, W) = ({fh}, {fw})"
-    if crop is not None:
-        allowed += f" or the view's crop size ({crop[3] - crop[1]}, {crop[2] - crop[0]})"
-    if isinstance(value, Mapping):
-        parsed = _parse_rle(value, full, crop, allowed)
-        if not isinstance(parsed, np.ndarray):
-            return parsed
-        value = parsed  # a crop-sized RLE, now an array pasted below like any crop-sized mask
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):
-        return f"mask must be an (H, W) array or a COCO RLE dict, got {type(value).__name__}"
-    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
-        return f"mask must be an (H, W) array of 0/1 or a COCO RLE dict, got {_show(arr)}"
-    if arr.shape != (fh, fw):
-        if crop is not None and arr.shape == (crop[3] - crop[1], crop[2] - crop[0]):
-            full_mask = np.zeros((fh, fw), np.uint8)
-            full_mask[crop[1] : crop[3], crop[0] : crop[2]] = arr != 0
-            arr = full_mask
-        else:
-            return f"mask shape {arr.shape} does not fit; allowed: {allowed}"
-    bbox = mask_bbox(arr)
-    if bbox is None:
-        return "mask is empty (no pixel set); allowed: a mask with at least one pixel"
-    return encode_rle(arr)["counts"], bbox
-
-
-def _runs_to_mask(runs: np.ndarray, h: int, w: int) -> np.ndarray:
-    values = (np.arange(runs.size) % 2).astype(np.uint8)
-    flat = np.repeat(values, runs)
-    return flat.reshape(w, h).T.copy()
 
 
 #: Fields each kind takes (by kind code), ``video_id`` included.

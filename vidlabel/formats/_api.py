@@ -123,25 +123,8 @@ def import_labels(
     """
     fmt = label_format(format)
     p = Path(path)
-    if video_id is not None:
-        ds.video(video_id)  # UnknownVideoError with the known ids
-        if videos:  # the importers follow the map and never read video_id then: the rows went elsewhere
-            raise FormatError(
-                f"{p}: video_id={video_id!r} (--video) and videos= (--video-map) are both given; give video_id for "
-                "a file of one video, or videos= to map the file's videos, not both",
-                path=str(p),
-            )
     options = dict(format_options)
-    clip = check_flag("clip", options.pop("clip", True))
-    track_ids = options.pop("track_ids", "new")
-    if track_ids not in ("new", "keep"):
-        raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
-    unknown = sorted(set(options) - set(fmt.options))
-    if unknown:
-        known = ", ".join(fmt.options) or "none besides clip and track_ids"
-        raise FormatError(
-            f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){_did_you_mean(unknown, format)}"
-        )
+    clip, track_ids = _check_arguments(ds, p, format, video_id, videos, options)
     metas = {m.video_id: m for m in ds.videos()}
     ctx = ImportContext(
         path=p,
@@ -154,6 +137,63 @@ def import_labels(
     )
     with _gc_paused():
         parsed: Parsed = fmt.importer(ctx)
+    _check_routing(p, format, video_id, ctx, parsed)
+    report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
+    if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
+        expected = fmt.rows_in
+        warnings.warn(
+            f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
+            VidlabelWarning,
+            stacklevel=2,
+        )
+    _check_frames(p, parsed)
+    missing = _missing_labels(p, ds, parsed, add_labels)
+    report.labels_added = missing
+    report.attributes_added = _new_attributes(p, ds, parsed)
+    if clip:
+        _count_clipped(parsed)
+    for vid, vr in parsed.videos.items():
+        report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
+    if dry_run:
+        _dry_run(ds, p, parsed, report, clip=clip, track_ids=track_ids)
+    else:
+        _write(ds, p, parsed, report, clip=clip, track_ids=track_ids)
+    return report
+
+
+def _check_arguments(
+    ds: Dataset,
+    p: Path,
+    format: str,
+    video_id: str | None,
+    videos: Mapping[Any, str] | None,
+    options: dict[str, Any],
+) -> tuple[bool, str]:
+    """Check import_labels' keywords before the file is read, popping ``clip`` and ``track_ids`` from ``options``."""
+    fmt = label_format(format)
+    if video_id is not None:
+        ds.video(video_id)  # UnknownVideoError with the known ids
+        if videos:  # the importers follow the map and never read video_id then: the rows went elsewhere
+            raise FormatError(
+                f"{p}: video_id={video_id!r} (--video) and videos= (--video-map) are both given; give video_id for "
+                "a file of one video, or videos= to map the file's videos, not both",
+                path=str(p),
+            )
+    clip = check_flag("clip", options.pop("clip", True))
+    track_ids = options.pop("track_ids", "new")
+    if track_ids not in ("new", "keep"):
+        raise FormatError(f"{p}: option track_ids={track_ids!r}; allowed: 'new' (the default), 'keep'")
+    unknown = sorted(set(options) - set(fmt.options))
+    if unknown:
+        known = ", ".join(fmt.options) or "none besides clip and track_ids"
+        raise FormatError(
+            f"format {format!r} takes no option(s) {', '.join(unknown)} (its options: {known}){_did_you_mean(unknown, format)}"
+        )
+    return clip, track_ids
+
+
+def _check_routing(p: Path, format: str, video_id: str | None, ctx: ImportContext, parsed: Parsed) -> None:
+    """Refuse options the importer left unread, a ``video_id`` for a file of several videos, and a mistyped map key."""
     if ctx.options:
         raise FormatError(f"format {format!r} takes no option(s) {', '.join(sorted(ctx.options))}")
     if video_id is not None and not ctx.video_id_used and parsed.videos:
@@ -175,15 +215,10 @@ def import_labels(
             "file-name folder",
             path=str(p),
         )
-    report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
-    if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
-        expected = fmt.rows_in
-        warnings.warn(
-            f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
-            VidlabelWarning,
-            stacklevel=2,
-        )
-    _check_frames(p, parsed)
+
+
+def _missing_labels(p: Path, ds: Dataset, parsed: Parsed, add_labels: bool) -> list[str]:
+    """The file's labels the dataset lacks, in order of first use; refused unless ``add_labels``."""
     have = ds.labels()
     used: list[str] = []
     for vr in parsed.videos.values():
@@ -199,24 +234,26 @@ def import_labels(
             f"label(s) {', '.join(map(repr, missing))} are not in the dataset (known: {', '.join(have) or '(none)'}); "
             "add them first (vidlabel add-labels) or pass add_labels=True (--add-labels)",
         )
-    report.labels_added = missing
-    report.attributes_added = _new_attributes(p, ds, parsed)
-    if clip:
-        _count_clipped(parsed)
-    for vid, vr in parsed.videos.items():
-        report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
-    if dry_run and track_ids == "new":
+    return missing
+
+
+def _dry_run(ds: Dataset, p: Path, parsed: Parsed, report: ImportReport, *, clip: bool, track_ids: str) -> None:
+    """Check every row as add_annotations checks it and report what it would warn of, writing nothing."""
+    if track_ids == "new":
         _number_tracks_after_existing(ds, parsed)
-    if dry_run:  # every row checked as add_annotations checks it, and what it would warn of reported
-        for vid, vr in parsed.videos.items():
-            try:
-                twice, repeated = ds.annotation_duplicates(
-                    vr.rows, vid, clip=clip, more_labels=missing, more_schema=report.attributes_added
-                )
-            except AnnotationError as err:
-                raise _refused(p, vid, vr, err) from err
-            report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
-        return report
+    for vid, vr in parsed.videos.items():
+        try:
+            twice, repeated = ds.annotation_duplicates(
+                vr.rows, vid, clip=clip, more_labels=report.labels_added, more_schema=report.attributes_added
+            )
+        except AnnotationError as err:
+            raise _refused(p, vid, vr, err) from err
+        report.duplicates.extend(_duplicate_lines(vid, vr, twice, repeated))
+
+
+def _write(ds: Dataset, p: Path, parsed: Parsed, report: ImportReport, *, clip: bool, track_ids: str) -> None:
+    """Store the file's new labels, attributes and rows, filling each video's ``annotation_ids`` in ``report``."""
+    missing = report.labels_added
     # the file is one transaction: its new labels and every video's annotations, or nothing of them; the
     # tracks already held are read inside it, so an import running beside this one cannot take the same numbers
     with ds.transaction(operation="import_labels"):
@@ -232,7 +269,6 @@ def import_labels(
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
             report.videos[vid].annotation_ids = ids
-    return report
 
 
 def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:

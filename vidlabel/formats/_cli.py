@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from vidlabel._command import add_command
 
 from ._registry import FORMATS
 
-__all__ = ["add_format_commands"]
+if TYPE_CHECKING:
+    from vidlabel._command import Subparsers
+
+__all__ = ["register"]
 
 
 def _formats_help() -> str:
@@ -126,13 +130,16 @@ def _describe_formats(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def add_format_commands(
-    add: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser],
-) -> None:
-    """Register ``import`` and ``export-labels`` through ``vidlabel.cli``'s ``add(name, func, help)``."""
+def register(subparsers: Subparsers) -> None:
+    """Add ``vidlabel import`` and ``vidlabel export-labels``."""
     choices = sorted(FORMATS)
     names = ", ".join(choices)
-    p = add("import", _cmd_import, f"Import a label file of another tool through add_annotations (formats: {names}).")
+    p = add_command(
+        subparsers,
+        "import",
+        _cmd_import,
+        f"Import a label file of another tool through add_annotations (formats: {names}).",
+    )
     _describe_formats(p)
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("format", metavar="FORMAT", choices=choices, help=f"one of: {names}")
@@ -167,7 +174,12 @@ def add_format_commands(
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    p = add("export-labels", _cmd_export_labels, f"Write a release as a label file of another tool (formats: {names}).")
+    p = add_command(
+        subparsers,
+        "export-labels",
+        _cmd_export_labels,
+        f"Write a release as a label file of another tool (formats: {names}).",
+    )
     _describe_formats(p)
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("format", metavar="FORMAT", choices=choices, help=f"one of: {names}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,16 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a COCO-VID file needs a list {key!r}, got {type(doc.get(key)).__name__}")
     cats = _categories(path, doc, ctx, parsed.notes)
+    vids = _read_videos(path, doc, ctx, cats, parsed)
+    images, image_at = _read_images(path, doc, vids, parsed)
+    _read_annotations(path, doc, images, image_at, cats, parsed)
+    return parsed
+
+
+def _read_videos(
+    path: Path, doc: dict[str, Any], ctx: ImportContext, cats: dict[int, str], parsed: Parsed
+) -> dict[Any, VideoRows]:
+    """The file's ``videos[]``: video key -> the rows of the dataset video it resolves to."""
     vids: dict[Any, VideoRows] = {}
     for i, v in enumerate(doc["videos"]):
         if not isinstance(v, dict) or "id" not in v:
@@ -169,6 +180,13 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         check_frame_size(path, f"videos[{i}]", v, m)  # as the images' sizes are below
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
         _tao_category_lists(path, i, v, cats, parsed.notes)
+    return vids
+
+
+def _read_images(
+    path: Path, doc: dict[str, Any], vids: dict[Any, VideoRows], parsed: Parsed
+) -> tuple[dict[Any, tuple[VideoRows, int]], dict[Any, int]]:
+    """The file's ``images[]``: image id -> (video rows, video frame), and image id -> position in ``images[]``."""
     images: dict[Any, tuple[VideoRows, int]] = {}
     image_at: dict[Any, int] = {}
     frames: dict[Any, list[tuple[int, int]]] = {}
@@ -196,6 +214,13 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         elif "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
             f = _mot_frame(path, i, im, f, mot_frames.setdefault(im["video_id"], {}), moved)
         images[image_id], image_at[image_id] = (vr, f), i
+    _check_dense_frame_ids(path, frames)
+    _frame_source_notes(vids, moved, by_index, parsed.notes)
+    return images, image_at
+
+
+def _check_dense_frame_ids(path: Path, frames: dict[Any, list[tuple[int, int]]]) -> None:
+    """Each video's ``frame_id``s (with their positions in ``images[]``) must be 0, 1, 2, ..."""
     for v, fl in frames.items():
         got = sorted(fl)
         ids = [f for f, _ in got]
@@ -213,48 +238,42 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
                 f"images[{got[j + 1][1]}]",
                 f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
             )
+
+
+def _frame_source_notes(
+    vids: dict[Any, VideoRows],
+    moved: dict[Any, tuple[int, int]],
+    by_index: dict[Any, tuple[int, int]],
+    notes: list[str],
+) -> None:
+    """A note per video whose frames come from ``mot_frame_id`` or ``frame_index`` rather than ``frame_id``."""
     for v, (frame_id, mot) in moved.items():
-        parsed.notes.append(
+        notes.append(
             f"video {v!r}: frames taken from the images' mot_frame_id - 1 (mmtracking's MOT frame, 1-based), not "
             f"frame_id: frame_id {frame_id} is mot_frame_id {mot}, video frame {mot - 1} (a half split of a sequence)"
         )
     for v, (frame_id, index) in by_index.items():
-        parsed.notes.append(
+        notes.append(
             f"video {v!r}: frames taken from the images' frame_index (TAO's 0-based frame in the video, checked "
             f"against the video's {vids[v].meta.frame_count} frames), not frame_id: frame_id {frame_id} is "
             f"frame_index {index}"
         )
+
+
+def _read_annotations(
+    path: Path,
+    doc: dict[str, Any],
+    images: dict[Any, tuple[VideoRows, int]],
+    image_at: dict[Any, int],
+    cats: dict[int, str],
+    parsed: Parsed,
+) -> None:
+    """The file's ``annotations[]`` as rows of their videos; crowd and ignored regions counted as skipped."""
     not_stored: Counter[str] = Counter()
-    box_rows: list[dict[str, Any]] = []  # rows whose box is converted in one NumPy pass below
-    box_values: list[Any] = []
-    box_where: list[Where] = []
+    boxes = _BoxRows()
     for i, a in enumerate(doc["annotations"]):
         where: Where = ("annotations", i)
-        if type(a) is not dict:
-            raise fail(path, where, "an annotation must be an object")
-        try:
-            found = images.get(a.get("image_id"))
-            cat: Any = a.get("category_id")
-            label = cats.get(cat)
-        except TypeError:  # a list or an object as the id
-            for key in ("image_id", "category_id"):
-                json_key(path, where, a.get(key), key)
-            raise
-        if found is None:
-            raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
-        vr, frame = found
-        n = vr.meta.frame_count
-        if not 0 <= frame < n:  # said as the image gives it: frame_id 0-based, mot_frame_id 1-based
-            im_at = image_at[a["image_id"]]
-            im = doc["images"][im_at]
-            given = (
-                f"mot_frame_id {frame + 1} (1-based), outside video {vr.meta.video_id!r}: mot_frame_id 1..{n}"
-                if "mot_frame_id" in im
-                else f"frame_id {frame}, outside video {vr.meta.video_id!r}: frame_id 0..{n - 1}"
-            )
-            raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
-        if label is None:
-            raise unknown_category(path, where, cat, cats)
+        vr, frame, label = _annotation_target(path, where, a, doc, images, image_at, cats)
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
@@ -264,39 +283,101 @@ def import_cocovid(ctx: ImportContext) -> Parsed:
         for key in _NOT_STORED:
             if key in a:
                 not_stored[key] += 1
-        row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
-        attrs = annotation_attributes(path, where, a, label, parsed)
-        if attrs:
-            row["attributes"] = attrs
-        seg = a.get("segmentation")
-        rle = None
-        if seg:
-            has_box = a.get("bbox") is not None
-            rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=has_box)
-            if rle is None and not has_box:
-                continue
-        if rle is not None:
-            row["kind"], row["mask"] = "mask", rle
-        else:
-            box_rows.append(row)
-            box_values.append(a.get("bbox"))
-            box_where.append(where)
-        inst = a.get("instance_id")
-        if inst is None:  # absent or null: untracked
-            inst = -1
-        if type(inst) is not int:
-            integer(path, where, inst, "instance_id")
-        if inst >= 0:
-            row["track_id"] = inst
-        if a.get("score") is not None:
-            row["origin"], row["confidence"] = "model", number(path, where, a["score"], "score")
-        vr.add(row, where)
-    for row, box in zip(box_rows, xywh_boxes(path, box_values, box_where)):
+        row = _annotation_row(path, where, a, label, frame, vr, parsed, boxes)
+        if row is not None:
+            vr.add(row, where)
+    for row, box in zip(boxes.rows, xywh_boxes(path, boxes.values, boxes.where)):
         row["box"] = box
     if not_stored:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")
-    return parsed
+
+
+@dataclass
+class _BoxRows:
+    """Rows whose box is converted in one NumPy pass after the annotations are read, with the boxes and places."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    where: list[Where] = field(default_factory=list)
+
+
+def _annotation_target(
+    path: Path,
+    where: Where,
+    a: Any,
+    doc: dict[str, Any],
+    images: dict[Any, tuple[VideoRows, int]],
+    image_at: dict[Any, int],
+    cats: dict[int, str],
+) -> tuple[VideoRows, int, str]:
+    """An annotation's video rows, video frame and label, checked against its image and the categories."""
+    if type(a) is not dict:
+        raise fail(path, where, "an annotation must be an object")
+    try:
+        found = images.get(a.get("image_id"))
+        cat: Any = a.get("category_id")
+        label = cats.get(cat)
+    except TypeError:  # a list or an object as the id
+        for key in ("image_id", "category_id"):
+            json_key(path, where, a.get(key), key)
+        raise
+    if found is None:
+        raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
+    vr, frame = found
+    n = vr.meta.frame_count
+    if not 0 <= frame < n:  # said as the image gives it: frame_id 0-based, mot_frame_id 1-based
+        im_at = image_at[a["image_id"]]
+        im = doc["images"][im_at]
+        given = (
+            f"mot_frame_id {frame + 1} (1-based), outside video {vr.meta.video_id!r}: mot_frame_id 1..{n}"
+            if "mot_frame_id" in im
+            else f"frame_id {frame}, outside video {vr.meta.video_id!r}: frame_id 0..{n - 1}"
+        )
+        raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
+    if label is None:
+        raise unknown_category(path, where, cat, cats)
+    return vr, frame, label
+
+
+def _annotation_row(
+    path: Path,
+    where: Where,
+    a: dict[str, Any],
+    label: str,
+    frame: int,
+    vr: VideoRows,
+    parsed: Parsed,
+    boxes: _BoxRows,
+) -> dict[str, Any] | None:
+    """The row of an annotation (a box left for ``boxes``, or a mask), or None for a segmentation skipped whole."""
+    row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
+    attrs = annotation_attributes(path, where, a, label, parsed)
+    if attrs:
+        row["attributes"] = attrs
+    seg = a.get("segmentation")
+    rle = None
+    if seg:
+        has_box = a.get("bbox") is not None
+        rle = coco_segmentation(path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=has_box)
+        if rle is None and not has_box:
+            return None
+    if rle is not None:
+        row["kind"], row["mask"] = "mask", rle
+    else:
+        boxes.rows.append(row)
+        boxes.values.append(a.get("bbox"))
+        boxes.where.append(where)
+    inst = a.get("instance_id")
+    if inst is None:  # absent or null: untracked
+        inst = -1
+    if type(inst) is not int:
+        integer(path, where, inst, "instance_id")
+    if inst >= 0:
+        row["track_id"] = inst
+    if a.get("score") is not None:
+        row["origin"], row["confidence"] = "model", number(path, where, a["score"], "score")
+    return row
 
 
 def _frame_index(
@@ -405,39 +486,52 @@ def export_cocovid(release: Release, out: Path, videos: Sequence[str]) -> Export
         if n_markers:
             report.not_written["marker (COCO-VID holds no markers)"] += n_markers
         sel = rows[kind != MARKER]
-        b = t.box[sel]
-        xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]]).tolist()
-        frames = t.start_frame[sel].tolist()
-        cats = (t.label[sel] + 1).tolist()
-        tracks = t.track_id[sel].tolist()
-        is_mask = (t.kind[sel] == MASK).tolist()
-        model = (t.origin[sel] == MODEL).tolist()
-        conf = t.confidence[sel].tolist()
-        for j, r in enumerate(sel.tolist()):
-            w, h = xywh[j][2], xywh[j][3]
-            a: dict[str, Any] = {
-                "id": ann_id,
-                "image_id": first + frames[j],
-                "video_id": vi,
-                "category_id": cats[j],
-                "instance_id": tracks[j],
-                "bbox": xywh[j],
-                "area": w * h,
-                "iscrowd": 0,
-            }
-            if is_mask[j]:
-                a["segmentation"] = mask_of(t, r)
-            a.update(attributes_doc(row_attributes(t, r)))
-            if model[j]:
-                a["score"] = None if conf[j] != conf[j] else float32_value(conf[j])
-                if a["score"] is None:  # no score: the annotation reads back as human
-                    report.not_written[_NO_SCORE] += 1
-                    del a["score"]
-            anns.append(a)
-            ann_id += 1
+        written = _annotation_docs(release, sel, vi, first, ann_id, report)
+        anns.extend(written)
+        ann_id += len(written)
         report.counts["box"] += int((t.kind[sel] == BOX).sum())
         report.counts["mask"] += int((t.kind[sel] == MASK).sum())
     report.notes = sorted(set(report.notes))
     write_json(out, doc)
     report.paths.append(str(out))
     return report
+
+
+def _annotation_docs(
+    release: Release, sel: np.ndarray, vi: int, first: int, ann_id: int, report: ExportLabelsReport
+) -> list[dict[str, Any]]:
+    """The COCO-VID annotations of the table rows ``sel`` of video ``vi`` (its first image id ``first``), numbered
+    from ``ann_id``; model rows without a confidence counted in ``report``."""
+    t = release.table
+    b = t.box[sel]
+    xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]]).tolist()
+    frames = t.start_frame[sel].tolist()
+    cats = (t.label[sel] + 1).tolist()
+    tracks = t.track_id[sel].tolist()
+    is_mask = (t.kind[sel] == MASK).tolist()
+    model = (t.origin[sel] == MODEL).tolist()
+    conf = t.confidence[sel].tolist()
+    anns = []
+    for j, r in enumerate(sel.tolist()):
+        w, h = xywh[j][2], xywh[j][3]
+        a: dict[str, Any] = {
+            "id": ann_id,
+            "image_id": first + frames[j],
+            "video_id": vi,
+            "category_id": cats[j],
+            "instance_id": tracks[j],
+            "bbox": xywh[j],
+            "area": w * h,
+            "iscrowd": 0,
+        }
+        if is_mask[j]:
+            a["segmentation"] = mask_of(t, r)
+        a.update(attributes_doc(row_attributes(t, r)))
+        if model[j]:
+            a["score"] = None if conf[j] != conf[j] else float32_value(conf[j])
+            if a["score"] is None:  # no score: the annotation reads back as human
+                report.not_written[_NO_SCORE] += 1
+                del a["score"]
+        anns.append(a)
+        ann_id += 1
+    return anns

@@ -43,6 +43,7 @@ import numpy as np
 
 from vidlabel._words import shown
 from vidlabel.dataset import Release
+from vidlabel.spec import VideoMetadata
 
 from ._common import (
     BOX,
@@ -591,8 +592,6 @@ def _schema_of(release: Release) -> dict[str, dict[str, str]]:
 def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
     """One CVAT for video 1.1 file per video: every box a keyframe, ``outside`` keyframes closing gaps,
     masks as CVAT RLE one-frame tracks sharing their box track's ``group_id``, markers as ``<image><tag>``."""
-    from vidlabel.geometry import decode_rle
-
     t = release.table
     report = ExportLabelsReport("cvat-video", release.release_id)
     tables = video_tables(release, videos)
@@ -601,96 +600,11 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
         meta, n = vt.meta, vt.meta.frame_count
         root = ET.Element("annotations")
         ET.SubElement(root, "version").text = "1.1"
-        task = ET.SubElement(ET.SubElement(root, "meta"), "task")
-        for key, value in (
-            ("id", "1"),
-            ("name", meta.video_id),
-            ("size", str(n)),
-            ("mode", "interpolation"),
-            ("overlap", "0"),
-            ("start_frame", "0"),
-            ("stop_frame", str(n - 1)),
-            ("frame_filter", ""),
-        ):
-            ET.SubElement(task, key).text = value
-        _label_specs(ET.SubElement(task, "labels"), release.labels, _schema_of(release))
-        size = ET.SubElement(task, "original_size")
-        ET.SubElement(size, "width").text = str(meta.width)
-        ET.SubElement(size, "height").text = str(meta.height)
-        if meta.uri:
-            ET.SubElement(task, "source").text = Path(meta.uri).name
+        _task_meta(ET.SubElement(ET.SubElement(root, "meta"), "task"), release, meta)
         rows = vt.rows
         kind = t.kind[rows]
-        counter = 0
-        untracked = 0
-        conf_dropped = 0
-        for track, trows in tracks_of(t, rows[kind != MARKER]).items():
-            label = release.labels[int(t.label[trows[0]])]
-            group = str(track + 1) if track >= 0 else "0"
-            untracked += track < 0
-            boxes = trows[t.kind[trows] == BOX]
-            source = "auto" if (t.origin[trows] == MODEL).any() else "manual"
-            mixed = human_rows_of_model_track(t, trows)
-            if mixed:
-                report.not_written[mixed_origin_reason("CVAT")] += mixed
-            conf_dropped += int(np.isfinite(t.confidence[trows]).sum())
-            if boxes.size:
-                el = ET.SubElement(
-                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
-                )
-                counter += 1
-                frames = t.start_frame[boxes].tolist()
-                seen: set[int] = set()
-                for j, r in enumerate(boxes.tolist()):
-                    f = frames[j]
-                    if f in seen:
-                        report.not_written["box on a frame its track already holds (CVAT holds one per frame)"] += 1
-                        continue
-                    seen.add(f)
-                    attrs = row_attributes(t, r)
-                    _box_el(el, f, t.box[r].tolist(), False, attrs)
-                    report.counts["box"] += 1
-                    # the next frame of the track holding a box: not a second box on this frame, which is not
-                    # written (an outside keyframe must still close the gap after f)
-                    k = bisect.bisect_right(frames, f, j + 1)
-                    nxt = frames[k] if k < len(frames) else None
-                    if f + 1 < n and (nxt is None or nxt > f + 1):
-                        _box_el(el, f + 1, t.box[r].tolist(), True, attrs)
-            for r in trows[t.kind[trows] == MASK].tolist():
-                f = int(t.start_frame[r])
-                el = ET.SubElement(
-                    root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group}
-                )
-                counter += 1
-                rle, left, top, w, h = cvat_rle_encode(decode_rle(t.mask_rle(r)))  # type: ignore[arg-type]
-                for ff, outside in ((f, "0"), (f + 1, "1")):
-                    if ff < n:
-                        ET.SubElement(el, "mask", {
-                            "frame": str(ff), "keyframe": "1", "outside": outside, "occluded": "0", "rle": rle,
-                            "left": str(left), "top": str(top), "width": str(w), "height": str(h), "z_order": "0",
-                        })  # fmt: skip
-                report.counts["mask"] += 1
-        per_frame: dict[int, list[tuple[str, str]]] = {}
-        spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        for r in rows[kind == MARKER].tolist():
-            tag = (release.labels[int(t.label[r])], "auto" if t.origin[r] == MODEL else "manual")
-            first, last = int(t.start_frame[r]), int(t.end_frame[r])
-            for f in range(first, last + 1):
-                per_frame.setdefault(f, []).append(tag)
-            spans.setdefault(tag, []).append((first, last))
-            conf_dropped += int(np.isfinite(t.confidence[r]))
-            report.counts["marker"] += 1
-        touching = _touching_markers(spans)
-        if touching:
-            why = (
-                "marker touching or overlapping another of its label (CVAT tags are per frame: read back as one marker)"
-            )
-            report.not_written[why] += touching
-        for f in sorted(per_frame):
-            img = ET.SubElement(root, "image", {"id": str(f), "name": f"frame_{f:06d}", "width": str(meta.width),
-                                                "height": str(meta.height)})  # fmt: skip
-            for label, source in dict.fromkeys(per_frame[f]):
-                ET.SubElement(img, "tag", {"label": label, "source": source})
+        untracked, conf_dropped = _write_tracks(root, release, rows[kind != MARKER], n, report)
+        conf_dropped += _write_markers(root, release, rows[kind == MARKER], meta, report)
         if untracked:
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked rows written as one-frame tracks")
         if conf_dropped:
@@ -701,3 +615,123 @@ def export_cvat(release: Release, out: Path, videos: Sequence[str]) -> ExportLab
         )
         report.paths.append(str(files[meta.video_id]))
     return report
+
+
+def _task_meta(task: ET.Element, release: Release, meta: VideoMetadata) -> None:
+    """Fill ``<meta><task>``: the video's name, frames, labels with their attributes, size and source file."""
+    n = meta.frame_count
+    for key, value in (
+        ("id", "1"),
+        ("name", meta.video_id),
+        ("size", str(n)),
+        ("mode", "interpolation"),
+        ("overlap", "0"),
+        ("start_frame", "0"),
+        ("stop_frame", str(n - 1)),
+        ("frame_filter", ""),
+    ):
+        ET.SubElement(task, key).text = value
+    _label_specs(ET.SubElement(task, "labels"), release.labels, _schema_of(release))
+    size = ET.SubElement(task, "original_size")
+    ET.SubElement(size, "width").text = str(meta.width)
+    ET.SubElement(size, "height").text = str(meta.height)
+    if meta.uri:
+        ET.SubElement(task, "source").text = Path(meta.uri).name
+
+
+def _write_tracks(
+    root: ET.Element, release: Release, rows: np.ndarray, n: int, report: ExportLabelsReport
+) -> tuple[int, int]:
+    """A ``<track>`` per box track and per mask of the box and mask ``rows`` of a video of ``n`` frames.
+
+    Returns the number of untracked rows' tracks and of confidences dropped.
+    """
+    t = release.table
+    counter = 0
+    untracked = 0
+    conf_dropped = 0
+    for track, trows in tracks_of(t, rows).items():
+        label = release.labels[int(t.label[trows[0]])]
+        group = str(track + 1) if track >= 0 else "0"
+        untracked += track < 0
+        boxes = trows[t.kind[trows] == BOX]
+        source = "auto" if (t.origin[trows] == MODEL).any() else "manual"
+        mixed = human_rows_of_model_track(t, trows)
+        if mixed:
+            report.not_written[mixed_origin_reason("CVAT")] += mixed
+        conf_dropped += int(np.isfinite(t.confidence[trows]).sum())
+        if boxes.size:
+            el = ET.SubElement(root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group})
+            counter += 1
+            _box_keyframes(el, release, boxes, n, report)
+        for r in trows[t.kind[trows] == MASK].tolist():
+            el = ET.SubElement(root, "track", {"id": str(counter), "label": label, "source": source, "group_id": group})
+            counter += 1
+            _mask_keyframes(el, release, r, n)
+            report.counts["mask"] += 1
+    return untracked, conf_dropped
+
+
+def _box_keyframes(el: ET.Element, release: Release, boxes: np.ndarray, n: int, report: ExportLabelsReport) -> None:
+    """A track's boxes as keyframes, an ``outside`` keyframe after each that the next frame does not continue."""
+    t = release.table
+    frames = t.start_frame[boxes].tolist()
+    seen: set[int] = set()
+    for j, r in enumerate(boxes.tolist()):
+        f = frames[j]
+        if f in seen:
+            report.not_written["box on a frame its track already holds (CVAT holds one per frame)"] += 1
+            continue
+        seen.add(f)
+        attrs = row_attributes(t, r)
+        _box_el(el, f, t.box[r].tolist(), False, attrs)
+        report.counts["box"] += 1
+        # the next frame of the track holding a box: not a second box on this frame, which is not
+        # written (an outside keyframe must still close the gap after f)
+        k = bisect.bisect_right(frames, f, j + 1)
+        nxt = frames[k] if k < len(frames) else None
+        if f + 1 < n and (nxt is None or nxt > f + 1):
+            _box_el(el, f + 1, t.box[r].tolist(), True, attrs)
+
+
+def _mask_keyframes(el: ET.Element, release: Release, r: int, n: int) -> None:
+    """Mask row ``r`` as a CVAT RLE keyframe on its frame and an ``outside`` one on the next."""
+    from vidlabel.geometry import decode_rle
+
+    t = release.table
+    f = int(t.start_frame[r])
+    rle, left, top, w, h = cvat_rle_encode(decode_rle(t.mask_rle(r)))  # type: ignore[arg-type]
+    for ff, outside in ((f, "0"), (f + 1, "1")):
+        if ff < n:
+            ET.SubElement(el, "mask", {
+                "frame": str(ff), "keyframe": "1", "outside": outside, "occluded": "0", "rle": rle,
+                "left": str(left), "top": str(top), "width": str(w), "height": str(h), "z_order": "0",
+            })  # fmt: skip
+
+
+def _write_markers(
+    root: ET.Element, release: Release, rows: np.ndarray, meta: VideoMetadata, report: ExportLabelsReport
+) -> int:
+    """The marker ``rows`` as ``<image><tag>`` per frame they cover; returns the number of confidences dropped."""
+    t = release.table
+    conf_dropped = 0
+    per_frame: dict[int, list[tuple[str, str]]] = {}
+    spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for r in rows.tolist():
+        tag = (release.labels[int(t.label[r])], "auto" if t.origin[r] == MODEL else "manual")
+        first, last = int(t.start_frame[r]), int(t.end_frame[r])
+        for f in range(first, last + 1):
+            per_frame.setdefault(f, []).append(tag)
+        spans.setdefault(tag, []).append((first, last))
+        conf_dropped += int(np.isfinite(t.confidence[r]))
+        report.counts["marker"] += 1
+    touching = _touching_markers(spans)
+    if touching:
+        why = "marker touching or overlapping another of its label (CVAT tags are per frame: read back as one marker)"
+        report.not_written[why] += touching
+    for f in sorted(per_frame):
+        img = ET.SubElement(root, "image", {"id": str(f), "name": f"frame_{f:06d}", "width": str(meta.width),
+                                            "height": str(meta.height)})  # fmt: skip
+        for label, source in dict.fromkeys(per_frame[f]):
+            ET.SubElement(img, "tag", {"label": label, "source": source})
+    return conf_dropped

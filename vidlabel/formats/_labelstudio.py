@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from vidlabel.dataset import Release
 from vidlabel.errors import VidlabelWarning
+from vidlabel.spec import VideoMetadata
 
 from ._common import (
     BOX,
@@ -83,150 +85,195 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
     parsed = Parsed()
     doc = read_json(path, (list, dict), parsed.notes)
     tasks = doc if isinstance(doc, list) else [doc]
-    flipped = 0
+    reader = _Reader(path, parsed, mismatch)
     for ti, task in enumerate(tasks):
         at = f"[{ti}]"
         if not isinstance(task, dict):
             raise fail(path, at, "a task must be an object")
         meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
-        vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
-        tracks: dict[tuple[int, str], int] = {}
-        all_frames = np.arange(meta.frame_count, dtype=np.int64)
-        annotations = _list(path, f"{at}.annotations", task.get("annotations"))
-        groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in annotations]
-        groups += [
-            ("predictions", p, {"origin": "model"}) for p in _list(path, f"{at}.predictions", task.get("predictions"))
-        ]
-        finished = [a for a in annotations if not (isinstance(a, dict) and a.get("was_cancelled") is True)]
-        if len(finished) > 1:
-            parsed.notes.append(f"task {task.get('id')!r}: {len(finished)} annotations, all imported")
-        for gi, (name, group, base) in enumerate(groups):
-            if not isinstance(group, dict) or not isinstance(group.get("result", []), list):
-                raise fail(path, f"{at}.{name}", "expected an object with a result list")
-            gat = f"{at}.{name}[{[g for g in groups if g[0] == name].index(groups[gi])}]"
-            if name == "annotations" and group.get("was_cancelled") is True:
-                # the annotator skipped the task (Label Studio's "Skip"): what it holds is no finished labelling
-                if group.get("result"):
-                    parsed.skipped["result of a skipped annotation (was_cancelled: true)"] += len(group["result"])
-                continue
-            region_attrs = _region_attributes(path, gat, group.get("result") or [])
-            for ri, res in enumerate(group.get("result") or []):
-                rat = f"{gat}.result[{ri}]"
-                if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
-                    raise fail(path, rat, "a result needs a value object")
-                if res.get("type") in _PER_REGION and str(res.get("id")) in region_attrs:
-                    continue  # a per-region choice of a videorectangle: its rows' attribute
-                value = res["value"]
-                kind = res.get("type")
-                origin = dict(base)
-                if base:
-                    score = res.get("score", group.get("score"))
-                    if score is not None:
-                        origin["confidence"] = number(path, rat, score, "score")
-                count = value.get("framesCount", value.get("frameCount"))
-                if count is not None:
-                    count = whole_number(path, rat, count, "framesCount")
-                if count is not None and count != meta.frame_count:
-                    msg = f"framesCount {count} disagrees with video {meta.video_id!r}, whose frame count is {meta.frame_count}"
-                    if mismatch == "error":
-                        raise fail(path, rat, msg + " (frames_count_mismatch='warn' imports it anyway)")
-                    warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=3)
-                    parsed.notes.append(f"{rat}: {msg}")
-                if kind == "timelinelabels":
-                    labels = _labels(path, rat, value, "timelinelabels")
-                    if not labels:
-                        parsed.skipped["timelinelabels region without a label"] += 1
-                        continue
-                    for k, rng in enumerate(_list(path, f"{rat}.ranges", value.get("ranges"))):
-                        if not isinstance(rng, dict):
-                            raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
-                        a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
-                        b = whole_number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end")
-                        n = vr.meta.frame_count
-                        for which, f in (("start", a), ("end", b)):  # said as the file writes it: 1-based
-                            if not 1 <= f <= n:
-                                raise fail(
-                                    path,
-                                    f"{rat}.ranges[{k}]",
-                                    f"{which} {f} (1-based, inclusive) is outside video {vr.meta.video_id!r}: "
-                                    f"frames 1..{n}",
-                                )
-                        for lab in labels:
-                            row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
-                            vr.add(row, f"{rat}.ranges[{k}]")
-                    continue
-                if kind != "videorectangle":
-                    parsed.skipped[f"unsupported result type: {kind}"] += 1
-                    continue
-                labels = _labels(path, rat, value, "labels")
-                if not labels:
-                    parsed.skipped["videorectangle without a label"] += 1
-                    continue
-                if len(labels) > 1:
-                    parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
-                seq = _list(path, f"{rat}.sequence", value.get("sequence"))
-                if not seq:
-                    parsed.skipped["videorectangle region without keyframes (empty value.sequence)"] += 1
-                    continue
-                rotations = [
-                    number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
-                    for k, item in enumerate(seq)
-                    if isinstance(item, dict)
-                ]
-                if any(r != 0 for r in rotations):
-                    parsed.skipped["rotated rectangle"] += 1
-                    continue
-                keys = []
-                for k, item in enumerate(seq):
-                    kat = f"{rat}.sequence[{k}]"
-                    if not isinstance(item, dict):
-                        raise fail(path, kat, "a keyframe must be an object")
-                    f = whole_number(path, kat, item.get("frame"), "frame") - 1
-                    x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
-                    if w < 0 or h < 0:  # drawn leftward or upward: the editor keeps the corner it started from
-                        x, y, w, h = min(x, x + w), min(y, y + h), abs(w), abs(h)
-                        flipped += 1
-                    px = (x / 100 * meta.width, y / 100 * meta.height)
-                    box = _snap(
-                        (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
-                        meta.width,
-                        meta.height,
-                    )
-                    enabled = item.get("enabled", True)
-                    if not isinstance(enabled, bool):  # "false" or 0 would be taken for enabled, or the reverse
-                        raise fail(path, kat, f"enabled is {enabled!r}; expected true or false")
-                    keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
-                    if not 0 <= f < meta.frame_count:
-                        raise fail(
-                            path,
-                            kat,
-                            f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}",
-                        )
-                # a region id names a track within one annotation (or prediction): an annotation made from
-                # a prediction keeps the prediction's ids, and two annotators may both have region "abc"
-                rid = str(res.get("id", f"{gat}.{ri}"))
-                track = tracks.setdefault((gi, rid), len(tracks))
-                attrs = region_attrs.get(rid)
-                for name, value in (attrs or {}).items():
-                    parsed.declare(labels[0], name, "number" if isinstance(value, float) else "text")
-                for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
-                    row = {
-                        "kind": "box",
-                        "label": labels[0],
-                        "start_frame": f,
-                        "box": at_box,
-                        "track_id": track,
-                        **origin,
-                    }
-                    if attrs:
-                        row["attributes"] = attrs
-                    vr.add(row, key.where)
-    if flipped:
+        _read_task(reader, at, task, meta)
+    if reader.flipped:
         parsed.notes.append(
-            f"{flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with the "
-            "corner moved and the size positive, as Label Studio shows them"
+            f"{reader.flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with "
+            "the corner moved and the size positive, as Label Studio shows them"
         )
     return parsed
+
+
+@dataclass
+class _Reader:
+    """What reading one Label Studio file carries from task to task: where rows go, the option, the flips seen."""
+
+    path: Path
+    parsed: Parsed
+    mismatch: str
+    flipped: int = 0
+
+
+def _read_task(reader: _Reader, at: str, task: dict[str, Any], meta: VideoMetadata) -> None:
+    """The rows of one task's annotations and predictions, into the rows of its dataset video ``meta``."""
+    path, parsed = reader.path, reader.parsed
+    vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
+    tracks: dict[tuple[int, str], int] = {}
+    annotations = _list(path, f"{at}.annotations", task.get("annotations"))
+    groups: list[tuple[str, Any, dict[str, Any]]] = [("annotations", a, {}) for a in annotations]
+    groups += [
+        ("predictions", p, {"origin": "model"}) for p in _list(path, f"{at}.predictions", task.get("predictions"))
+    ]
+    finished = [a for a in annotations if not (isinstance(a, dict) and a.get("was_cancelled") is True)]
+    if len(finished) > 1:
+        parsed.notes.append(f"task {task.get('id')!r}: {len(finished)} annotations, all imported")
+    for gi, (name, group, base) in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("result", []), list):
+            raise fail(path, f"{at}.{name}", "expected an object with a result list")
+        gat = f"{at}.{name}[{[g for g in groups if g[0] == name].index(groups[gi])}]"
+        if name == "annotations" and group.get("was_cancelled") is True:
+            # the annotator skipped the task (Label Studio's "Skip"): what it holds is no finished labelling
+            if group.get("result"):
+                parsed.skipped["result of a skipped annotation (was_cancelled: true)"] += len(group["result"])
+            continue
+        region_attrs = _region_attributes(path, gat, group.get("result") or [])
+        for ri, res in enumerate(group.get("result") or []):
+            rat = f"{gat}.result[{ri}]"
+            if not isinstance(res, dict) or not isinstance(res.get("value"), dict):
+                raise fail(path, rat, "a result needs a value object")
+            if res.get("type") in _PER_REGION and str(res.get("id")) in region_attrs:
+                continue  # a per-region choice of a videorectangle: its rows' attribute
+            value = res["value"]
+            kind = res.get("type")
+            origin = dict(base)
+            if base:
+                score = res.get("score", group.get("score"))
+                if score is not None:
+                    origin["confidence"] = number(path, rat, score, "score")
+            _check_frames_count(reader, rat, value, meta)
+            if kind == "timelinelabels":
+                _read_timeline(reader, rat, value, vr, origin)
+                continue
+            if kind != "videorectangle":
+                parsed.skipped[f"unsupported result type: {kind}"] += 1
+                continue
+            # a region id names a track within one annotation (or prediction): an annotation made from
+            # a prediction keeps the prediction's ids, and two annotators may both have region "abc"
+            rid = str(res.get("id", f"{gat}.{ri}"))
+            _read_rectangle(reader, rat, value, vr, origin, (tracks, (gi, rid)), region_attrs.get(rid))
+
+
+def _check_frames_count(reader: _Reader, rat: str, value: dict[str, Any], meta: VideoMetadata) -> None:
+    """A result's ``framesCount`` against the video's frame count: an error, or with 'warn' a warning and a note."""
+    path = reader.path
+    count = value.get("framesCount", value.get("frameCount"))
+    if count is not None:
+        count = whole_number(path, rat, count, "framesCount")
+    if count is not None and count != meta.frame_count:
+        msg = f"framesCount {count} disagrees with video {meta.video_id!r}, whose frame count is {meta.frame_count}"
+        if reader.mismatch == "error":
+            raise fail(path, rat, msg + " (frames_count_mismatch='warn' imports it anyway)")
+        # the caller of import_labels: this helper, _read_task, import_labelstudio and import_labels lie between
+        warnings.warn(f"{path} {rat}: {msg}", VidlabelWarning, stacklevel=5)
+        reader.parsed.notes.append(f"{rat}: {msg}")
+
+
+def _read_timeline(reader: _Reader, rat: str, value: dict[str, Any], vr: VideoRows, origin: dict[str, Any]) -> None:
+    """A ``timelinelabels`` result: a marker row per label and range (1-based, inclusive in the file)."""
+    path = reader.path
+    labels = _labels(path, rat, value, "timelinelabels")
+    if not labels:
+        reader.parsed.skipped["timelinelabels region without a label"] += 1
+        return
+    for k, rng in enumerate(_list(path, f"{rat}.ranges", value.get("ranges"))):
+        if not isinstance(rng, dict):
+            raise fail(path, f"{rat}.ranges[{k}]", "a range must be an object with start and end")
+        a = whole_number(path, f"{rat}.ranges[{k}]", rng.get("start"), "start")
+        b = whole_number(path, f"{rat}.ranges[{k}]", rng.get("end"), "end")
+        n = vr.meta.frame_count
+        for which, f in (("start", a), ("end", b)):  # said as the file writes it: 1-based
+            if not 1 <= f <= n:
+                raise fail(
+                    path,
+                    f"{rat}.ranges[{k}]",
+                    f"{which} {f} (1-based, inclusive) is outside video {vr.meta.video_id!r}: frames 1..{n}",
+                )
+        for lab in labels:
+            row = {"kind": "marker", "label": lab, "start_frame": a - 1, "end_frame": b - 1, **origin}
+            vr.add(row, f"{rat}.ranges[{k}]")
+
+
+def _read_rectangle(
+    reader: _Reader,
+    rat: str,
+    value: dict[str, Any],
+    vr: VideoRows,
+    origin: dict[str, Any],
+    track_of: tuple[dict[tuple[int, str], int], tuple[int, str]],
+    attrs: dict[str, Any] | None,
+) -> None:
+    """A ``videorectangle`` result: its keyframes interpolated to a box row per frame of one track.
+
+    ``track_of`` is the task's (annotation or prediction index, region id) -> track table and this region's key.
+    """
+    path, parsed = reader.path, reader.parsed
+    labels = _labels(path, rat, value, "labels")
+    if not labels:
+        parsed.skipped["videorectangle without a label"] += 1
+        return
+    if len(labels) > 1:
+        parsed.notes.append(f"{rat}: labels {labels}: the first, {labels[0]!r}, is used")
+    seq = _list(path, f"{rat}.sequence", value.get("sequence"))
+    if not seq:
+        parsed.skipped["videorectangle region without keyframes (empty value.sequence)"] += 1
+        return
+    rotations = [
+        number(path, f"{rat}.sequence[{k}]", item.get("rotation") or 0, "rotation")
+        for k, item in enumerate(seq)
+        if isinstance(item, dict)
+    ]
+    if any(r != 0 for r in rotations):
+        parsed.skipped["rotated rectangle"] += 1
+        return
+    keys = _keyframes(reader, rat, seq, vr.meta)
+    tracks, track_key = track_of
+    track = tracks.setdefault(track_key, len(tracks))
+    for name, attr in (attrs or {}).items():
+        parsed.declare(labels[0], name, "number" if isinstance(attr, float) else "text")
+    all_frames = np.arange(vr.meta.frame_count, dtype=np.int64)
+    for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
+        row = {"kind": "box", "label": labels[0], "start_frame": f, "box": at_box, "track_id": track, **origin}
+        if attrs:
+            row["attributes"] = attrs
+        vr.add(row, key.where)
+
+
+def _keyframes(reader: _Reader, rat: str, seq: list[Any], meta: VideoMetadata) -> list[Keyframe]:
+    """A rectangle's ``value.sequence`` as keyframes in pixels (0-based frames), checked against the video."""
+    path = reader.path
+    keys = []
+    for k, item in enumerate(seq):
+        kat = f"{rat}.sequence[{k}]"
+        if not isinstance(item, dict):
+            raise fail(path, kat, "a keyframe must be an object")
+        f = whole_number(path, kat, item.get("frame"), "frame") - 1
+        x, y, w, h = (number(path, kat, item.get(c), c) for c in ("x", "y", "width", "height"))
+        if w < 0 or h < 0:  # drawn leftward or upward: the editor keeps the corner it started from
+            x, y, w, h = min(x, x + w), min(y, y + h), abs(w), abs(h)
+            reader.flipped += 1
+        px = (x / 100 * meta.width, y / 100 * meta.height)
+        box = _snap(
+            (px[0], px[1], px[0] + w / 100 * meta.width, px[1] + h / 100 * meta.height),
+            meta.width,
+            meta.height,
+        )
+        enabled = item.get("enabled", True)
+        if not isinstance(enabled, bool):  # "false" or 0 would be taken for enabled, or the reverse
+            raise fail(path, kat, f"enabled is {enabled!r}; expected true or false")
+        keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
+        if not 0 <= f < meta.frame_count:
+            raise fail(
+                path,
+                kat,
+                f"frame {f + 1} (1-based) is outside video {meta.video_id!r}: frames 1..{meta.frame_count}",
+            )
+    return keys
 
 
 #: Per-region results (a classification of one region, sharing its id) and their value key.
@@ -321,7 +368,6 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
     tasks = []
     for ti, vt in enumerate(video_tables(release, videos), 1):
         meta, n = vt.meta, vt.meta.frame_count
-        fps = meta.fps["num"] / meta.fps["den"]
         human: list[dict[str, Any]] = []
         model: list[dict[str, Any]] = []
         rows = vt.rows
@@ -331,64 +377,9 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
         untracked = 0
         for track, trows in tracks_of(t, rows[kind == BOX]).items():
             untracked += track < 0
-            frames = t.start_frame[trows].tolist()
-            seq = []
-            seen: set[int] = set()
-            for j, r in enumerate(trows.tolist()):
-                f = frames[j]
-                if f in seen:
-                    report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
-                    continue
-                seen.add(f)
-                x0, y0, x1, y1 = t.box[r].tolist()
-                # the next frame of the track holding a box: not a second box on this frame, which is not
-                # written (enabled: false must still end the span after f)
-                k = bisect.bisect_right(frames, f, j + 1)
-                nxt = frames[k] if k < len(frames) else None
-                ends = f < n - 1 and (nxt is None or nxt > f + 1)
-                seq.append({
-                    "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
-                    "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
-                    "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
-                })  # fmt: skip
-                report.counts["box"] += 1
-            first = int(trows[0])
-            per_region = _track_attributes(t, trows, report)
-            res: dict[str, Any] = {
-                "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
-                "to_name": "video", "origin": "manual",
-                "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
-            }  # fmt: skip
-            mixed = human_rows_of_model_track(t, trows)
-            if mixed:
-                report.not_written[mixed_origin_reason("Label Studio")] += mixed
-            if (t.origin[trows] == MODEL).any():
-                conf = t.confidence[trows].astype(np.float64)
-                if np.isfinite(conf).any():
-                    res["score"] = float32_value(np.nanmean(conf))
-                if len(set(conf.tolist())) > 1:
-                    report.notes.append("a model track's confidences differ per frame: its score is their mean")
-                model.append(res)
-            else:
-                human.append(res)
-            for name, value in sorted(per_region.items()):  # beside the region, in the same result list
-                kind_of = "number" if isinstance(value, float) else "choices"
-                extra = {"number": value} if kind_of == "number" else {"choices": [value]}
-                (model if res in model else human).append({
-                    "id": res["id"], "type": kind_of, "from_name": name, "to_name": "video", "value": extra,
-                })  # fmt: skip
+            _write_track(release, track, trows, meta, report, human, model)
         for r in rows[kind == MARKER].tolist():
-            res = {
-                "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",
-                "value": {"ranges": [{"start": int(t.start_frame[r]) + 1, "end": int(t.end_frame[r]) + 1}],
-                          "timelinelabels": [release.labels[int(t.label[r])]], "framesCount": n},
-            }  # fmt: skip
-            if t.origin[r] == MODEL:
-                if np.isfinite(t.confidence[r]):
-                    res["score"] = float32_value(t.confidence[r])
-                model.append(res)
-            else:
-                human.append(res)
+            (model if t.origin[r] == MODEL else human).append(_marker_result(release, r, n))
             report.counts["marker"] += 1
         if untracked:
             report.notes.append(f"video {meta.video_id!r}: {untracked} untracked boxes written as one-keyframe regions")
@@ -404,3 +395,85 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
     write_json(out, tasks)
     report.paths.append(str(out))
     return report
+
+
+def _keyframe_sequence(
+    release: Release, trows: np.ndarray, meta: VideoMetadata, fps: float, report: ExportLabelsReport
+) -> list[dict[str, Any]]:
+    """A track's ``value.sequence``: a keyframe per frame holding a box, ``enabled: false`` closing each run."""
+    t, n = release.table, meta.frame_count
+    frames = t.start_frame[trows].tolist()
+    seq = []
+    seen: set[int] = set()
+    for j, r in enumerate(trows.tolist()):
+        f = frames[j]
+        if f in seen:
+            report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
+            continue
+        seen.add(f)
+        x0, y0, x1, y1 = t.box[r].tolist()
+        # the next frame of the track holding a box: not a second box on this frame, which is not
+        # written (enabled: false must still end the span after f)
+        k = bisect.bisect_right(frames, f, j + 1)
+        nxt = frames[k] if k < len(frames) else None
+        ends = f < n - 1 and (nxt is None or nxt > f + 1)
+        seq.append({
+            "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
+            "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
+            "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
+        })  # fmt: skip
+        report.counts["box"] += 1
+    return seq
+
+
+def _write_track(
+    release: Release,
+    track: int,
+    trows: np.ndarray,
+    meta: VideoMetadata,
+    report: ExportLabelsReport,
+    human: list[dict[str, Any]],
+    model: list[dict[str, Any]],
+) -> None:
+    """A track's ``videorectangle`` and its per-region attribute results, appended to ``human`` or ``model``."""
+    t, n = release.table, meta.frame_count
+    fps = meta.fps["num"] / meta.fps["den"]
+    seq = _keyframe_sequence(release, trows, meta, fps, report)
+    first = int(trows[0])
+    per_region = _track_attributes(t, trows, report)
+    res: dict[str, Any] = {
+        "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
+        "to_name": "video", "origin": "manual",
+        "value": {"framesCount": n, "duration": n / fps, "sequence": seq, "labels": [release.labels[int(t.label[first])]]},
+    }  # fmt: skip
+    mixed = human_rows_of_model_track(t, trows)
+    if mixed:
+        report.not_written[mixed_origin_reason("Label Studio")] += mixed
+    if (t.origin[trows] == MODEL).any():
+        conf = t.confidence[trows].astype(np.float64)
+        if np.isfinite(conf).any():
+            res["score"] = float32_value(np.nanmean(conf))
+        if len(set(conf.tolist())) > 1:
+            report.notes.append("a model track's confidences differ per frame: its score is their mean")
+        model.append(res)
+    else:
+        human.append(res)
+    for name, value in sorted(per_region.items()):  # beside the region, in the same result list
+        kind_of = "number" if isinstance(value, float) else "choices"
+        extra = {"number": value} if kind_of == "number" else {"choices": [value]}
+        (model if res in model else human).append({
+            "id": res["id"], "type": kind_of, "from_name": name, "to_name": "video", "value": extra,
+        })  # fmt: skip
+
+
+def _marker_result(release: Release, r: int, n: int) -> dict[str, Any]:
+    """The ``timelinelabels`` result of marker row ``r`` of a video of ``n`` frames (1-based, inclusive range)."""
+    t = release.table
+    res: dict[str, Any] = {
+        "id": f"m{int(t.annotation_id[r])}", "type": "timelinelabels", "from_name": "timeline", "to_name": "video",
+        "value": {"ranges": [{"start": int(t.start_frame[r]) + 1, "end": int(t.end_frame[r]) + 1}],
+                  "timelinelabels": [release.labels[int(t.label[r])]], "framesCount": n},
+    }  # fmt: skip
+    if t.origin[r] == MODEL and np.isfinite(t.confidence[r]):
+        res["score"] = float32_value(t.confidence[r])
+    return res

@@ -410,13 +410,9 @@ def _import_regions(
     if times is None:
         raise fail(file, where, f"has {prefix}region/bbox/* but neither {prefix}region/timestamp nor image/timestamp")
     n_frames = len(ymin)
-    masks = None if prefix else _lists(example, "INSTANCE_SEGMENTATION/image/multi_encoded")
+    masks = None if prefix else _lists(example, _MASKS_KEY)
     named = [(prefix + k if not k.startswith("vidlabel/") else k, v) for k, v in lists.items()]
-    for key, values in [*named, (time_key, times), ("INSTANCE_SEGMENTATION/image/multi_encoded", masks)]:
-        if values is not None and len(values) != n_frames:
-            raise fail(
-                file, where, f"{key} has {len(values)} entries; {prefix}region/bbox/ymin has {n_frames} (one a frame)"
-            )
+    _check_frame_counts(file, where, prefix, [*named, (time_key, times), (_MASKS_KEY, masks)], n_frames)
     frames = video.frames(file, f"{where} {time_key}", [t[0] for t in times])
     width, height = video.meta.width, video.meta.height
     for j in range(n_frames):
@@ -430,16 +426,8 @@ def _import_regions(
         strings = lists["region/label/string"]
         if strings is None:
             strings = _named_indices(file, at, prefix, lists["region/label/index"], label_map)
-        kinds = lists["vidlabel/region/kind"]
         frame_masks = masks[j] if masks is not None else []
-        if kinds is not None:
-            is_mask = [k == b"mask" for k in kinds[j]]
-        elif len(frame_masks) in (0, n):
-            is_mask = [bool(frame_masks)] * n
-        else:
-            raise fail(file, at, f"{len(frame_masks)} instance masks for {n} regions and no vidlabel/region/kind")
-        if sum(is_mask) != len(frame_masks):
-            raise fail(file, at, f"{sum(is_mask)} mask regions but {len(frame_masks)} instance-segmentation PNGs")
+        is_mask = _mask_flags(file, at, _at(lists["vidlabel/region/kind"], j), frame_masks, n)
         xmin, ymax, xmax = (lists[f"region/bbox/{c}"] for c in ("xmin", "ymax", "xmax"))
         assert xmin is not None and ymax is not None and xmax is not None
         tracks = lists["region/track/string"]
@@ -461,14 +449,48 @@ def _import_regions(
             track = video.track(tracks[j][k], prefix) if tracks is not None else None
             if track is not None:
                 row["track_id"] = track
-            origins = [b"model"] * n if prefix else _at(lists["vidlabel/region/origin"], j)
-            generated = lists["region/is_generated"]
-            if origins is None and generated is not None:  # MediaSequence's 1: generated, 0: annotated by hand
-                origins = [b"model" if g else b"human" for g in generated[j]]
-            row.update(_origin_conf(origins, _at(lists["region/label/confidence"], j), k))
+            row.update(_origin_conf(_origins(lists, j, n, prefix), _at(lists["region/label/confidence"], j), k))
             same = (row["kind"], row["label"], row["start_frame"], row.get("box"), png, row.get("track_id"),
                     row.get("origin"), row.get("confidence"))  # fmt: skip
             found.setdefault(same, []).append((row, f"{file.name} {at} {prefix}region {k}"))
+
+
+#: MediaSequence's instance-segmentation PNGs of a frame, one per mask region.
+_MASKS_KEY = "INSTANCE_SEGMENTATION/image/multi_encoded"
+
+
+def _check_frame_counts(
+    file: Path, where: str, prefix: str, keyed: list[tuple[str, list[Any] | None]], n_frames: int
+) -> None:
+    """Every per-frame list of a record holds one entry a frame, as ``region/bbox/ymin`` does."""
+    for key, values in keyed:
+        if values is not None and len(values) != n_frames:
+            raise fail(
+                file, where, f"{key} has {len(values)} entries; {prefix}region/bbox/ymin has {n_frames} (one a frame)"
+            )
+
+
+def _mask_flags(file: Path, at: str, kinds: list[Any] | None, frame_masks: list[Any], n: int) -> list[bool]:
+    """Which of a frame's ``n`` regions are masks: by ``vidlabel/region/kind``, else all or none by the PNG count."""
+    if kinds is not None:
+        is_mask = [k == b"mask" for k in kinds]
+    elif len(frame_masks) in (0, n):
+        is_mask = [bool(frame_masks)] * n
+    else:
+        raise fail(file, at, f"{len(frame_masks)} instance masks for {n} regions and no vidlabel/region/kind")
+    if sum(is_mask) != len(frame_masks):
+        raise fail(file, at, f"{sum(is_mask)} mask regions but {len(frame_masks)} instance-segmentation PNGs")
+    return is_mask
+
+
+def _origins(lists: dict[str, Any], j: int, n: int, prefix: str) -> list[Any] | None:
+    """The origins of frame ``j``'s ``n`` regions: predicted ones are a model's, else ours or MediaSequence's
+    ``region/is_generated``."""
+    origins = [b"model"] * n if prefix else _at(lists["vidlabel/region/origin"], j)
+    generated = lists["region/is_generated"]
+    if origins is None and generated is not None:  # MediaSequence's 1: generated, 0: annotated by hand
+        origins = [b"model" if g else b"human" for g in generated[j]]
+    return origins
 
 
 def _named_indices(

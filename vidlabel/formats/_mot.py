@@ -42,6 +42,7 @@ import numpy as np
 
 from vidlabel._words import plural, shown
 from vidlabel.dataset import Release
+from vidlabel.spec import AnnotationTable
 
 from ._common import (
     BOX,
@@ -497,36 +498,7 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
         for sel, sub, model_rows in ((boxes[~model], "gt", False), (boxes[model], "det", True)):
             if sub == "det" and sel.size == 0:
                 continue
-            b = t.box[sel]
-            frame = t.start_frame[sel] + 1
-            tid = np.where(t.track_id[sel] >= 0, t.track_id[sel] + 1, -1)
-            xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]])
-            order = np.lexsort((tid, frame))
-            lines = []
-            if model_rows:
-                conf = t.confidence[sel].astype(np.float64)
-                conf = np.where(np.isnan(conf), -1.0, conf)
-                if len(np.unique(t.label[sel])) > 1:
-                    report.not_written["label of model rows (MOT results hold no class)"] += int(sel.size)
-                else:  # their one label, which the import reads back (det/labels.txt beside det.txt)
-                    write_text(folder / "det" / "labels.txt", f"{release.labels[int(t.label[sel[0]])]}\n")
-                    report.paths.append(str(folder / "det" / "labels.txt"))
-                for i in order.tolist():
-                    x, y, w, h = map(_fmt, xywh[i])
-                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
-            else:
-                cls = t.label[sel] + 1
-                attrs = [row_attributes(t, int(r)) for r in sel.tolist()]
-                vis = [a.get("visibility", 1.0) for a in attrs]
-                others = sum(any(k != "visibility" for k in a) for a in attrs)
-                if others:
-                    report.not_written["attributes other than visibility (MOT holds none; the rows are written)"] += (
-                        others
-                    )
-                for i in order.tolist():
-                    x, y, w, h = map(_fmt, xywh[i])
-                    v = _fmt(vis[i]) if vis[i] != 1.0 else "1"
-                    lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},1,{cls[i]},{v}\n")
+            lines = _det_lines(release, sel, folder, report) if model_rows else _gt_lines(release, sel, report)
             target = folder / sub / f"{sub}.txt"
             write_text(target, "".join(lines))
             report.paths.append(str(target))
@@ -534,3 +506,49 @@ def export_mot(release: Release, out: Path, videos: Sequence[str]) -> ExportLabe
         write_text(folder / "gt" / "labels.txt", labels_txt)
         report.paths.extend([str(folder / "gt" / "labels.txt"), str(folder / "seqinfo.ini")])
     return report
+
+
+def _columns(t: AnnotationTable, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """MOT's frame (1-based), track id (1-based, -1 untracked) and xywh box of the rows ``sel``, and the order
+    (by frame, then track) their lines are written in."""
+    b = t.box[sel]
+    frame = t.start_frame[sel] + 1
+    tid = np.where(t.track_id[sel] >= 0, t.track_id[sel] + 1, -1)
+    xywh = np.column_stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]])
+    return frame, tid, xywh, np.lexsort((tid, frame))
+
+
+def _det_lines(release: Release, sel: np.ndarray, folder: Path, report: ExportLabelsReport) -> list[str]:
+    """The 10-column ``det.txt`` lines of model rows ``sel``, writing ``det/labels.txt`` when they share a label."""
+    t = release.table
+    frame, tid, xywh, order = _columns(t, sel)
+    lines = []
+    conf = t.confidence[sel].astype(np.float64)
+    conf = np.where(np.isnan(conf), -1.0, conf)
+    if len(np.unique(t.label[sel])) > 1:
+        report.not_written["label of model rows (MOT results hold no class)"] += int(sel.size)
+    else:  # their one label, which the import reads back (det/labels.txt beside det.txt)
+        write_text(folder / "det" / "labels.txt", f"{release.labels[int(t.label[sel[0]])]}\n")
+        report.paths.append(str(folder / "det" / "labels.txt"))
+    for i in order.tolist():
+        x, y, w, h = map(_fmt, xywh[i])
+        lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},{_fmt(float32_value(conf[i]))},-1,-1,-1\n")
+    return lines
+
+
+def _gt_lines(release: Release, sel: np.ndarray, report: ExportLabelsReport) -> list[str]:
+    """The 9-column ``gt.txt`` lines of human rows ``sel``: class id from 1, ``visibility`` attribute."""
+    t = release.table
+    frame, tid, xywh, order = _columns(t, sel)
+    lines = []
+    cls = t.label[sel] + 1
+    attrs = [row_attributes(t, int(r)) for r in sel.tolist()]
+    vis = [a.get("visibility", 1.0) for a in attrs]
+    others = sum(any(k != "visibility" for k in a) for a in attrs)
+    if others:
+        report.not_written["attributes other than visibility (MOT holds none; the rows are written)"] += others
+    for i in order.tolist():
+        x, y, w, h = map(_fmt, xywh[i])
+        v = _fmt(vis[i]) if vis[i] != 1.0 else "1"
+        lines.append(f"{frame[i]},{tid[i]},{x},{y},{w},{h},1,{cls[i]},{v}\n")
+    return lines

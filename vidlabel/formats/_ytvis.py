@@ -112,6 +112,46 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         if not isinstance(doc.get(key), list):
             raise fail(path, key, f"a YouTube-VIS file needs a list {key!r}, got {type(doc.get(key)).__name__}")
     cats = _categories(path, doc, ctx, parsed.notes)
+    vids = _read_videos(path, doc, ctx, mode, parsed)
+    next_track: dict[str, int] = {}
+    not_stored: Counter[str] = Counter()
+    for i, a in enumerate(doc["annotations"]):
+        at = f"annotations[{i}]"
+        if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
+            raise fail(path, at, f"video_id {a.get('video_id') if isinstance(a, dict) else a!r} is not in videos[]")
+        vr, frames = vids[a["video_id"]]
+        cat = json_key(path, at, a.get("category_id"), "category_id")
+        if cat not in cats:
+            raise unknown_category(path, at, cat, cats)
+        bboxes, segs = _per_frame_lists(path, at, a, len(frames))
+        vid = vr.meta.video_id
+        track = next_track.get(vid, 0)
+        next_track[vid] = track + 1
+        origin: dict[str, Any] = {}
+        if a.get("score") is not None:
+            origin = {"origin": "model", "confidence": number(path, at, a["score"], "score")}
+        if a.get("iscrowd"):
+            parsed.skipped["iscrowd annotation"] += 1
+            continue
+        for key in _NOT_STORED:
+            if a.get(key) is not None:
+                not_stored[key] += 1
+        occlusion = _occlusion(path, at, a.get("occlusion"), len(frames))
+        if occlusion is not None:
+            parsed.declare(cats[cat], "occlusion", "number")
+        _instance_rows(
+            path, at, (bboxes, segs, occlusion), frames, vr, cats[cat], {"track_id": track, **origin}, parsed
+        )
+    if not_stored:
+        listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
+        parsed.notes.append(f"per-instance fields not stored: {listed}")
+    return parsed
+
+
+def _read_videos(
+    path: Path, doc: dict[str, Any], ctx: ImportContext, mode: str, parsed: Parsed
+) -> dict[Any, tuple[VideoRows, list[int]]]:
+    """The file's ``videos[]``: video key -> (rows of the dataset video it resolves to, frame of each file name)."""
     vids: dict[Any, tuple[VideoRows, list[int]]] = {}
     for i, v in enumerate(doc["videos"]):
         at = f"videos[{i}]"
@@ -134,73 +174,57 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             parsed.videos.setdefault(m.video_id, VideoRows(m)),
             _frame_numbers(path, at, names, mode, parsed.notes),
         )
-    next_track: dict[str, int] = {}
-    not_stored: Counter[str] = Counter()
-    for i, a in enumerate(doc["annotations"]):
-        at = f"annotations[{i}]"
-        if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
-            raise fail(path, at, f"video_id {a.get('video_id') if isinstance(a, dict) else a!r} is not in videos[]")
-        vr, frames = vids[a["video_id"]]
-        cat = json_key(path, at, a.get("category_id"), "category_id")
-        if cat not in cats:
-            raise unknown_category(path, at, cat, cats)
-        # absent (or an empty list): none; {}, "" or 0 are no lists and are refused below, not read as absent
-        bboxes, segs = (
-            [None] * len(frames) if a.get(key) is None or a.get(key) == [] else a[key]
-            for key in ("bboxes", "segmentations")
-        )
-        for key, seq in (("bboxes", bboxes), ("segmentations", segs)):
-            if not isinstance(seq, list) or len(seq) != len(frames):
-                raise fail(
-                    path,
-                    at,
-                    f"{key} has {len(seq) if isinstance(seq, list) else seq!r} entries; "
-                    f"the video has {len(frames)} file_names",
-                )
-        vid = vr.meta.video_id
-        track = next_track.get(vid, 0)
-        next_track[vid] = track + 1
-        origin: dict[str, Any] = {}
-        if a.get("score") is not None:
-            origin = {"origin": "model", "confidence": number(path, at, a["score"], "score")}
-        if a.get("iscrowd"):
-            parsed.skipped["iscrowd annotation"] += 1
+    return vids
+
+
+def _per_frame_lists(path: Path, at: str, a: dict[str, Any], n: int) -> tuple[list[Any], list[Any]]:
+    """An instance's ``bboxes`` and ``segmentations``, each one entry per file name of its video's ``n``."""
+    # absent (or an empty list): none; {}, "" or 0 are no lists and are refused below, not read as absent
+    bboxes, segs = (
+        [None] * n if a.get(key) is None or a.get(key) == [] else a[key] for key in ("bboxes", "segmentations")
+    )
+    for key, seq in (("bboxes", bboxes), ("segmentations", segs)):
+        if not isinstance(seq, list) or len(seq) != n:
+            raise fail(
+                path,
+                at,
+                f"{key} has {len(seq) if isinstance(seq, list) else seq!r} entries; the video has {n} file_names",
+            )
+    return bboxes, segs
+
+
+def _instance_rows(
+    path: Path,
+    at: str,
+    lists: tuple[list[Any], list[Any], list[float | None] | None],
+    frames: list[int],
+    vr: VideoRows,
+    label: str,
+    shared: dict[str, Any],
+    parsed: Parsed,
+) -> None:
+    """A row per file name where an instance has a box or a mask; ``lists`` are its bboxes, segmentations and
+    occlusion levels, ``shared`` the track and origin fields its rows share."""
+    bboxes, segs, occlusion = lists
+    for k, (box, seg) in enumerate(zip(bboxes, segs)):
+        if box is None and seg is None:
             continue
-        for key in _NOT_STORED:
-            if a.get(key) is not None:
-                not_stored[key] += 1
-        occlusion = _occlusion(path, at, a.get("occlusion"), len(frames))
-        if occlusion is not None:
-            parsed.declare(cats[cat], "occlusion", "number")
-        for k, (box, seg) in enumerate(zip(bboxes, segs)):
-            if box is None and seg is None:
+        where = f"{at} frame index {k}"
+        row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frames[k], **shared}
+        rle = None
+        if seg is not None:
+            rle = coco_segmentation(
+                path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=box is not None
+            )
+            if rle is None and box is None:
                 continue
-            where = f"{at} frame index {k}"
-            row: dict[str, Any] = {
-                "kind": "box",
-                "label": cats[cat],
-                "start_frame": frames[k],
-                "track_id": track,
-                **origin,
-            }
-            rle = None
-            if seg is not None:
-                rle = coco_segmentation(
-                    path, where, seg, vr.meta.height, vr.meta.width, parsed.skipped, box_kept=box is not None
-                )
-                if rle is None and box is None:
-                    continue
-            if rle is not None:
-                row["kind"], row["mask"] = "mask", rle
-            else:
-                row["box"] = xywh_box(path, where, box, "bboxes entry")
-            if occlusion is not None and occlusion[k] is not None:
-                row["attributes"] = {"occlusion": occlusion[k]}
-            vr.add(row, where)
-    if not_stored:
-        listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
-        parsed.notes.append(f"per-instance fields not stored: {listed}")
-    return parsed
+        if rle is not None:
+            row["kind"], row["mask"] = "mask", rle
+        else:
+            row["box"] = xywh_box(path, where, box, "bboxes entry")
+        if occlusion is not None and occlusion[k] is not None:
+            row["attributes"] = {"occlusion": occlusion[k]}
+        vr.add(row, where)
 
 
 #: Per-instance fields of YouTube-VIS-shaped files that no row holds: the import names them in its notes.
@@ -236,49 +260,17 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
             report.not_written["marker (YouTube-VIS holds no markers)"] += int((kind == MARKER).sum())
         untracked = 0
         for track, trows in tracks_of(t, rows[kind != MARKER]).items():
-            bboxes: list[Any] = [None] * n
-            segs: list[Any] = [None] * n
-            occlusion: list[Any] = [None] * n
-            has_mask = False
-            order = sorted(trows.tolist(), key=lambda r: (int(t.start_frame[r]), int(t.kind[r]) != MASK))
-            for r in order:
-                f = int(t.start_frame[r])
-                if bboxes[f] is not None:
-                    report.not_written["row on a frame its track already holds (YouTube-VIS holds one per frame)"] += 1
-                    continue
-                x0, y0, x1, y1 = t.box[r].tolist()
-                bboxes[f] = [x0, y0, x1 - x0, y1 - y0]
-                attrs = row_attributes(t, r)
-                occlusion[f] = attrs.get("occlusion")
-                others = sorted(k for k in attrs if k != "occlusion")
-                if others:
-                    report.not_written[
-                        f"attributes other than occlusion ({', '.join(others)}: YouTube-VIS holds none)"
-                    ] += 1
-                if t.kind[r] == MASK:
-                    segs[f] = mask_of(t, r)
-                    has_mask = True
-                report.counts["mask" if t.kind[r] == MASK else "box"] += 1
+            bboxes, segs, occlusion = _track_frames(release, trows, n, report)
             first = int(trows[0])
             a: dict[str, Any] = {
                 "id": ann_id, "video_id": vi, "category_id": int(t.label[first]) + 1, "iscrowd": 0,
-                "bboxes": bboxes, "segmentations": segs if has_mask else None,
+                "bboxes": bboxes, "segmentations": segs,
                 "areas": [None if b is None else b[2] * b[3] for b in bboxes],
             }  # fmt: skip
             if any(v is not None for v in occlusion):  # OVIS's per-frame occlusion levels
                 a["occlusion"] = occlusion
-            model = t.origin[trows] == MODEL
-            if model.any():
-                conf = t.confidence[trows].astype(np.float64)
-                a["score"] = float32_value(np.nanmean(conf)) if np.isfinite(conf).any() else None
-                mixed = human_rows_of_model_track(t, trows)
-                if mixed and a["score"] is not None:  # the score makes every row of the instance a model row
-                    report.not_written[mixed_origin_reason("YouTube-VIS")] += mixed
-                if a["score"] is None:  # no score: the instance reads back as human
-                    why = "origin of model rows without a confidence (a YouTube-VIS instance is a model's by its score)"
-                    report.not_written[why] += int(model.sum())
-                if len(set(conf[np.isfinite(conf)].tolist())) > 1:
-                    report.notes.append("a model track's confidences differ per frame: its score is their mean")
+            if (t.origin[trows] == MODEL).any():
+                a["score"] = _instance_score(release, trows, report)
             if track < 0:
                 untracked += 1
             doc["annotations"].append(a)
@@ -289,3 +281,50 @@ def export_ytvis(release: Release, out: Path, videos: Sequence[str]) -> ExportLa
     write_json(out, doc)
     report.paths.append(str(out))
     return report
+
+
+def _track_frames(
+    release: Release, trows: np.ndarray, n: int, report: ExportLabelsReport
+) -> tuple[list[Any], list[Any] | None, list[Any]]:
+    """A track's per-frame ``bboxes``, ``segmentations`` (None without masks) and ``occlusion`` over ``n`` frames,
+    a mask winning over a box on the same frame."""
+    t = release.table
+    bboxes: list[Any] = [None] * n
+    segs: list[Any] = [None] * n
+    occlusion: list[Any] = [None] * n
+    has_mask = False
+    order = sorted(trows.tolist(), key=lambda r: (int(t.start_frame[r]), int(t.kind[r]) != MASK))
+    for r in order:
+        f = int(t.start_frame[r])
+        if bboxes[f] is not None:
+            report.not_written["row on a frame its track already holds (YouTube-VIS holds one per frame)"] += 1
+            continue
+        x0, y0, x1, y1 = t.box[r].tolist()
+        bboxes[f] = [x0, y0, x1 - x0, y1 - y0]
+        attrs = row_attributes(t, r)
+        occlusion[f] = attrs.get("occlusion")
+        others = sorted(k for k in attrs if k != "occlusion")
+        if others:
+            report.not_written[f"attributes other than occlusion ({', '.join(others)}: YouTube-VIS holds none)"] += 1
+        if t.kind[r] == MASK:
+            segs[f] = mask_of(t, r)
+            has_mask = True
+        report.counts["mask" if t.kind[r] == MASK else "box"] += 1
+    return bboxes, segs if has_mask else None, occlusion
+
+
+def _instance_score(release: Release, trows: np.ndarray, report: ExportLabelsReport) -> float | None:
+    """A model track's score: the mean of its confidences, None without any (the instance reads back as human)."""
+    t = release.table
+    model = t.origin[trows] == MODEL
+    conf = t.confidence[trows].astype(np.float64)
+    score = float32_value(np.nanmean(conf)) if np.isfinite(conf).any() else None
+    mixed = human_rows_of_model_track(t, trows)
+    if mixed and score is not None:  # the score makes every row of the instance a model row
+        report.not_written[mixed_origin_reason("YouTube-VIS")] += mixed
+    if score is None:  # no score: the instance reads back as human
+        why = "origin of model rows without a confidence (a YouTube-VIS instance is a model's by its score)"
+        report.not_written[why] += int(model.sum())
+    if len(set(conf[np.isfinite(conf)].tolist())) > 1:
+        report.notes.append("a model track's confidences differ per frame: its score is their mean")
+    return score

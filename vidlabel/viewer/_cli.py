@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from vidlabel._command import add_command
+
+if TYPE_CHECKING:
+    from vidlabel._command import Subparsers
 
 
-def add_view_command(add: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add ``vidlabel view`` through the command line's ``add(name, func, help)``."""
-    p = add(
+def register(subparsers: Subparsers) -> None:
+    """Add ``vidlabel view``."""
+    p = add_command(
+        subparsers,
         "view",
         run_view,
         "Serve a read-only web page over a dataset, a release or a frame store (127.0.0.1, a free port).",

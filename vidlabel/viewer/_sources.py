@@ -240,8 +240,9 @@ class DatasetSource:
 def _with_attributes(row: dict[str, Any], table: Any, i: int) -> dict[str, Any]:
     """``row`` with the row's ``attributes`` where the table holds them (a table without the column has none)."""
     attributes = getattr(table, "attributes", None)
-    if attributes is not None and attributes[i]:
-        row["attributes"] = attributes[i]
+    held = attributes(i) if callable(attributes) else None
+    if held:
+        row["attributes"] = held
     return row
 
 
