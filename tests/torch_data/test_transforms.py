@@ -290,6 +290,8 @@ def test_options_are_checked() -> None:
         V2Transform(v2.Identity(), min_size=0.5)
     with pytest.raises(OptionError, match="made for box_format='xywh', normalized=False, but the dataset gives"):
         V2Transform(v2.Identity(), box_format="xywh").with_layout("xyxy", False)
+    with pytest.raises(OptionError, match="normalized must be True or False, got 'no'"):
+        V2Transform(v2.Identity(), normalized="no")  # type: ignore[arg-type]
     with pytest.raises(OptionError, match="unknown box_format 'yolo'"):
         V2Transform(v2.Identity()).with_layout("yolo", False)
 

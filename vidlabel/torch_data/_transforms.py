@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from vidlabel.errors import MissingExtraError, OptionError, TransformError
+from vidlabel.errors import MissingExtraError, OptionError, TransformError, check_flag
 from vidlabel.spec import BOX_FORMATS
 
 TARGET_KEYS = ("labels", "track_ids", "annotation_ids")
@@ -103,7 +103,7 @@ class V2Transform:
         self.min_size = float(min_size)
         self._layout: _Layout | None = None
         if box_format is not None or normalized is not None:
-            self._layout = _check_layout(box_format or "xyxy", bool(normalized))
+            self._layout = _check_layout(box_format or "xyxy", False if normalized is None else normalized)
 
     def with_layout(self, box_format: str, normalized: bool) -> V2Transform:
         """This transform bound to a dataset's sample layout (what the datasets call; rarely needed by hand).
@@ -145,9 +145,7 @@ class V2Transform:
 def _check_layout(box_format: str, normalized: bool) -> _Layout:
     if box_format not in BOX_FORMATS:
         raise OptionError(f"unknown box_format {box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-    if not isinstance(normalized, bool):
-        raise OptionError(f"normalized must be True or False, got {normalized!r}")
-    return _Layout(box_format, normalized)
+    return _Layout(box_format, check_flag("normalized", normalized))
 
 
 def bind_transform(transform: Any, box_format: str, normalized: bool) -> Any:
@@ -221,23 +219,13 @@ def _clamped(boxes: torch.Tensor, box_format: str, height: int, width: int) -> t
 
     Boxes already inside the image come back as they are, bit for bit (no format round trip).
     """
-    if box_format == "xyxy":
-        xyxy = boxes
-    elif box_format == "xywh":
-        xyxy = torch.cat([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], 1)
-    else:
-        half = boxes[:, 2:] / 2
-        xyxy = torch.cat([boxes[:, :2] - half, boxes[:, :2] + half], 1)
+    xyxy = boxes if box_format == "xyxy" else _convert(boxes, box_format, "xyxy")
     limits = torch.tensor([width, height, width, height], dtype=boxes.dtype)
     clamped = torch.minimum(xyxy.clamp(min=0), limits)
     sides = (clamped[:, 2:] - clamped[:, :2]).amin(1) if len(boxes) else clamped[:, 0]
     if torch.equal(clamped, xyxy):
         return boxes, sides
-    if box_format == "xywh":
-        return torch.cat([clamped[:, :2], clamped[:, 2:] - clamped[:, :2]], 1), sides
-    if box_format == "cxcywh":
-        return torch.cat([(clamped[:, :2] + clamped[:, 2:]) / 2, clamped[:, 2:] - clamped[:, :2]], 1), sides
-    return clamped, sides
+    return (clamped if box_format == "xyxy" else _convert(clamped, "xyxy", box_format)), sides
 
 
 def _frame_out(
@@ -262,7 +250,7 @@ def _frame_out(
             f"({n}, {height}, {width}) to match the boxes and the image"
         )
     if fmt != layout.box_format:
-        plain = v2_convert(plain, fmt, layout.box_format)
+        plain = _convert(plain, fmt, layout.box_format)
     plain, sides = _clamped(plain, layout.box_format, height, width)
     keep = sides >= min_size
     every = bool(keep.all())
@@ -278,7 +266,7 @@ def _frame_out(
     return result
 
 
-def v2_convert(boxes: torch.Tensor, old: str, new: str) -> torch.Tensor:
+def _convert(boxes: torch.Tensor, old: str, new: str) -> torch.Tensor:
     """(N, 4) plain boxes from one box format to another, by torchvision's kernel."""
     from torchvision.transforms.v2 import functional as F
 
