@@ -15,19 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from vidlabel.clip import ClipSpec
-from vidlabel.errors import OptionError
-from vidlabel.video._readplan import check_nonneg_int, epoch_rng
+from vidlabel.video._readplan import check_nonneg_int, check_positive_int, epoch_rng
 
 __all__ = ["ClipSampler", "MarkerClips", "RandomClips", "RegularClips", "SampleClips", "SlidingClips", "VideoSlots"]
 
 # The random stream of RandomClips, apart from the plans' chunk order, video order and shuffle buffers.
 STREAM_RANDOM_CLIPS = 3
-
-
-def _positive(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -121,7 +114,7 @@ class SlidingClips(ClipSampler):
     """
 
     def __init__(self, stride: int = 1) -> None:
-        self.stride = _positive(stride, "stride")
+        self.stride = check_positive_int(stride, "stride")
 
     def anchors(self, video: VideoSlots, spec: ClipSpec, epoch: int) -> Anchors:
         firsts = np.arange(0, video.frame_count - spec.span() + 1, self.stride, dtype=np.int64)
@@ -157,7 +150,7 @@ class RandomClips(ClipSampler):
     per_epoch = True
 
     def __init__(self, clips_per_video: int, *, seed: int = 0) -> None:
-        self.clips_per_video = _positive(clips_per_video, "clips_per_video")
+        self.clips_per_video = check_positive_int(clips_per_video, "clips_per_video")
         self.seed = check_nonneg_int(seed, "seed")
 
     def anchors(self, video: VideoSlots, spec: ClipSpec, epoch: int) -> Anchors:
@@ -192,7 +185,7 @@ class RegularClips(ClipSampler):
     """
 
     def __init__(self, clips_per_video: int) -> None:
-        self.clips_per_video = _positive(clips_per_video, "clips_per_video")
+        self.clips_per_video = check_positive_int(clips_per_video, "clips_per_video")
 
     def anchors(self, video: VideoSlots, spec: ClipSpec, epoch: int) -> Anchors:
         room = video.frame_count - spec.span()
@@ -227,7 +220,7 @@ class MarkerClips(ClipSampler):
     """
 
     def __init__(self, stride: int | None = None) -> None:
-        self.stride = None if stride is None else _positive(stride, "stride")
+        self.stride = None if stride is None else check_positive_int(stride, "stride")
 
     def anchors(self, video: VideoSlots, spec: ClipSpec, epoch: int) -> Anchors:
         span = spec.span()

@@ -37,6 +37,13 @@ def check_nonneg_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def check_positive_int(value: Any, name: str) -> int:
+    """``value`` as an int; OptionError unless it is an integer >= 1 (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 def _int_column(value: Any, name: str) -> np.ndarray:
     """``value`` (an array-like of integers, 1-D) as an int64 array; OptionError on another dtype or shape."""
     arr = np.asarray(value)
