@@ -208,7 +208,10 @@ class DatasetSource:
                 "mask": _mask(counts, h, w) if h and w else None,
                 "view": t.view_ids[int(t.view[i])] if t.view[i] >= 0 else None,
             }
-            out.append(_with_attributes(row, t, i))
+            attributes = t.attributes(i)
+            if attributes:
+                row["attributes"] = attributes
+            out.append(row)
         return out
 
     def segments(self, video_id: str) -> list[dict[str, Any]]:
@@ -235,15 +238,6 @@ class DatasetSource:
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()
-
-
-def _with_attributes(row: dict[str, Any], table: Any, i: int) -> dict[str, Any]:
-    """``row`` with the row's ``attributes`` where the table holds them (a table without the column has none)."""
-    attributes = getattr(table, "attributes", None)
-    held = attributes(i) if callable(attributes) else None
-    if held:
-        row["attributes"] = held
-    return row
 
 
 class StoreSource:
