@@ -15,7 +15,6 @@ chunk: the cost of a clip is at most one interval more than its own frames.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +26,11 @@ from vidlabel.spec import FrameIndex
 from vidlabel.video._readplan import (
     STREAM_CHUNK_ORDER,
     check_nonneg_int,
+    check_shards,
+    check_world,
     epoch_rng,
-    samples_per_rank,
-    worker_span,
+    even_pieces,
+    greedy_shards,
 )
 
 __all__ = ["ClipChunk", "ClipPlan"]
@@ -78,50 +79,6 @@ class ClipChunk:
             f"ClipChunk(video_id={self.video_id!r}, interval={self.interval}, frames={int(self.frames.min())}.."
             f"{int(self.frames.max())}, n_clips={self.n_clips})"
         )
-
-
-def greedy_shards(order: Sequence[int], sizes: Sequence[int], num_shards: int) -> list[list[int]]:
-    """In ``order``, each item goes to the shard with the fewest so far (ties: lowest shard); final sizes
-    differ by at most one item's size."""
-    shards: list[list[int]] = [[] for _ in range(num_shards)]
-    heap = [(0, s) for s in range(num_shards)]
-    for c in order:
-        size, s = heapq.heappop(heap)
-        shards[s].append(c)
-        heapq.heappush(heap, (size + int(sizes[c]), s))
-    return shards
-
-
-def even_pieces(
-    order: Sequence[int], sizes: Sequence[int], rank: int, world: int, worker: int, workers: int, drop_last: bool
-) -> list[tuple[int, int, int]]:
-    """``(item, lo, hi)`` pieces of the epoch's items laid end to end in ``order``, that worker ``worker`` of
-    rank ``rank`` reads: each rank ``ceil(total / world)`` units (``floor`` with ``drop_last``), the last
-    rank's part wrapping to the start of the order, each rank's part cut into ``workers`` contiguous parts."""
-    ordered = np.asarray([int(sizes[c]) for c in order], np.int64)
-    total = int(ordered.sum())
-    if total == 0:
-        return []
-    per_rank = samples_per_rank(total, world, drop_last)
-    w_lo, w_hi = worker_span(per_rank, worker, workers)
-    count = w_hi - w_lo
-    lo = (rank * per_rank + w_lo) % total
-    ranges = [(lo, min(lo + count, total))]
-    if lo + count > total:
-        ranges.append((0, lo + count - total))
-    ends = np.cumsum(ordered)
-    starts = ends - ordered
-    pieces: list[tuple[int, int, int]] = []
-    for a, b in ranges:
-        if a >= b:
-            continue
-        for k in range(int(np.searchsorted(ends, a, side="right")), len(order)):
-            if starts[k] >= b:
-                break
-            pieces.append(
-                (int(order[k]), max(a, int(starts[k])) - int(starts[k]), min(b, int(ends[k])) - int(starts[k]))
-            )
-    return pieces
 
 
 class ClipPlan:
@@ -285,15 +242,8 @@ class ClipPlan:
             divide ``num_shards``, ``epoch`` is negative, or ``drop_last`` is not True or False.
         """
         drop_last = check_flag("drop_last", drop_last)
-        for name, value, low in (("num_shards", num_shards, 1), ("world_size", world_size, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise OptionError(f"{name} must be an integer >= {low}, got {value!r}")
-        if isinstance(shard, bool) or not isinstance(shard, (int, np.integer)) or not 0 <= shard < num_shards:
-            raise OptionError(f"shard {shard!r} out of range [0, {num_shards})")
-        if num_shards % world_size:
-            raise OptionError(
-                f"num_shards {num_shards} must be world_size {world_size} x the DataLoader workers of each rank"
-            )
+        check_shards(shard, num_shards)
+        check_world(int(num_shards), world_size)
         order = self.order(epoch)
         sizes = [c.n_clips for c in self._chunks]
         if world_size == 1:

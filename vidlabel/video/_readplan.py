@@ -44,6 +44,27 @@ def check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def check_shards(shard: int | None, num_shards: int) -> None:
+    """OptionError unless ``num_shards`` is an integer >= 1 and ``shard`` (unless None) lies in ``[0, num_shards)``."""
+    if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
+        raise OptionError(f"num_shards must be an integer >= 1, got {num_shards!r}")
+    if shard is not None and (
+        isinstance(shard, bool) or not isinstance(shard, (int, np.integer)) or not 0 <= shard < num_shards
+    ):
+        raise OptionError(f"shard {shard!r} out of range [0, {num_shards})")
+
+
+def check_world(num_shards: int, world_size: int) -> int:
+    """``world_size`` as an int; OptionError unless it is an integer >= 1 that divides ``num_shards``."""
+    if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)) or world_size < 1:
+        raise OptionError(f"world_size must be an integer >= 1, got {world_size!r}")
+    if num_shards % world_size:
+        raise OptionError(
+            f"num_shards {num_shards} must be world_size {world_size} x the DataLoader workers of each rank"
+        )
+    return int(world_size)
+
+
 def _int_column(value: Any, name: str) -> np.ndarray:
     """``value`` (an array-like of integers, 1-D) as an int64 array; OptionError on another dtype or shape."""
     arr = np.asarray(value)
@@ -260,6 +281,50 @@ def _chunks_of(
     return tuple(chunks), int(first.size)
 
 
+def greedy_shards(order: Sequence[int], sizes: Sequence[int], num_shards: int) -> list[list[int]]:
+    """In ``order``, each item goes to the shard with the fewest so far (ties: lowest shard); final sizes
+    differ by at most one item's size."""
+    shards: list[list[int]] = [[] for _ in range(num_shards)]
+    heap = [(0, s) for s in range(num_shards)]
+    for c in order:
+        size, s = heapq.heappop(heap)
+        shards[s].append(c)
+        heapq.heappush(heap, (size + int(sizes[c]), s))
+    return shards
+
+
+def even_pieces(
+    order: Sequence[int], sizes: Sequence[int], rank: int, world: int, worker: int, workers: int, drop_last: bool
+) -> list[tuple[int, int, int]]:
+    """``(item, lo, hi)`` pieces of the epoch's items laid end to end in ``order``, that worker ``worker`` of
+    rank ``rank`` reads: each rank ``ceil(total / world)`` units (``floor`` with ``drop_last``), the last
+    rank's part wrapping to the start of the order, each rank's part cut into ``workers`` contiguous parts."""
+    ordered = np.asarray([int(sizes[c]) for c in order], np.int64)
+    total = int(ordered.sum())
+    if total == 0:
+        return []
+    per_rank = samples_per_rank(total, world, drop_last)
+    w_lo, w_hi = worker_span(per_rank, worker, workers)
+    count = w_hi - w_lo
+    lo = (rank * per_rank + w_lo) % total
+    ranges = [(lo, min(lo + count, total))]
+    if lo + count > total:
+        ranges.append((0, lo + count - total))
+    ends = np.cumsum(ordered)
+    starts = ends - ordered
+    pieces: list[tuple[int, int, int]] = []
+    for a, b in ranges:
+        if a >= b:
+            continue
+        for k in range(int(np.searchsorted(ends, a, side="right")), len(order)):
+            if starts[k] >= b:
+                break
+            pieces.append(
+                (int(order[k]), max(a, int(starts[k])) - int(starts[k]), min(b, int(ends[k])) - int(starts[k]))
+            )
+    return pieces
+
+
 class ReadPlan:
     """Requested frames grouped by keyframe interval into chunks, with a seeded chunk order per epoch.
 
@@ -468,36 +533,11 @@ class ReadPlan:
         cached = self._assign_cache.get(key)
         if cached is not None:
             return cached
-        # Greedy: in epoch order, each chunk goes to the shard with the fewest samples so far
-        # (ties: lowest shard). The last chunk a shard received went to a then-smallest shard, so
-        # the final sizes differ by at most one chunk's samples.
-        shards: list[list[int]] = [[] for _ in range(num_shards)]
-        heap = [(0, s) for s in range(num_shards)]
-        for c in self.order(epoch):
-            size, s = heapq.heappop(heap)
-            shards[s].append(c)
-            heapq.heappush(heap, (size + self._chunks[c].n_samples, s))
+        shards = greedy_shards(self.order(epoch), [c.n_samples for c in self._chunks], num_shards)
         if len(self._assign_cache) > 8:
             self._assign_cache.clear()
         self._assign_cache[key] = shards
         return shards
-
-    def _check_shards(self, shard: int | None, num_shards: int) -> None:
-        if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
-            raise OptionError(f"num_shards must be an integer >= 1, got {num_shards!r}")
-        if shard is not None and (
-            isinstance(shard, bool) or not isinstance(shard, (int, np.integer)) or not 0 <= shard < num_shards
-        ):
-            raise OptionError(f"shard {shard!r} out of range [0, {num_shards})")
-
-    def _check_world(self, num_shards: int, world_size: int) -> int:
-        if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)) or world_size < 1:
-            raise OptionError(f"world_size must be an integer >= 1, got {world_size!r}")
-        if num_shards % world_size:
-            raise OptionError(
-                f"num_shards {num_shards} must be world_size {world_size} x the DataLoader workers of each rank"
-            )
-        return int(world_size)
 
     def shard(
         self, epoch: int, shard: int, num_shards: int, *, world_size: int = 1, drop_last: bool = False
@@ -545,8 +585,8 @@ class ReadPlan:
             ``num_shards`` is not a multiple of ``world_size``, or ``drop_last`` is not True or False.
         """
         drop_last = check_flag("drop_last", drop_last)
-        self._check_shards(shard, num_shards)
-        world = self._check_world(int(num_shards), world_size)
+        check_shards(shard, num_shards)
+        world = check_world(int(num_shards), world_size)
         if world == 1:
             return [self._chunks[c] for c in self._assignment(epoch, int(num_shards))[int(shard)]]
         workers = int(num_shards) // world
@@ -554,45 +594,26 @@ class ReadPlan:
 
     def _even_part(self, epoch: int, rank: int, world: int, worker: int, workers: int, drop_last: bool) -> list[Chunk]:
         """Chunk pieces of samples ``[lo, lo + count)`` (modulo the epoch's length) of the epoch's sequence."""
-        order = self.order(epoch)
-        total = self._n_samples
-        if total == 0:
-            return []
-        per_rank = samples_per_rank(total, world, drop_last)
-        w_lo, w_hi = worker_span(per_rank, worker, workers)
-        count = w_hi - w_lo
-        lo = (rank * per_rank + w_lo) % total
-        ranges = [(lo, min(lo + count, total))]
-        if lo + count > total:  # wraps to the start of the order
-            ranges.append((0, lo + count - total))
-        sizes = np.array([self._chunks[c].n_samples for c in order], np.int64)
-        ends = np.cumsum(sizes)
-        starts = ends - sizes
+        sizes = [c.n_samples for c in self._chunks]
         pieces: list[Chunk] = []
-        for a, b in ranges:
-            if a >= b:
+        for c, o1, o2 in even_pieces(self.order(epoch), sizes, rank, world, worker, workers, drop_last):
+            chunk = self._chunks[c]
+            if o1 == 0 and o2 == chunk.n_samples:
+                pieces.append(chunk)
                 continue
-            for k in range(int(np.searchsorted(ends, a, side="right")), len(order)):
-                if starts[k] >= b:
-                    break
-                chunk = self._chunks[order[k]]
-                o1, o2 = max(a, int(starts[k])) - int(starts[k]), min(b, int(ends[k])) - int(starts[k])
-                if o1 == 0 and o2 == chunk.n_samples:
-                    pieces.append(chunk)
-                    continue
-                frames, repeats = np.unique(np.repeat(chunk.frames, chunk.repeats)[o1:o2], return_counts=True)
-                frames = frames.astype(np.int64)
-                repeats = repeats.astype(np.int64)
-                frames.setflags(write=False)
-                repeats.setflags(write=False)
-                pieces.append(Chunk(chunk.video_id, chunk.interval, chunk.start_frame, frames, repeats, int(o2 - o1)))
+            frames, repeats = np.unique(np.repeat(chunk.frames, chunk.repeats)[o1:o2], return_counts=True)
+            frames = frames.astype(np.int64)
+            repeats = repeats.astype(np.int64)
+            frames.setflags(write=False)
+            repeats.setflags(write=False)
+            pieces.append(Chunk(chunk.video_id, chunk.interval, chunk.start_frame, frames, repeats, int(o2 - o1)))
         return pieces
 
     def shard_sizes(self, epoch: int, num_shards: int, *, world_size: int = 1, drop_last: bool = False) -> list[int]:
         """Samples each shard yields in an epoch (distributed training wants them equal: see :meth:`shard`)."""
         drop_last = check_flag("drop_last", drop_last)
-        self._check_shards(None, num_shards)
-        if self._check_world(int(num_shards), world_size) == 1:
+        check_shards(None, num_shards)
+        if check_world(int(num_shards), world_size) == 1:
             return [sum(self._chunks[c].n_samples for c in s) for s in self._assignment(epoch, int(num_shards))]
         return [
             sum(c.n_samples for c in self.shard(epoch, s, num_shards, world_size=world_size, drop_last=drop_last))
