@@ -1059,8 +1059,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", "Protobuf gencode version", UserWarning)
 
 
-def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from vidlabel.export import _tfrecord
+    from vidlabel.formats._mediasequence import read_records
 
     _tfrecord.messages.cache_clear()
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
@@ -1070,6 +1071,10 @@ def test_without_protobuf_the_error_says_what_to_install(monkeypatch: pytest.Mon
     try:
         with pytest.raises(OptionError, match=r"need the protobuf package: pip install 'vidlabel\[tf\]'"):
             _tfrecord.messages()
+        # the import reads records through the same messages: the same one-line error, not an ImportError
+        (tmp_path / "x.tfrecord").write_bytes(b"garbage")
+        with pytest.raises(OptionError, match=r"need the protobuf package: pip install 'vidlabel\[tf\]'"):
+            list(read_records(tmp_path / "x.tfrecord"))
     finally:
         _tfrecord.messages.cache_clear()
 

@@ -102,11 +102,12 @@ def read_records(path: Path) -> Iterator[tuple[Path, int, Any]]:
     FormatError
         On a file cut short, a CRC that does not match, or a record that is not a SequenceExample.
     """
-    from google.protobuf.message import DecodeError
-
     from vidlabel.export._tfrecord import iter_records, messages
 
+    # messages() says which extra to install when protobuf is missing, before protobuf is imported here
     sequence_example = messages().SequenceExample
+    from google.protobuf.message import DecodeError
+
     for file in _files(path):
         with open(file, "rb") as fh:
             for number, data, problem in iter_records(fh):
