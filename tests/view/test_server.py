@@ -236,7 +236,8 @@ def test_bad_paths_and_options_raise_clear_errors(view_data, tmp_path):
 
 
 def test_a_port_in_use_is_a_clear_error(servers, view_data):
-    with pytest.raises(OptionError, match=rf"cannot listen on 127.0.0.1:{servers['dataset'].port}"):
+    port = servers["dataset"].port
+    with pytest.raises(OptionError, match=rf"cannot listen on 127.0.0.1:{port}: the address is in use \(give another"):
         view(view_data.dataset, port=servers["dataset"].port)
 
 

@@ -61,8 +61,13 @@ class ViewServer:
         app = make_app(source, self._allowed)
         try:
             self._server = make_server(host, port, app, threaded=True, request_handler=_Quiet)
-        except (OSError, SystemExit) as err:
+        except OSError as err:
             raise OptionError(f"cannot listen on {host}:{port}: {err}") from err
+        except SystemExit as err:
+            # werkzeug exits (status 1) when the port is taken, after printing why
+            raise OptionError(
+                f"cannot listen on {host}:{port}: the address is in use (give another --port, or 0 for a free one)"
+            ) from err
         self.host = host
         self.port = int(self._server.server_port)
         names = {"127.0.0.1", "localhost"} | ({_bracketed(host.lower())} if host not in _ANY else set())
