@@ -271,6 +271,7 @@ def _read_annotations(
     """The file's ``annotations[]`` as rows of their videos; crowd and ignored regions counted as skipped."""
     not_stored: Counter[str] = Counter()
     boxes = _BoxRows()
+    pending: list[tuple[VideoRows, dict[str, Any], Where]] = []
     for i, a in enumerate(doc["annotations"]):
         where: Where = ("annotations", i)
         vr, frame, label = _annotation_target(path, where, a, doc, images, image_at, cats)
@@ -285,9 +286,12 @@ def _read_annotations(
                 not_stored[key] += 1
         row = _annotation_row(path, where, a, label, frame, vr, parsed, boxes)
         if row is not None:
-            vr.add(row, where)
+            pending.append((vr, row, where))
     for row, box in zip(boxes.rows, xywh_boxes(path, boxes.values, boxes.where)):
         row["box"] = box
+    # a row is copied when added: its box is filled first
+    for vr, row, where in pending:
+        vr.add(row, where)
     if not_stored:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")

@@ -25,6 +25,8 @@ from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
 
+from ._videorows import VideoRows, Where, where_text
+
 __all__ = [
     "ImportContext",
     "Parsed",
@@ -37,32 +39,11 @@ __all__ = [
     "read_json",
 ]
 
-Where = int | str | tuple[str, int]  # a line number, an element / JSON path, or (JSON list name, index)
-
-
-def where_text(where: Where) -> str:
-    if isinstance(where, tuple):
-        return f"{where[0]}[{where[1]}]"
-    return f"line {where}" if isinstance(where, int) else where
-
 
 def fail(path: Path | str, where: Where | None, message: str) -> FormatError:
     """A FormatError whose message starts with the file and the line or element."""
     at = f" {where_text(where)}" if where is not None else ""
     return FormatError(f"{path}{at}: {message}", path=str(path))
-
-
-@dataclass
-class VideoRows:
-    """Rows destined for one dataset video, with where in the file each came from."""
-
-    meta: VideoMetadata
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    where: list[Where] = field(default_factory=list)
-
-    def add(self, row: dict[str, Any], where: Where) -> None:
-        self.rows.append(row)
-        self.where.append(where)
 
 
 @dataclass
@@ -186,12 +167,8 @@ def import_each_file(ctx: ImportContext, suffix: str, one: Importer) -> Parsed:
         name = file.name
         for vid, vr in got.videos.items():
             into = out.videos.setdefault(vid, VideoRows(vr.meta))
-            held = [r["track_id"] for r in into.rows if r.get("track_id") is not None and r["track_id"] >= 0]
-            shift = max(held) + 1 if held else 0
-            for row, where in zip(vr.rows, vr.where):
-                if shift and row.get("track_id") is not None and row["track_id"] >= 0:
-                    row["track_id"] += shift
-                into.add(row, f"{name} {where_text(where)}")
+            held = into.track_ids()
+            into.extend(vr, prefix=name, track_shift=int(held.max()) + 1 if held.size else 0)
         out.skipped.update(got.skipped)
         out.notes.extend(f"{name}: {note}" for note in got.notes)
         for label, names in got.attributes.items():

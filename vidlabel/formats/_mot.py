@@ -186,9 +186,9 @@ def _import_file(
     notes: list[str] = []
     ten_as_gt = _ten_column_reading(path, text, opts.read_as, notes)
     vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
-    first = len(vr.rows)
-    counts = _read_lines(ctx, path, text, opts, vr, label, label_map, ten_as_gt, prefix)
-    for lab in dict.fromkeys(r["label"] for r in vr.rows[first:] if "attributes" in r):
+    with_visibility: dict[Any, None] = {}
+    counts = _read_lines(ctx, path, text, opts, vr, label, label_map, ten_as_gt, prefix, with_visibility)
+    for lab in with_visibility:
         parsed.declare(lab, "visibility", "number")
     if counts["ignored"]:
         parsed.skipped[
@@ -201,9 +201,10 @@ def _import_file(
 
 def _read_lines(
     ctx: ImportContext, path: Path, text: str, opts: _Options, vr: VideoRows, label: str | None,
-    label_map: dict[int, str] | None, ten_as_gt: bool, prefix: str,
+    label_map: dict[int, str] | None, ten_as_gt: bool, prefix: str, with_visibility: dict[Any, None],
 ) -> Counter[str]:  # fmt: skip
-    """The rows of a MOT file's lines into ``vr``; what was counted on the way (ignored, untracked...)."""
+    """The rows of a MOT file's lines into ``vr``; what was counted on the way (ignored, untracked...). The labels
+    of rows given a visibility attribute are added to ``with_visibility`` in order of first use."""
     meta = vr.meta
     shift = 1.0 if opts.one_based else 0.0
     counts: Counter[str] = Counter()
@@ -238,6 +239,7 @@ def _read_lines(
             if not np.isfinite(extra[2]):
                 raise fail(path, number, f"visibility {extra[2]} (column 9) is not a finite number")
             row["attributes"] = {"visibility": extra[2]}
+            with_visibility[row["label"]] = None
         if "track_id" not in row:  # id <= 0: untracked, as the label formats guide says; said in a note
             counts["untracked"] += 1
             counts["id_zero"] += float(line.split(",")[1]) == 0

@@ -1,0 +1,346 @@
+"""The rows an importer read for one dataset video, held in compact columns until they are written.
+
+A label file of millions of rows would take gigabytes as row dicts (a dict, its keys' values and a box
+tuple are some 700 bytes a row). :class:`VideoRows` keeps each field the importers write in an array
+(labels and kinds as codes, frames and track ids as int64, boxes and confidences as float64), attributes
+interned (a CVAT keyframe's dict is shared by every frame it persists to), and anything else (masks, an
+odd type the dataset will refuse with its message) in a sparse per-row dict, so every row reads back
+exactly as it was added. Rows are read back in batches of plain dicts for ``Dataset.add_annotations``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from vidlabel.spec import VideoMetadata
+
+__all__ = ["VideoRows", "Where", "where_text"]
+
+Where = int | str | tuple[str, int]  # a line number, an element / JSON path, or (JSON list name, index)
+
+
+def where_text(where: Where) -> str:
+    if isinstance(where, tuple):
+        return f"{where[0]}[{where[1]}]"
+    return f"line {where}" if isinstance(where, int) else where
+
+
+_TEXT = ("kind", "label", "origin", "status")
+_INTS = ("start_frame", "end_frame", "track_id")
+_SLOTS = (*_TEXT, *_INTS, "box", "confidence", "attributes")
+_BIT = {name: 1 << i for i, name in enumerate(_SLOTS)}
+#: set beside a slot's bit when the row holds None there (``track_id: None``)
+_NONE = {name: 1 << (16 + i) for i, name in enumerate(_SLOTS)}
+#: the box was a list, not a tuple
+_BOX_LIST = 1 << 15
+_INT64 = (-(2**63), 2**63)
+
+
+def _attribute_key(value: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable key telling attribute dicts apart exactly (``True`` from ``1.0``, ``-0.0`` from ``0.0``), or
+    None for values that are not plain bools, ints, floats or strings."""
+    key: list[Any] = []
+    for name, v in value.items():
+        kind = type(v)
+        if kind is float:
+            key.append((name, v.hex()))
+        elif kind in (bool, int, str):
+            key.append((name, kind, v))
+        else:
+            return None
+    return tuple(key)
+
+
+class VideoRows:
+    """Rows destined for one dataset video, with where in the file each came from.
+
+    Rows enter with :meth:`add` (a row dict as ``Dataset.add_annotations`` takes it, and its place in the
+    file) and come back, equal to what was added, from :meth:`row`, :meth:`batches` and :meth:`iter_rows`.
+    """
+
+    def __init__(self, meta: VideoMetadata) -> None:
+        self.meta = meta
+        self._n = 0
+        self._bits = array("I")
+        self._codes: dict[str, int] = {}
+        self._names: list[str] = []
+        self._first_use: list[int] = []
+        self._text = {name: array("i") for name in _TEXT}
+        self._ints = {name: array("q") for name in _INTS}
+        self._box = array("d")
+        self._confidence = array("d")
+        self._attr = array("i")
+        self._attr_codes: dict[Any, int] = {}
+        self._attr_values: list[Mapping[str, Any]] = []
+        self._where_num = array("q")
+        self._where_code = array("i")
+        self._where_codes: dict[Any, int] = {}
+        self._where_values: list[Any] = []
+        self._extra: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    # -- in -----------------------------------------------------------------------------------------
+
+    def _code(self, text: str) -> int:
+        code = self._codes.get(text)
+        if code is None:
+            code = self._codes[text] = len(self._names)
+            self._names.append(text)
+            self._first_use.append(self._n)
+        return code
+
+    def _attribute_code(self, value: Mapping[str, Any]) -> int | None:
+        # a dict shared by many rows (a CVAT keyframe's) is found by identity before its key is built
+        code = self._attr_codes.get(id(value))
+        if code is not None and self._attr_values[code] is value:
+            return code
+        key = _attribute_key(value)
+        if key is None:
+            return None
+        code = self._attr_codes.get(key)
+        if code is None:
+            code = self._attr_codes[key] = len(self._attr_values)
+            self._attr_values.append(value)
+        self._attr_codes[id(value)] = code
+        return code
+
+    def add(self, row: dict[str, Any], where: Where) -> None:
+        """Add one row (a dict as ``Dataset.add_annotations`` takes it) read at ``where`` in the file."""
+        bits = 0
+        extra: dict[str, Any] | None = None
+        box = (0.0, 0.0, 0.0, 0.0)
+        text = dict.fromkeys(_TEXT, -1)
+        ints = dict.fromkeys(_INTS, 0)
+        confidence = 0.0
+        attr = -1
+        for key, value in row.items():
+            bit = _BIT.get(key, 0)
+            if bit and value is None:
+                bits |= bit | _NONE[key]
+            elif key in text and type(value) is str:
+                text[key] = self._code(value)
+                bits |= bit
+            elif key in ints and type(value) is int and _INT64[0] <= value < _INT64[1]:
+                ints[key] = value
+                bits |= bit
+            elif (
+                key == "box"
+                and type(value) in (tuple, list)
+                and len(value) == 4
+                and all(type(v) is float for v in value)
+            ):
+                box = value
+                bits |= bit | (_BOX_LIST if type(value) is list else 0)
+            elif key == "confidence" and type(value) is float:
+                confidence = value
+                bits |= bit
+            elif key == "attributes" and type(value) is dict and (code := self._attribute_code(value)) is not None:
+                attr = code
+                bits |= bit
+            else:
+                if extra is None:
+                    extra = {}
+                extra[key] = value
+        if extra is not None:
+            self._extra[self._n] = extra
+        self._bits.append(bits)
+        for key, code in text.items():
+            self._text[key].append(code)
+        for key, number in ints.items():
+            self._ints[key].append(number)
+        self._box.extend(box)
+        self._confidence.append(confidence)
+        self._attr.append(attr)
+        self._add_where(where)
+        self._n += 1
+
+    def _add_where(self, where: Where) -> None:
+        if type(where) is int and _INT64[0] <= where < _INT64[1]:
+            self._where_num.append(where)
+            self._where_code.append(-1)
+            return
+        number = 0
+        key: Any = where
+        if type(where) is tuple and len(where) == 2 and type(where[1]) is int and _INT64[0] <= where[1] < _INT64[1]:
+            key, number = ("item", where[0]), where[1]
+        code = self._where_codes.get(key)
+        if code is None:
+            code = self._where_codes[key] = len(self._where_values)
+            self._where_values.append(key)
+        self._where_num.append(number)
+        self._where_code.append(code)
+
+    def extend(self, other: VideoRows, *, prefix: str = "", track_shift: int = 0) -> None:
+        """Add every row of ``other``, its place named ``f"{prefix} {where}"`` and its track ids >= 0 shifted."""
+        for offset, rows in other.batches():
+            for i, row in enumerate(rows, offset):
+                tid = row.get("track_id")
+                if track_shift and tid is not None and tid >= 0:
+                    row["track_id"] = tid + track_shift
+                where = other.where_at(i)
+                self.add(row, f"{prefix} {where_text(where)}" if prefix else where)
+
+    # -- out ----------------------------------------------------------------------------------------
+
+    def where_at(self, i: int) -> Where:
+        """Where in the file row ``i`` came from."""
+        code = self._where_code[i]
+        if code < 0:
+            return self._where_num[i]
+        value = self._where_values[code]
+        if type(value) is tuple and len(value) == 2 and value[0] == "item":
+            return (value[1], self._where_num[i])
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def where(self) -> _WhereView:
+        """``where[i]``: where in the file row ``i`` came from."""
+        return _WhereView(self)
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as it was added."""
+        return self.rows_between(i, i + 1)[0]
+
+    def rows_between(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``stop`` (half-open) as dicts equal to those added (a fresh dict each)."""
+        stop = min(stop, self._n)
+        bits = self._bits[start:stop].tolist()
+        text = {k: self._text[k][start:stop].tolist() for k in _TEXT}
+        ints = {k: self._ints[k][start:stop].tolist() for k in _INTS}
+        box = np.frombuffer(self._box, np.float64).reshape(-1, 4)[start:stop].tolist() if self._n else []
+        confidence = self._confidence[start:stop].tolist()
+        attr = self._attr[start:stop].tolist()
+        names, values = self._names, self._attr_values
+        out = []
+        for j, b in enumerate(bits):
+            row: dict[str, Any] = {}
+            for key in _TEXT:
+                if b & _BIT[key]:
+                    row[key] = None if b & _NONE[key] else names[text[key][j]]
+            for key in _INTS:
+                if b & _BIT[key]:
+                    row[key] = None if b & _NONE[key] else ints[key][j]
+            if b & _BIT["box"]:
+                row["box"] = None if b & _NONE["box"] else (box[j] if b & _BOX_LIST else tuple(box[j]))
+            if b & _BIT["confidence"]:
+                row["confidence"] = None if b & _NONE["confidence"] else confidence[j]
+            if b & _BIT["attributes"]:
+                row["attributes"] = None if b & _NONE["attributes"] else values[attr[j]]
+            extra = self._extra.get(start + j)
+            if extra is not None:
+                row.update(extra)
+            out.append(row)
+        return out
+
+    def batches(self, size: int = 50_000) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """``(first row, rows)`` of every ``size`` rows in order, each a list of fresh dicts."""
+        for start in range(0, self._n, size):
+            yield start, self.rows_between(start, start + size)
+
+    def iter_rows(self, size: int = 50_000) -> Iterator[tuple[dict[str, Any], Where]]:
+        """``(row, where)`` of every row in order."""
+        for start, rows in self.batches(size):
+            for i, row in enumerate(rows, start):
+                yield row, self.where_at(i)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row as a dict (for small files and tests: a fresh list, which holds the whole file)."""
+        return self.rows_between(0, self._n)
+
+    # -- columns for the checks before writing ------------------------------------------------------
+
+    def _extras_with(self, key: str) -> Iterator[tuple[int, Any]]:
+        for i, extra in self._extra.items():
+            if key in extra:
+                yield i, extra[key]
+
+    def labels(self) -> dict[Any, int]:
+        """Each label the rows carry -> the first row carrying it, in order of first use."""
+        seen = np.zeros(len(self._names), bool)
+        codes = np.frombuffer(self._text["label"], np.int32) if self._n else np.zeros(0, np.int32)
+        has = (np.frombuffer(self._bits, np.uint32) & _BIT["label"]) != 0
+        has &= codes >= 0
+        seen[codes[has]] = True
+        firsts: dict[Any, int] = {}
+        for code in np.flatnonzero(seen).tolist():
+            firsts[self._names[code]] = int(np.flatnonzero(has & (codes == code))[0])
+        for i, value in self._extras_with("label"):
+            if value not in firsts or firsts[value] > i:
+                firsts[value] = i
+        return dict(sorted(firsts.items(), key=lambda kv: kv[1]))
+
+    def kind_counts(self) -> dict[Any, int]:
+        """Rows of each kind."""
+        codes = np.frombuffer(self._text["kind"], np.int32) if self._n else np.zeros(0, np.int32)
+        counts = np.bincount(codes[self._has("kind")], minlength=len(self._names)).tolist()
+        out: dict[Any, int] = {self._names[c]: n for c, n in enumerate(counts) if n}
+        rest = self._n - sum(out.values())
+        if rest:
+            odd = [e["kind"] for e in self._extra.values() if "kind" in e]
+            for value in odd:
+                out[value] = out.get(value, 0) + 1
+            if rest > len(odd):
+                out[None] = out.get(None, 0) + rest - len(odd)
+        return out
+
+    def track_ids(self) -> np.ndarray:
+        """The track ids >= 0 the rows carry, (M,) int64 (a track id the dataset will refuse is left out)."""
+        has = self._has("track_id")
+        tid = np.frombuffer(self._ints["track_id"], np.int64) if self._n else np.zeros(0, np.int64)
+        found = tid[has & (tid >= 0)]
+        more = [int(v) for _, v in self._extras_with("track_id") if _whole(v) and int(v) >= 0]
+        return np.concatenate([found, np.array(more, np.int64)]) if more else found
+
+    def shift_tracks(self, offset: int) -> None:
+        """Add ``offset`` to every track id >= 0."""
+        tid = np.frombuffer(self._ints["track_id"], np.int64) if self._n else np.zeros(0, np.int64)
+        sel = self._has("track_id") & (tid >= 0)
+        tid[sel] += offset
+        for i, value in list(self._extras_with("track_id")):
+            if _whole(value) and int(value) >= 0:
+                self._extra[i]["track_id"] = int(value) + offset
+
+    def _has(self, key: str) -> np.ndarray:
+        """(N,) bool: the rows that hold ``key`` as a number in its column."""
+        bits = np.frombuffer(self._bits, np.uint32)
+        return (bits & _BIT[key] != 0) & (bits & _NONE[key] == 0)
+
+    def frame_columns(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """``(start, end, odd)``: (N,) int64 start frames and end frames (the start where a row has none), and
+        the rows whose frames are no int64 (checked one by one)."""
+        start = np.frombuffer(self._ints["start_frame"], np.int64) if self._n else np.zeros(0, np.int64)
+        end = np.frombuffer(self._ints["end_frame"], np.int64) if self._n else np.zeros(0, np.int64)
+        end = np.where(self._has("end_frame"), end, start)
+        odd = sorted({i for i, e in self._extra.items() if "start_frame" in e or "end_frame" in e})
+        return start, end, odd
+
+    def boxes(self) -> np.ndarray:
+        """(M, 4) float64 boxes of the rows that hold one (odd boxes left to the dataset's checks)."""
+        box = np.frombuffer(self._box, np.float64).reshape(-1, 4) if self._n else np.zeros((0, 4))
+        return box[self._has("box")]
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
+
+
+class _WhereView:
+    """``vr.where[i]`` without a list of the whole file's places."""
+
+    def __init__(self, rows: VideoRows) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: int) -> Where:
+        if not -len(self._rows) <= i < len(self._rows):
+            raise IndexError(i)
+        return self._rows.where_at(i % len(self._rows))
