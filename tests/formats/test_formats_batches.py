@@ -170,3 +170,35 @@ def test_video_rows_give_back_the_rows_added():
     assert np.array_equal(vr.frame_columns()[2], [3, 4])
     with pytest.raises(IndexError):
         vr.where[len(rows)]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 7, 1000])
+def test_duplicates_over_batches_are_those_of_one_call(tmp_path, batch):
+    from vidlabel.dataset._batches import annotation_duplicates_batches
+
+    rng = np.random.default_rng(batch)
+
+    def draw(n):
+        out = []
+        for _ in range(n):
+            x = float(rng.integers(0, 3))
+            row = {
+                "kind": "box",
+                "label": ["person", "car"][rng.integers(0, 2)],
+                "start_frame": int(rng.integers(0, 3)),
+            }
+            row["box"] = (x, 1.0, x + 4.0, 5.0)
+            row["status"] = ["unreviewed", "approved", "rejected"][rng.integers(0, 3)]
+            out.append(row)
+        return out
+
+    ds = dataset(tmp_path / "ds")
+    with warnings.catch_warnings():
+        # the stored rows may repeat each other: that warning is not what is tested
+        warnings.simplefilter("ignore", VidlabelWarning)
+        ds.add_annotations(draw(15), "cam1")
+    rows = draw(40)
+    want = ds.annotation_duplicates(rows, "cam1")
+    assert want[0] and want[1]  # the draw holds both kinds of duplicates
+    batches = ((i, rows[i : i + batch]) for i in range(0, len(rows), batch))
+    assert annotation_duplicates_batches(ds, batches, "cam1", clip=False) == want

@@ -5,6 +5,9 @@ millions of row dicts and their checked columns at once. :func:`add_annotation_b
 batches inside the caller's one transaction (all of the file or nothing of it) and keeps, of the rows already
 written, only what the duplicate warnings compare, so they are the warnings one call with every row would
 give. The tracks the earlier batches opened are checked as rows of the same batch would be.
+
+Rows compare as ``duplicate_annotation`` compares them, by two independent 64-bit hashes of their fields
+(16 bytes a row kept, not the rows): two rows that differ share both with a chance of about 2**-128 a pair.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import numpy as np
 from vidlabel.dataset._added import warn_added_twice, warn_repeated
 from vidlabel.dataset._chunks import cols_from_rows
 from vidlabel.dataset._rows import check_tracks
-from vidlabel.dataset._validate import duplicate_keys, duplicates_of_keys
+from vidlabel.dataset._validate import duplicate_keys, row_hash
 from vidlabel.errors import AnnotationError
+from vidlabel.spec import STATUSES
 
 if TYPE_CHECKING:
     import sqlite3
@@ -68,11 +72,11 @@ def add_annotation_batches(
     with ds._write("add_annotations") as con:
         vcode = _video_code(ds, con, video_id)
         stored = _stored_rows(con, vcode)
-        before = None if stored is None else duplicate_keys(stored)
+        before = None if stored is None else _Hashes.of(duplicate_keys(stored))
         del stored
         held = dict(con.execute("SELECT track_id, label FROM tracks WHERE video = ?", (vcode,)).fetchall())
         mine: dict[int, int] = {}
-        keys: list[dict[str, np.ndarray]] = []
+        keys: list[_Hashes] = []
         for offset, rows in batches:
             try:
                 _, cols, labels = ds._checked_rows(con, rows, video_id, clip=clip)
@@ -98,7 +102,8 @@ def add_annotation_batches(
             from vidlabel.dataset._dataset import CHUNK_ROWS
 
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
-            keys.append(duplicate_keys(added))
+            keys.append(_Hashes.of(duplicate_keys(added)))
+            del added, cols
     return _warn(ds, video_id, before, keys, source)
 
 
@@ -124,7 +129,7 @@ def annotation_duplicates_batches(
     with ds._read() as con:
         vcode = _video_code(ds, con, video_id)
         stored = _stored_rows(con, vcode)
-        before = None if stored is None else duplicate_keys(stored)
+        before = None if stored is None else _Hashes.of(duplicate_keys(stored))
         del stored
         first = int(con.execute("SELECT value FROM meta WHERE key = 'next_annotation_id'").fetchone()[0])
         keys = []
@@ -136,10 +141,10 @@ def annotation_duplicates_batches(
             except AnnotationError as err:
                 raise _shifted(err, offset, total) from None
             ids = np.arange(first + offset, first + offset + cols.n_rows, dtype=np.int64)
-            keys.append(duplicate_keys(cols_from_rows(ids, cols)))
-    if not keys or not sum(k["annotation_id"].size for k in keys):
+            keys.append(_Hashes.of(duplicate_keys(cols_from_rows(ids, cols))))
+    if not keys:
         return [], []
-    return duplicates_of_keys(before, _concat(keys))
+    return _duplicates(before, _Hashes.concat(keys))
 
 
 def _video_code(ds: Dataset, con: sqlite3.Connection, video_id: str) -> int:
@@ -149,23 +154,72 @@ def _video_code(ds: Dataset, con: sqlite3.Connection, video_id: str) -> int:
     return int(row[0])
 
 
-def _concat(keys: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    return {k: np.concatenate([part[k] for part in keys]) for k in keys[0]}
+class _Hashes:
+    """Rows as duplicate checks need them: two hashes of their fields, whether each is live, their ids."""
+
+    def __init__(self, h1: np.ndarray, h2: np.ndarray, live: np.ndarray, ids: np.ndarray) -> None:
+        self.h1, self.h2, self.live, self.ids = h1, h2, live, ids
+
+    @classmethod
+    def of(cls, keys: Mapping[str, np.ndarray]) -> _Hashes:
+        cols = [keys["kind"], keys["label"], keys["view"], keys["start_frame"], keys["end_frame"], *keys["box"].T]
+        cols.append(keys["mask_key"])
+        live = np.asarray(keys["status"]) != STATUSES.index("rejected")
+        h1 = row_hash(cols)
+        h2 = row_hash(cols, seed=0x9E3779B97F4A7C15, prime=0xC2B2AE3D27D4EB4F, shift=31)
+        return cls(h1, h2, live, np.asarray(keys["annotation_id"], np.int64))
+
+    @classmethod
+    def concat(cls, parts: list[_Hashes]) -> _Hashes:
+        return cls(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("h1", "h2", "live", "ids")))
+
+
+def _firsts(h1: np.ndarray, h2: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """(N,) for each row the position of the earliest row (by id) with the same two hashes, -1 for that row."""
+    n = h1.size
+    order = np.lexsort((ids, h2, h1))
+    s1, s2 = h1[order], h2[order]
+    start = np.ones(n, bool)
+    start[1:] = (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])
+    group_first = order[np.maximum.accumulate(np.where(start, np.arange(n), 0))]
+    out = np.full(n, -1, np.int64)
+    out[order] = np.where(start, -1, group_first)
+    return out
+
+
+def _duplicates(before: _Hashes | None, new: _Hashes) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """``(twice, repeated)`` as :func:`~vidlabel.dataset._validate.added_duplicates` gives them."""
+    live = np.flatnonzero(new.live)
+    twice: list[tuple[int, int]] = []
+    if before is not None and before.live.any():
+        keep = np.flatnonzero(before.live)
+        n_stored = keep.size
+        # a new row equal to a stored live row is said whatever its own status
+        both = [np.concatenate([getattr(before, k)[keep], getattr(new, k)]) for k in ("h1", "h2", "ids")]
+        firsts = _firsts(*both)
+        sel = np.flatnonzero((firsts[n_stored:] >= 0) & (firsts[n_stored:] < n_stored))
+        stored_ids = both[2][firsts[n_stored:][sel]]
+        pairs = sorted(zip(stored_ids.tolist(), new.ids[sel].tolist(), sel.tolist()))
+        twice = [(r, f) for f, _, r in pairs]
+    firsts = _firsts(new.h1[live], new.h2[live], new.ids[live])
+    dup = np.flatnonzero(firsts >= 0)
+    repeated = sorted(zip(live[dup].tolist(), live[firsts[dup]].tolist()))
+    return twice, repeated
 
 
 def _warn(
     ds: Dataset,
     video_id: str,
-    before: dict[str, np.ndarray] | None,
-    keys: list[dict[str, np.ndarray]],
+    before: _Hashes | None,
+    keys: list[_Hashes],
     source: tuple[str, Callable[[int], str]] | None,
 ) -> np.ndarray:
     """The new ids, after the warnings one call with every row would give."""
     if not keys:
         return np.zeros(0, np.int64)
-    new = _concat(keys)
-    ids = new["annotation_id"]
-    twice, repeated = duplicates_of_keys(before, new)
+    new = _Hashes.concat(keys)
+    ids = new.ids
+    twice, repeated = _duplicates(before, new)
     if repeated:
         warn_repeated(ds.path, video_id, ids.size, repeated, ids, source)
     if twice:

@@ -307,11 +307,14 @@ def _view_problems(
     return problems
 
 
-def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
-    """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic)."""
+def row_hash(
+    cols: Sequence[np.ndarray], *, seed: int = 0xCBF29CE484222325, prime: int = 0x100000001B3, shift: int = 29
+) -> np.ndarray:
+    """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic); another ``seed``,
+    ``prime`` and ``shift`` give an independent one."""
     n = cols[0].shape[0]
-    h = np.full(n, 0xCBF29CE484222325, np.uint64)
-    prime = np.uint64(0x100000001B3)
+    h = np.full(n, seed, np.uint64)
+    mul = np.uint64(prime)
     with np.errstate(over="ignore"):
         for c in cols:
             c = np.ascontiguousarray(c)
@@ -321,8 +324,8 @@ def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
                 c = c.view(np.uint64)
             else:
                 c = c.astype(np.int64).view(np.uint64)
-            h = (h ^ c) * prime
-            h ^= h >> np.uint64(29)
+            h = (h ^ c) * mul
+            h ^= h >> np.uint64(shift)
     return h
 
 
@@ -656,7 +659,7 @@ def _duplicates(cols: Sequence[np.ndarray], ids: np.ndarray) -> list[tuple[int, 
 
     One sort of a 64-bit row hash finds the candidates; candidates are then compared exactly.
     """
-    h = _row_hash(cols)
+    h = row_hash(cols)
     hs = np.sort(h)
     repeated = np.unique(hs[1:][hs[1:] == hs[:-1]])
     if repeated.size == 0:

@@ -28,7 +28,7 @@ __all__ = ["export_labels", "import_labels"]
 
 #: Rows of one video written (or checked, on a dry run) per ``add_annotations`` batch: a file's rows are turned
 #: back into row dicts and checked this many at a time, so an import holds a batch of dicts, not the file's.
-_BATCH_ROWS = 50_000
+_BATCH_ROWS = 16_384
 
 #: import_labels' own keywords, for the hint on a misspelt one.
 _KEYWORDS = ("video_id", "videos", "label_map", "label", "add_labels", "dry_run", "clip", "track_ids")

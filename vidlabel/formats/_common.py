@@ -37,6 +37,7 @@ __all__ = [
     "interpolate_keyframes",
     "float32_value",
     "read_json",
+    "read_lines",
 ]
 
 
@@ -215,6 +216,38 @@ def read_text(path: Path) -> str:
         line = raw[: err.start].decode(encoding, errors="replace").count("\n") + 1
         name = "UTF-8" if encoding == "utf-8" else "UTF-16 (as its first bytes say)"
         raise fail(path, line, f"not {name} (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    """The lines of a text file as ``read_text(path).splitlines()`` gives them, read a line at a time (a file of
+    millions of lines is never held whole); the same FormatErrors as :func:`read_text`, a bad byte's raised
+    when its line is reached. UTF-16 files (rare: Windows tools) are read whole."""
+    if not path.is_file():
+        raise no_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(3)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:2] in (
+        b"<\x00",
+        b"{\x00",
+        b"[\x00",
+        b"\x00<",
+        b"\x00{",
+        b"\x00[",
+    ):
+        return iter(read_text(path).splitlines())
+    return _utf8_lines(path)
+
+
+def _utf8_lines(path: Path) -> Iterator[str]:
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise fail(path, number, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+            yield from text.splitlines()
 
 
 def float32_value(value: Any) -> float:
