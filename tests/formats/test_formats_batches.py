@@ -202,3 +202,27 @@ def test_duplicates_over_batches_are_those_of_one_call(tmp_path, batch):
     assert want[0] and want[1]  # the draw holds both kinds of duplicates
     batches = ((i, rows[i : i + batch]) for i in range(0, len(rows), batch))
     assert annotation_duplicates_batches(ds, batches, "cam1", clip=False) == want
+
+
+def test_cvat_shapes_before_meta_are_read_once_the_task_is_known(tmp_path):
+    first = _persisting_cvat(tmp_path / "a.xml", 3, 30)
+    text = first.read_text()
+    head, rest = text.split("<meta>", 1)
+    meta_el, body = rest.split("</meta>", 1)
+    tracks, tail = body.rsplit("</annotations>", 1)
+    later = tmp_path / "b.xml"
+    later.write_text(f"{head}{tracks}<meta>{meta_el}</meta></annotations>{tail}")
+    got = []
+    for name, file in (("a", first), ("b", later)):
+        ds = dataset(tmp_path / name)
+        import_labels(ds, "cvat-video", file, video_id="cam1")
+        got.append([(r["track_id"], r["start_frame"], r["box"]) for r in ds.annotations()])
+    assert got[0] == got[1]
+    assert len(got[0]) == 30 + 29 + 28
+
+
+def test_cvat_root_other_than_annotations_is_refused(tmp_path):
+    file = tmp_path / "a.xml"
+    file.write_text('<?xml version="1.0"?><tasks><track id="0" label="person"/></tasks>')
+    with pytest.raises(FormatError, match=r"a\.xml <tasks>: the root element of a CVAT file is <annotations>"):
+        import_labels(dataset(tmp_path / "ds"), "cvat-video", file, video_id="cam1")

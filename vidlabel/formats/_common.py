@@ -38,6 +38,7 @@ __all__ = [
     "float32_value",
     "read_json",
     "read_lines",
+    "text_chunks",
 ]
 
 
@@ -248,6 +249,44 @@ def _utf8_lines(path: Path) -> Iterator[str]:
             except UnicodeDecodeError as err:
                 raise fail(path, number, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
             yield from text.splitlines()
+
+
+def text_chunks(path: Path, size: int = 1 << 16) -> Iterator[str]:
+    """The text of a file in pieces of about ``size`` characters, lines whole, as :func:`read_text` decodes it
+    (its FormatErrors, a bad byte's raised when its piece is reached); UTF-16 files are read whole."""
+    if not path.is_file():
+        raise no_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(3)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:2] in (
+        b"<\x00",
+        b"{\x00",
+        b"[\x00",
+        b"\x00<",
+        b"\x00{",
+        b"\x00[",
+    ):
+        return iter([read_text(path)])
+    return _utf8_chunks(path, size)
+
+
+def _utf8_chunks(path: Path, size: int) -> Iterator[str]:
+    parts: list[str] = []
+    held = 0
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                parts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise fail(path, number, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+            held += len(raw)
+            if held >= size:
+                yield "".join(parts)
+                parts, held = [], 0
+    if parts:
+        yield "".join(parts)
 
 
 def float32_value(value: Any) -> float:
