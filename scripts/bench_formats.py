@@ -14,12 +14,13 @@ With ``--memory``, measures instead the peak memory of each format's import: a r
 of one video is exported in each label format, and each file imported into a fresh dataset in a child process
 whose peak RSS (``VmHWM``) less its RSS before the import is printed per million rows (the goal: <= 300 MB
 per million rows, whatever the file's size). A CVAT file of one-keyframe tracks that persist to the task's end
-(``--persist-rows`` rows from a file of a few hundred KB) is imported the same way.
+(``--persist-rows`` rows from a file of a few hundred KB; ``--big``: 10 million) is imported the same way.
+``--formats mot,cvat-video`` measures only those formats.
 
 Usage::
 
     python scripts/bench_formats.py [--rows 1000000] [--videos 10] [--out DIR]
-    python scripts/bench_formats.py --memory [--rows 1000000] [--persist-rows 10000000]
+    python scripts/bench_formats.py --memory [--rows 1000000] [--persist-rows 1000000] [--big] [--formats F,...]
 """
 
 from __future__ import annotations
@@ -153,7 +154,10 @@ def memory(args: argparse.Namespace) -> None:
     )  # fmt: skip
     rel, _ = ds.build()
     print(f"{b['frame'].size} box rows of one video ({meta.frame_count} frames); peak RSS above the import's start:")
+    chosen = args.formats.split(",") if args.formats else list(MEMORY_FORMATS)
     for fmt, name in MEMORY_FORMATS.items():
+        if fmt not in chosen:
+            continue
         out = root / name
         export_labels(ds, fmt, out, release=rel)
         file = out / meta.video_id / "gt" / "gt.txt" if fmt == "mot" else out
@@ -162,7 +166,7 @@ def memory(args: argparse.Namespace) -> None:
         print(f"  {fmt:13s} {rows:>10} rows  file {size:8.1f} MB  peak {mb:8.1f} MB  "
               f"{mb / rows * 1e6:7.1f} MB per million rows  {seconds:6.1f} s")  # fmt: skip
     tracks = 1000
-    frames = max(1, args.persist_rows // tracks)
+    frames = max(1, (10_000_000 if args.big else args.persist_rows) // tracks)
     long = VideoMetadata("v000", frames, {"num": 30, "den": 1}, 1920, 1080, sources=[{"uri": "/videos/long.mp4"}])
     file = root / "persist.xml"
     persisting_cvat(file, tracks, frames)
@@ -185,7 +189,9 @@ def main() -> None:
     ap.add_argument("--videos", type=int, default=10)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--memory", action="store_true", help="peak RSS per million rows of each format's import")
-    ap.add_argument("--persist-rows", type=int, default=10_000_000)
+    ap.add_argument("--persist-rows", type=int, default=1_000_000)
+    ap.add_argument("--big", action="store_true", help="the CVAT persistence case with 10 million rows")
+    ap.add_argument("--formats", default="", help="comma-separated formats to measure (default: all)")
     args = ap.parse_args()
     if args.memory:
         memory(args)
