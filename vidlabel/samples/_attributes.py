@@ -109,12 +109,23 @@ def _declaring(
 def attribute_keep(
     table: AnnotationTable, conditions: Mapping[str, tuple[str, Any]], schema: Mapping[str, Mapping[str, str]] | None
 ) -> np.ndarray:
-    """(N,) bool: the rows that pass every condition (see the module docstring)."""
+    """(N,) bool: the rows that pass every condition (see the module docstring).
+
+    Raises
+    ------
+    OptionError
+        If a condition names an attribute that no label declares (a misspelt name would keep every row),
+        naming it and the declared ones.
+    """
     keep = np.ones(len(table), bool)
     if not conditions:
         return keep
     decoded = _decoded(table)
     declaring = _declaring(table, schema, decoded)
+    unknown = [name for name in conditions if name not in declaring]
+    if unknown:
+        declared = ", ".join(sorted(declaring)) or "none"
+        raise OptionError(f"attributes: no label declares attribute {unknown[0]!r}; declared: {declared}")
     labels = table.label
     for name, (op, want) in conditions.items():
         concerned = np.isin(labels, sorted(declaring.get(name, ())))
