@@ -100,7 +100,9 @@ def _ids(text: str) -> list[int]:
     try:
         ids = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of annotation ids (e.g. 3,4,9)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of annotation ids (e.g. 3,4,9)"
+        ) from None
     if not ids:
         raise argparse.ArgumentTypeError("no annotation id given (e.g. --ids 3,4,9)")
     return ids
