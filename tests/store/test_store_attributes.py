@@ -101,6 +101,7 @@ def test_a_store_with_attributes_is_version_2_verifies_and_refuses_an_edit(world
     assert attrs["format_version"] == 2
     assert verify_store(tmp_path / "out")["ok"]
     video = backend_for(folder).open_video("cam1")
+    assert video.attrs["region_attributes"] is True
     raw = bytes(video.array("regions/attr_bytes"))
     video.close()
     assert b'"occluded":true' in raw.replace(b" ", b"")
