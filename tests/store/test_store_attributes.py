@@ -11,7 +11,7 @@ import pytest
 
 from tests.media import encode_clip
 from vidlabel import Dataset, FrameSamples, export, open_store, probe
-from vidlabel.errors import OptionError, StoreCorruptError
+from vidlabel.errors import OptionError, SchemaVersionError, StoreCorruptError
 from vidlabel.store import StoreSamples, backend_for, find_stores, verify_store
 
 N_FRAMES = 12
@@ -140,3 +140,17 @@ def test_store_samples_refuse_a_text_attribute_and_bad_names(world: Path, tmp_pa
     ):
         for j in range(len(samples)):
             samples.sample(j)
+
+
+def test_a_reader_of_version_1_refuses_a_store_with_attributes_by_its_version(
+    world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vidlabel.store._discovery as discovery
+
+    export(Dataset.open(world / "ds"), tmp_path / "attrs", progress=False)
+    export(Dataset.open(world / "plain"), tmp_path / "plain", progress=False)
+    # as a vidlabel from before store attributes: it said the unknown arrays were damage; now it names the version
+    monkeypatch.setattr(discovery, "FORMAT_VERSION", 1)
+    with pytest.raises(SchemaVersionError, match=r"has format version 2; this vidlabel reads up to 1"):
+        open_store(tmp_path / "attrs")
+    assert len(open_store(tmp_path / "plain")) == 1
