@@ -518,3 +518,18 @@ def test_mask_and_marker_attributes_round_trip_through_cvat(tmp_path: Path) -> N
     want = sorted((r["kind"], r["start_frame"], r.get("end_frame", r["start_frame"]), r["attributes"]) for r in rows)
     assert got == want
     assert rep.attributes_added["goal"] == {"occluded": "bool", "team": "text"}
+
+
+def test_polygon_shapes_occluded_flag_and_attributes_are_their_rows(tmp_path: Path) -> None:
+    first = polygon(0, rect(2, 3, 10, 9)).replace('occluded="0"', 'occluded="1"')
+    second = polygon(1, rect(4, 3, 12, 9)).replace("/>", '><attribute name="parked">true</attribute></polygon>')
+    labels = (
+        "<labels><label><name>car</name><attributes><attribute><name>parked</name>"
+        "<input_type>checkbox</input_type></attribute></attributes></label></labels>"
+    )
+    xml = cvat('<track id="7" label="car">' + first + second + "</track>", stop=8)
+    ds, rep = load(tmp_path, xml.replace("</task></meta>", labels + "</task></meta>"))
+    got = sorted((r["start_frame"], r["attributes"]) for r in ds.annotations())
+    assert got == [(0, {"occluded": True}), (1, {"occluded": False, "parked": True})]
+    assert rep.attributes_added == {"car": {"occluded": "bool", "parked": "bool"}}
+    assert not [n for n in rep.notes if "not stored" in n]
