@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidlabel.dataset._added import warn_added_twice, warn_repeated
+from vidlabel.dataset._annotations import append_chunks
 from vidlabel.dataset._chunks import cols_from_rows
+from vidlabel.dataset._dataset import CHUNK_ROWS, Dataset, _stored_rows
 from vidlabel.dataset._rows import check_tracks
 from vidlabel.dataset._validate import duplicate_keys, row_hash
 from vidlabel.errors import AnnotationError
@@ -27,8 +29,6 @@ from vidlabel.spec import STATUSES
 
 if TYPE_CHECKING:
     import sqlite3
-
-    from vidlabel.dataset._dataset import Dataset
 
 Batches = Iterable[tuple[int, list[dict[str, Any]]]]
 
@@ -67,8 +67,6 @@ def add_annotation_batches(
         As ``add_annotations``; its ``row`` counts over every batch. Nothing is written when the caller's
         transaction rolls back.
     """
-    from vidlabel.dataset._dataset import _stored_rows
-
     with ds._write("add_annotations") as con:
         vcode = _video_code(ds, con, video_id)
         stored = _stored_rows(con, vcode)
@@ -98,9 +96,6 @@ def add_annotation_batches(
             ids = np.arange(first, first + n, dtype=np.int64)
             con.execute("UPDATE meta SET value = ? WHERE key = 'next_annotation_id'", (str(first + n),))
             added = cols_from_rows(ids, cols)
-            from vidlabel.dataset._annotations import append_chunks
-            from vidlabel.dataset._dataset import CHUNK_ROWS
-
             append_chunks(con, vcode, added, chunk_rows=CHUNK_ROWS)
             keys.append(_Hashes.of(duplicate_keys(added)))
             del added, cols
@@ -124,8 +119,6 @@ def annotation_duplicates_batches(
     AnnotationError
         As ``annotation_duplicates``; its ``row`` counts over every batch.
     """
-    from vidlabel.dataset._dataset import _stored_rows
-
     with ds._read() as con:
         vcode = _video_code(ds, con, video_id)
         stored = _stored_rows(con, vcode)
