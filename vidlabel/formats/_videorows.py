@@ -10,6 +10,7 @@ exactly as it was added. Rows are read back in batches of plain dicts for ``Data
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -38,6 +39,10 @@ _NONE = {name: 1 << (16 + i) for i, name in enumerate(_SLOTS)}
 #: the box was a list, not a tuple
 _BOX_LIST = 1 << 15
 _INT64 = (-(2**63), 2**63)
+_SLOT = {name: i for i, name in enumerate(_SLOTS)}
+_BITS = [_BIT[name] for name in _SLOTS]
+_NONES = [_NONE[name] for name in _SLOTS]
+_NO_BOX = (0.0, 0.0, 0.0, 0.0)
 
 
 def _attribute_key(value: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -71,6 +76,8 @@ class VideoRows:
         self._first_use: list[int] = []
         self._text = {name: array("i") for name in _TEXT}
         self._ints = {name: array("q") for name in _INTS}
+        self._text_columns = [self._text[name] for name in _TEXT]
+        self._int_columns = [self._ints[name] for name in _INTS]
         self._box = array("d")
         self._confidence = array("d")
         self._attr = array("i")
@@ -114,46 +121,53 @@ class VideoRows:
         """Add one row (a dict as ``Dataset.add_annotations`` takes it) read at ``where`` in the file."""
         bits = 0
         extra: dict[str, Any] | None = None
-        box = (0.0, 0.0, 0.0, 0.0)
-        text = dict.fromkeys(_TEXT, -1)
-        ints = dict.fromkeys(_INTS, 0)
+        text = [-1, -1, -1, -1]
+        ints = [0, 0, 0]
+        box: Any = _NO_BOX
         confidence = 0.0
         attr = -1
         for key, value in row.items():
-            bit = _BIT.get(key, 0)
-            if bit and value is None:
-                bits |= bit | _NONE[key]
-            elif key in text and type(value) is str:
-                text[key] = self._code(value)
-                bits |= bit
-            elif key in ints and type(value) is int and _INT64[0] <= value < _INT64[1]:
-                ints[key] = value
-                bits |= bit
-            elif (
-                key == "box"
-                and type(value) in (tuple, list)
-                and len(value) == 4
-                and all(type(v) is float for v in value)
-            ):
-                box = value
-                bits |= bit | (_BOX_LIST if type(value) is list else 0)
-            elif key == "confidence" and type(value) is float:
-                confidence = value
-                bits |= bit
-            elif key == "attributes" and type(value) is dict and (code := self._attribute_code(value)) is not None:
+            slot = _SLOT.get(key, -1)
+            kind = type(value)
+            if slot < 0:
+                pass
+            elif value is None:
+                bits |= _BITS[slot] | _NONES[slot]
+                continue
+            elif slot < 4:
+                if kind is str:
+                    text[slot] = self._code(value)
+                    bits |= _BITS[slot]
+                    continue
+            elif slot < 7:
+                if kind is int and _INT64[0] <= value < _INT64[1]:
+                    ints[slot - 4] = value
+                    bits |= _BITS[slot]
+                    continue
+            elif slot == 7:
+                if (kind is tuple or kind is list) and len(value) == 4 and all(type(v) is float for v in value):
+                    box = value
+                    bits |= _BITS[slot] | (_BOX_LIST if kind is list else 0)
+                    continue
+            elif slot == 8:
+                if kind is float:
+                    confidence = value
+                    bits |= _BITS[slot]
+                    continue
+            elif kind is dict and (code := self._attribute_code(value)) is not None:
                 attr = code
-                bits |= bit
-            else:
-                if extra is None:
-                    extra = {}
-                extra[key] = value
+                bits |= _BITS[slot]
+                continue
+            if extra is None:
+                extra = {}
+            extra[key] = value
         if extra is not None:
             self._extra[self._n] = extra
         self._bits.append(bits)
-        for key, code in text.items():
-            self._text[key].append(code)
-        for key, number in ints.items():
-            self._ints[key].append(number)
+        for column, code in zip(self._text_columns, text):
+            column.append(code)
+        for column, number in zip(self._int_columns, ints):
+            column.append(number)
         self._box.extend(box)
         self._confidence.append(confidence)
         self._attr.append(attr)
@@ -210,33 +224,48 @@ class VideoRows:
     def rows_between(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows ``start`` to ``stop`` (half-open) as dicts equal to those added (a fresh dict each)."""
         stop = min(stop, self._n)
-        bits = self._bits[start:stop].tolist()
-        text = {k: self._text[k][start:stop].tolist() for k in _TEXT}
-        ints = {k: self._ints[k][start:stop].tolist() for k in _INTS}
-        box = np.frombuffer(self._box, np.float64).reshape(-1, 4)[start:stop].tolist() if self._n else []
-        confidence = self._confidence[start:stop].tolist()
-        attr = self._attr[start:stop].tolist()
-        names, values = self._names, self._attr_values
-        out = []
-        for j, b in enumerate(bits):
-            row: dict[str, Any] = {}
-            for key in _TEXT:
-                if b & _BIT[key]:
-                    row[key] = None if b & _NONE[key] else names[text[key][j]]
-            for key in _INTS:
-                if b & _BIT[key]:
-                    row[key] = None if b & _NONE[key] else ints[key][j]
-            if b & _BIT["box"]:
-                row["box"] = None if b & _NONE["box"] else (box[j] if b & _BOX_LIST else tuple(box[j]))
-            if b & _BIT["confidence"]:
-                row["confidence"] = None if b & _NONE["confidence"] else confidence[j]
-            if b & _BIT["attributes"]:
-                row["attributes"] = None if b & _NONE["attributes"] else values[attr[j]]
-            extra = self._extra.get(start + j)
-            if extra is not None:
-                row.update(extra)
-            out.append(row)
+        if stop <= start:
+            return []
+        bits = np.frombuffer(self._bits, np.uint32)[start:stop]
+        out: list[Any] = [None] * (stop - start)
+        # rows of one set of fields (nearly every row of a file) are built from columns at once
+        for b in np.unique(bits).tolist():
+            idx = np.flatnonzero(bits == b) + start
+            keys, cols = self._fields(b, idx)
+            for j, values in zip((idx - start).tolist(), zip(*cols) if cols else itertools.repeat(())):
+                out[j] = dict(zip(keys, values))
+        if self._extra:
+            for i in range(start, stop):
+                extra = self._extra.get(i)
+                if extra is not None:
+                    out[i - start].update(extra)
         return out
+
+    def _fields(self, b: int, idx: np.ndarray) -> tuple[list[str], list[Any]]:
+        """The keys rows of field bits ``b`` hold, and for each the values of rows ``idx``."""
+        keys: list[str] = []
+        cols: list[Any] = []
+        for slot, key in enumerate(_SLOTS):
+            if not b & _BITS[slot]:
+                continue
+            keys.append(key)
+            if b & _NONES[slot]:
+                cols.append(itertools.repeat(None))
+            elif slot < 4:
+                names = self._names
+                codes = np.frombuffer(self._text_columns[slot], np.int32)[idx].tolist()
+                cols.append([names[c] for c in codes])
+            elif slot < 7:
+                cols.append(np.frombuffer(self._int_columns[slot - 4], np.int64)[idx].tolist())
+            elif slot == 7:
+                boxes = np.frombuffer(self._box, np.float64).reshape(-1, 4)[idx].tolist()
+                cols.append(boxes if b & _BOX_LIST else list(map(tuple, boxes)))
+            elif slot == 8:
+                cols.append(np.frombuffer(self._confidence, np.float64)[idx].tolist())
+            else:
+                values = self._attr_values
+                cols.append([values[c] for c in np.frombuffer(self._attr, np.int32)[idx].tolist()])
+        return keys, cols
 
     def batches(self, size: int = 50_000) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         """``(first row, rows)`` of every ``size`` rows in order, each a list of fresh dicts."""
