@@ -150,7 +150,7 @@ def test_video_rows_give_back_the_rows_added():
         {"kind": "box", "label": 7, "start_frame": "3", "box": [1.0, 2.0, 3.0, 4.0], "confidence": 0.5},
         {"kind": "box", "label": "car", "start_frame": 4, "box": [1, 2, 3, 4], "attributes": {"a": 1, "b": 1.0}},
     ]
-    wheres = [1, "<track id=1>", ("annotations", 2), ("annotations", 10**20), "x", 2**63]
+    wheres = [1, '<track id="1"><box frame="3">', ("annotations", 2), ("annotations", 10**20), "a.xml line 07", 2**63]
     vr = VideoRows(meta())
     for r, w in zip(rows, wheres):
         vr.add(r, w)
@@ -170,6 +170,9 @@ def test_video_rows_give_back_the_rows_added():
     assert np.array_equal(vr.frame_columns()[2], [3, 4])
     with pytest.raises(IndexError):
         vr.where[len(rows)]
+    for where in ("gt/gt.txt line 12", "x line \u0661", "<a>", 'f.xml <track id="1"><box frame="3">', "line 5"):
+        vr.add(rows[0], where)
+        assert vr.where[len(vr) - 1] == where
 
 
 @pytest.mark.parametrize("batch", [1, 3, 7, 1000])

@@ -87,6 +87,8 @@ class VideoRows:
         self._where_code = array("i")
         self._where_codes: dict[Any, int] = {}
         self._where_values: list[Any] = []
+        self._tail_codes: dict[str, int] = {}
+        self._tails: list[str] = []
         self._extra: dict[int, dict[str, Any]] = {}
 
     def __len__(self) -> int:
@@ -180,15 +182,34 @@ class VideoRows:
             self._where_code.append(-1)
             return
         number = 0
-        key: Any = where
+        key: Any = ("raw", where)
         if type(where) is tuple and len(where) == 2 and type(where[1]) is int and _INT64[0] <= where[1] < _INT64[1]:
             key, number = ("item", where[0]), where[1]
+        elif type(where) is str:
+            key, number = self._split_where(where)
         code = self._where_codes.get(key)
         if code is None:
             code = self._where_codes[key] = len(self._where_values)
             self._where_values.append(key)
         self._where_num.append(number)
         self._where_code.append(code)
+
+    def _split_where(self, where: str) -> tuple[Any, int]:
+        """A place that is unique to its row as a shared part and a number: ``"<track ...><box frame=...>"``
+        (CVAT: the track's element and the shape's, each one of few) or ``"gt/gt.txt line 12"`` (a file of a
+        folder), so a file of millions of rows holds few strings."""
+        head, sep, number = where.rpartition(" line ")
+        if sep and number.isascii() and number.isdigit() and str(int(number)) == number and len(number) < 19:
+            return ("line", head), int(number)
+        cut = where.rfind("<")
+        if cut <= 0:
+            return where, 0
+        tail = where[cut:]
+        code = self._tail_codes.get(tail)
+        if code is None:
+            code = self._tail_codes[tail] = len(self._tails)
+            self._tails.append(tail)
+        return ("element", where[:cut]), code
 
     def extend(self, other: VideoRows, *, prefix: str = "", track_shift: int = 0) -> None:
         """Add every row of ``other``, its place named ``f"{prefix} {where}"`` and its track ids >= 0 shifted."""
@@ -208,8 +229,14 @@ class VideoRows:
         if code < 0:
             return self._where_num[i]
         value = self._where_values[code]
-        if type(value) is tuple and len(value) == 2 and value[0] == "item":
-            return (value[1], self._where_num[i])
+        if type(value) is tuple:
+            if value[0] == "item":
+                return (value[1], self._where_num[i])
+            if value[0] == "line":
+                return f"{value[1]} line {self._where_num[i]}"
+            if value[0] == "element":
+                return f"{value[1]}{self._tails[self._where_num[i]]}"
+            return value[1]  # type: ignore[no-any-return]
         return value  # type: ignore[no-any-return]
 
     @property
