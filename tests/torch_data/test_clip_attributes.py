@@ -11,8 +11,17 @@ from torch.utils.data import DataLoader
 
 from tests.media import encode_clip
 from vidlabel import ClipSpec, Dataset, FrameSamples, export, probe
+from vidlabel.errors import OptionError
 from vidlabel.schema import CLIP, check_sample
-from vidlabel.torch_data import ClipStream, StoreClips, StoreClipStream, VideoClips, collate_clips
+from vidlabel.torch_data import (
+    ClipStream,
+    StoreClips,
+    StoreClipStream,
+    StoreFrames,
+    StoreStream,
+    VideoClips,
+    collate_clips,
+)
 
 NAMES = ["visibility", "occluded"]
 SPEC = ClipSpec(3, step=2)
@@ -99,3 +108,26 @@ def test_store_clips_refuse_repeated_attribute_names(world: tuple[Path, Dataset]
     root, _ds = world
     with pytest.raises(ValueError, match="visibility"):
         StoreClips(root / "store", with_attributes=["visibility", "visibility"])
+
+
+@pytest.mark.parametrize("cls", [StoreFrames, StoreStream, StoreClips, StoreClipStream])
+def test_store_datasets_filter_by_attribute_as_frame_samples(world: tuple[Path, Dataset], cls: type) -> None:
+    root, ds = world
+    conditions = {"occluded": False, "visibility": (">=", 0.25)}
+    want = {
+        int(t["frame_index"]): t["annotation_ids"].tolist() for t in FrameSamples(ds, attributes=conditions).targets()
+    }
+    # the even frames from 4 on keep their person; every frame keeps its car (car declares no attribute)
+    assert [f for f, ids in want.items() if len(ids) == 2] == [4, 6, 8, 10]
+    dataset = cls(root / "store", attributes=conditions, with_attributes=NAMES)
+    items = [dataset[i] for i in range(len(dataset))] if cls in (StoreFrames, StoreClips) else list(dataset)
+    assert len(items) == 12
+    for item in items:
+        if "frame_indices" in item:
+            frames, per_frame = item["frame_indices"].tolist(), item["annotation_ids"]
+        else:
+            frames, per_frame = [int(item["frame_index"])], [item["annotation_ids"]]
+        for frame, ids in zip(frames, per_frame):
+            assert ids.tolist() == want[frame]
+    with pytest.raises(OptionError, match="no label declares attribute 'visibilty'"):
+        cls(root / "store", attributes={"visibilty": (">=", 0.5)})

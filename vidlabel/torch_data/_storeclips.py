@@ -21,7 +21,7 @@ on if it is on in any frame of the clip); ``frame_indices`` and ``timestamps_us`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,9 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
     with_attributes : sequence of str, optional
         Deliver these bool or number attributes of each target: the clip's ``attributes``, a list of T
         (N_t, A) float32 tensors, frame t's as :class:`StoreFrames` gives it.
+    attributes : mapping name -> value or (op, value), optional
+        Keep only the targets whose attributes pass every condition (as :class:`StoreFrames`); the clips are
+        those of the frames left with a selected target.
 
     Raises
     ------
@@ -163,13 +166,14 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self._setup_clips(
             store, clip,
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
              "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options,
-             "with_attributes": with_attributes},
+             "with_attributes": with_attributes, "attributes": attributes},
         )  # fmt: skip
 
     def __len__(self) -> int:
@@ -218,7 +222,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
     drop_last : bool
     batch_clips : int
         Clips read together (into one buffer) by a worker.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options, with_attributes
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options, with_attributes, attributes
         As :class:`StoreClips`.
 
     Raises
@@ -250,6 +254,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
@@ -260,7 +265,7 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
              "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options,
-             "with_attributes": with_attributes},
+             "with_attributes": with_attributes, "attributes": attributes},
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
