@@ -334,11 +334,14 @@ def main(argv: list[str] | None = None) -> int:
         request = json.loads(args.peer)
         print(json.dumps(peer_write(request) if request["method"] == "write" else peer_read(request)))
         return 0
-    sys.path.insert(0, str(ROOT))
+    # after PYTHONPATH: PYTHONPATH=/path/to/another/checkout measures that checkout's vidlabel with this script
+    sys.path.append(str(ROOT))
     sys.path.insert(0, str(ROOT / "scripts"))
     from _benchlib import machine
 
-    print(f"machine: {machine()}", flush=True)
+    import vidlabel
+
+    print(f"machine: {machine()}; vidlabel from {Path(vidlabel.__file__).parent.parent}", flush=True)
     work = Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
     stores = build(work, args.frames)
