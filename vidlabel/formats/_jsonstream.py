@@ -26,7 +26,7 @@ from vidlabel.errors import FormatError
 
 from ._common import ImportContext, Parsed, no_file, read_json
 
-__all__ = ["Items", "JsonSource", "Section", "read_json_file"]
+__all__ = ["LAZY", "Items", "JsonSource", "LazyList", "Section", "read_json_file"]
 
 #: Bytes read at a time; a value longer than the buffer doubles it.
 _CHUNK = 1 << 20
@@ -51,6 +51,30 @@ class Items:
         return self._items
 
 
+#: In a spec of what :meth:`JsonSource.items` reads lazily: a list left in the file, read when iterated.
+LAZY: dict[str, Any] = {}
+
+
+class LazyList:
+    """A list of the file read when iterated (each time anew), not held: a Label Studio region's keyframes."""
+
+    def __init__(self, stream: _Stream, mark: int) -> None:
+        self._stream, self._mark = stream, mark
+        self._counted = False
+
+    def __iter__(self) -> Iterator[Any]:
+        self._stream.seek(self._mark)
+        # its keys repeated with the same value are counted on the first reading only
+        items = self._stream.list_items(count=not self._counted)
+        self._counted = True
+        return (v for _, v in items)
+
+    def __bool__(self) -> bool:
+        self._stream.seek(self._mark)
+        self._stream.take("[")
+        return self._stream.peek() != "]"
+
+
 @dataclass
 class Section:
     """A top-level key of a JSON object and what to do with its value.
@@ -72,8 +96,9 @@ class JsonSource:
         """Run each section's handler on its value (the document's root is an object)."""
         raise NotImplementedError
 
-    def items(self) -> Items:
-        """The items of the document's root list."""
+    def items(self, lazy: dict[str, Any] | None = None) -> Items:
+        """The items of the document's root list. ``lazy``: which lists inside each item are :class:`LazyList` lists,
+        as nested keys (``"*"`` for each item of a list) down to :data:`LAZY` (a document in memory: none)."""
         raise NotImplementedError
 
 
@@ -86,7 +111,7 @@ class _DocSource(JsonSource):
             value = self.doc.get(s.key)
             s.handler(_list_items(value) if s.items and isinstance(value, list) else value)
 
-    def items(self) -> Items:
+    def items(self, lazy: dict[str, Any] | None = None) -> Items:
         return _list_items(self.doc if isinstance(self.doc, list) else [self.doc])
 
 
@@ -113,9 +138,9 @@ class _Stream(JsonSource):
         self._skim = json.JSONDecoder(object_pairs_hook=SameRepeatsAllowed()).scan_once  # type: ignore[attr-defined]
         self._present = present
         self._ended = False
-        self._seek(start)
+        self.seek(start)
 
-    def _seek(self, byte: int) -> None:
+    def seek(self, byte: int) -> None:
         self._fh.seek(byte)
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._buf, self._pos, self._buf_byte, self._eof = "", 0, byte, False
@@ -146,7 +171,7 @@ class _Stream(JsonSource):
                 return ""
             self._fill()
 
-    def _take(self, char: str) -> None:
+    def take(self, char: str) -> None:
         if self.peek() != char:
             raise Fallback
         self._pos += 1
@@ -177,8 +202,8 @@ class _Stream(JsonSource):
         self.hook.repeats.clear()
         self.hook.repeats.update(repeats or {})
 
-    def list_items(self, count: bool = True) -> Items:
-        self._take("[")
+    def list_items(self, count: bool = True, lazy: dict[str, Any] | None = None) -> Items:
+        self.take("[")
         given = [-1]
 
         def more() -> bool:
@@ -191,7 +216,13 @@ class _Stream(JsonSource):
             i = 0
             while True:
                 given[0] = i
-                yield i, self.value(count)
+                if lazy is None:
+                    yield i, self.value(count)
+                else:
+                    item = self._lazy_value(lazy)
+                    end = self._mark()
+                    yield i, item
+                    self.seek(end)  # reading its lazy lists moved the stream
                 i += 1
                 char = self.peek()
                 self._pos += 1
@@ -207,8 +238,33 @@ class _Stream(JsonSource):
 
         return Items(it, more, total)
 
-    def items(self) -> Items:
-        return self.list_items()
+    def items(self, lazy: dict[str, Any] | None = None) -> Items:
+        return self.list_items(lazy=lazy)
+
+    def _lazy_value(self, spec: dict[str, Any]) -> Any:
+        """The next value, with the lists ``spec`` names left in the file as :class:`LazyList` lists."""
+        char = self.peek()
+        if spec is LAZY and char == "[":
+            mark = self._mark()
+            self._skip(False)
+            return LazyList(self, mark)
+        if char == "{" and spec:
+            return {key: self._lazy_value(spec[key]) if key in spec else self.value() for key in self._keys()}
+        if char == "[" and "*" in spec:
+            self.take("[")
+            out: list[Any] = []
+            if self.peek() == "]":
+                self._pos += 1
+                return out
+            while True:
+                out.append(self._lazy_value(spec["*"]))
+                char = self.peek()
+                self._pos += 1
+                if char == "]":
+                    return out
+                if char != ",":
+                    raise Fallback
+        return self.value()
 
     def _skip(self, count: bool) -> None:
         if self.peek() == "[":
@@ -232,8 +288,8 @@ class _Stream(JsonSource):
             s.handler(self.value())
 
     def _keys(self) -> Iterator[str]:
-        """The root object's keys, the stream left at each one's value (which the caller reads)."""
-        self._take("{")
+        """The keys of the object that starts here, the stream left at each one's value (which the caller reads)."""
+        self.take("{")
         char = self.peek()
         if char == "}":
             self._pos += 1
@@ -246,7 +302,7 @@ class _Stream(JsonSource):
             if key in seen:  # json keeps the last, or read_json names both values
                 raise Fallback
             seen.add(key)
-            self._take(":")
+            self.take(":")
             yield key
             char = self.peek()
             self._pos += 1
@@ -276,7 +332,7 @@ class _Stream(JsonSource):
         self.finish()
         for s in sections:
             if s.key in later:
-                self._seek(later[s.key])
+                self.seek(later[s.key])
                 self._run(s)
             elif s.key not in done:
                 s.handler(None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -57,7 +57,7 @@ from ._common import (
     whole_number,
     write_json,
 )
-from ._jsonstream import JsonSource, read_json_file
+from ._jsonstream import LAZY, JsonSource, LazyList, read_json_file
 from ._report import ExportLabelsReport
 
 __all__ = ["export_labelstudio", "import_labelstudio"]
@@ -84,11 +84,17 @@ def import_labelstudio(ctx: ImportContext) -> Parsed:
     return read_json_file(ctx, (list, dict), lambda source, parsed: _read_tasks(ctx, source, parsed, mismatch))
 
 
+#: A region's keyframes (``value.sequence``, one a frame in a file exported from a release) are read from the
+#: file when the region is, not held with their task.
+_GROUPS = {"*": {"result": {"*": {"value": {"sequence": LAZY}}}}}
+_LAZY = {"annotations": _GROUPS, "predictions": _GROUPS}
+
+
 def _read_tasks(ctx: ImportContext, source: JsonSource, parsed: Parsed, mismatch: str) -> None:
     """Each task of the file (a list of tasks, or one task), into the rows of its dataset video."""
     path = ctx.path
     reader = _Reader(path, parsed, mismatch)
-    tasks = source.items()
+    tasks = source.items(_LAZY)
     for ti, task in tasks:
         at = f"[{ti}]"
         if not isinstance(task, dict):
@@ -252,7 +258,7 @@ def _read_rectangle(
         vr.add(row, key.where)
 
 
-def _keyframes(reader: _Reader, rat: str, seq: list[Any], meta: VideoMetadata) -> list[Keyframe]:
+def _keyframes(reader: _Reader, rat: str, seq: Iterable[Any], meta: VideoMetadata) -> list[Keyframe]:
     """A rectangle's ``value.sequence`` as keyframes in pixels (0-based frames), checked against the video."""
     path = reader.path
     keys = []
@@ -313,10 +319,12 @@ def _region_attributes(path: Path, gat: str, results: list[Any]) -> dict[str, di
     return out
 
 
-def _list(path: Path, where: str, value: Any) -> list[Any]:
+def _list(path: Path, where: str, value: Any) -> list[Any] | LazyList:
     """A JSON list of the file (absent, null or empty: none); anything else is a FormatError naming where."""
     if not value:
         return []
+    if isinstance(value, LazyList):
+        return value
     if not isinstance(value, list):
         raise fail(path, where, f"is {str(value)[:40]!r}; expected a list")
     return value
