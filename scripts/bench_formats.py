@@ -13,7 +13,8 @@ Each import goes into a fresh dataset. Prints seconds and the ratio to the JSON 
 With ``--memory``, measures instead the peak memory of each format's import: a release of ``--rows`` box rows
 of one video is exported in each label format, and each file imported into a fresh dataset in a child process
 whose peak RSS (``VmHWM``) less its RSS before the import is printed per million rows (the goal: <= 300 MB
-per million rows, whatever the file's size). A CVAT file of one-keyframe tracks that persist to the task's end
+per million rows, whatever the file's size); for COCO-VID, YouTube-VIS and Label Studio, the reading alone (the
+importer's rows, no dataset write) is measured the same way. A CVAT file of one-keyframe tracks that persist to the task's end
 (``--persist-rows`` rows from a file of a few hundred KB) is imported the same way.
 
 Usage::

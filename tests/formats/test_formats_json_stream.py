@@ -221,3 +221,14 @@ def test_a_label_studio_task_of_no_video_says_how_many_tasks_the_file_holds(tmp_
     f.write_text(json.dumps(one))
     import_labels(ds, "label-studio", f, video_id="cam1")  # one task: video_id names its video
     assert len(ds.annotations()) > 0
+
+
+def test_the_cycle_collector_runs_again_after_an_import_read_or_refused(tmp_path: Path) -> None:
+    import gc
+
+    assert gc.isenabled()
+    imported(tmp_path, "good", "coco-vid", json.dumps(coco(3)))
+    assert gc.isenabled()
+    with pytest.raises(FormatError, match=r"not valid JSON"):
+        imported(tmp_path, "bad", "coco-vid", json.dumps(coco(3))[:-2])
+    assert gc.isenabled()
