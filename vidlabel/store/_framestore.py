@@ -39,9 +39,9 @@ from vidlabel.store._discovery import (
 )
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
-    REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
+    region_names,
     summary_problem,
     summary_problems,
     video_problems,
@@ -502,13 +502,14 @@ class FrameStore:
                 frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
                 names = list(VIDEO_ARRAYS)
                 if not frames_only:
-                    names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+                    region_fields = region_names(reader.attrs)
+                    names += [f"regions/{n}" for n in region_fields] + [f"segments/{n}" for n in SEGMENT_FIELDS]
                 reader.preload(names)  # one round trip for a store at a URL
                 arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
                 regions: dict[str, np.ndarray] = {}
                 segments: dict[str, np.ndarray] = {}
                 if not frames_only:
-                    regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
+                    regions = {name: reader.array(f"regions/{name}") for name in region_fields}
                     segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
                 attrs = dict(reader.attrs)
                 try:
