@@ -121,9 +121,14 @@ class FrameStore:
         Check every frame chunk read against the CRC-32C stored with it
         (``frames_crc32c``), so that a damaged frames file raises
         :class:`~vidlabel.errors.StoreCorruptError` instead of being returned
-        as pixels. On by default; it costs one CRC-32C pass per chunk read
-        (``scripts/bench_store.py`` prints reads/s with and without it): turn
-        it off only where that was measured to matter.
+        as pixels. On by default. A chunk of an uncompressed HDF5 frames file
+        is checked once per process, at its first read; later reads copy
+        the verified bytes without hashing them again for as long as the
+        file is the one mapped (its size, inode, modification and change
+        times: any write to it since makes every chunk checked again).
+        Other chunks are checked as they enter the chunk cache, or at every
+        read where they bypass it. ``scripts/bench_storeread.py`` prints
+        reads/s with and without it.
 
     Raises
     ------
