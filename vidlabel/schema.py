@@ -39,7 +39,7 @@ classes (``class_names``); ``T`` the frames of a clip.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +58,8 @@ __all__ = [
     "check_sample",
     "clip_sample",
     "frame_sample",
+    "key_layouts",
+    "schema_of",
 ]
 
 #: How a key's value is laid out and batched: "image" (an array with channels last in NumPy, first in
@@ -93,6 +95,10 @@ class SampleKey:
     per_frame : bool
         The value is a list with one array per frame of a clip (a ragged target of each frame), each with
         ``dims``.
+    derive : callable, optional
+        The value from the sample's other keys (a function of the sample dict built so far, returning the
+        value or None to leave the key out), used when the builder is not given one: a key whose value
+        follows from the others is this one entry and nothing else.
     """
 
     name: str
@@ -103,12 +109,31 @@ class SampleKey:
     layout: Layout = "array"
     when: str = ""
     per_frame: bool = False
+    derive: Callable[[Mapping[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
+    _np_dtype: np.dtype | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.layout == "image" and (len(self.dims) < 3 or self.dims[-1] != 3):
             raise SampleSchemaError(f"image key {self.name!r} needs dims (..., H, W, 3), got {self.dims}")
         if self.layout == "scalar" and self.dims:
             raise SampleSchemaError(f"scalar key {self.name!r} has no dims, got {self.dims}")
+        if self.layout in ("array", "ragged"):
+            object.__setattr__(self, "_np_dtype", np.dtype(self.dtype))
+
+    def coerce(self, value: Any, sizes: Mapping[str, int]) -> Any:
+        """``value`` as this key holds it: an array of the key's dtype and number of dimensions (no copy
+        when it already is one; an empty or flat one reshaped, its named dimensions taken from ``sizes`` or
+        left to NumPy), an ``int`` scalar as a Python int; an image, a per-frame list and other scalars as
+        they are."""
+        if self._np_dtype is None or self.per_frame:
+            return int(value) if self.dtype == "int" else value
+        arr: np.ndarray = np.asarray(value, dtype=self._np_dtype)
+        if arr.ndim == len(self.dims) and all(isinstance(d, str) or d == s for d, s in zip(self.dims, arr.shape)):
+            return arr
+        shape = [d if isinstance(d, int) else sizes.get(d, -1) for d in self.dims]
+        if shape.count(-1) > 1:
+            return arr
+        return arr.reshape(shape)
 
     @property
     def torch_dims(self) -> tuple[Dim, ...]:
@@ -138,12 +163,19 @@ class SampleSchema:
     name: str
     keys: tuple[SampleKey, ...]
     _by_name: dict[str, SampleKey] = field(init=False, repr=False, compare=False)
+    #: The key holding the image ("" if none).
+    image_key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_name = {k.name: k for k in self.keys}
         if len(by_name) != len(self.keys):
             raise SampleSchemaError(f"schema {self.name!r} names a key twice")
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "image_key", next((k.name for k in self.keys if k.layout == "image"), ""))
+
+    def with_keys(self, *keys: SampleKey) -> SampleSchema:
+        """This schema with ``keys`` added at its end (a new key's test installs one in :data:`SCHEMAS`)."""
+        return SampleSchema(self.name, (*self.keys, *keys))
 
     def __getitem__(self, name: str) -> SampleKey:
         return self._by_name[name]
@@ -246,6 +278,12 @@ def _per_frame(key: SampleKey) -> SampleKey:
     )  # fmt: skip
 
 
+def _clip_labels(sample: Mapping[str, Any]) -> np.ndarray:
+    """Every class active on any frame of the clip: the clip label of a clip not made from a marker."""
+    frame_labels: np.ndarray = sample["frame_labels"]
+    return frame_labels.max(axis=0)
+
+
 #: A clip sample: T frames of one video (``vidlabel.clip.ClipSpec``) and the targets of every frame.
 CLIP = SampleSchema(
     "clip",
@@ -264,6 +302,7 @@ CLIP = SampleSchema(
             "clip_labels", ("C",), "float32", "0 or 1 per class",
             "Multi-hot label of the clip: a clip made from a marker (MarkerClips) has exactly that marker's "
             "label; any other clip every class active on any of its frames (frame_labels.max(axis=0)).",
+            derive=_clip_labels,
         ),
         SampleKey(
             "frame_indices", ("T",), "int64", "frame number",
@@ -291,10 +330,45 @@ CLIP = SampleSchema(
 SCHEMAS: dict[str, SampleSchema] = {FRAME.name: FRAME, CLIP.name: CLIP}
 
 
-def _regions(values: Any, dtype: type, shape: tuple[int, ...] = (-1,)) -> np.ndarray:
-    """``values`` as an array of ``dtype`` and ``shape`` (no copy when it already is one)."""
-    arr: np.ndarray = np.asarray(values, dtype=dtype)
-    return arr if arr.shape[1:] == shape[1:] and arr.ndim == len(shape) else arr.reshape(shape)
+def _image_sizes(image: Any) -> dict[str, int]:
+    """The dimension sizes an image (H, W, 3) or a clip's images (T, H, W, 3) fix."""
+    if image is None:
+        return {}
+    shape = np.shape(image)
+    return {"H": int(shape[-3]), "W": int(shape[-2])}
+
+
+def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample dict of ``schema`` from the values ``given`` by key name: the one place a sample is assembled.
+
+    Each value is taken as its key holds it (:meth:`SampleKey.coerce`); a key not given, or given as None
+    where its dtype does not allow None, is computed by its ``derive`` if it has one, else left out (an
+    image left out builds the targets alone; an optional key's ``when`` did not hold).
+
+    Raises
+    ------
+    SampleSchemaError
+        If ``given`` names a key the schema lacks, or lacks a key every sample holds (other than an image).
+    """
+    unknown = [name for name in given if name not in schema]
+    if unknown:
+        raise SampleSchemaError(f"{schema.name} sample: unknown key {unknown[0]!r}; known: {', '.join(schema.names)}")
+    sizes = _image_sizes(given.get(schema.image_key)) if schema.image_key else {}
+    values: dict[str, Any] = {}
+    derived = []
+    for key in schema.keys:
+        value = given.get(key.name)
+        if value is not None or (key.name in given and key.dtype == "str or None"):
+            values[key.name] = key.coerce(value, sizes)
+        elif key.derive is not None:
+            derived.append(key)
+        elif not key.when and key.layout != "image":
+            raise SampleSchemaError(f"{schema.name} sample: no value for key {key.name!r}")
+    for key in derived:
+        value = key.derive(values)  # type: ignore[misc]
+        if value is not None:
+            values[key.name] = key.coerce(value, sizes)
+    return values if not derived else {name: values[name] for name in schema.names if name in values}
 
 
 def frame_sample(
@@ -310,8 +384,9 @@ def frame_sample(
     frame_index: int,
     masks: np.ndarray | None = None,
     attributes: np.ndarray | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
-    """A frame sample dict (:data:`FRAME`): the one place a frame sample is assembled.
+    """A frame sample dict (``SCHEMAS["frame"]``, :data:`FRAME`), built by :func:`build_sample`.
 
     Values are taken as they are when they already have the schema's dtype and number of dimensions (no
     copy): a caller that hands out arrays it keeps passes copies.
@@ -332,41 +407,43 @@ def frame_sample(
         Only with ``with_masks=True``.
     attributes : (N, A) float32, optional
         Only with ``with_attributes`` (FrameSamples).
+    **more
+        The values of any further key of the schema.
 
     Returns
     -------
     dict
-        The keys of :data:`FRAME` in its order (``image`` left out when None, ``masks`` when not given).
+        The keys of the schema in its order (``image`` left out when None, ``masks`` and ``attributes`` when
+        not given).
+
+    Raises
+    ------
+    SampleSchemaError
+        If ``more`` names a key the schema lacks.
     """
-    sample: dict[str, Any] = {} if image is None else {"image": image}
-    sample["boxes"] = _regions(boxes, np.float32, (-1, 4))
-    sample["labels"] = _regions(labels, np.int64)
-    sample["track_ids"] = _regions(track_ids, np.int64)
-    sample["annotation_ids"] = _regions(annotation_ids, np.int64)
-    sample["frame_labels"] = _regions(frame_labels, np.float32)
-    sample["video_id"] = video_id
-    sample["view_id"] = view_id
-    sample["frame_index"] = int(frame_index)
-    if masks is not None:
-        if image is not None:
-            sample["masks"] = _regions(masks, np.uint8, (-1, int(image.shape[0]), int(image.shape[1])))
-        else:
-            sample["masks"] = np.asarray(masks, dtype=np.uint8)
-    if attributes is not None:
-        sample["attributes"] = _regions(attributes, np.float32, (-1, int(np.shape(attributes)[-1])))
-    return sample
+    given = {
+        "image": image, "boxes": boxes, "labels": labels, "track_ids": track_ids, "annotation_ids": annotation_ids,
+        "frame_labels": frame_labels, "video_id": video_id, "view_id": view_id, "frame_index": frame_index,
+        "masks": masks, "attributes": attributes, **more,
+    }  # fmt: skip
+    return build_sample(SCHEMAS["frame"], given)
 
 
 def clip_sample(
     *,
     image: np.ndarray,
     frames: Sequence[Mapping[str, Any]],
-    clip_labels: np.ndarray,
     frame_indices: np.ndarray,
     timestamps_us: np.ndarray,
     clip_index: int,
+    clip_labels: np.ndarray | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
-    """A clip sample dict (:data:`CLIP`): the one place a clip sample is assembled.
+    """A clip sample dict (``SCHEMAS["clip"]``, :data:`CLIP`), built by :func:`build_sample`.
+
+    A clip key that a frame sample holds too comes from the frame samples: a per-frame key as the list of
+    their values, an array whose first dimension is ``T`` as their values stacked, a scalar as the first
+    frame's.
 
     Parameters
     ----------
@@ -376,14 +453,17 @@ def clip_sample(
         The frame samples (:func:`frame_sample`, with or without ``image``) of the clip's frames, in clip
         order: their ragged targets become the clip's per-frame lists, their ``frame_labels`` its
         (T, C) ``frame_labels``, the first one's ``video_id`` and ``view_id`` the clip's.
-    clip_labels : (C,) float32
     frame_indices, timestamps_us : (T,) int64
     clip_index : int
+    clip_labels : (C,) float32, optional
+        None: every class active on any of the clip's frames.
+    **more
+        The values of any further key of the clip schema.
 
     Returns
     -------
     dict
-        The keys of :data:`CLIP` in its order (``masks`` only when the frame samples hold them).
+        The keys of the schema in its order (``masks`` only when the frame samples hold them).
 
     Raises
     ------
@@ -392,20 +472,49 @@ def clip_sample(
     """
     if not frames or len(frames) != len(image):
         raise SampleSchemaError(f"a clip of {len(image)} images needs as many frame samples, got {len(frames)}")
+    schema = SCHEMAS["clip"]
+    given: dict[str, Any] = {
+        "image": image, "frame_indices": frame_indices, "timestamps_us": timestamps_us, "clip_index": clip_index,
+        "clip_labels": clip_labels, **more,
+    }  # fmt: skip
     first = frames[0]
-    sample: dict[str, Any] = {"image": image}
-    for name in ("boxes", "labels", "track_ids", "annotation_ids"):
-        sample[name] = [f[name] for f in frames]
-    sample["frame_labels"] = np.stack([_regions(f["frame_labels"], np.float32) for f in frames])
-    sample["clip_labels"] = _regions(clip_labels, np.float32)
-    sample["frame_indices"] = _regions(frame_indices, np.int64)
-    sample["timestamps_us"] = _regions(timestamps_us, np.int64)
-    sample["video_id"] = first["video_id"]
-    sample["view_id"] = first["view_id"]
-    sample["clip_index"] = int(clip_index)
-    if "masks" in first:
-        sample["masks"] = [f["masks"] for f in frames]
-    return sample
+    for key in schema.keys:
+        if key.name in given or key.name not in first:
+            continue
+        if key.per_frame:
+            given[key.name] = [f[key.name] for f in frames]
+        elif key.layout == "scalar":
+            given[key.name] = first[key.name]
+        elif key.dims[:1] == ("T",):
+            given[key.name] = np.stack([f[key.name] for f in frames])
+    return build_sample(schema, given)
+
+
+# -- what the converters read --------------------------------------------------------------------------------
+
+_LAYOUTS: list[Any] = [(), {}]
+
+
+def key_layouts() -> Mapping[str, frozenset[Layout]]:
+    """The layouts every key name has in the schemas of :data:`SCHEMAS` (``"image"``, ``"ragged"`` for a
+    per-frame list too, ...): what the PyTorch converter and collate read, worked out again only when
+    :data:`SCHEMAS` changes."""
+    schemas = tuple(SCHEMAS.values())
+    if len(schemas) != len(_LAYOUTS[0]) or any(a is not b for a, b in zip(schemas, _LAYOUTS[0])):
+        table: dict[str, set[Layout]] = {}
+        for schema in schemas:
+            for key in schema.keys:
+                table.setdefault(key.name, set()).add("ragged" if key.per_frame else key.layout)
+        _LAYOUTS[:] = [schemas, {name: frozenset(layouts) for name, layouts in table.items()}]
+    layouts: dict[str, frozenset[Layout]] = _LAYOUTS[1]
+    return layouts
+
+
+def schema_of(sample: Mapping[str, Any]) -> SampleSchema:
+    """The schema of :data:`SCHEMAS` that holds the most of ``sample``'s keys (the first one on a tie)."""
+    schemas = list(SCHEMAS.values())
+    held = [sum(name in schema for name in sample) for schema in schemas]
+    return schemas[held.index(max(held))]
 
 
 # -- checking ----------------------------------------------------------------------------------------------
@@ -473,7 +582,7 @@ def _key_problems(key: SampleKey, value: Any, dims: _Dims, torch: bool) -> list[
 
 def check_sample(
     sample: Mapping[str, Any],
-    schema: SampleSchema | str = FRAME,
+    schema: SampleSchema | str = "frame",
     *,
     torch: bool = False,
     dims: Mapping[str, int] | None = None,

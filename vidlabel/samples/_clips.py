@@ -32,15 +32,12 @@ from vidlabel._lru import OpenLRU
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, OptionError
 from vidlabel.samples._clipsamplers import Anchors, ClipSampler, SampleClips, VideoSlots
-from vidlabel.schema import CLIP, clip_sample
+from vidlabel.schema import clip_sample
 from vidlabel.store._position import sample_position
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["ClipIndex", "ClipSamples"]
-
-#: Per-frame keys of a frame sample that a clip sample holds as a list of T arrays.
-CLIP_RAGGED_KEYS = tuple(k.name for k in CLIP.keys if k.per_frame)
 
 
 @dataclass(frozen=True)
