@@ -3,15 +3,21 @@
 A sample is the plain dict of the spec's table "What a sample contains". This
 module is the one place that says what is in it, builds it and checks it:
 
-- :data:`FRAME` lists the keys of a frame sample (a :class:`SampleSchema` of
-  :class:`SampleKey` records, in the order a sample dict holds them);
-- :func:`frame_sample` builds a frame sample; every dataset (FrameSamples,
-  StoreSamples, and through them the PyTorch datasets) calls it;
+- :data:`FRAME` and :data:`CLIP` list the keys of a frame and a clip sample
+  (each a :class:`SampleSchema` of :class:`SampleKey` records, in the order a
+  sample dict holds them); :data:`SCHEMAS` holds them by name, and every
+  builder and converter looks them up there when it runs;
+- :func:`build_sample` assembles every sample: each value as its key holds it
+  (:meth:`SampleKey.coerce`), keys with a ``derive`` computed from the
+  others; :func:`frame_sample` and :func:`clip_sample` are its front doors,
+  which FrameSamples, StoreSamples, ClipSamples and StoreClips (and through
+  them every PyTorch dataset) call;
 - :func:`check_sample` checks a dict against a schema (NumPy or PyTorch
   layout), naming the key, the shape and dtype found and the ones expected;
-- :func:`vidlabel.torch_data.to_torch_sample` converts a sample for PyTorch
-  and :func:`vidlabel.torch_data.collate_frames` batches samples, both from
-  each key's ``layout`` (which key is an image, which is ragged);
+- :func:`vidlabel.torch_data.collate_frames` batches frame and clip samples,
+  and ``vidlabel.torch_data._collate.to_torch_sample`` converts them for
+  PyTorch, both from each key's ``layout`` (:func:`key_layouts`: which key
+  is an image, which is ragged);
 - :class:`SampleOptions` holds the options that decide which targets a
   sample holds and how they are written (kinds, labels, origins,
   min_confidence, with_masks, box_format, normalized, label_offset), checked
@@ -19,18 +25,21 @@ module is the one place that says what is in it, builds it and checks it:
 
 Adding a key
     Add one :class:`SampleKey` to the schema's tuple below (name, dims, dtype,
-    unit, meaning, layout, and ``when`` if it is not always there), and give
-    its value in the schema's builder (:func:`frame_sample` for frames).
-    Conversion for PyTorch and collation follow from ``layout``; the schema
-    test (``tests/test_schema.py``) checks every dataset's samples against
-    the schema, so the new key's test is one more assertion on its value.
+    unit, meaning, layout, and ``when`` if it is not always there). A value
+    that follows from the sample's other keys is its ``derive``, and that is
+    all; a new value is passed to :func:`frame_sample` by name where it is
+    computed. A frame key that a clip holds per frame is one more
+    ``_per_frame`` entry of :data:`CLIP`: :func:`clip_sample` gathers it from
+    the clip's frame samples. Conversion for PyTorch and collation follow
+    from ``layout``; ``tests/torch_data/test_sample_schema.py`` and
+    ``tests/torch_data/test_schema_keys.py`` check every dataset's samples
+    against the schemas, so the new key's test is one more assertion on its
+    value (``test_schema_keys.py`` shows a toy key reaching every dataset).
 
-Adding a sample kind (e.g. clips)
-    Define its keys as one more :class:`SampleSchema` (a clip's ``image`` has
-    dims ``("T", "H", "W", 3)``; a per-frame ragged target has
-    ``per_frame=True``: a list of T arrays, each with the key's dims), add it
-    to :data:`SCHEMAS`, write its builder beside :func:`frame_sample`, and
-    add its datasets to the schema test.
+Adding a sample kind
+    Define its keys as one more :class:`SampleSchema`, add it to
+    :data:`SCHEMAS`, write its front door beside :func:`clip_sample`, and
+    add its datasets to the schema tests.
 
 Dimension names: ``H``, ``W`` the image's height and width in pixels; ``N``
 the regions (targets) of a frame, ordered by annotation id; ``C`` the
@@ -55,6 +64,7 @@ __all__ = [
     "SampleKey",
     "SampleOptions",
     "SampleSchema",
+    "build_sample",
     "check_sample",
     "clip_sample",
     "frame_sample",
@@ -345,6 +355,17 @@ def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, An
     where its dtype does not allow None, is computed by its ``derive`` if it has one, else left out (an
     image left out builds the targets alone; an optional key's ``when`` did not hold).
 
+    Parameters
+    ----------
+    schema : SampleSchema
+    given : mapping of str to value
+        Values by key name, as the keys' docs say (a NumPy array or anything ``numpy.asarray`` takes).
+
+    Returns
+    -------
+    dict
+        The schema's keys that have a value, in the schema's order.
+
     Raises
     ------
     SampleSchemaError
@@ -511,7 +532,17 @@ def key_layouts() -> Mapping[str, frozenset[Layout]]:
 
 
 def schema_of(sample: Mapping[str, Any]) -> SampleSchema:
-    """The schema of :data:`SCHEMAS` that holds the most of ``sample``'s keys (the first one on a tie)."""
+    """The schema of :data:`SCHEMAS` that holds the most of ``sample``'s keys (the first one on a tie).
+
+    Parameters
+    ----------
+    sample : mapping
+        A sample dict (NumPy or tensors, extra keys allowed).
+
+    Returns
+    -------
+    SampleSchema
+    """
     schemas = list(SCHEMAS.values())
     held = [sum(name in schema for name in sample) for schema in schemas]
     return schemas[held.index(max(held))]

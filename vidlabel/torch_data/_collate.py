@@ -81,7 +81,18 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """A NumPy clip sample as tensors: :func:`to_torch_sample`, which converts frame and clip samples alike."""
+    """A NumPy clip sample as tensors: :func:`to_torch_sample`, which converts frame and clip samples alike.
+
+    Parameters
+    ----------
+    sample : dict
+        A clip sample (:data:`vidlabel.schema.CLIP`) as :class:`~vidlabel.samples.ClipSamples` gives it.
+
+    Returns
+    -------
+    dict
+        The same keys: ``image`` a (T, 3, H, W) uint8 view, per-frame targets lists of T tensors.
+    """
     return to_torch_sample(sample)
 
 
@@ -272,6 +283,16 @@ def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def collate_clips(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Collate clip samples into a batch dict: :func:`collate_frames`, which batches frame and clip samples
     alike (``image`` (B, T, 3, H, W) uint8, per-frame targets a list of B lists of T tensors).
+
+    Parameters
+    ----------
+    batch : sequence of dict
+        Clip samples with the same keys, frames per clip and image size.
+
+    Returns
+    -------
+    dict
+        The batch.
 
     Raises
     ------
