@@ -126,29 +126,37 @@ class SampleKey:
     per_frame: bool = False
     derive: Callable[[Mapping[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
     _np_dtype: np.dtype | None = field(init=False, default=None, repr=False, compare=False)
+    _fixed: tuple[tuple[int, int], ...] = field(init=False, default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.layout == "image" and (len(self.dims) < 3 or self.dims[-1] != 3):
             raise SampleSchemaError(f"image key {self.name!r} needs dims (..., H, W, 3), got {self.dims}")
         if self.layout == "scalar" and self.dims:
             raise SampleSchemaError(f"scalar key {self.name!r} has no dims, got {self.dims}")
-        if self.layout in ("array", "ragged"):
+        if self.layout in ("array", "ragged") and not self.per_frame:
             object.__setattr__(self, "_np_dtype", np.dtype(self.dtype))
+        fixed = tuple((axis, d) for axis, d in enumerate(self.dims) if isinstance(d, int))
+        object.__setattr__(self, "_fixed", fixed)
 
-    def coerce(self, value: Any, sizes: Mapping[str, int]) -> Any:
+    def coerce(self, value: Any, image: Any = None) -> Any:
         """``value`` as this key holds it: an array of the key's dtype and number of dimensions (no copy
-        when it already is one; an empty or flat one reshaped, its named dimensions taken from ``sizes`` or
-        left to NumPy), an ``int`` scalar as a Python int; an image, a per-frame list and other scalars as
-        they are."""
-        if self._np_dtype is None or self.per_frame:
+        when it already is one; an empty or flat one reshaped, ``H`` and ``W`` taken from ``image``'s shape,
+        another named dimension left to NumPy), an ``int`` scalar as a Python int; an image, a per-frame list
+        and other scalars as they are."""
+        np_dtype = self._np_dtype
+        if np_dtype is None:
             return int(value) if self.dtype == "int" else value
-        arr: np.ndarray = np.asarray(value, dtype=self._np_dtype)
-        if arr.ndim == len(self.dims) and all(isinstance(d, str) or d == s for d, s in zip(self.dims, arr.shape)):
-            return arr
-        shape = [d if isinstance(d, int) else sizes.get(d, -1) for d in self.dims]
-        if shape.count(-1) > 1:
-            return arr
-        return arr.reshape(shape)
+        arr: np.ndarray = np.asarray(value, dtype=np_dtype)
+        if arr.ndim == len(self.dims):
+            shape = arr.shape
+            for axis, size in self._fixed:
+                if shape[axis] != size:
+                    break
+            else:
+                return arr
+        sizes = {} if image is None else {"H": int(image.shape[-3]), "W": int(image.shape[-2])}
+        want = [d if isinstance(d, int) else sizes.get(d, -1) for d in self.dims]
+        return arr if want.count(-1) > 1 else arr.reshape(want)
 
     @property
     def torch_dims(self) -> tuple[Dim, ...]:
@@ -345,14 +353,6 @@ CLIP = SampleSchema(
 SCHEMAS: dict[str, SampleSchema] = {FRAME.name: FRAME, CLIP.name: CLIP}
 
 
-def _image_sizes(image: Any) -> dict[str, int]:
-    """The dimension sizes an image (H, W, 3) or a clip's images (T, H, W, 3) fix."""
-    if image is None:
-        return {}
-    shape = np.shape(image)
-    return {"H": int(shape[-3]), "W": int(shape[-2])}
-
-
 def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, Any]:
     """A sample dict of ``schema`` from the values ``given`` by key name: the one place a sample is assembled.
 
@@ -376,16 +376,17 @@ def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, An
     SampleSchemaError
         If ``given`` names a key the schema lacks, or lacks a key every sample holds (other than an image).
     """
-    unknown = [name for name in given if name not in schema]
+    unknown = given.keys() - schema._by_name.keys()
     if unknown:
-        raise SampleSchemaError(f"{schema.name} sample: unknown key {unknown[0]!r}; known: {', '.join(schema.names)}")
-    sizes = _image_sizes(given.get(schema.image_key)) if schema.image_key else {}
+        first = next(name for name in given if name in unknown)
+        raise SampleSchemaError(f"{schema.name} sample: unknown key {first!r}; known: {', '.join(schema.names)}")
+    image = given.get(schema.image_key) if schema.image_key else None
     values: dict[str, Any] = {}
     derived = []
     for key in schema.keys:
         value = given.get(key.name)
-        if value is not None or (key.name in given and key.dtype == "str or None"):
-            values[key.name] = key.coerce(value, sizes)
+        if value is not None or (key.dtype == "str or None" and key.name in given):
+            values[key.name] = key.coerce(value, image)
         elif key.derive is not None:
             derived.append(key)
         elif not key.when and key.layout != "image":
@@ -393,7 +394,7 @@ def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, An
     for key in derived:
         value = key.derive(values)  # type: ignore[misc]
         if value is not None:
-            values[key.name] = key.coerce(value, sizes)
+            values[key.name] = key.coerce(value, image)
     return values if not derived else {name: values[name] for name in schema.names if name in values}
 
 
@@ -518,22 +519,25 @@ def clip_sample(
 
 # -- what the converters read --------------------------------------------------------------------------------
 
-_LAYOUTS: list[Any] = [(), {}]
+_KEY_SETS: list[Any] = [(), frozenset(), frozenset()]
 
 
-def key_layouts() -> Mapping[str, frozenset[Layout]]:
-    """The layouts every key name has in the schemas of :data:`SCHEMAS` (``"image"``, ``"ragged"`` for a
-    per-frame list too, ...): what the PyTorch converter and collate read, worked out again only when
-    :data:`SCHEMAS` changes."""
+def key_layouts() -> tuple[frozenset[str], frozenset[str]]:
+    """(image keys, ragged keys) over the schemas of :data:`SCHEMAS`: the keys holding images (channels last in
+    NumPy, first in PyTorch) and those whose first dimension differs between samples (a clip's per-frame lists
+    too), which the PyTorch converter and collate read; worked out again only when :data:`SCHEMAS` changes.
+
+    Returns
+    -------
+    (frozenset of str, frozenset of str)
+    """
     schemas = tuple(SCHEMAS.values())
-    if len(schemas) != len(_LAYOUTS[0]) or any(a is not b for a, b in zip(schemas, _LAYOUTS[0])):
-        table: dict[str, set[Layout]] = {}
-        for schema in schemas:
-            for key in schema.keys:
-                table.setdefault(key.name, set()).add("ragged" if key.per_frame else key.layout)
-        _LAYOUTS[:] = [schemas, {name: frozenset(layouts) for name, layouts in table.items()}]
-    layouts: dict[str, frozenset[Layout]] = _LAYOUTS[1]
-    return layouts
+    # A tuple compares its items by identity first: this is cheap while the schemas stay the same objects.
+    if schemas != _KEY_SETS[0]:
+        images = frozenset().union(*(schema.images for schema in schemas))
+        ragged = frozenset().union(*(schema.ragged for schema in schemas))
+        _KEY_SETS[:] = [schemas, images, ragged]
+    return _KEY_SETS[1], _KEY_SETS[2]
 
 
 def schema_of(sample: Mapping[str, Any]) -> SampleSchema:

@@ -43,14 +43,14 @@ def _tensor(arr: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(arr)
 
 
-def _convert(key: str, value: Any, layouts: Mapping[str, frozenset[str]]) -> Any:
+def _convert(key: str, value: Any, images: frozenset[str], ragged: frozenset[str]) -> Any:
     """One value of a sample for PyTorch (see the module docstring); anything but an array, or a ragged key's
     list of arrays, as it is."""
     if isinstance(value, np.ndarray):
-        if value.ndim >= 3 and "image" in layouts.get(key, ()):
+        if key in images and value.ndim >= 3:
             return _tensor(value).movedim(-1, -3)
         return _tensor(value)
-    if isinstance(value, list) and "ragged" in layouts.get(key, ()):
+    if isinstance(value, list) and key in ragged:
         return [_tensor(v) if isinstance(v, np.ndarray) else v for v in value]
     return value
 
@@ -76,8 +76,8 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     dict
         The same keys, arrays as tensors.
     """
-    layouts = key_layouts()
-    return {key: _convert(key, value, layouts) for key, value in sample.items()}
+    images, ragged = key_layouts()
+    return {key: _convert(key, value, images, ragged) for key, value in sample.items()}
 
 
 def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,17 +220,18 @@ def _tensors(key: str, values: list[torch.Tensor], ragged: bool, same_shape: boo
 
 def _collate(batch: Sequence[Mapping[str, Any]], name: str, what: str) -> dict[str, Any]:
     _check_batch(batch, name, what)
-    layouts = key_layouts()
+    images, ragged_keys = key_layouts()
+    ragged_keys = ragged_keys | EXTRA_RAGGED_KEYS
     # A batch of clips is one (B, T, ...) tensor per key: its samples must agree in shape.
     same_shape = schema_of(batch[0]).name == "clip"
     out: dict[str, Any] = {}
     for key in batch[0]:
         try:
-            values = [_convert(key, s[key], layouts) for s in batch]
+            values = [_convert(key, s[key], images, ragged_keys) for s in batch]
         except KeyError as err:
             raise OptionError(f"{name}: a sample lacks key {key!r} that the first sample has") from err
         first = values[0]
-        ragged = key in EXTRA_RAGGED_KEYS or "ragged" in layouts.get(key, ())
+        ragged = key in ragged_keys
         if ragged and all(isinstance(v, list) for v in values):
             out[key] = [ragged_by_value(list(v)) for v in values]
         elif isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
