@@ -57,7 +57,9 @@ import numpy as np
 # The option helpers stay importable from here, where the datasets import them.
 from vidlabel._sample_options import SampleOptions
 from vidlabel._sample_options import as_names as as_names
+from vidlabel._sample_options import attribute_values as attribute_values
 from vidlabel._sample_options import check_kinds as check_kinds
+from vidlabel._sample_options import check_with_attributes as check_with_attributes
 from vidlabel._sample_options import option_shown as option_shown
 from vidlabel._sample_options import sample_options as sample_options
 from vidlabel.errors import SampleSchemaError
