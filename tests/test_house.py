@@ -62,7 +62,8 @@ LAYERS: tuple[frozenset[str], ...] = (
         "vidlabel.schema",
         "vidlabel._sample_options",
         "vidlabel.clip",
-    },
+    }
+    | {"vidlabel._attribute_rows"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),

@@ -348,6 +348,7 @@ CLIP = SampleSchema(
             layout="scalar",
         ),
         _per_frame(FRAME["masks"]),
+        _per_frame(FRAME["attributes"]),
     ),
 )  # fmt: skip
 
