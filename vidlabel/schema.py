@@ -3,15 +3,21 @@
 A sample is the plain dict of the spec's table "What a sample contains". This
 module is the one place that says what is in it, builds it and checks it:
 
-- :data:`FRAME` lists the keys of a frame sample (a :class:`SampleSchema` of
-  :class:`SampleKey` records, in the order a sample dict holds them);
-- :func:`frame_sample` builds a frame sample; every dataset (FrameSamples,
-  StoreSamples, and through them the PyTorch datasets) calls it;
+- :data:`FRAME` and :data:`CLIP` list the keys of a frame and a clip sample
+  (each a :class:`SampleSchema` of :class:`SampleKey` records, in the order a
+  sample dict holds them); :data:`SCHEMAS` holds them by name, and every
+  builder and converter looks them up there when it runs;
+- :func:`build_sample` assembles every sample: each value as its key holds it
+  (:meth:`SampleKey.coerce`), keys with a ``derive`` computed from the
+  others; :func:`frame_sample` and :func:`clip_sample` are its front doors,
+  which FrameSamples, StoreSamples, ClipSamples and StoreClips (and through
+  them every PyTorch dataset) call;
 - :func:`check_sample` checks a dict against a schema (NumPy or PyTorch
   layout), naming the key, the shape and dtype found and the ones expected;
-- :func:`vidlabel.torch_data.to_torch_sample` converts a sample for PyTorch
-  and :func:`vidlabel.torch_data.collate_frames` batches samples, both from
-  each key's ``layout`` (which key is an image, which is ragged);
+- :func:`vidlabel.torch_data.collate_frames` batches frame and clip samples,
+  and ``vidlabel.torch_data._collate.to_torch_sample`` converts them for
+  PyTorch, both from each key's ``layout`` (:func:`key_layouts`: which key
+  is an image, which is ragged);
 - :class:`SampleOptions` holds the options that decide which targets a
   sample holds and how they are written (kinds, labels, origins,
   min_confidence, with_masks, box_format, normalized, label_offset), checked
@@ -19,18 +25,21 @@ module is the one place that says what is in it, builds it and checks it:
 
 Adding a key
     Add one :class:`SampleKey` to the schema's tuple below (name, dims, dtype,
-    unit, meaning, layout, and ``when`` if it is not always there), and give
-    its value in the schema's builder (:func:`frame_sample` for frames).
-    Conversion for PyTorch and collation follow from ``layout``; the schema
-    test (``tests/test_schema.py``) checks every dataset's samples against
-    the schema, so the new key's test is one more assertion on its value.
+    unit, meaning, layout, and ``when`` if it is not always there). A value
+    that follows from the sample's other keys is its ``derive``, and that is
+    all; a new value is passed to :func:`frame_sample` by name where it is
+    computed. A frame key that a clip holds per frame is one more
+    ``_per_frame`` entry of :data:`CLIP`: :func:`clip_sample` gathers it from
+    the clip's frame samples. Conversion for PyTorch and collation follow
+    from ``layout``; ``tests/torch_data/test_sample_schema.py`` and
+    ``tests/torch_data/test_schema_keys.py`` check every dataset's samples
+    against the schemas, so the new key's test is one more assertion on its
+    value (``test_schema_keys.py`` shows a toy key reaching every dataset).
 
-Adding a sample kind (e.g. clips)
-    Define its keys as one more :class:`SampleSchema` (a clip's ``image`` has
-    dims ``("T", "H", "W", 3)``; a per-frame ragged target has
-    ``per_frame=True``: a list of T arrays, each with the key's dims), add it
-    to :data:`SCHEMAS`, write its builder beside :func:`frame_sample`, and
-    add its datasets to the schema test.
+Adding a sample kind
+    Define its keys as one more :class:`SampleSchema`, add it to
+    :data:`SCHEMAS`, write its front door beside :func:`clip_sample`, and
+    add its datasets to the schema tests.
 
 Dimension names: ``H``, ``W`` the image's height and width in pixels; ``N``
 the regions (targets) of a frame, ordered by annotation id; ``C`` the
@@ -39,15 +48,21 @@ classes (``class_names``); ``T`` the frames of a clip.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from vidlabel.errors import OptionError, SampleSchemaError, check_flag, check_label_offset
-from vidlabel.spec import BOX_FORMATS, KINDS, ORIGINS
+# The option helpers stay importable from here, where the datasets import them.
+from vidlabel._sample_options import SampleOptions
+from vidlabel._sample_options import as_names as as_names
+from vidlabel._sample_options import attribute_values as attribute_values
+from vidlabel._sample_options import check_kinds as check_kinds
+from vidlabel._sample_options import check_with_attributes as check_with_attributes
+from vidlabel._sample_options import option_shown as option_shown
+from vidlabel._sample_options import sample_options as sample_options
+from vidlabel.errors import SampleSchemaError
 
 __all__ = [
     "CLIP",
@@ -56,9 +71,12 @@ __all__ = [
     "SampleKey",
     "SampleOptions",
     "SampleSchema",
+    "build_sample",
     "check_sample",
     "clip_sample",
     "frame_sample",
+    "key_layouts",
+    "schema_of",
 ]
 
 #: How a key's value is laid out and batched: "image" (an array with channels last in NumPy, first in
@@ -94,6 +112,10 @@ class SampleKey:
     per_frame : bool
         The value is a list with one array per frame of a clip (a ragged target of each frame), each with
         ``dims``.
+    derive : callable, optional
+        The value from the sample's other keys (a function of the sample dict built so far, returning the
+        value or None to leave the key out), used when the builder is not given one: a key whose value
+        follows from the others is this one entry and nothing else.
     """
 
     name: str
@@ -104,12 +126,39 @@ class SampleKey:
     layout: Layout = "array"
     when: str = ""
     per_frame: bool = False
+    derive: Callable[[Mapping[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
+    _np_dtype: np.dtype | None = field(init=False, default=None, repr=False, compare=False)
+    _fixed: tuple[tuple[int, int], ...] = field(init=False, default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.layout == "image" and (len(self.dims) < 3 or self.dims[-1] != 3):
             raise SampleSchemaError(f"image key {self.name!r} needs dims (..., H, W, 3), got {self.dims}")
         if self.layout == "scalar" and self.dims:
             raise SampleSchemaError(f"scalar key {self.name!r} has no dims, got {self.dims}")
+        if self.layout in ("array", "ragged") and not self.per_frame:
+            object.__setattr__(self, "_np_dtype", np.dtype(self.dtype))
+        fixed = tuple((axis, d) for axis, d in enumerate(self.dims) if isinstance(d, int))
+        object.__setattr__(self, "_fixed", fixed)
+
+    def coerce(self, value: Any, image: Any = None) -> Any:
+        """``value`` as this key holds it: an array of the key's dtype and number of dimensions (no copy
+        when it already is one; an empty or flat one reshaped, ``H`` and ``W`` taken from ``image``'s shape,
+        another named dimension left to NumPy), an ``int`` scalar as a Python int; an image, a per-frame list
+        and other scalars as they are."""
+        np_dtype = self._np_dtype
+        if np_dtype is None:
+            return int(value) if self.dtype == "int" else value
+        arr: np.ndarray = np.asarray(value, dtype=np_dtype)
+        if arr.ndim == len(self.dims):
+            shape = arr.shape
+            for axis, size in self._fixed:
+                if shape[axis] != size:
+                    break
+            else:
+                return arr
+        sizes = {} if image is None else {"H": int(image.shape[-3]), "W": int(image.shape[-2])}
+        want = [d if isinstance(d, int) else sizes.get(d, -1) for d in self.dims]
+        return arr if want.count(-1) > 1 else arr.reshape(want)
 
     @property
     def torch_dims(self) -> tuple[Dim, ...]:
@@ -139,12 +188,19 @@ class SampleSchema:
     name: str
     keys: tuple[SampleKey, ...]
     _by_name: dict[str, SampleKey] = field(init=False, repr=False, compare=False)
+    #: The key holding the image ("" if none).
+    image_key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_name = {k.name: k for k in self.keys}
         if len(by_name) != len(self.keys):
             raise SampleSchemaError(f"schema {self.name!r} names a key twice")
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "image_key", next((k.name for k in self.keys if k.layout == "image"), ""))
+
+    def with_keys(self, *keys: SampleKey) -> SampleSchema:
+        """This schema with ``keys`` added at its end (a new key's test installs one in :data:`SCHEMAS`)."""
+        return SampleSchema(self.name, (*self.keys, *keys))
 
     def __getitem__(self, name: str) -> SampleKey:
         return self._by_name[name]
@@ -247,6 +303,12 @@ def _per_frame(key: SampleKey) -> SampleKey:
     )  # fmt: skip
 
 
+def _clip_labels(sample: Mapping[str, Any]) -> np.ndarray:
+    """Every class active on any frame of the clip: the clip label of a clip not made from a marker."""
+    frame_labels: np.ndarray = sample["frame_labels"]
+    return frame_labels.max(axis=0)
+
+
 #: A clip sample: T frames of one video (``vidlabel.clip.ClipSpec``) and the targets of every frame.
 CLIP = SampleSchema(
     "clip",
@@ -265,6 +327,7 @@ CLIP = SampleSchema(
             "clip_labels", ("C",), "float32", "0 or 1 per class",
             "Multi-hot label of the clip: a clip made from a marker (MarkerClips) has exactly that marker's "
             "label; any other clip every class active on any of its frames (frame_labels.max(axis=0)).",
+            derive=_clip_labels,
         ),
         SampleKey(
             "frame_indices", ("T",), "int64", "frame number",
@@ -293,10 +356,49 @@ CLIP = SampleSchema(
 SCHEMAS: dict[str, SampleSchema] = {FRAME.name: FRAME, CLIP.name: CLIP}
 
 
-def _regions(values: Any, dtype: type, shape: tuple[int, ...] = (-1,)) -> np.ndarray:
-    """``values`` as an array of ``dtype`` and ``shape`` (no copy when it already is one)."""
-    arr: np.ndarray = np.asarray(values, dtype=dtype)
-    return arr if arr.shape[1:] == shape[1:] and arr.ndim == len(shape) else arr.reshape(shape)
+def build_sample(schema: SampleSchema, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample dict of ``schema`` from the values ``given`` by key name: the one place a sample is assembled.
+
+    Each value is taken as its key holds it (:meth:`SampleKey.coerce`); a key not given, or given as None
+    where its dtype does not allow None, is computed by its ``derive`` if it has one, else left out (an
+    image left out builds the targets alone; an optional key's ``when`` did not hold).
+
+    Parameters
+    ----------
+    schema : SampleSchema
+    given : mapping of str to value
+        Values by key name, as the keys' docs say (a NumPy array or anything ``numpy.asarray`` takes).
+
+    Returns
+    -------
+    dict
+        The schema's keys that have a value, in the schema's order.
+
+    Raises
+    ------
+    SampleSchemaError
+        If ``given`` names a key the schema lacks, or lacks a key every sample holds (other than an image).
+    """
+    unknown = given.keys() - schema._by_name.keys()
+    if unknown:
+        first = next(name for name in given if name in unknown)
+        raise SampleSchemaError(f"{schema.name} sample: unknown key {first!r}; known: {', '.join(schema.names)}")
+    image = given.get(schema.image_key) if schema.image_key else None
+    values: dict[str, Any] = {}
+    derived = []
+    for key in schema.keys:
+        value = given.get(key.name)
+        if value is not None or (key.dtype == "str or None" and key.name in given):
+            values[key.name] = key.coerce(value, image)
+        elif key.derive is not None:
+            derived.append(key)
+        elif not key.when and key.layout != "image":
+            raise SampleSchemaError(f"{schema.name} sample: no value for key {key.name!r}")
+    for key in derived:
+        value = key.derive(values)  # type: ignore[misc]
+        if value is not None:
+            values[key.name] = key.coerce(value, image)
+    return values if not derived else {name: values[name] for name in schema.names if name in values}
 
 
 def frame_sample(
@@ -312,8 +414,9 @@ def frame_sample(
     frame_index: int,
     masks: np.ndarray | None = None,
     attributes: np.ndarray | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
-    """A frame sample dict (:data:`FRAME`): the one place a frame sample is assembled.
+    """A frame sample dict (``SCHEMAS["frame"]``, :data:`FRAME`), built by :func:`build_sample`.
 
     Values are taken as they are when they already have the schema's dtype and number of dimensions (no
     copy): a caller that hands out arrays it keeps passes copies.
@@ -334,41 +437,43 @@ def frame_sample(
         Only with ``with_masks=True``.
     attributes : (N, A) float32, optional
         Only with ``with_attributes`` (FrameSamples).
+    **more
+        The values of any further key of the schema.
 
     Returns
     -------
     dict
-        The keys of :data:`FRAME` in its order (``image`` left out when None, ``masks`` when not given).
+        The keys of the schema in its order (``image`` left out when None, ``masks`` and ``attributes`` when
+        not given).
+
+    Raises
+    ------
+    SampleSchemaError
+        If ``more`` names a key the schema lacks.
     """
-    sample: dict[str, Any] = {} if image is None else {"image": image}
-    sample["boxes"] = _regions(boxes, np.float32, (-1, 4))
-    sample["labels"] = _regions(labels, np.int64)
-    sample["track_ids"] = _regions(track_ids, np.int64)
-    sample["annotation_ids"] = _regions(annotation_ids, np.int64)
-    sample["frame_labels"] = _regions(frame_labels, np.float32)
-    sample["video_id"] = video_id
-    sample["view_id"] = view_id
-    sample["frame_index"] = int(frame_index)
-    if masks is not None:
-        if image is not None:
-            sample["masks"] = _regions(masks, np.uint8, (-1, int(image.shape[0]), int(image.shape[1])))
-        else:
-            sample["masks"] = np.asarray(masks, dtype=np.uint8)
-    if attributes is not None:
-        sample["attributes"] = _regions(attributes, np.float32, (-1, int(np.shape(attributes)[-1])))
-    return sample
+    given = {
+        "image": image, "boxes": boxes, "labels": labels, "track_ids": track_ids, "annotation_ids": annotation_ids,
+        "frame_labels": frame_labels, "video_id": video_id, "view_id": view_id, "frame_index": frame_index,
+        "masks": masks, "attributes": attributes, **more,
+    }  # fmt: skip
+    return build_sample(SCHEMAS["frame"], given)
 
 
 def clip_sample(
     *,
     image: np.ndarray,
     frames: Sequence[Mapping[str, Any]],
-    clip_labels: np.ndarray,
     frame_indices: np.ndarray,
     timestamps_us: np.ndarray,
     clip_index: int,
+    clip_labels: np.ndarray | None = None,
+    **more: Any,
 ) -> dict[str, Any]:
-    """A clip sample dict (:data:`CLIP`): the one place a clip sample is assembled.
+    """A clip sample dict (``SCHEMAS["clip"]``, :data:`CLIP`), built by :func:`build_sample`.
+
+    A clip key that a frame sample holds too comes from the frame samples: a per-frame key as the list of
+    their values, an array whose first dimension is ``T`` as their values stacked, a scalar as the first
+    frame's.
 
     Parameters
     ----------
@@ -378,15 +483,17 @@ def clip_sample(
         The frame samples (:func:`frame_sample`, with or without ``image``) of the clip's frames, in clip
         order: their ragged targets become the clip's per-frame lists, their ``frame_labels`` its
         (T, C) ``frame_labels``, the first one's ``video_id`` and ``view_id`` the clip's.
-    clip_labels : (C,) float32
     frame_indices, timestamps_us : (T,) int64
     clip_index : int
+    clip_labels : (C,) float32, optional
+        None: every class active on any of the clip's frames.
+    **more
+        The values of any further key of the clip schema.
 
     Returns
     -------
     dict
-        The keys of :data:`CLIP` in its order (``masks`` and ``attributes`` only when the frame samples hold
-        them).
+        The keys of the schema in its order (``masks`` only when the frame samples hold them).
 
     Raises
     ------
@@ -395,22 +502,62 @@ def clip_sample(
     """
     if not frames or len(frames) != len(image):
         raise SampleSchemaError(f"a clip of {len(image)} images needs as many frame samples, got {len(frames)}")
+    schema = SCHEMAS["clip"]
+    given: dict[str, Any] = {
+        "image": image, "frame_indices": frame_indices, "timestamps_us": timestamps_us, "clip_index": clip_index,
+        "clip_labels": clip_labels, **more,
+    }  # fmt: skip
     first = frames[0]
-    sample: dict[str, Any] = {"image": image}
-    for name in ("boxes", "labels", "track_ids", "annotation_ids"):
-        sample[name] = [f[name] for f in frames]
-    sample["frame_labels"] = np.stack([_regions(f["frame_labels"], np.float32) for f in frames])
-    sample["clip_labels"] = _regions(clip_labels, np.float32)
-    sample["frame_indices"] = _regions(frame_indices, np.int64)
-    sample["timestamps_us"] = _regions(timestamps_us, np.int64)
-    sample["video_id"] = first["video_id"]
-    sample["view_id"] = first["view_id"]
-    sample["clip_index"] = int(clip_index)
-    if "masks" in first:
-        sample["masks"] = [f["masks"] for f in frames]
-    if "attributes" in first:
-        sample["attributes"] = [f["attributes"] for f in frames]
-    return sample
+    for key in schema.keys:
+        if key.name in given or key.name not in first:
+            continue
+        if key.per_frame:
+            given[key.name] = [f[key.name] for f in frames]
+        elif key.layout == "scalar":
+            given[key.name] = first[key.name]
+        elif key.dims[:1] == ("T",):
+            given[key.name] = np.stack([f[key.name] for f in frames])
+    return build_sample(schema, given)
+
+
+# -- what the converters read --------------------------------------------------------------------------------
+
+_KEY_SETS: list[Any] = [(), frozenset(), frozenset()]
+
+
+def key_layouts() -> tuple[frozenset[str], frozenset[str]]:
+    """(image keys, ragged keys) over the schemas of :data:`SCHEMAS`: the keys holding images (channels last in
+    NumPy, first in PyTorch) and those whose first dimension differs between samples (a clip's per-frame lists
+    too), which the PyTorch converter and collate read; worked out again only when :data:`SCHEMAS` changes.
+
+    Returns
+    -------
+    (frozenset of str, frozenset of str)
+    """
+    schemas = tuple(SCHEMAS.values())
+    # A tuple compares its items by identity first: this is cheap while the schemas stay the same objects.
+    if schemas != _KEY_SETS[0]:
+        images = frozenset().union(*(schema.images for schema in schemas))
+        ragged = frozenset().union(*(schema.ragged for schema in schemas))
+        _KEY_SETS[:] = [schemas, images, ragged]
+    return _KEY_SETS[1], _KEY_SETS[2]
+
+
+def schema_of(sample: Mapping[str, Any]) -> SampleSchema:
+    """The schema of :data:`SCHEMAS` that holds the most of ``sample``'s keys (the first one on a tie).
+
+    Parameters
+    ----------
+    sample : mapping
+        A sample dict (NumPy or tensors, extra keys allowed).
+
+    Returns
+    -------
+    SampleSchema
+    """
+    schemas = list(SCHEMAS.values())
+    held = [sum(name in schema for name in sample) for schema in schemas]
+    return schemas[held.index(max(held))]
 
 
 # -- checking ----------------------------------------------------------------------------------------------
@@ -478,7 +625,7 @@ def _key_problems(key: SampleKey, value: Any, dims: _Dims, torch: bool) -> list[
 
 def check_sample(
     sample: Mapping[str, Any],
-    schema: SampleSchema | str = FRAME,
+    schema: SampleSchema | str = "frame",
     *,
     torch: bool = False,
     dims: Mapping[str, int] | None = None,
@@ -527,243 +674,3 @@ def check_sample(
         problems += _key_problems(key, sample[key.name], sizes, torch)
     if problems:
         raise SampleSchemaError(f"not a {schema.name} sample of vidlabel.schema: " + "; ".join(problems))
-
-
-# -- options -----------------------------------------------------------------------------------------------
-
-
-def option_shown(name: str, values: Iterable[str], limit: int = 10) -> str:
-    """``name=[...]`` as it was given (its first ``limit`` entries), for messages."""
-    items = list(values)
-    more = f", ... ({len(items)} in all)" if len(items) > limit else ""
-    return f"{name}=[{', '.join(repr(x) for x in items[:limit])}{more}]"
-
-
-def as_names(value: Any, name: str) -> tuple[str, ...]:
-    """A string or a sequence of strings as a tuple of strings.
-
-    Raises
-    ------
-    OptionError
-        Naming ``name``, if ``value`` is not iterable or holds something other than strings.
-    """
-    if isinstance(value, str):
-        value = (value,)
-    try:
-        out = tuple(value)
-    except TypeError as err:
-        raise OptionError(f"{name} must be a list of strings, got {value!r}") from err
-    bad = [x for x in out if not isinstance(x, str)]
-    if bad:
-        raise OptionError(f"{name} must hold strings, got {bad[0]!r}")
-    return out
-
-
-def check_kinds(kinds: str | Sequence[str]) -> tuple[str, ...]:
-    """The ``kinds`` option (one kind alone, or a sequence of kinds) as a tuple of known kinds, at least one.
-
-    Raises
-    ------
-    OptionError
-        On an unknown kind, a value that is not a string, or no kind at all.
-    """
-    kinds_t = as_names(kinds, "kinds")
-    for k in kinds_t:
-        if k not in KINDS:
-            raise OptionError(f"unknown kind {k!r} in {option_shown('kinds', kinds_t)}; allowed: {', '.join(KINDS)}")
-    if not kinds_t:
-        raise OptionError(f"kinds must name at least one of {', '.join(KINDS)}")
-    return kinds_t
-
-
-def _check_labels(labels: Any) -> tuple[str, ...] | None:
-    labels_t = None if labels is None else as_names(labels, "labels")
-    if labels_t is not None:
-        if not labels_t:
-            raise OptionError("labels=[] selects nothing; pass None for the whole vocabulary")
-        dup = [x for i, x in enumerate(labels_t) if x in labels_t[:i]]
-        if dup:
-            raise OptionError(f"label {dup[0]!r} appears twice in {option_shown('labels', labels_t)}")
-    return labels_t
-
-
-def _check_origins(origins: Any) -> tuple[str, ...] | None:
-    origins_t = None if origins is None else as_names(origins, "origins")
-    for o in origins_t or ():
-        if o not in ORIGINS:
-            shown = option_shown("origins", origins_t or ())
-            raise OptionError(f"unknown origin {o!r} in {shown}; allowed: {', '.join(ORIGINS)}")
-    return origins_t
-
-
-def _check_min_confidence(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise OptionError(f"min_confidence must be a number in [0, 1] or None, got {value!r}")
-    if not 0.0 <= float(value) <= 1.0:
-        raise OptionError(f"min_confidence must lie in [0, 1], got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class SampleOptions:
-    """Which targets a sample holds and how they are written: the options FrameSamples, StoreSamples,
-    StoreFrames and StoreStream share, checked once on construction.
-
-    Parameters
-    ----------
-    kinds : {"box", "mask", "marker"} or sequence of them
-        Which annotation kinds become targets (and, where frames are chosen by their annotations, make a
-        frame a sample); markers always fill ``frame_labels``.
-    labels : sequence of str, optional
-        Keep only these labels; ``class_names`` is this list, in this order. None: the whole vocabulary.
-    origins : sequence of {"human", "model"}, optional
-        Keep only rows of these origins (None: all).
-    min_confidence : float in [0, 1], optional
-        Drop model rows whose confidence is below this.
-    with_masks : bool
-        Decode masks into the samples (``masks`` (N, H, W) uint8).
-    box_format : {"xyxy", "xywh", "cxcywh"}
-    normalized : bool
-        Boxes as fractions of the image's width and height.
-    label_offset : int
-        Added to ``labels`` (not to ``frame_labels`` positions); an integer >= 0.
-
-    Raises
-    ------
-    OptionError
-        On an unknown kind, origin or box format, no kind at all, ``labels=[]`` or a label named twice, a
-        ``min_confidence`` outside [0, 1], a ``label_offset`` that is not an integer >= 0, or a True/False
-        option given anything else. The values are kept normalised: tuples of str, a float, bools, an int.
-    """
-
-    kinds: tuple[str, ...] = ("box", "mask")
-    labels: tuple[str, ...] | None = None
-    origins: tuple[str, ...] | None = None
-    min_confidence: float | None = None
-    with_masks: bool = False
-    box_format: str = "xyxy"
-    normalized: bool = False
-    label_offset: int = 0
-
-    def __post_init__(self) -> None:
-        checked = {
-            "kinds": check_kinds(self.kinds),
-            "labels": _check_labels(self.labels),
-            "origins": _check_origins(self.origins),
-            "min_confidence": _check_min_confidence(self.min_confidence),
-        }
-        if self.box_format not in BOX_FORMATS:
-            raise OptionError(f"unknown box_format {self.box_format!r}; allowed: {', '.join(BOX_FORMATS)}")
-        checked["label_offset"] = check_label_offset(self.label_offset)
-        checked["with_masks"] = check_flag("with_masks", self.with_masks)
-        checked["normalized"] = check_flag("normalized", self.normalized)
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)
-
-
-def _as_given(value: Any) -> Any:
-    """A keyword's value as SampleOptions keeps it, to compare with a default (a list of names as a tuple)."""
-    return tuple(value) if isinstance(value, list) else value
-
-
-def sample_options(options: SampleOptions | None, owner: str, **keywords: Any) -> SampleOptions:
-    """The target options of a constructor that takes both ``options=`` and the keywords of the block.
-
-    Parameters
-    ----------
-    options : SampleOptions or None
-        Given: used as it is (already checked), and every keyword must be left at its default.
-    owner : str
-        The constructor's name, for messages.
-    **keywords
-        The constructor's keywords of the block (those of :class:`SampleOptions` it takes).
-
-    Raises
-    ------
-    OptionError
-        If ``options`` is not a SampleOptions, or is given together with a keyword of the block set to
-        anything but its default; or as :class:`SampleOptions` for the keywords.
-    """
-    if options is None:
-        return SampleOptions(**keywords)
-    if not isinstance(options, SampleOptions):
-        raise OptionError(f"{owner}: options must be a vidlabel.schema.SampleOptions or None, got {options!r}")
-    default = SampleOptions()
-    both = [name for name, value in keywords.items() if _as_given(value) != getattr(default, name)]
-    if both:
-        raise OptionError(
-            f"{owner}: {both[0]}={keywords[both[0]]!r} given together with options=; give it in the "
-            f"SampleOptions (options={options!r}) or as a keyword, not both"
-        )
-    return options
-
-
-def check_with_attributes(names: Sequence[str] | None) -> tuple[str, ...]:
-    """``with_attributes=`` as a tuple of distinct names (``()`` for None).
-
-    Raises
-    ------
-    OptionError
-        If ``names`` is not a sequence of distinct non-empty strings.
-    """
-    if names is None:
-        return ()
-    items = (names,) if isinstance(names, str) else tuple(names)
-    if not all(isinstance(n, str) and n for n in items) or len(set(items)) != len(items):
-        raise OptionError(f"with_attributes must be distinct attribute names, got {names!r}")
-    return items
-
-
-def attribute_values(
-    offsets: np.ndarray, data: np.ndarray, rows: np.ndarray, names: Sequence[str], annotation_ids: np.ndarray
-) -> np.ndarray:
-    """The ``attributes`` sample key of some rows whose attributes are JSON in CSR form.
-
-    Parameters
-    ----------
-    offsets : (N + 1,) int64
-        CSR offsets: row ``i``'s attributes are the JSON object ``data[offsets[i]:offsets[i + 1]]`` (empty: none).
-    data : (M,) uint8
-        The JSON bytes.
-    rows : (R,) int
-        The rows wanted.
-    names : sequence of str
-        The attributes wanted, in column order.
-    annotation_ids : (R,) int64
-        The annotation id of each wanted row (named by an error).
-
-    Returns
-    -------
-    (R, A) float32
-        Attribute ``names[a]`` of row ``rows[r]``: true 1, false 0, a number as it is, NaN where it has none.
-
-    Raises
-    ------
-    OptionError
-        If a wanted attribute is text (it has no number), naming it, its value and the annotation.
-    """
-    out = np.full((len(rows), len(names)), np.nan, np.float32)
-    if not names or not len(rows):
-        return out
-    raw = np.asarray(data, np.uint8).tobytes()
-    seen: dict[bytes, dict[str, Any]] = {}
-    for j, i in enumerate(np.asarray(rows).tolist()):
-        a, b = int(offsets[i]), int(offsets[i + 1])
-        if a == b:
-            continue
-        text = raw[a:b]
-        attrs = seen.get(text)
-        if attrs is None:
-            attrs = seen[text] = json.loads(text)
-        for k, name in enumerate(names):
-            value = attrs.get(name)
-            if isinstance(value, str):
-                raise OptionError(
-                    f"with_attributes: {name!r} is a text attribute ({value!r} on annotation "
-                    f"{int(annotation_ids[j])}); only bool and number attributes are delivered as numbers"
-                )
-            if value is not None:
-                out[j, k] = float(value)
-    return out

@@ -164,6 +164,16 @@ def test_a_box_that_leaves_the_image_takes_its_label_track_and_annotation_id_wit
     check_objects(out)
 
 
+def test_a_box_that_leaves_the_image_takes_its_attributes_with_it() -> None:
+    # Every per-target key of the sample schema follows the kept boxes, in its own dtype.
+    sample = tensor_sample()
+    sample["attributes"] = torch.tensor([[0.0, 0.5], [1.0, 0.25], [float("nan"), 0.75], [1.0, 1.0]])
+    out = V2Transform(CropColumns(64)).with_layout("xyxy", False)(sample)
+    assert out["annotation_ids"].tolist() == [101, 102]
+    assert out["attributes"].dtype == torch.float32
+    torch.testing.assert_close(out["attributes"], sample["attributes"][1:3], equal_nan=True)
+
+
 def test_a_box_cut_by_the_crop_is_clamped_to_the_image() -> None:
     crop = CropColumns(30)
     out = V2Transform(crop).with_layout("xyxy", False)(tensor_sample())

@@ -32,15 +32,12 @@ from vidlabel._lru import OpenLRU
 from vidlabel.clip import ClipSpec
 from vidlabel.errors import ClipError, OptionError
 from vidlabel.samples._clipsamplers import Anchors, ClipSampler, SampleClips, VideoSlots
-from vidlabel.schema import CLIP, clip_sample
+from vidlabel.schema import clip_sample
 from vidlabel.store._position import sample_position
 from vidlabel.video._clipplan import ClipChunk, ClipPlan
 from vidlabel.video._readplan import STREAM_SHUFFLE_BUFFER, check_nonneg_int, epoch_rng, shuffled
 
 __all__ = ["ClipIndex", "ClipSamples"]
-
-#: Per-frame keys of a frame sample that a clip sample holds as a list of T arrays.
-CLIP_RAGGED_KEYS = tuple(k.name for k in CLIP.keys if k.per_frame)
 
 
 @dataclass(frozen=True)
@@ -270,12 +267,11 @@ class ClipSamples:
         if len(images) != frames.size:
             raise OptionError(f"a clip of {frames.size} frames needs {frames.size} images, got {len(images)}")
         per_frame = [self.samples.sample(video_id, int(f), image) for f, image in zip(frames.tolist(), images)]
-        frame_labels = np.stack([s["frame_labels"] for s in per_frame])
+        # A clip made from a marker has exactly that label; any other the schema's default (clip_labels).
+        clip_labels = None
         if marker_class >= 0:
-            clip_labels = np.zeros(frame_labels.shape[1], np.float32)
+            clip_labels = np.zeros(len(per_frame[0]["frame_labels"]), np.float32)
             clip_labels[marker_class] = 1.0
-        else:
-            clip_labels = frame_labels.max(axis=0)
         return clip_sample(
             image=np.stack([s["image"] for s in per_frame]),
             frames=per_frame,

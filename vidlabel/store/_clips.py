@@ -268,11 +268,10 @@ class StoreClipSamples:
         if images is None:
             images = self.store.read_clip(video_id, rows)
         frames = [self.samples.sample_row(video_id, int(r), image=images[i]) for i, r in enumerate(rows.tolist())]
-        frame_labels = np.stack([f["frame_labels"] for f in frames])
+        # clip_labels: the schema's default, every class active on any of the clip's frames.
         return clip_sample(
             image=images,
             frames=frames,
-            clip_labels=frame_labels.max(axis=0),
             frame_indices=np.array([f["frame_index"] for f in frames], np.int64),
             timestamps_us=self.store.video_data(video_id).timestamp_us[rows],
             clip_index=sample_position(j, len(self), "clips"),

@@ -1,8 +1,10 @@
 """PyTorch datasets over video (VideoStream, VideoFrames, PlannedStream) and over a frame store (StoreFrames, StoreStream).
 
 The only part of vidlabel that imports torch. Private modules: ``_common``
-(``collate_frames``, ``worker_info``: rank x worker sharding, tensor samples),
-``_clips`` (clips of T frames over a ClipSamples: ``ClipStream``, ``VideoClips``, ``collate_clips``),
+(``worker_info``: rank x worker sharding, the shared epoch), ``_collate`` (tensor samples and
+``collate_frames``, one converter and one collate for frame and clip samples, read from the sample
+schema; ``collate_clips`` and ``to_torch_clip`` are its aliases),
+``_clips`` (clips of T frames over a ClipSamples: ``ClipStream``, ``VideoClips``),
 ``_video`` (over a FrameSamples), ``_store`` (over a FrameStore), ``_storeclips`` (clips over a
 FrameStore: ``StoreClips``, ``StoreClipStream``), ``_shm``
 (shared-memory image slabs for DataLoader workers; ``_shm_forks``, batches held at a fork). Imports
@@ -23,8 +25,9 @@ except ModuleNotFoundError as err:
         'vidlabel.torch_data needs PyTorch, which is not installed: pip install "vidlabel[torch]"'
     ) from None
 
-from vidlabel.torch_data._clips import ClipStream, VideoClips, collate_clips, to_torch_clip
-from vidlabel.torch_data._common import collate_frames, worker_info
+from vidlabel.torch_data._clips import ClipStream, VideoClips
+from vidlabel.torch_data._collate import collate_clips, collate_frames, to_torch_clip
+from vidlabel.torch_data._common import worker_info
 from vidlabel.torch_data._store import StoreFrames, StoreStream
 from vidlabel.torch_data._storeclips import StoreClips, StoreClipStream
 from vidlabel.torch_data._transforms import V2Transform

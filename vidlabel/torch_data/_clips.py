@@ -1,5 +1,4 @@
-"""PyTorch datasets of clips read from the videos: ClipStream (streaming) and VideoClips (map-style), and
-collate_clips.
+"""PyTorch datasets of clips read from the videos: ClipStream (streaming) and VideoClips (map-style).
 
 Both hold a :class:`~vidlabel.samples.ClipSamples` (which clips, their
 targets), which pickles as arrays and paths, so they work in DataLoader
@@ -11,17 +10,16 @@ the ragged per-frame targets stay lists of T tensors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 import torch.utils.data
 
 from vidlabel.errors import OptionError, check_flag
-from vidlabel.samples._clips import CLIP_RAGGED_KEYS, ClipSamples
-from vidlabel.schema import CLIP
+from vidlabel.samples._clips import ClipSamples
 from vidlabel.store._position import sample_position
+from vidlabel.torch_data._collate import to_torch_sample
 from vidlabel.torch_data._common import (
     Epochs,
     RankAware,
@@ -30,11 +28,11 @@ from vidlabel.torch_data._common import (
     keep_heap_top,
     worker_and_count,
 )
-from vidlabel.torch_data._shm import by_value, install, ragged_by_value, slab_of, take_slab
+from vidlabel.torch_data._shm import install
 from vidlabel.torch_data._transforms import bind_transform
 from vidlabel.video._readplan import check_nonneg_int, samples_per_rank
 
-__all__ = ["ClipStream", "VideoClips", "collate_clips", "to_torch_clip"]
+__all__ = ["ClipStream", "VideoClips"]
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -49,156 +47,11 @@ def _check(clips: Any, transform: Any) -> tuple[ClipSamples, Transform | None]:
     return clips, bind_transform(transform, options.box_format, options.normalized)
 
 
-def _tensor(arr: np.ndarray) -> torch.Tensor:
-    if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
-        arr = np.array(arr, order="C")
-    return torch.from_numpy(arr)
-
-
-def to_torch_clip(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """A NumPy clip sample as tensors.
-
-    ``image`` (T, H, W, 3) uint8 becomes a (T, 3, H, W) uint8 tensor that
-    shares memory with the frames (a channels-last view; ``.contiguous()``
-    when an operation needs channels-first memory); the ragged per-frame
-    targets become lists of T tensors; every other array a tensor of the same
-    shape and dtype; strings, ints and None stay as they are.
-
-    Parameters
-    ----------
-    sample : dict
-        A clip sample as :class:`~vidlabel.samples.ClipSamples` gives it.
-
-    Returns
-    -------
-    dict
-        The same keys, arrays as tensors.
-    """
-    out: dict[str, Any] = {}
-    for key, value in sample.items():
-        if key in CLIP.images and isinstance(value, np.ndarray) and value.ndim == 4:
-            out[key] = _tensor(value).permute(0, 3, 1, 2)
-        elif key in CLIP_RAGGED_KEYS and isinstance(value, list):
-            out[key] = [_tensor(v) if isinstance(v, np.ndarray) else v for v in value]
-        elif isinstance(value, np.ndarray):
-            out[key] = _tensor(value)
-        else:
-            out[key] = value
-    return out
-
-
-def _one_buffer(images: list[torch.Tensor]) -> torch.Tensor | None:
-    """The (B, T, H, W, C) tensor whose rows are exactly ``images`` ((T, C, H, W) channels-last views of one
-    storage that it fills from its start, as StoreClips reads a batch), or None."""
-    first = images[0]
-    if first.dim() != 4 or first.device.type != "cpu":
-        return None
-    t, c, h, w = first.shape
-    step = t * c * h * w
-    storage = first.untyped_storage()
-    if storage.nbytes() != len(images) * step * first.element_size():
-        return None
-    for k, v in enumerate(images):
-        if (
-            v.untyped_storage().data_ptr() != storage.data_ptr()
-            or v.storage_offset() != k * step
-            or v.shape != first.shape
-            or not v.permute(0, 2, 3, 1).is_contiguous()
-        ):
-            return None
-    return torch.empty(0, dtype=first.dtype).set_(storage, 0, (len(images), t, h, w, c), (step, h * w * c, w * c, c, 1))
-
-
-def _stack_clips(images: list[torch.Tensor]) -> torch.Tensor:
-    """(B, T, 3, H, W) from (T, 3, H, W) clip images: channels-last views are stacked in NumPy into one
-    (B, T, H, W, 3) array (a shared-memory slab in a DataLoader worker) and handed over permuted; views that
-    already are the rows of one batch buffer (StoreClips reads a batch into one) are handed over as they are."""
-    whole = _one_buffer(images)
-    if whole is not None:
-        slab = slab_of(whole)
-        batch = whole.permute(0, 1, 4, 2, 3)
-        return batch if slab is None else slab.tensor(batch)
-    if all(im.dim() == 4 and im.device.type == "cpu" and im.permute(0, 2, 3, 1).is_contiguous() for im in images):
-        arrays = [im.permute(0, 2, 3, 1).numpy() for im in images]
-        shape = (len(arrays), *arrays[0].shape)
-        slab = take_slab(shape, arrays[0].dtype)
-        if slab is None:
-            return torch.from_numpy(np.stack(arrays)).permute(0, 1, 4, 2, 3)
-        try:
-            np.stack(arrays, out=slab.array)
-        except BaseException:
-            slab.release()
-            raise
-        return slab.tensor(torch.from_numpy(slab.array).permute(0, 1, 4, 2, 3))
-    return torch.stack(images)
-
-
-def collate_clips(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Collate clip samples into a batch dict.
-
-    - ``image``: (B, T, 3, H, W) uint8 (in ``channels_last``-like memory: one copy, no transpose);
-    - ``frame_labels`` (B, T, C) float32, ``clip_labels`` (B, C) float32, ``frame_indices`` and
-      ``timestamps_us`` (B, T) int64, and any other same-shape tensor key: stacked;
-    - the ragged per-frame targets (``boxes``, ``labels``, ``track_ids``, ``annotation_ids``, ``masks``):
-      a list of B lists of T tensors (``batch["boxes"][b][t]``);
-    - ints (``clip_index``): a (B,) int64 tensor; strings and None (``video_id``, ``view_id``): lists.
-
-    NumPy clip samples (as :class:`~vidlabel.samples.ClipSamples` gives them) are converted first.
-
-    Parameters
-    ----------
-    batch : sequence of dict
-        Clip samples with the same keys, frames per clip and image size.
-
-    Returns
-    -------
-    dict
-        The batch, as above.
-
-    Raises
-    ------
-    OptionError
-        On an empty batch, a batch that is not a sequence of dicts, clips of different shapes (frames
-        per clip or image size), or samples whose keys differ.
-    """
-    if isinstance(batch, (Mapping, str, bytes)) or not isinstance(batch, Sequence):
-        hint = " (wrap one clip in a list: [clip])" if isinstance(batch, Mapping) else ""
-        raise OptionError(f"collate_clips takes a sequence of clip sample dicts, got {type(batch).__name__}{hint}")
-    if len(batch) == 0:
-        raise OptionError("collate_clips got an empty batch")
-    if not all(isinstance(s, Mapping) for s in batch):
-        raise OptionError("collate_clips takes a sequence of clip sample dicts; a transform must return the dict")
-    keys = list(batch[0])
-    for i, sample in enumerate(batch):
-        if set(sample) != set(keys):
-            raise OptionError(f"collate_clips: clip {i} has keys {sorted(sample)}, the first {sorted(keys)}")
-    samples = [to_torch_clip(s) for s in batch]
-    out: dict[str, Any] = {}
-    for key in keys:
-        values = [s[key] for s in samples]
-        first = values[0]
-        if key in CLIP_RAGGED_KEYS and isinstance(first, list):
-            out[key] = [ragged_by_value(list(v)) for v in values]
-        elif isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
-            if any(v.shape != first.shape for v in values):
-                shapes = sorted({tuple(v.shape) for v in values})
-                raise OptionError(
-                    f"collate_clips: {key!r} differs in shape across the batch ({shapes}); clips of one batch need "
-                    "the same frames per clip and image size"
-                )
-            out[key] = _stack_clips(values) if key == "image" else by_value(torch.stack(values))
-        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-            out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
-        else:
-            out[key] = values
-    return out
-
-
 class _ClipOutput:
     transform: Transform | None
 
     def _output(self, sample: dict[str, Any]) -> dict[str, Any]:
-        out = to_torch_clip(sample)
+        out = to_torch_sample(sample)
         return self.transform(out) if self.transform is not None else out
 
 
@@ -232,7 +85,8 @@ class ClipStream(RankAware, Epochs, _ClipOutput, torch.utils.data.IterableDatase
     Yields
     ------
     dict
-        The clip sample as tensors (:func:`to_torch_clip`); batch them with :func:`collate_clips`.
+        The clip sample as tensors (:func:`~vidlabel.torch_data._collate.to_torch_sample`); batch them with
+        :func:`~vidlabel.torch_data.collate_frames` (or its alias ``collate_clips``).
 
     Raises
     ------

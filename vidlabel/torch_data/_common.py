@@ -1,4 +1,5 @@
-"""What every vidlabel PyTorch dataset shares: the rank x worker shard, tensor conversion, collate.
+"""What every vidlabel PyTorch dataset shares: the rank x worker shard and the epoch (tensor conversion and
+collate, re-exported here, live in :mod:`vidlabel.torch_data._collate`).
 
 Sharding follows one rule everywhere (video and store datasets alike): the
 shard of this process is ``rank * num_workers + worker`` out of
@@ -32,21 +33,17 @@ from __future__ import annotations
 import ctypes
 import multiprocessing.context
 import os
-from collections.abc import Mapping, Sequence
 from multiprocessing.sharedctypes import RawValue
 from typing import Any
 
-import numpy as np
 import torch
 
 from vidlabel.errors import OptionError
-from vidlabel.schema import SCHEMAS
-from vidlabel.torch_data._shm import by_value, ragged_by_value, slab_of, take_slab
+from vidlabel.torch_data._collate import collate_frames, to_torch_sample
 from vidlabel.video._heap import keep_heap_top
 from vidlabel.video._readplan import check_nonneg_int
 
 __all__ = [
-    "RAGGED_KEYS",
     "MAX_EPOCH",
     "Epochs",
     "RankAware",
@@ -60,13 +57,6 @@ __all__ = [
     "worker_and_count",
     "worker_info",
 ]
-
-#: Per-sample keys whose first dimension differs between samples, collated as lists: the schemas' ragged keys
-#: (:mod:`vidlabel.schema`), and ``confidences``, a per-region key transforms add.
-RAGGED_KEYS: frozenset[str] = frozenset().union(*(schema.ragged for schema in SCHEMAS.values()), {"confidences"})
-
-#: Keys holding images, channels last in NumPy and channels first in PyTorch.
-IMAGE_KEYS: frozenset[str] = frozenset().union(*(schema.images for schema in SCHEMAS.values()))
 
 
 def _env_int(name: str) -> int | None:
@@ -279,189 +269,3 @@ class Epochs:
                 f"64-bit integer), got {epoch}"
             )
         self._epoch.value = epoch
-
-
-def _tensor(arr: np.ndarray) -> torch.Tensor:
-    # from_numpy shares memory; copy read-only or non-native arrays (torch warns on read-only ones).
-    if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
-        arr = np.array(arr, order="C")
-    return torch.from_numpy(arr)
-
-
-def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """A NumPy sample dict as tensors.
-
-    ``image`` (H, W, 3) uint8 becomes a (3, H, W) uint8 tensor that shares
-    memory with the decoded frame: a channels-last view (strides ``(1, 3W,
-    3)``), no copy. Call ``.contiguous()`` if an operation needs
-    channels-first memory; :func:`collate_frames` batches such views into a
-    ``torch.channels_last`` (B, 3, H, W) tensor with one copy. Every other
-    array becomes a tensor of the same shape and dtype; strings, ints and
-    None are kept as they are.
-    """
-    return {key: _from_numpy(key, value) for key, value in sample.items()}
-
-
-def _channels_last_view(t: torch.Tensor) -> bool:
-    # A (C, H, W) CPU tensor whose memory is a C-contiguous (H, W, C) array (what to_torch_sample makes).
-    return t.dim() == 3 and t.device.type == "cpu" and not t.requires_grad and t.permute(1, 2, 0).is_contiguous()
-
-
-def _rows_of_one_buffer(values: list[torch.Tensor]) -> torch.Tensor | None:
-    """The (B, H, W, C) tensor whose rows, in order, are exactly ``values`` (channels-last (C, H, W) views of
-    one storage that it fills from its start), or None."""
-    first = values[0]
-    storage = first.untyped_storage()
-    c, h, w = first.shape
-    step = c * h * w
-    if storage.nbytes() != len(values) * step * first.element_size():
-        return None
-    ptr = storage.data_ptr()
-    for k, v in enumerate(values):
-        if v.untyped_storage().data_ptr() != ptr or v.storage_offset() != k * step or v.shape != first.shape:
-            return None
-    return torch.empty(0, dtype=first.dtype).set_(storage, 0, (len(values), h, w, c), (h * w * c, w * c, c, 1))
-
-
-def _stack(values: list[torch.Tensor]) -> torch.Tensor:
-    """Stack same-shape tensors; channels-last image views are stacked in NumPy (one memcpy each)
-    into a (B, C, H, W) ``torch.channels_last`` tensor, which torch.stack would copy slowly. In a
-    DataLoader worker, images go into a reusable shared-memory slab (:mod:`vidlabel.torch_data._shm`)."""
-    if values[0].dim() == 3 and values[0].shape[0] > 1 and all(_channels_last_view(v) for v in values):
-        whole = _rows_of_one_buffer(values)
-        if whole is not None:  # StoreFrames read the batch into one buffer: hand it over as it is
-            slab = slab_of(whole)
-            batch = whole.permute(0, 3, 1, 2)
-            return batch if slab is None else slab.tensor(batch)
-        arrays = [v.permute(1, 2, 0).numpy() for v in values]
-        shape = (len(arrays), *arrays[0].shape)
-        slab = take_slab(shape, arrays[0].dtype)  # in a DataLoader worker: a reusable shared-memory slab
-        if slab is None:
-            return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
-        try:
-            np.stack(arrays, out=slab.array)
-        except BaseException:
-            slab.release()
-            raise
-        return slab.tensor(torch.from_numpy(slab.array).permute(0, 3, 1, 2))
-    return torch.stack(values)
-
-
-def _pooled_list(values: list[torch.Tensor]) -> list[torch.Tensor] | None:
-    """Tensors of several shapes that all lie in one pool slab of this worker (StoreFrames reads a batch of
-    frames of several sizes back to back into one), as a list that travels by slab; else None."""
-    ptr = values[0].untyped_storage().data_ptr()
-    if any(v.untyped_storage().data_ptr() != ptr for v in values):
-        return None
-    slab = slab_of(values[0])
-    return None if slab is None else slab.tensors(values)
-
-
-def _ragged(values: list[torch.Tensor]) -> list[torch.Tensor]:
-    """One tensor per sample, as views of one concatenated storage where dtypes and trailing shapes agree.
-
-    A DataLoader worker hands every storage to the main process through its own
-    shared-memory segment; one storage per key instead of one per sample made
-    batches of small targets about 4x faster to hand over (measured with 2 workers).
-    """
-    first = values[0]
-    if first.dim() == 0 or any(v.dtype != first.dtype or v.shape[1:] != first.shape[1:] for v in values):
-        return values
-    flat = torch.cat(values)
-    return list(torch.split(flat, [int(v.shape[0]) for v in values]))
-
-
-def _from_numpy(key: str, value: Any) -> Any:
-    """A NumPy array as a tensor (anything else as it is); a NumPy ``image`` (H, W, C), as FrameSamples gives it,
-    as a (C, H, W) view of it: what :func:`to_torch_sample` makes of each value, and :func:`collate_frames` of a
-    NumPy sample's, so that a batch's images are (B, C, H, W) whichever kind of sample they came in."""
-    if not isinstance(value, np.ndarray):
-        return value
-    if key in IMAGE_KEYS and value.ndim >= 3:
-        return _tensor(value).movedim(-1, -3)
-    return _tensor(value)
-
-
-def _what(value: Any) -> str:
-    """A short description of ``value`` for a message: its repr when short, else its type (and shape, or items)."""
-    if isinstance(value, (torch.Tensor, np.ndarray)):
-        return f"a {type(value).__name__} of shape {tuple(value.shape)}"
-    if isinstance(value, (tuple, list)) and value:
-        shown = ", ".join(_what(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
-        return f"a {type(value).__name__} of {len(value)} ({shown})"
-    text = repr(value)
-    return f"{text} ({type(value).__name__})" if len(text) <= 60 else f"a {type(value).__name__}"
-
-
-def collate_frames(batch: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Collate samples (tensor dicts) into a batch dict.
-
-    - ``image``, and any other tensor key outside :data:`RAGGED_KEYS`: stacked
-      to (B, ...) when every sample's shape agrees, else a list. Images are
-      (B, 3, H, W) uint8; from :func:`to_torch_sample`'s channels-last views
-      they come in ``torch.channels_last`` memory format (one copy, no
-      transpose);
-    - ragged targets (``boxes``, ``labels``, ``track_ids``, ``annotation_ids``,
-      ``masks``): a list of B tensors (views of one storage per key);
-    - ints/floats (``frame_index``): a (B,) tensor;
-    - strings, None and anything else (``video_id``, ``view_id``): a list.
-
-    Keys are those of the first sample. NumPy arrays are converted to tensors first, a NumPy ``image``
-    (H, W, 3) (a ``FrameSamples`` sample, or what a transform returned) to (3, H, W) as
-    :func:`to_torch_sample` does, so images come out (B, 3, H, W) either way.
-
-    In a DataLoader worker, images go into reusable shared-memory slabs and
-    small tensors travel by value inside the message
-    (:mod:`vidlabel.torch_data._shm`): the main process receives plain tensors.
-
-    Parameters
-    ----------
-    batch : sequence of dict
-        Samples as :func:`to_torch_sample` (or ``FrameSamples``) gives them, with the same keys.
-
-    Raises
-    ------
-    OptionError
-        On an empty batch, a batch that is not a sequence of sample dicts (None, one dict, a list of
-        numbers), or a sample missing a key of the first or holding one the first lacks.
-    """
-    if isinstance(batch, (Mapping, str, bytes)) or not isinstance(batch, Sequence):
-        hint = " (wrap one sample in a list: [sample])" if isinstance(batch, Mapping) else ""
-        raise OptionError(f"collate_frames takes a sequence of sample dicts, got {type(batch).__name__}{hint}")
-    if len(batch) == 0:
-        raise OptionError("collate_frames got an empty batch")
-    for i, sample in enumerate(batch):
-        if not isinstance(sample, Mapping):
-            raise OptionError(
-                f"collate_frames takes a sequence of sample dicts; sample {i} is {_what(sample)} (a transform must "
-                "return the sample dict it receives, changed: a torchvision-style (image, target) pair is not one)"
-            )
-    keys = list(batch[0])
-    for i, sample in enumerate(batch[1:], 1):  # keys are the first sample's: another key would be dropped unsaid
-        extra = [k for k in sample if k not in batch[0]]
-        if extra:
-            raise OptionError(
-                f"collate_frames: sample {i} has key {extra[0]!r} that the first sample lacks (keys: {keys}); every "
-                "sample of a batch must have the same keys (a transform that adds a key must add it to each sample)"
-            )
-    out: dict[str, Any] = {}
-    for key in keys:
-        try:
-            values = [s[key] for s in batch]
-        except KeyError as err:
-            raise OptionError(f"collate_frames: a sample lacks key {key!r} that the first sample has") from err
-        values = [_from_numpy(key, v) for v in values]
-        first = values[0]
-        if isinstance(first, torch.Tensor) and all(isinstance(v, torch.Tensor) for v in values):
-            if key not in RAGGED_KEYS and all(v.shape == first.shape for v in values):
-                out[key] = by_value(_stack(values))
-            else:
-                pooled = None if key in RAGGED_KEYS else _pooled_list(values)
-                out[key] = pooled if pooled is not None else ragged_by_value(_ragged(values))
-        elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-            out[key] = by_value(torch.tensor([int(v) for v in values], dtype=torch.int64))
-        elif all(isinstance(v, (float, np.floating)) for v in values):
-            out[key] = by_value(torch.tensor([float(v) for v in values], dtype=torch.float32))
-        else:
-            out[key] = values
-    return out

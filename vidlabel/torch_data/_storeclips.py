@@ -11,7 +11,7 @@ worker (:mod:`vidlabel.torch_data._shm`), so that the batch travels to the
 main process without a copy (:func:`~vidlabel.torch_data.collate_clips`).
 
 A clip sample has the keys of a clip read from video (:mod:`vidlabel.samples._clips`), as tensors
-(:func:`~vidlabel.torch_data.to_torch_clip`): ``image`` (T, 3, H, W) uint8 (a view of the frames read
+(:func:`~vidlabel.torch_data._collate.to_torch_sample`): ``image`` (T, 3, H, W) uint8 (a view of the frames read
 channels-last); ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``, ``attributes``):
 lists of T tensors, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32 (a class is
 on if it is on in any frame of the clip); ``frame_indices`` and ``timestamps_us`` (T,) int64; ``video_id``,
@@ -33,7 +33,7 @@ from vidlabel.errors import OptionError, check_flag
 from vidlabel.schema import SampleOptions
 from vidlabel.store import FrameStore
 from vidlabel.store._clips import StoreClipSamples
-from vidlabel.torch_data._clips import to_torch_clip
+from vidlabel.torch_data._collate import to_torch_sample
 from vidlabel.torch_data._common import Epochs, RankAware, SharedEpoch, check_rank_share, worker_and_count
 from vidlabel.torch_data._shm import take_buffer, take_slab
 from vidlabel.torch_data._store import Transform, _StoreDataset
@@ -101,7 +101,7 @@ class _ClipDataset(_StoreDataset):
         return [self._finish_clip(s) for s in samples]
 
     def _finish_clip(self, sample: dict[str, Any]) -> dict[str, Any]:
-        out = to_torch_clip(sample)
+        out = to_torch_sample(sample)
         return self.transform(out) if self.transform is not None else out
 
 

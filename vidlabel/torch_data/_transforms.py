@@ -26,9 +26,11 @@ from typing import Any
 import torch
 
 from vidlabel.errors import MissingExtraError, OptionError, TransformError, check_flag
+from vidlabel.schema import SCHEMAS
 from vidlabel.spec import BOX_FORMATS
 
-TARGET_KEYS = ("labels", "track_ids", "annotation_ids")
+#: Keys torchvision moves with the pixels: every other per-target key follows the boxes that are kept.
+_TV_KEYS = ("boxes", "masks")
 _TV_FORMAT = {"xyxy": "XYXY", "xywh": "XYWH", "cxcywh": "CXCYWH"}
 
 
@@ -155,6 +157,16 @@ def bind_transform(transform: Any, box_format: str, normalized: bool) -> Any:
     return transform
 
 
+def target_keys() -> dict[str, torch.dtype]:
+    """The per-target keys of the frame schema that a dropped box takes along (``labels``, ``track_ids``,
+    ``annotation_ids``, ``attributes``, ...: ragged keys whose first dimension is ``N``), with their dtype."""
+    return {
+        key.name: getattr(torch, key.dtype)
+        for key in SCHEMAS["frame"].keys
+        if key.layout == "ragged" and key.dims[:1] == ("N",) and key.name not in _TV_KEYS
+    }
+
+
 def _where(sample: Mapping[str, Any]) -> str:
     frame = sample.get("frame_index", sample.get("frame_indices"))
     if isinstance(frame, torch.Tensor):
@@ -240,7 +252,8 @@ def _frame_out(
         raise TransformError(f"{where}: the transform returned boxes in format {fmt!r}; expected one of {BOX_FORMATS}")
     plain = bbox.as_subclass(torch.Tensor).to(torch.float64)
     n = int(plain.shape[0])
-    for key in TARGET_KEYS:
+    targets = target_keys()
+    for key in targets:
         if key in target and int(target[key].shape[0]) != n:
             raise TransformError(f"{where}: the transform returned {n} boxes but {int(target[key].shape[0])} {key}")
     masks = target["masks"].as_subclass(torch.Tensor) if "masks" in target else None
@@ -257,10 +270,10 @@ def _frame_out(
     if layout.normalized:
         plain = plain / torch.tensor([width, height, width, height], dtype=torch.float64)
     result = {"boxes": (plain if every else plain[keep]).to(torch.float32)}
-    for key in TARGET_KEYS:
+    for key, dtype in targets.items():
         if key in target:
-            ids = target[key].as_subclass(torch.Tensor).to(torch.int64)
-            result[key] = ids if every else ids[keep]
+            values = target[key].as_subclass(torch.Tensor).to(dtype)
+            result[key] = values if every else values[keep]
     if masks is not None:
         result["masks"] = (masks if every else masks[keep]).to(torch.uint8)
     return result
@@ -283,17 +296,18 @@ def _from_tv(
 ) -> dict[str, Any]:
     image = out["image"]
     height, width = int(image.shape[-2]), int(image.shape[-1])
-    result = {k: v for k, v in out.items() if k not in ("image", "boxes", "masks", *TARGET_KEYS)}
+    targets = tuple(target_keys())
+    result = {k: v for k, v in out.items() if k not in ("image", *_TV_KEYS, *targets)}
     result["image"] = image.as_subclass(torch.Tensor)
     frames = range(int(image.shape[0])) if clip else [None]
     per_frame = []
     for t in frames:
         target = {"boxes": out["boxes"] if t is None else out["boxes"][t]}
-        for key in (*TARGET_KEYS, "masks"):
+        for key in (*targets, "masks"):
             if key in out and out[key] is not None:
                 target[key] = out[key] if t is None else out[key][t]
         per_frame.append(_frame_out(target, layout, height, width, min_size, where))
-    for key in ("boxes", *TARGET_KEYS, "masks"):
+    for key in ("boxes", *targets, "masks"):
         if key in per_frame[0]:
             result[key] = per_frame[0][key] if not clip else [f[key] for f in per_frame]
         elif key in sample:
