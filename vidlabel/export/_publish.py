@@ -239,7 +239,10 @@ def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
         [np.column_stack([np.full(rows.size, i, np.int64), rows]) for i, rows in enumerate(rows_of)]
         or [np.zeros((0, 2), np.int64)]
     )
-    backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids)
+    # each video's attributes as its published file holds them, so that the root's table gives what the file does
+    videos = {v.video_id: ({k: a for k, a in v.attrs.items() if k != "complete"} | {"complete": True}, v.arrays)
+              for v in plan.videos}  # fmt: skip
+    backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids, videos)
     backend.collect_garbage({v.frames_key for v in plan.videos})
     return int(index.shape[0])
 

@@ -195,6 +195,7 @@ class FrameStore:
                 # every video's arrays and attributes again (a video file's open is slow in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
+                state.tables.update(old.tables)
             self._state = state
         return state
 
@@ -497,26 +498,17 @@ class FrameStore:
         if data is not None:
             return data
         with state.lock, self._about(video_id):
-            reader = self._open_video(state, video_id)
-            try:
-                frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
-                names = list(VIDEO_ARRAYS)
-                if not frames_only:
-                    names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
-                reader.preload(names)  # one round trip for a store at a URL
-                arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
-                regions: dict[str, np.ndarray] = {}
-                segments: dict[str, np.ndarray] = {}
-                if not frames_only:
-                    regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
-                    segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
-                attrs = dict(reader.attrs)
-                try:
-                    opener = reader.frames_opener()
-                except StoreError:  # a bad frames link: reading the frames says so, as before
-                    opener = None
-            finally:
-                reader.close()
+            frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
+            found = self._from_table(state, video_id)
+            if found is None:
+                found = self._from_file(state, video_id, frames_only)
+            attrs, stored, opener = found
+            arrays = {name: stored[name] for name in VIDEO_ARRAYS}
+            regions: dict[str, np.ndarray] = {}
+            segments: dict[str, np.ndarray] = {}
+            if not frames_only:
+                regions = {name: stored[f"regions/{name}"] for name in REGION_FIELDS}
+                segments = {name: stored[f"segments/{name}"] for name in SEGMENT_FIELDS}
             check_same_export(self, video_id, int(arrays["frame_number"].size))
             problems = video_problems(
                 video_id,
@@ -542,9 +534,54 @@ class FrameStore:
                 state.learnt.setdefault(video_id, [None, None])[0] = data
         return data
 
+    def _from_table(
+        self, state: _ProcessState, video_id: str
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None] | None:
+        """A video's attributes, small arrays and frames opener from its part's root table (read once in a
+        process), or None where the part has no table or the video's file is not the one it describes."""
+        part = self._video_part[video_id]
+        if part not in state.tables:
+            state.tables[part] = self._backend(state, video_id).video_table(
+                self._parts[part].video_ids, self._parts[part].root_identity
+            )
+        table = state.tables[part]
+        if table is None:
+            return None
+        found = table.video(video_id)
+        frames_only = bool(self._parts[part].attrs.get("frames_only"))
+        needed = list(VIDEO_ARRAYS)
+        if not frames_only:
+            needed += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+        if found is None or any(name not in found[1] for name in needed):
+            return None
+        return found
+
+    def _from_file(
+        self, state: _ProcessState, video_id: str, frames_only: bool
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None]:
+        """A video's attributes, small arrays (by name in its file) and frames opener, read from its file."""
+        reader = self._open_video(state, video_id)
+        try:
+            names = list(VIDEO_ARRAYS)
+            if not frames_only:
+                names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+            reader.preload(names)  # one round trip for a store at a URL
+            stored = {name: reader.array(name) for name in names}
+            attrs = dict(reader.attrs)
+            try:
+                opener: Callable[[], FramesReader] | None = reader.frames_opener()
+            except StoreError:  # a bad frames link: reading the frames says so, as before
+                opener = None
+        finally:
+            reader.close()
+        return attrs, stored, opener
+
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
             with state.lock, self._about(video_id):
+                if video_id not in state.openers and video_id not in state.data:
+                    # a video's first read learns how to open its frames (from the root's table: no file opened)
+                    self.video_data(video_id)
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
                     known = _frames_index(opener) is not None

@@ -44,7 +44,7 @@ __all__ = [
 #: Value of the root attribute ``format``.
 FORMAT = "vidlabel-store"
 #: Layout version; a reader refuses a newer one (SchemaVersionError).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: Per-row arrays of a video group (besides ``frames``).
 VIDEO_ARRAYS: dict[str, Any] = {

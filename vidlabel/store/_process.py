@@ -75,6 +75,8 @@ class _ProcessState:
         self.backends: dict[int, Backend] = {}
         self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
         self.data: dict[str, VideoData] = {}
+        # per part of the store: its root's video table (read-only arrays, kept across a fork), None where none
+        self.tables: dict[int, Any] = {}
         self.openers: dict[str, Callable[[], FramesReader]] = {}  # video id -> opens its frames (no handles)
         # in a process other than the store's creator (a DataLoader worker): what it learnt that the creator had
         # not when it forked (a video's small arrays, its indexed opener), until handed over (FrameStore.learnt)
