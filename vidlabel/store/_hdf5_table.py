@@ -144,6 +144,7 @@ class VideoTable:
         self._row = {video_id: v for v, video_id in enumerate(video_ids)}
         self._columns = columns
         self._names: list[str] = list(columns.pop("columns"))  # type: ignore[arg-type]
+        self._frames: Path | None = None
         for arr in columns.values():
             arr.setflags(write=False)
 
@@ -177,6 +178,13 @@ class VideoTable:
         if problem is not None:
             raise StoreCorruptError(f"the video table of {str(path)!r}: {problem}: {STORE_CHANGED}", path=str(path))
         return cls(root, video_ids, columns)
+
+    def _frames_folder(self) -> Path:
+        """``OUT/frames`` resolved, checked inside the store once: a frames file named by a plain key lies in it
+        (a link put in its place is not followed: the reopen opens it without following links)."""
+        if self._frames is None:
+            self._frames = _link_target(self.root, self.root / "videos" / "_", "frames", "../frames")
+        return self._frames
 
     def _slice(self, name: str, v: int) -> np.ndarray:
         k = self._names.index(name)
@@ -218,10 +226,15 @@ class VideoTable:
             shape = tuple(self._columns["frames_shape"][v].tolist())
             cf = int(self._columns["frames_chunk_frames"][v])
             offsets, crc = self._slice("chunk_offsets", v), self._slice("chunk_crc32c", v)
-            if cf > 0 and offsets.size == crc.size == math.ceil(shape[0] / cf):
-                path = _link_target(self.root, video_path, "frames", opener.filename)
+            if cf > 0 and offsets.size == crc.size == math.ceil(shape[0] / cf) and _plain(key):
+                path = self._frames_folder() / f"{key}.h5"
                 opener.frames_index = _FramesIndex(path, self.root, identity, shape, cf, key, offsets, crc)  # type: ignore[arg-type]
         return attrs, arrays, opener
+
+
+def _plain(key: str) -> bool:
+    """Whether a frames key names a file in ``OUT/frames`` itself (no separator, not a dot name)."""
+    return bool(key) and not key.startswith(".") and "/" not in key and os.sep not in key and "\0" not in key
 
 
 def _table_problem(columns: dict[str, Any], names: list[str], videos: int) -> str | None:
