@@ -531,7 +531,10 @@ class FrameStore:
             if opener is not None:
                 state.openers[video_id] = opener
             if state.pid != self._creator_pid:
-                state.learnt.setdefault(video_id, [None, None])[0] = data
+                learnt = state.learnt.setdefault(video_id, [None, None])
+                learnt[0] = data
+                if _frames_index(opener) is not None:  # from the root's table: the creator takes both
+                    learnt[1] = opener
         return data
 
     def _from_table(
