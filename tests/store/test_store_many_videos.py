@@ -19,7 +19,7 @@ from tests.media import BLOCK, frame_image, read_frame_number
 from tests.store_support import make_dataset
 from vidlabel import Dataset, export, open_store, probe
 from vidlabel.errors import StoreCorruptError
-from vidlabel.store import _hdf5, _hdf5_files, _hdf5_frames, _hdf5_table
+from vidlabel.store import _hdf5, _hdf5_files, _hdf5_frames, _hdf5_table, verify_store
 
 VIDEOS, FRAMES, W, H = 200, 3, 64, 48
 SMALL = ("cam", "cam2", "cam3")
@@ -177,3 +177,16 @@ def test_a_table_whose_boxes_were_edited_is_refused(small: Path) -> None:
     store = open_store(small)
     with pytest.raises(StoreCorruptError, match=r"video 'cam' of store .*differ from those exported \(labels_key\)"):
         store.sample(0)
+
+
+def test_verify_says_a_table_that_differs_from_a_video_file(small: Path) -> None:
+    assert verify_store(small)["problems"] == []
+
+    def moved(boxes: np.ndarray) -> np.ndarray:
+        boxes[0, 0] += 1
+        return boxes
+
+    edit_table(small, "regions/bbox_xyxy", moved)
+    problems = verify_store(small)["problems"]
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{small}: video 'cam': the root's video table differs from its file (attributes")
