@@ -137,7 +137,9 @@ def _check_table(backend: Backend, where: str, video_ids: list[str], problems: l
     except StoreError as err:
         problems.append(f"{where}: {err}")
         return
-    for video_id in video_ids if table is not None else []:
+    if table is None:
+        return
+    for video_id in video_ids:
         try:
             entry = table.video(video_id)
             if entry is None:
