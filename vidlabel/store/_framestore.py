@@ -48,7 +48,14 @@ from vidlabel.store._layout import (
 )
 from vidlabel.store._position import frame_number as frame_number_of
 from vidlabel.store._position import row_in_range, row_number, sample_position
-from vidlabel.store._process import VideoData, _frames_index, _ProcessState, reader_path
+from vidlabel.store._process import (
+    VideoData,
+    _frames_index,
+    _ProcessState,
+    reader_path,
+    video_from_file,
+    video_from_table,
+)
 from vidlabel.store._remote import is_url
 from vidlabel.store._store_checks import (
     check_frames,
@@ -499,9 +506,9 @@ class FrameStore:
             return data
         with state.lock, self._about(video_id):
             frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
-            found = self._from_table(state, video_id)
+            found = video_from_table(self, state, video_id)
             if found is None:
-                found = self._from_file(state, video_id, frames_only)
+                found = video_from_file(self, state, video_id, frames_only)
             attrs, stored, opener = found
             arrays = {name: stored[name] for name in VIDEO_ARRAYS}
             regions: dict[str, np.ndarray] = {}
@@ -536,48 +543,6 @@ class FrameStore:
                 if _frames_index(opener) is not None:  # from the root's table: the creator takes both
                     learnt[1] = opener
         return data
-
-    def _from_table(
-        self, state: _ProcessState, video_id: str
-    ) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None] | None:
-        """A video's attributes, small arrays and frames opener from its part's root table (read once in a
-        process), or None where the part has no table or the video's file is not the one it describes."""
-        part = self._video_part[video_id]
-        if part not in state.tables:
-            state.tables[part] = self._backend(state, video_id).video_table(
-                self._parts[part].video_ids, self._parts[part].root_identity
-            )
-        table = state.tables[part]
-        if table is None:
-            return None
-        found = table.video(video_id)
-        frames_only = bool(self._parts[part].attrs.get("frames_only"))
-        needed = list(VIDEO_ARRAYS)
-        if not frames_only:
-            needed += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
-        if found is None or any(name not in found[1] for name in needed):
-            return None
-        return found
-
-    def _from_file(
-        self, state: _ProcessState, video_id: str, frames_only: bool
-    ) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None]:
-        """A video's attributes, small arrays (by name in its file) and frames opener, read from its file."""
-        reader = self._open_video(state, video_id)
-        try:
-            names = list(VIDEO_ARRAYS)
-            if not frames_only:
-                names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
-            reader.preload(names)  # one round trip for a store at a URL
-            stored = {name: reader.array(name) for name in names}
-            attrs = dict(reader.attrs)
-            try:
-                opener: Callable[[], FramesReader] | None = reader.frames_opener()
-            except StoreError:  # a bad frames link: reading the frames says so, as before
-                opener = None
-        finally:
-            reader.close()
-        return attrs, stored, opener
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
