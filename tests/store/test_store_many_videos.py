@@ -101,6 +101,7 @@ def check_every_sample(store: Any) -> None:
         np.testing.assert_allclose(sample["boxes"], [box_of(v, n)])
 
 
+@pytest.mark.slow
 def test_every_frame_and_box_of_many_videos_reads_right(many: Path, file_opens: list[tuple[str, str]]) -> None:
     store = open_store(many)
     file_opens.clear()
@@ -110,6 +111,7 @@ def test_every_frame_and_box_of_many_videos_reads_right(many: Path, file_opens: 
     store.close()
 
 
+@pytest.mark.slow
 def test_a_store_without_the_table_reads_the_same(
     many: Path, tmp_path: Path, file_opens: list[tuple[str, str]]
 ) -> None:
