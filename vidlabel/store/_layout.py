@@ -43,7 +43,8 @@ __all__ = [
 
 #: Value of the root attribute ``format``.
 FORMAT = "vidlabel-store"
-#: Layout version; a reader refuses a newer one (SchemaVersionError).
+#: Layout version; a reader refuses a newer one (SchemaVersionError). Version 2 added the HDF5 root's video
+#: table (:mod:`vidlabel.store._hdf5_table`); a store of version 1 reads each video from its files.
 FORMAT_VERSION = 2
 
 #: Per-row arrays of a video group (besides ``frames``).
