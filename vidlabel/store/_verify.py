@@ -133,7 +133,7 @@ def _check_table(backend: Backend, where: str, video_ids: list[str], problems: l
     """Compare the root's video table (reads take a video's attributes and arrays from it) with each video's file
     it describes; a video whose file changed since is read from the file, and checked there."""
     try:
-        table = backend.video_table(video_ids, backend.root_identity)
+        table = backend.video_table(video_ids, getattr(backend, "root_identity", None))
     except StoreError as err:
         problems.append(f"{where}: {err}")
         return
