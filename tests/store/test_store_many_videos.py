@@ -18,7 +18,7 @@ import pytest
 from tests.media import BLOCK, frame_image, read_frame_number
 from tests.store_support import make_dataset
 from vidlabel import Dataset, export, open_store, probe
-from vidlabel.errors import StoreCorruptError
+from vidlabel.errors import SchemaVersionError, StoreCorruptError
 from vidlabel.store import _hdf5, _hdf5_files, _hdf5_frames, _hdf5_table, verify_store
 
 VIDEOS, FRAMES, W, H = 200, 3, 64, 48
@@ -192,3 +192,14 @@ def test_verify_says_a_table_that_differs_from_a_video_file(small: Path) -> None
     problems = verify_store(small)["problems"]
     assert len(problems) == 1
     assert problems[0].startswith(f"{small}: video 'cam': the root's video table differs from its file (attributes")
+
+
+def test_a_reader_of_version_2_refuses_a_store_with_the_table_by_its_version(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vidlabel.store._discovery as discovery
+
+    assert open_store(small).attrs["format_version"] == 3
+    monkeypatch.setattr(discovery, "FORMAT_VERSION", 2)
+    with pytest.raises(SchemaVersionError, match=r"has format version 3; this vidlabel reads up to 2"):
+        open_store(small)

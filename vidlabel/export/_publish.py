@@ -23,7 +23,7 @@ from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._clips import spec_to_attrs
 from vidlabel.store._framestore import BACKENDS, backend_for
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, FORMAT_VERSION_ATTRIBUTES, FORMAT_VERSION_PLAIN
 
 __all__ = [
     "Publisher",
@@ -242,7 +242,8 @@ def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
     # each video's attributes as its published file holds them, so that the root's table gives what the file does
     videos = {v.video_id: ({k: a for k, a in v.attrs.items() if k != "complete"} | {"complete": True}, v.arrays)
               for v in plan.videos}  # fmt: skip
-    backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids, videos)
+    attrs = _root_attrs(plan, opts, video_ids, int(index.shape[0]), table=backend.keeps_video_table)
+    backend.write_root(attrs, index, video_ids, videos)
     backend.collect_garbage({v.frames_key for v in plan.videos})
     return int(index.shape[0])
 
@@ -256,10 +257,18 @@ def _export_attrs(opts: ExportOptions) -> dict[str, Any]:
             **({} if opts.clip is None else {"clip": spec_to_attrs(opts.clip)})}  # fmt: skip
 
 
-def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
+def _root_attrs(
+    plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int, *, table: bool
+) -> dict[str, Any]:
     rel = plan.release
+    # a store stays readable by a vidlabel that reads the lowest version describing it
+    version = FORMAT_VERSION_PLAIN
+    if table:
+        version = FORMAT_VERSION
+    elif any(v.attrs.get("region_attributes") for v in plan.videos):
+        version = FORMAT_VERSION_ATTRIBUTES
     return {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "release_id": rel.release_id,
+        "format": FORMAT, "format_version": version, "release_id": rel.release_id,
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "vidlabel_version": __version__, "frames_only": opts.frames_only,

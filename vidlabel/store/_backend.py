@@ -404,6 +404,9 @@ class Backend(ABC):
         (by id: the attributes and small arrays of each published video) lets a backend keep a table of them in
         its root (HDF5: :mod:`vidlabel.store._hdf5_table`)."""
 
+    #: Whether :meth:`write_root` keeps a table of the videos in the root (its store's format version says so).
+    keeps_video_table: ClassVar[bool] = False
+
     def video_table(self, video_ids: list[str], root_identity: Any) -> Any | None:
         """The root's table of every video's attributes and small arrays, where this backend keeps one, read
         from the root of identity ``root_identity`` (set by :meth:`read_root`); else None."""

@@ -39,9 +39,9 @@ from vidlabel.store._discovery import (
 )
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
-    REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
+    region_names,
     summary_problem,
     summary_problems,
     video_problems,
@@ -128,9 +128,14 @@ class FrameStore:
         Check every frame chunk read against the CRC-32C stored with it
         (``frames_crc32c``), so that a damaged frames file raises
         :class:`~vidlabel.errors.StoreCorruptError` instead of being returned
-        as pixels. On by default; it costs one CRC-32C pass per chunk read
-        (``scripts/bench_store.py`` prints reads/s with and without it): turn
-        it off only where that was measured to matter.
+        as pixels. On by default. A chunk of an uncompressed HDF5 frames file
+        is checked once per process, at its first read; later reads copy
+        the verified bytes without hashing them again for as long as the
+        file is the one mapped (its size, inode, modification and change
+        times: any write to it since makes every chunk checked again).
+        Other chunks are checked as they enter the chunk cache, or at every
+        read where they bypass it. ``scripts/bench_storeread.py`` prints
+        reads/s with and without it.
 
     Raises
     ------
@@ -514,7 +519,7 @@ class FrameStore:
             regions: dict[str, np.ndarray] = {}
             segments: dict[str, np.ndarray] = {}
             if not frames_only:
-                regions = {name: stored[f"regions/{name}"] for name in REGION_FIELDS}
+                regions = {name: stored[f"regions/{name}"] for name in region_names(attrs)}
                 segments = {name: stored[f"segments/{name}"] for name in SEGMENT_FIELDS}
             check_same_export(self, video_id, int(arrays["frame_number"].size))
             problems = video_problems(

@@ -286,6 +286,7 @@ class HDF5Backend(Backend):
     """The HDF5 layout described in this module's docstring."""
 
     name = "hdf5"
+    keeps_video_table = True
 
     @classmethod
     def detect(cls, folder: Path) -> bool:

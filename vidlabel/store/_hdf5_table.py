@@ -1,5 +1,5 @@
 """The video table of an HDF5 store's root: every video's small arrays and attributes, and what reopening its
-frames file takes, in ``store.h5`` (format version 2).
+frames file takes, in ``store.h5`` (format version 3).
 
 A store of many short videos read at random opened two HDF5 files for each video it touched first (the video
 file for its 20 attributes and 17 small arrays, then the frames file for its chunk index): milliseconds a
@@ -43,7 +43,7 @@ from vidlabel.store._backend import node_name
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._hdf5_files import _get_attrs, _link_target, _open, _read_array, _set_attrs, _write_array
 from vidlabel.store._hdf5_frames import HDF5FramesReader, _FramesIndex, _identity, _LinkedFramesOpener
-from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import REGION_ATTRIBUTE_FIELDS, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 __all__ = ["VideoTable", "write_table"]
 
@@ -59,7 +59,7 @@ def _empty(name: str) -> np.ndarray:
         return np.zeros(0, VIDEO_ARRAYS[name])
     group, _, leaf = name.partition("/")
     if group == "regions":
-        dtype, trailing = REGION_FIELDS[leaf]
+        dtype, trailing = {**REGION_FIELDS, **REGION_ATTRIBUTE_FIELDS}[leaf]
         return np.zeros((0, *trailing), dtype)
     if group == "segments":
         return np.zeros(0, SEGMENT_FIELDS[leaf])
@@ -150,7 +150,7 @@ class VideoTable:
 
     @classmethod
     def read(cls, path: Path, root: Path, video_ids: Sequence[str], identity: tuple[int, ...]) -> VideoTable | None:
-        """The table of root file ``path``, or None where the root has none (a store of format version 1) or is
+        """The table of root file ``path``, or None where the root has none (a store of format version 1 or 2) or is
         not the file of identity ``identity`` any more (the store exported again since it was opened: its videos
         are read from their files, which say so).
 

@@ -18,7 +18,7 @@ from vidlabel._lru import OpenLRU
 from vidlabel.errors import StoreError
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader
 from vidlabel.store._cache import ChunkCache
-from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import SEGMENT_FIELDS, VIDEO_ARRAYS, region_names
 
 __all__ = ["VideoData", "reader_path", "video_from_file", "video_from_table"]
 
@@ -120,13 +120,12 @@ def video_from_table(
     if table is None:
         return None
     found = table.video(video_id)
-    frames_only = bool(store._parts[part].attrs.get("frames_only"))
-    needed = list(VIDEO_ARRAYS)
-    if not frames_only:
-        needed += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
-    if found is None or any(name not in found[1] for name in needed):
+    if found is None:
         return None
-    return found
+    needed = list(VIDEO_ARRAYS)
+    if not store._parts[part].attrs.get("frames_only"):
+        needed += [f"regions/{n}" for n in region_names(found[0])] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+    return None if any(name not in found[1] for name in needed) else found
 
 
 def video_from_file(
@@ -137,7 +136,7 @@ def video_from_file(
     try:
         names = list(VIDEO_ARRAYS)
         if not frames_only:
-            names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+            names += [f"regions/{n}" for n in region_names(reader.attrs)] + [f"segments/{n}" for n in SEGMENT_FIELDS]
         reader.preload(names)  # one round trip for a store at a URL
         stored = {name: reader.array(name) for name in names}
         attrs = dict(reader.attrs)
