@@ -261,12 +261,11 @@ def _root_attrs(
     plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int, *, table: bool
 ) -> dict[str, Any]:
     rel = plan.release
+    has_attributes = any(v.attrs.get("region_attributes") for v in plan.videos)
     # a store stays readable by a vidlabel that reads the lowest version describing it
-    version = FORMAT_VERSION_PLAIN
-    if table:
-        version = FORMAT_VERSION
-    elif any(v.attrs.get("region_attributes") for v in plan.videos):
-        version = FORMAT_VERSION_ATTRIBUTES
+    version = FORMAT_VERSION if table else FORMAT_VERSION_ATTRIBUTES if has_attributes else FORMAT_VERSION_PLAIN
+    # the release's attribute schema decides which labels a store's attribute filter concerns
+    schema = rel.info.get("attribute_schema") if has_attributes else None
     return {
         "format": FORMAT, "format_version": version, "release_id": rel.release_id,
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
@@ -274,6 +273,7 @@ def _root_attrs(
         "vidlabel_version": __version__, "frames_only": opts.frames_only,
         "export": _export_attrs(opts),
         "video_ids": video_ids, "samples": samples,
+        **({"attribute_schema": schema} if schema else {}),
         "videos": {v.video_id: {"frames": int(v.frame_number.size), "width": v.size[0], "height": v.size[1],
                                 "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
                                 "source_uri": v.meta.uri, "labels_key": v.attrs["labels_key"]}
