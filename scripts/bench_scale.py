@@ -1,4 +1,4 @@
-"""A release of many short videos (issue 15): 1,000 against 10,000 videos.
+"""A release of many short videos: 1,000 against 10,000 videos (and 100,000 for the dataset rows).
 
 The dataset rows need no video files: each video is a VideoMetadata record with a fake source (30 frames, 64x48, a content hash so that export
 planning hashes no file) holding 3 boxes. Prints, for N videos: FrameSamples open, export planning
@@ -22,12 +22,22 @@ with 2 workers against 0 (``persistent_workers=False``, torch's default: new wor
 2-3 and 4-5 (the loader of ``bench_storeframes.py`` row 3; 3 alternating runs, median and range): a worker
 reads videos its epoch's predecessors read, which it starts with only when they handed them over.
 
-Usage: python scripts/bench_scale.py [--counts 1000,10000] [--workdir DIR] [--no-store]
+Each store count also prints 2,000 random ``__getitem__`` over its store against the same reads over a store
+of one video of 2,000 frames of the same size (64x48, exported alike), each in a fresh process, one right
+after the other (goal: within 2x). The ratios are printed for each count against the one before it (goal:
+within 11x). Both run at 1,000 and 10,000 videos by default; the 100,000-video rows are opt-in, built once
+in ``--workdir``: ``--counts 1000,10000,100000`` for the dataset rows (no video files; its dataset takes
+minutes to build), ``--store-counts 1000,10000,100000`` for the store rows (100,000 clips and their export:
+the better part of an hour).
+
+Usage: python scripts/bench_scale.py [--counts 1000,10000] [--store-counts 1000,10000] [--workdir DIR]
+[--no-store]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -48,6 +58,7 @@ from vidlabel.torch_data import VideoStream
 FRAMES = 30
 STORE_FRAMES, STORE_W, STORE_H = 10, 64, 48
 SINGLE_READS, BATCHES, BATCH = 2000, 300, 8
+ONE_FRAMES = 2000
 SCRIPT = Path(__file__).resolve()
 
 
@@ -161,6 +172,44 @@ def build_store(workdir: Path, n_videos: int) -> tuple[Path, dict[str, float]]:
     return out, times
 
 
+def build_one_video_store(workdir: Path) -> Path:
+    """The baseline: one video of :data:`ONE_FRAMES` frames of the same size (64x48), exported as the many-video
+    stores are (``frames="all"``, codec none, HDF5); cached in ``workdir``."""
+    out = workdir / "store_one_video"
+    if (out / "store.h5").exists():
+        return out
+    clip = workdir / "one_video.mp4"
+    if not clip.exists():
+        images = (np.full((STORE_H, STORE_W, 3), n % 256, np.uint8) for n in range(ONE_FRAMES))
+        write_h264(clip, images, STORE_W, STORE_H, {"preset": "ultrafast", "g": str(STORE_FRAMES)})
+    ds_path = workdir / "store_ds_one_video"
+    ds = Dataset.open(ds_path) if ds_path.exists() else Dataset.create(ds_path)
+    if not ds.releases():
+        ds.add_labels(["a", "b"])
+        ds.add_video(probe(clip, video_id="one"))
+        ds.add_annotations(
+            [{"kind": "box", "label": "ab"[k % 2], "start_frame": 3 * k, "box": (1, 1, 20, 20)}
+             for k in range(ONE_FRAMES // 3)], "one",
+        )  # fmt: skip
+        ds.build()
+    export(ds, out, frames="all", workers=1, progress=False, overwrite=True)
+    return out
+
+
+def child_reads(store: str) -> dict[str, float]:
+    """In a fresh process: 2,000 random StoreFrames ``__getitem__`` after 200 of warm-up (seconds)."""
+    from vidlabel.torch_data import StoreFrames
+
+    data = StoreFrames(open_store(store))
+    rng = np.random.default_rng(0)
+    for i in rng.integers(0, len(data), 200).tolist():
+        data[i]
+    t = time.perf_counter()
+    for i in rng.integers(0, len(data), SINGLE_READS).tolist():
+        data[i]
+    return {"reads": time.perf_counter() - t}
+
+
 def child_store(store: str) -> dict[str, float]:
     """In a fresh process: open_store, StoreFrames over it, random single and batch reads (seconds each)."""
     from vidlabel.torch_data import StoreFrames
@@ -213,7 +262,14 @@ def page_cache(store: Path) -> None:
                     pass
 
 
+def _child(flag: str, store: Path) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, str(SCRIPT), flag, str(store)], capture_output=True, text=True, check=True)
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
 def store_rows(workdir: Path, counts: list[int]) -> None:
+    one = build_one_video_store(workdir)
+    page_cache(one)
     results: dict[int, dict[str, float]] = {}
     builds: dict[int, dict[str, float]] = {}
     for n in counts:
@@ -221,24 +277,28 @@ def store_rows(workdir: Path, counts: list[int]) -> None:
         print(f"  store of {n:,} videos: built in " + ", ".join(f"{k} {v:.1f} s" for k, v in builds[n].items())
               + f" (export {1000 * builds[n]['export'] / n:.2f} ms a video)", flush=True)  # fmt: skip
         page_cache(store)
-        proc = subprocess.run([sys.executable, str(SCRIPT), "--child-store", str(store)], capture_output=True,
-                              text=True, check=True)  # fmt: skip
-        results[n] = json.loads(proc.stdout.strip().splitlines()[-1])
+        results[n] = _child("--child-store", store)
         r = results[n]
+        # the same reads over one video of the same frames, measured right after (the machine's load alike)
+        base = _child("--child-reads", one)["reads"]
+        many = _child("--child-reads", store)["reads"]
+        print(f"| StoreFrames {SINGLE_READS:,} random __getitem__, {n:,} videos vs one video of {ONE_FRAMES:,} "
+              f"frames | {1000 * many / SINGLE_READS:.3f} ms vs {1000 * base / SINGLE_READS:.3f} ms a read: "
+              f"{many / base:.1f}x | within 2x |", flush=True)  # fmt: skip
         print(f"  {n:,} videos, {int(r['samples']):,} samples: "
               + ", ".join(f"{k} {v:.3f} s" for k, v in r.items() if k != "samples")
               + f"; {SINGLE_READS / r[f'StoreFrames {SINGLE_READS:,} random __getitem__']:,.0f} reads/s, "
               f"{BATCHES / r[f'StoreFrames {BATCHES} random __getitems__ of {BATCH}']:,.0f} batches/s",
               flush=True)  # fmt: skip
-    lo, hi = counts[0], counts[-1]
-    e_lo, e_hi = builds[lo]["export"], builds[hi]["export"]
-    print(f"  export per video (information): {1000 * e_hi / hi:.2f} ms vs {1000 * e_lo / lo:.2f} ms, "
-          f"total {e_hi:.1f} s vs {e_lo:.1f} s: {e_hi / e_lo:.1f}x")  # fmt: skip
-    for key in results[lo]:
-        if key == "samples":
-            continue
-        a, b = results[lo][key], results[hi][key]
-        print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
+    for lo, hi in itertools.pairwise(counts):
+        e_lo, e_hi = builds[lo]["export"], builds[hi]["export"]
+        print(f"  export per video (information): {1000 * e_hi / hi:.2f} ms vs {1000 * e_lo / lo:.2f} ms, "
+              f"total {e_hi:.1f} s vs {e_lo:.1f} s: {e_hi / e_lo:.1f}x")  # fmt: skip
+        for key in results[lo]:
+            if key == "samples":
+                continue
+            a, b = results[lo][key], results[hi][key]
+            print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 11x |")
 
 
 def loader_row(store: Path, repeat: int = 3) -> None:
@@ -267,13 +327,18 @@ def loader_row(store: Path, repeat: int = 3) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--counts", default="1000,10000")
+    ap.add_argument("--counts", default="1000,10000", help="videos of the dataset rows (add 100000: see above)")
+    ap.add_argument("--store-counts", default="1000,10000", help="videos of the store rows (100000: see above)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "vidlabel_bench")
     ap.add_argument("--no-store", action="store_true", help="skip the store rows")
     ap.add_argument("--child-store", help=argparse.SUPPRESS)
+    ap.add_argument("--child-reads", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_store:
         print(json.dumps(child_store(args.child_store)))
+        return 0
+    if args.child_reads:
+        print(json.dumps(child_reads(args.child_reads)))
         return 0
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}")
@@ -285,11 +350,12 @@ def main(argv: list[str] | None = None) -> int:
         ds = build(args.workdir / f"scale_{n}", n)
         print(f"  dataset of {n:,} videos ready in {time.perf_counter() - t:.1f} s", flush=True)
         results[n] = measure(ds)
-    lo, hi = counts[0], counts[-1]
-    for key in results[lo]:
-        a, b = results[lo][key], results[hi][key]
-        print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 12x |")
+    for lo, hi in itertools.pairwise(counts):
+        for key in results[lo]:
+            a, b = results[lo][key], results[hi][key]
+            print(f"| {key}, {hi:,} vs {lo:,} videos | {b:.3f} s vs {a:.3f} s: {b / a:.1f}x | within 11x |")
     if not args.no_store:
+        counts = [int(c) for c in args.store_counts.split(",")]
         store_rows(args.workdir, counts)
         loader_row(args.workdir / f"store_{counts[0]}")
     return 0

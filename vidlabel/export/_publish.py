@@ -23,7 +23,7 @@ from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._clips import spec_to_attrs
 from vidlabel.store._framestore import BACKENDS, backend_for
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION, FORMAT_VERSION_PLAIN
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, FORMAT_VERSION_ATTRIBUTES, FORMAT_VERSION_PLAIN
 
 __all__ = [
     "Publisher",
@@ -239,7 +239,11 @@ def write_root(backend: Backend, plan: ExportPlan, opts: ExportOptions) -> int:
         [np.column_stack([np.full(rows.size, i, np.int64), rows]) for i, rows in enumerate(rows_of)]
         or [np.zeros((0, 2), np.int64)]
     )
-    backend.write_root(_root_attrs(plan, opts, video_ids, int(index.shape[0])), index, video_ids)
+    # each video's attributes as its published file holds them, so that the root's table gives what the file does
+    videos = {v.video_id: ({k: a for k, a in v.attrs.items() if k != "complete"} | {"complete": True}, v.arrays)
+              for v in plan.videos}  # fmt: skip
+    attrs = _root_attrs(plan, opts, video_ids, int(index.shape[0]), table=backend.keeps_video_table)
+    backend.write_root(attrs, index, video_ids, videos)
     backend.collect_garbage({v.frames_key for v in plan.videos})
     return int(index.shape[0])
 
@@ -253,12 +257,15 @@ def _export_attrs(opts: ExportOptions) -> dict[str, Any]:
             **({} if opts.clip is None else {"clip": spec_to_attrs(opts.clip)})}  # fmt: skip
 
 
-def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
+def _root_attrs(
+    plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int, *, table: bool
+) -> dict[str, Any]:
     rel = plan.release
-    # a store without region attributes stays readable by a vidlabel that reads version 1
-    version = FORMAT_VERSION if any(v.attrs.get("region_attributes") for v in plan.videos) else FORMAT_VERSION_PLAIN
+    has_attributes = any(v.attrs.get("region_attributes") for v in plan.videos)
+    # a store stays readable by a vidlabel that reads the lowest version describing it
+    version = FORMAT_VERSION if table else FORMAT_VERSION_ATTRIBUTES if has_attributes else FORMAT_VERSION_PLAIN
     # the release's attribute schema decides which labels a store's attribute filter concerns
-    schema = rel.info.get("attribute_schema") if version == FORMAT_VERSION else None
+    schema = rel.info.get("attribute_schema") if has_attributes else None
     return {
         "format": FORMAT, "format_version": version, "release_id": rel.release_id,
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,

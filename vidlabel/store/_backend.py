@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -369,6 +369,8 @@ class Backend(ABC):
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
+        #: Which root file :meth:`read_root` read, where the backend can tell (:meth:`video_table`), else None.
+        self.root_identity: Any = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.folder)!r})"
@@ -391,8 +393,24 @@ class Backend(ABC):
         """Create or rewrite the root with ``complete=False`` (an export starts here)."""
 
     @abstractmethod
-    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
-        """Write the root attributes, ``/index`` and the ``/videos`` entries; ``complete=True`` last."""
+    def write_root(
+        self,
+        attrs: dict[str, Any],
+        index: np.ndarray,
+        video_ids: list[str],
+        videos: Mapping[str, tuple[dict[str, Any], Mapping[str, np.ndarray]]] | None = None,
+    ) -> None:
+        """Write the root attributes, ``/index`` and the ``/videos`` entries; ``complete=True`` last. ``videos``
+        (by id: the attributes and small arrays of each published video) lets a backend keep a table of them in
+        its root (HDF5: :mod:`vidlabel.store._hdf5_table`)."""
+
+    #: Whether :meth:`write_root` keeps a table of the videos in the root (its store's format version says so).
+    keeps_video_table: ClassVar[bool] = False
+
+    def video_table(self, video_ids: list[str], root_identity: Any) -> Any | None:
+        """The root's table of every video's attributes and small arrays, where this backend keeps one, read
+        from the root of identity ``root_identity`` (set by :meth:`read_root`); else None."""
+        return None
 
     # -- frames units ------------------------------------------------------------------------------------------
 

@@ -167,6 +167,8 @@ class _Part:
     backend: str
     attrs: dict[str, Any]
     video_ids: list[str]
+    #: The root file read (:meth:`~vidlabel.store._backend.Backend.video_table`), None where not known.
+    root_identity: Any = None
 
 
 def read_parts(
@@ -199,7 +201,7 @@ def read_parts(
                 other = parts[video_part[v]].folder
                 raise StoreError(f"video {v!r} is in two stores of {str(path)!r}: {str(other)!r} and {str(folder)!r}")
             video_part[v] = p
-        parts.append(_Part(folder, backend.name, attrs, ids))
+        parts.append(_Part(folder, backend.name, attrs, ids, getattr(backend, "root_identity", None)))
         offset = len(video_ids)
         video_ids.extend(ids)
         if index.size and (index[:, 0].min() < 0 or index[:, 0].max() >= len(ids)):

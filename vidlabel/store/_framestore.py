@@ -48,7 +48,14 @@ from vidlabel.store._layout import (
 )
 from vidlabel.store._position import frame_number as frame_number_of
 from vidlabel.store._position import row_in_range, row_number, sample_position
-from vidlabel.store._process import VideoData, _frames_index, _ProcessState, reader_path
+from vidlabel.store._process import (
+    VideoData,
+    _frames_index,
+    _ProcessState,
+    reader_path,
+    video_from_file,
+    video_from_table,
+)
 from vidlabel.store._remote import is_url
 from vidlabel.store._store_checks import (
     check_frames,
@@ -200,6 +207,7 @@ class FrameStore:
                 # every video's arrays and attributes again (a video file's open is slow in a fresh fork)
                 state.data.update(old.data)
                 state.openers.update(old.openers)
+                state.tables.update(old.tables)
             self._state = state
         return state
 
@@ -502,27 +510,17 @@ class FrameStore:
         if data is not None:
             return data
         with state.lock, self._about(video_id):
-            reader = self._open_video(state, video_id)
-            try:
-                frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
-                names = list(VIDEO_ARRAYS)
-                if not frames_only:
-                    region_fields = region_names(reader.attrs)
-                    names += [f"regions/{n}" for n in region_fields] + [f"segments/{n}" for n in SEGMENT_FIELDS]
-                reader.preload(names)  # one round trip for a store at a URL
-                arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
-                regions: dict[str, np.ndarray] = {}
-                segments: dict[str, np.ndarray] = {}
-                if not frames_only:
-                    regions = {name: reader.array(f"regions/{name}") for name in region_fields}
-                    segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
-                attrs = dict(reader.attrs)
-                try:
-                    opener = reader.frames_opener()
-                except StoreError:  # a bad frames link: reading the frames says so, as before
-                    opener = None
-            finally:
-                reader.close()
+            frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
+            found = video_from_table(self, state, video_id)
+            if found is None:
+                found = video_from_file(self, state, video_id, frames_only)
+            attrs, stored, opener = found
+            arrays = {name: stored[name] for name in VIDEO_ARRAYS}
+            regions: dict[str, np.ndarray] = {}
+            segments: dict[str, np.ndarray] = {}
+            if not frames_only:
+                regions = {name: stored[f"regions/{name}"] for name in region_names(attrs)}
+                segments = {name: stored[f"segments/{name}"] for name in SEGMENT_FIELDS}
             check_same_export(self, video_id, int(arrays["frame_number"].size))
             problems = video_problems(
                 video_id,
@@ -545,12 +543,18 @@ class FrameStore:
             if opener is not None:
                 state.openers[video_id] = opener
             if state.pid != self._creator_pid:
-                state.learnt.setdefault(video_id, [None, None])[0] = data
+                learnt = state.learnt.setdefault(video_id, [None, None])
+                learnt[0] = data
+                if _frames_index(opener) is not None:  # from the root's table: the creator takes both
+                    learnt[1] = opener
         return data
 
     def _frames_reader(self, state: _ProcessState, video_id: str) -> FramesReader:
         def open_frames(video_id: str) -> FramesReader:
             with state.lock, self._about(video_id):
+                if video_id not in state.openers and video_id not in state.data:
+                    # a video's first read learns how to open its frames (from the root's table: no file opened)
+                    self.video_data(video_id)
                 opener = state.openers.get(video_id)
                 if opener is not None:  # the video file was read in this process (or before the fork)
                     known = _frames_index(opener) is not None

@@ -26,7 +26,7 @@ import functools
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +63,11 @@ from vidlabel.store._hdf5_files import (
 )
 from vidlabel.store._hdf5_frames import (
     HDF5FramesReader,
+    _identity,
     _LinkedFramesOpener,
 )
 from vidlabel.store._hdf5_region import _ChunkRegion, _size_limit_allows
+from vidlabel.store._hdf5_table import VideoTable, write_table
 from vidlabel.store._layout import index_rows
 
 __all__ = ["HDF5Backend"]
@@ -284,6 +286,7 @@ class HDF5Backend(Backend):
     """The HDF5 layout described in this module's docstring."""
 
     name = "hdf5"
+    keeps_video_table = True
 
     @classmethod
     def detect(cls, folder: Path) -> bool:
@@ -301,12 +304,19 @@ class HDF5Backend(Backend):
             return {}, np.zeros((0, 2), np.int64)
         f, real = _open_inside(self.folder, self.root_path, "root file")  # also checks every /videos link
         with f:
+            self.root_identity = _identity(os.fstat(f.id.get_vfd_handle()))
             attrs = _get_attrs(f)
             has_index = f.get("index", getlink=True) is not None
             index = index_rows(_read_array(f, real, self.folder, "index"), str(self.folder)) if has_index else None
         return attrs, index if index is not None else np.zeros((0, 2), np.int64)
 
-    def _write_root_file(self, attrs: dict[str, Any], index: np.ndarray | None, video_ids: list[str]) -> None:
+    def _write_root_file(
+        self,
+        attrs: dict[str, Any],
+        index: np.ndarray | None,
+        video_ids: list[str],
+        videos: Mapping[str, tuple[dict[str, Any], Mapping[str, np.ndarray]]] | None = None,
+    ) -> None:
         partial = self.folder / (ROOT_FILE + PARTIAL)
         remove(partial)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -314,9 +324,14 @@ class HDF5Backend(Backend):
             _set_attrs(f, {k: v for k, v in attrs.items() if k != "complete"})
             if index is not None:
                 _write_array(f, "index", np.asarray(index, dtype=np.int64).reshape(-1, 2))
-            videos = f.create_group("videos")
+            links = f.create_group("videos")
             for vid in video_ids:
-                videos[vid] = h5py.ExternalLink(f"videos/{node_name(vid)}.h5", "/")
+                links[vid] = h5py.ExternalLink(f"videos/{node_name(vid)}.h5", "/")
+            if videos is not None:
+                entries = [
+                    (*videos[v], self._video_path(v), self._unit_path(videos[v][0]["frames_key"])) for v in video_ids
+                ]
+                write_table(f.create_group("table"), self.folder, entries)
             f.attrs["complete"] = json.dumps(bool(attrs.get("complete", False)))
         fsync_file(partial)
         publish(partial, self.root_path)
@@ -324,8 +339,21 @@ class HDF5Backend(Backend):
     def mark_incomplete(self, attrs: dict[str, Any]) -> None:
         self._write_root_file({**attrs, "complete": False}, None, [])
 
-    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
-        self._write_root_file({**attrs, "complete": True}, index, video_ids)
+    def write_root(
+        self,
+        attrs: dict[str, Any],
+        index: np.ndarray,
+        video_ids: list[str],
+        videos: Mapping[str, tuple[dict[str, Any], Mapping[str, np.ndarray]]] | None = None,
+    ) -> None:
+        self._write_root_file({**attrs, "complete": True}, index, video_ids, videos)
+
+    def video_table(self, video_ids: list[str], root_identity: Any) -> VideoTable | None:
+        """The root's :class:`~vidlabel.store._hdf5_table.VideoTable`, or None (none, or the root is not the file
+        of ``root_identity``, the one the store was opened with)."""
+        if root_identity is None:
+            return None
+        return VideoTable.read(self.root_path, self.folder, video_ids, root_identity)
 
     # -- frames units --------------------------------------------------------------------------------------------
 

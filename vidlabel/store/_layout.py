@@ -22,6 +22,7 @@ from vidlabel.store._fs import STORE_CHANGED
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "FORMAT_VERSION_ATTRIBUTES",
     "FORMAT_VERSION_PLAIN",
     "LABELS_KEY_ATTRS",
     "REGION_ATTRIBUTE_FIELDS",
@@ -46,11 +47,15 @@ __all__ = [
 
 #: Value of the root attribute ``format``.
 FORMAT = "vidlabel-store"
-#: Layout version; a reader refuses a newer one (SchemaVersionError). A store whose regions carry attributes
-#: (:data:`REGION_ATTRIBUTE_FIELDS`) is written as version 2, any other as version 1, so that a vidlabel
-#: that reads version 1 refuses the first by its version instead of taking the arrays it does not know for damage.
-FORMAT_VERSION = 2
-#: The version of a store whose regions carry no attributes.
+#: Layout version; a reader refuses a newer one (SchemaVersionError). A store is written as the lowest version
+#: that describes it, so that a vidlabel that reads an older one refuses it by its version instead of taking
+#: what it does not know for damage: 3 for an HDF5 store, whose root holds the video table
+#: (:mod:`vidlabel.store._hdf5_table`; a store of an earlier version reads each video from its files); else 2
+#: where its regions carry attributes (:data:`REGION_ATTRIBUTE_FIELDS`), else 1.
+FORMAT_VERSION = 3
+#: The version of a store whose regions carry attributes and whose root has no video table.
+FORMAT_VERSION_ATTRIBUTES = 2
+#: The version of a store whose regions carry no attributes and whose root has no video table.
 FORMAT_VERSION_PLAIN = 1
 
 #: Per-row arrays of a video group (besides ``frames``).

@@ -1,5 +1,6 @@
 """What a :class:`~vidlabel.store.FrameStore` holds in each process: a video's small arrays
-(:class:`VideoData`), and the backends, open frames readers, chunk cache and thread pool of one process.
+(:class:`VideoData`), and the backends, open frames readers, chunk cache and thread pool of one process; and
+where a video's first read takes its arrays from (the root's video table, else the video's file).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from vidlabel._lru import OpenLRU
+from vidlabel.errors import StoreError
 from vidlabel.store._backend import Backend, FramesHeader, FramesReader
 from vidlabel.store._cache import ChunkCache
+from vidlabel.store._layout import SEGMENT_FIELDS, VIDEO_ARRAYS, region_names
 
-__all__ = ["VideoData", "reader_path"]
+__all__ = ["VideoData", "reader_path", "video_from_file", "video_from_table"]
 
 
 @dataclass
@@ -75,6 +78,8 @@ class _ProcessState:
         self.backends: dict[int, Backend] = {}
         self.frames: OpenLRU[str, FramesReader] = OpenLRU(self.MAX_OPEN)
         self.data: dict[str, VideoData] = {}
+        # per part of the store: its root's video table (read-only arrays, kept across a fork), None where none
+        self.tables: dict[int, Any] = {}
         self.openers: dict[str, Callable[[], FramesReader]] = {}  # video id -> opens its frames (no handles)
         # in a process other than the store's creator (a DataLoader worker): what it learnt that the creator had
         # not when it forked (a video's small arrays, its indexed opener), until handed over (FrameStore.learnt)
@@ -99,3 +104,46 @@ def _frames_index(opener: Any) -> Any:
 def reader_path(reader: FramesReader | FramesHeader) -> Any:
     """Identity of a frames reader for cache keys and messages (its path, file or URL)."""
     return getattr(reader, "path", id(reader))
+
+
+def video_from_table(
+    store: Any, state: _ProcessState, video_id: str
+) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None] | None:
+    """A video's attributes, small arrays and frames opener from its part's root table (read once in a
+    process), or None where the part has no table or the video's file is not the one it describes."""
+    part = store._video_part[video_id]
+    if part not in state.tables:
+        state.tables[part] = store._backend(state, video_id).video_table(
+            store._parts[part].video_ids, store._parts[part].root_identity
+        )
+    table = state.tables[part]
+    if table is None:
+        return None
+    found = table.video(video_id)
+    if found is None:
+        return None
+    needed = list(VIDEO_ARRAYS)
+    if not store._parts[part].attrs.get("frames_only"):
+        needed += [f"regions/{n}" for n in region_names(found[0])] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+    return None if any(name not in found[1] for name in needed) else found
+
+
+def video_from_file(
+    store: Any, state: _ProcessState, video_id: str, frames_only: bool
+) -> tuple[dict[str, Any], dict[str, np.ndarray], Callable[[], FramesReader] | None]:
+    """A video's attributes, small arrays (by name in its file) and frames opener, read from its file."""
+    reader = store._open_video(state, video_id)
+    try:
+        names = list(VIDEO_ARRAYS)
+        if not frames_only:
+            names += [f"regions/{n}" for n in region_names(reader.attrs)] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+        reader.preload(names)  # one round trip for a store at a URL
+        stored = {name: reader.array(name) for name in names}
+        attrs = dict(reader.attrs)
+        try:
+            opener: Callable[[], FramesReader] | None = reader.frames_opener()
+        except StoreError:  # a bad frames link: reading the frames says so, as before
+            opener = None
+    finally:
+        reader.close()
+    return attrs, stored, opener

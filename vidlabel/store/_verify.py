@@ -12,6 +12,7 @@ import numpy as np
 from vidlabel.errors import StoreError, VidlabelError
 from vidlabel.store._backend import Backend, FramesReader, chunk_crc_problem, chunk_size_problem
 from vidlabel.store._framestore import backend_for, find_stores, not_a_store_hint
+from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
@@ -120,11 +121,45 @@ def _verify_one(
         return {}
     video_ids, summary = _check_root_attrs(where, attrs, problems)
     lengths = _verify_videos(backend, where, attrs, video_ids, summary, report, bar)
+    _check_table(backend, where, video_ids, problems)
     _check_index(where, index, video_ids, lengths, problems)
     expected = attrs.get("samples")
     if expected is not None and int(expected) != int(index.shape[0]):
         problems.append(f"{where}: /index has {index.shape[0]} samples, the root says {expected}")
     return attrs
+
+
+def _check_table(backend: Backend, where: str, video_ids: list[str], problems: list[str]) -> None:
+    """Compare the root's video table (reads take a video's attributes and arrays from it) with each video's file
+    it describes; a video whose file changed since is read from the file, and checked there."""
+    try:
+        table = backend.video_table(video_ids, getattr(backend, "root_identity", None))
+    except StoreError as err:
+        problems.append(f"{where}: {err}")
+        return
+    if table is None:
+        return
+    for video_id in video_ids:
+        try:
+            entry = table.video(video_id)
+            if entry is None:
+                continue
+            reader = backend.open_video(video_id)
+            try:
+                differ = entry[0] != reader.attrs or any(
+                    not np.array_equal(arr, reader.array(name), equal_nan=arr.dtype.kind == "f")
+                    for name, arr in entry[1].items()
+                )
+            finally:
+                reader.close()
+        except StoreError as err:
+            problems.append(f"{where}: video {video_id!r}: {err}")
+            continue
+        if differ:
+            problems.append(
+                f"{where}: video {video_id!r}: the root's video table differs from its file (attributes or arrays): "
+                f"{STORE_CHANGED}"
+            )
 
 
 def _check_root_attrs(where: str, attrs: dict[str, Any], problems: list[str]) -> tuple[list[str], dict[str, Any]]:

@@ -524,7 +524,7 @@ class ZarrBackend(Backend):
         if _read_meta(self.folder / "videos") is None:
             _new_group(self.folder / "videos")
 
-    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str], videos: Any = None) -> None:
         remove(self.folder / "index")
         _write_array(self.folder / "index", np.asarray(index, dtype=np.int64).reshape(-1, 2))
         if _read_meta(self.folder / "videos") is None:

@@ -374,7 +374,7 @@ class ZarrURLBackend(Backend):
         if self._tag is not None and self.store.get_tagged("zarr.json")[1] != self._tag:
             raise self._conflict(what)
 
-    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str]) -> None:
+    def write_root(self, attrs: dict[str, Any], index: np.ndarray, video_ids: list[str], videos: Any = None) -> None:
         if self._tag is None:
             raise StoreError(f"frame store {self.url!r}: the root is written by an export that marked it first")
         self.check_owner("publishing the root")
