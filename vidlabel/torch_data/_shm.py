@@ -18,8 +18,14 @@ has given it back *and* no view of it lives in the worker any more (a
 transform that keeps images across batches, as mosaic or mixup do, keeps its
 slab). A slab is therefore never refilled while any tensor of its batch is
 alive on either side, however long they are kept. When every slab is in use
-(a loop that keeps many batches), the worker falls back to torch's plain
-hand-over, so nothing blocks.
+(a loop that keeps many batches, or batches so large that the pool's bytes
+hold fewer of them than the worker has in flight), the worker reads the batch
+into a *one-off* segment instead: fresh shared memory that travels the way
+torch shares any storage (a file descriptor, no copy) and is freed when the
+last view of it is gone on both sides, kept by nobody. So nothing blocks, and
+a worker never holds more than its pool plus the batch it is making (a
+private buffer handed over the plain way would be copied into a second
+segment by torch first).
 
 Slabs outlive their workers. With ``persistent_workers=False`` (torch's
 default) every epoch starts new workers; a fresh slab costs a page fault and
@@ -198,6 +204,8 @@ class SlabPool:
         self.filled: set[int] = set(range(len(self.slabs))) if adopt is not None else set()
         self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
         self.held: set[int] = set()  # slabs whose array (or a view of it) still lives in this worker
+        # one-off segments (see take_slab) whose array lives here, by address: their array, state and segment
+        self.one_offs: dict[int, tuple[weakref.ref[np.ndarray], list[bool], torch.UntypedStorage]] = {}
 
     def _ready(self, index: int) -> int:
         """Mark slab ``index`` in use, its pages mapped in this process first (once per process and slab).
@@ -503,7 +511,7 @@ def by_value(tensor: torch.Tensor) -> torch.Tensor:
     worker or with the pool off, are returned as they are.
     """
     if (
-        isinstance(tensor, _PooledTensor)
+        isinstance(tensor, (_PooledTensor, _OneOffTensor))
         or not _plain_cpu(tensor)
         or tensor.untyped_storage().nbytes() >= MIN_POOLED_BYTES
         or not _applies()
@@ -541,21 +549,66 @@ def ragged_by_value(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return _RaggedByValue(tensors)
 
 
+class _OneOffTensor(_HandOverTensor):
+    """A worker's batch tensor in a one-off shared segment: pickles as the segment (torch's own file descriptor
+    sharing, no copy) and its layout, and unpickles as a plain view of it."""
+
+    _vidlabel_segment: torch.UntypedStorage
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        layout = (tuple(self.shape), tuple(self.stride()), int(self.storage_offset()), str(self.dtype))
+        return (_rebuild_one_off, (self._vidlabel_segment, [layout], False, _take_mail()))
+
+
+class _OneOffList(list):  # type: ignore[type-arg]
+    """A worker's list of tensors over one one-off segment (images of several sizes back to back)."""
+
+    def __init__(self, views: list[torch.Tensor], segment: torch.UntypedStorage) -> None:
+        super().__init__(views)
+        self._vidlabel_segment = segment
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        layouts = [(tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), str(t.dtype)) for t in self]
+        return (_rebuild_one_off, (self._vidlabel_segment, layouts, True, _take_mail()))
+
+
+def _rebuild_one_off(
+    segment: torch.UntypedStorage, layouts: list[tuple[tuple[int, ...], tuple[int, ...], int, str]], many: bool,
+    mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None,
+) -> torch.Tensor | list[torch.Tensor]:  # fmt: skip
+    """Unpickle a one-off batch in the receiving process: views of the segment, which lives as long as they do
+    (and deliver the mail it carries, :func:`post`)."""
+    _deliver(mail)
+    flat = torch.empty(0, dtype=torch.uint8).set_(segment)
+    views = [_view(flat, layout) for layout in layouts]
+    return views if many else views[0]
+
+
 class Slab:
     """A C-contiguous NumPy array in a slab of this worker's pool: fill :attr:`array`, then :meth:`tensor`.
 
     If the array dies in the worker without a :meth:`tensor` of it being handed over (pickled), the slab
-    goes back to the pool by itself.
+    goes back to the pool by itself. A one-off slab (``segment`` given, ``pool`` None) is a fresh shared
+    segment outside the pool, used when no pool slab is free: it travels by torch's own sharing and is
+    never reused.
     """
 
-    def __init__(self, pool: SlabPool, index: int, state: list[bool], array: np.ndarray) -> None:
-        self.pool, self.index, self.array = pool, index, array
+    def __init__(
+        self, pool: SlabPool | None, index: int, state: list[bool], array: np.ndarray,
+        segment: torch.UntypedStorage | None = None,
+    ) -> None:  # fmt: skip
+        self.pool, self.index, self.array, self.segment = pool, index, array, segment
         self.state = state  # [handed over (pickled) or released, wrapped as a batch tensor]
 
     def tensor(self, view: torch.Tensor) -> torch.Tensor:
         """``view`` (a tensor over :attr:`array`) as a tensor that pickles by slab."""
-        out = view.as_subclass(_PooledTensor)
         self.state[1] = True  # on its way to the main process: never wrapped again (see slab_of)
+        if self.segment is not None:
+            one_off = view.as_subclass(_OneOffTensor)
+            one_off._vidlabel_segment = self.segment
+            return one_off
+        assert self.pool is not None
+        out = view.as_subclass(_PooledTensor)
         out._vidlabel_slab = (self.pool, self.index, self.state)
         return out
 
@@ -564,13 +617,17 @@ class Slab:
         pickles by slab: the main process gets them as views of one mapping, and the slab goes back only
         when the last of them is gone."""
         self.state[1] = True
+        if self.segment is not None:
+            return _OneOffList(views, self.segment)
+        assert self.pool is not None
         return _PooledList(views, (self.pool, self.index, self.state))
 
     def release(self) -> None:
         """Give the slab back unused (the batch is not handed over after all); it is taken again only once
-        its array is gone from this worker too."""
+        its array is gone from this worker too (a one-off segment is freed with its array)."""
         self.state[0] = True  # the array's finalizer must not give it back again once it is taken anew
-        self.pool.in_use[self.index] = 0
+        if self.pool is not None:
+            self.pool.in_use[self.index] = 0
 
 
 def _worker_done(held: set[int], in_use: np.ndarray, index: int, state: list[bool]) -> None:
@@ -590,6 +647,11 @@ def slab_of(tensor: torch.Tensor) -> Slab | None:
     if pool is None or pool.pid != os.getpid():
         return None
     ptr = tensor.untyped_storage().data_ptr()
+    one_off = pool.one_offs.get(ptr)
+    if one_off is not None:
+        array, state, segment = one_off[0](), one_off[1], one_off[2]
+        if array is not None and not state[1]:
+            return Slab(None, -1, state, array, segment)
     for index, (ref, state) in pool.taken.items():
         array = ref()
         if array is not None and array.ctypes.data == ptr and pool.in_use[index] and not state[1]:
@@ -598,8 +660,9 @@ def slab_of(tensor: torch.Tensor) -> Slab | None:
 
 
 def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
-    """A slab for an array of ``shape`` in this DataLoader worker's pool, or None (pool off, not in a worker,
-    smaller than :data:`MIN_POOLED_BYTES`, or no slab free and no room for a new one).
+    """A slab for an array of ``shape`` in this DataLoader worker's pool, else a one-off slab (a fresh shared
+    segment outside the pool, when no slab is free and no new one fits the pool's bounds), or None (pool off,
+    not in a worker, smaller than :data:`MIN_POOLED_BYTES`, or no room in ``/dev/shm``).
 
     The pool is off with ``VIDLABEL_SHM_POOL=0`` (read from the environment at each call, so DataLoader workers
     see it, fork or spawn)."""
@@ -610,13 +673,28 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     pool = _pool()
     index = pool.take(nbytes)
     if index is None:
-        return None
+        return _take_one_off(pool, shape, dt, nbytes)
     array = _bytes_view(pool.slabs[index])[:nbytes].view(dt).reshape(shape)
     state = [False, False]
     pool.held.add(index)
     weakref.finalize(array, _worker_done, pool.held, pool.in_use, index, state)
     pool.taken[index] = (weakref.ref(array), state)
     return Slab(pool, index, state, array)
+
+
+def _take_one_off(pool: SlabPool, shape: tuple[int, ...], dt: np.dtype[Any], nbytes: int) -> Slab | None:
+    """A one-off slab: a fresh shared segment for one batch when no pool slab is free, or None when
+    ``/dev/shm`` has no room for it (the plain hand-over will tell)."""
+    try:
+        segment = _new_shared(nbytes)
+    except RuntimeError:
+        return None
+    array = _bytes_view(segment)[:nbytes].view(dt).reshape(shape)
+    state = [False, False]
+    ptr = int(array.ctypes.data)
+    pool.one_offs[ptr] = (weakref.ref(array), state, segment)
+    weakref.finalize(array, pool.one_offs.pop, ptr, None)
+    return Slab(None, -1, state, array, segment)
 
 
 # -- batch buffers outside DataLoader workers ------------------------------------------------------------------
