@@ -143,15 +143,22 @@ def _plain_cpu(tensor: torch.Tensor) -> bool:
 
 
 def _new_shared(nbytes: int) -> torch.UntypedStorage:
-    """A CPU storage of ``nbytes`` in shared memory (torch's sharing strategy), through the public
-    ``share_memory_``.
+    """A CPU storage of ``nbytes`` in shared memory (torch's sharing strategy), made there directly with
+    ``UntypedStorage._new_shared``, as torch's own ``default_collate`` makes a worker's batch (the public
+    ``share_memory_`` first allocates private memory and copies it over, so a forked worker pays page faults
+    twice). Its zeroed pages are mapped as they are first written (a slab's first :meth:`SlabPool._ready`
+    maps them all in one call).
 
     Raises
     ------
     RuntimeError
         If there is no room for it in ``/dev/shm``.
     """
-    return torch.UntypedStorage(nbytes).share_memory_()
+    make = getattr(torch.UntypedStorage, "_new_shared", None)
+    # a torch without it: the public way
+    if make is None:
+        return torch.UntypedStorage(nbytes).share_memory_()
+    return make(nbytes)
 
 
 def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
@@ -689,6 +696,8 @@ def _take_one_off(pool: SlabPool, shape: tuple[int, ...], dt: np.dtype[Any], nby
         segment = _new_shared(nbytes)
     except RuntimeError:
         return None
+    # its pages made in one call, not one fault each while the batch is read in
+    populate(segment.data_ptr(), segment.nbytes(), write=True)
     array = _bytes_view(segment)[:nbytes].view(dt).reshape(shape)
     state = [False, False]
     ptr = int(array.ctypes.data)
