@@ -4,10 +4,11 @@ For generated H.264 clips at 320x240, 640x480 and 1280x720 (noise texture, a key
 boxes on every frame) and, when present, ../shared/data/videos/{box.mp4,vtest.avi} (one box a frame),
 in one process, runs alternating: raw PyAV (``container.decode`` + ``to_ndarray("rgb24")``), raw PyAV with one
 ``VideoReformatter`` reused for every frame (as FrameReader converts; ``to_ndarray(format=...)`` makes a swscale
-context per frame), then VideoStream over every frame (tensor samples), PlannedStream over a random draw of as
-many frames and VideoFrames batches of 8 random positions. Prints samples/s (median and range over runs), CPU ms per
-sample over all threads, and VideoStream / raw (and / raw with one reformatter) as the median and range of the
-run-by-run ratios (goal >= 0.8x of raw at every size).
+context per frame), then FrameReader.iter_frames over every frame, VideoStream over every frame (tensor samples),
+PlannedStream over a random draw of as many frames and VideoFrames batches of 8 random positions. Prints samples/s
+(median and range over runs), CPU ms per sample over all threads, minor page faults per sample, and VideoStream / raw
+(and / raw with one reformatter) and iter_frames / raw as the median and range of the run-by-run ratios (goals:
+VideoStream >= 0.8x of raw, iter_frames >= 1.3x of raw with no more faults a frame, at every size).
 
 Usage: python scripts/bench_stream.py [--repeat 3] [--workdir DIR] [--sizes 320x240,640x480,1280x720]
 """
@@ -15,6 +16,7 @@ Usage: python scripts/bench_stream.py [--repeat 3] [--workdir DIR] [--sizes 320x
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _benchlib import alternate, machine, make_clip, number_of, rates, ratio_range, raw_decode, raw_decode_reused
 
-from vidlabel import Dataset, FrameSamples, probe
+from vidlabel import Dataset, FrameReader, FrameSamples, probe
 from vidlabel.torch_data import PlannedStream, VideoFrames, VideoStream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +73,10 @@ def bench(label: str, clip: Path, ds: Dataset, repeat: int, check_numbers: bool)
         assert count == n
         return count
 
+    def run_iter() -> int:
+        with FrameReader.for_video(ds.video("clip")) as reader:
+            return sum(1 for _ in reader.iter_frames())
+
     def run_plan() -> int:
         return sum(1 for _ in PlannedStream(samples, plan))
 
@@ -78,16 +84,20 @@ def bench(label: str, clip: Path, ds: Dataset, repeat: int, check_numbers: bool)
         batches = positions[: max(8, n // 32 * 8)].reshape(-1, 8)
         return sum(len(frames.__getitems__(b.tolist())) for b in batches)
 
-    res = alternate({"raw": lambda: raw_decode(clip), "raw1": lambda: raw_decode_reused(clip), "stream": run_stream,
-                     "plan": run_plan, "frames": run_frames}, repeat)  # fmt: skip
+    res = alternate({"raw": lambda: raw_decode(clip), "raw1": lambda: raw_decode_reused(clip), "iter": run_iter,
+                     "stream": run_stream, "plan": run_plan, "frames": run_frames}, repeat)  # fmt: skip
     print(f"{label}: {n} frames")
     print(f"  raw PyAV decode to RGB       {rates(res['raw'])}")
     print(f"  raw PyAV, one reformatter    {rates(res['raw1'])}")
+    print(f"  FrameReader.iter_frames      {rates(res['iter'])}   vs raw {ratio_range(res['iter'], res['raw'])}")
     print(f"  VideoStream                  {rates(res['stream'])}   vs raw {ratio_range(res['stream'], res['raw'])}, "
           f"vs raw with one reformatter {ratio_range(res['stream'], res['raw1'])}")  # fmt: skip
     print(f"  PlannedStream (random draw)  {rates(res['plan'])}")
     print(f"  VideoFrames, batches of 8    {rates(res['frames'])}")
     print(f"| VideoStream vs raw PyAV, {label} | {ratio_range(res['stream'], res['raw'])} | >= 0.8x |")
+    faults = statistics.median(r[2] for r in res["iter"]), statistics.median(r[2] for r in res["raw"])
+    print(f"| FrameReader.iter_frames vs raw PyAV, {label} | {ratio_range(res['iter'], res['raw'])}; minor page faults "
+          f"a frame {faults[0]:.1f} (raw {faults[1]:.1f}) | >= 1.3x, faults <= raw |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from tests.media import decode_all, encode_clip, object_box
 from vidlabel import Dataset, probe
 from vidlabel.store import backend_for, find_stores
-from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import SEGMENT_FIELDS, VIDEO_ARRAYS, region_names
 
 W, H = 64, 48
 LABELS = ["obj", "person", "event"]
@@ -88,7 +88,8 @@ def store_contents(path: Path) -> dict[str, Any]:
             arrays = {}
             names = [*VIDEO_ARRAYS, "frames_crc32c"]
             if not attrs.get("frames_only"):
-                names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+                names += [f"regions/{n}" for n in region_names(video.attrs)]
+                names += [f"segments/{n}" for n in SEGMENT_FIELDS]
             for name in names:
                 arr = video.array(name)
                 arrays[name] = (str(arr.dtype), arr.shape, np.nan_to_num(arr, nan=-7).tolist())

@@ -35,7 +35,7 @@ from vidlabel.dataset._rows import KIND_FIELDS
 from vidlabel.demo import demo_truth, encode_demo_clip
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning
 from vidlabel.formats import import_labels
-from vidlabel.store._layout import REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
+from vidlabel.store._layout import REGION_ATTRIBUTE_FIELDS, REGION_FIELDS, SEGMENT_FIELDS, VIDEO_ARRAYS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -366,7 +366,8 @@ def test_the_formats_page_says_which_files_without_rows_are_errors(tmp_path, fmt
 
 def test_the_store_layout_names_every_stored_array():
     layout = _page("concepts/store-layout.md")
-    for name in [*VIDEO_ARRAYS, *REGION_FIELDS, *SEGMENT_FIELDS, "frames", "frames_crc32c", "/index"]:
+    names = [*VIDEO_ARRAYS, *REGION_FIELDS, *REGION_ATTRIBUTE_FIELDS, *SEGMENT_FIELDS, "frames", "frames_crc32c"]
+    for name in [*names, "/index"]:
         assert re.search(rf"(?<![\w/]){re.escape(name)}\b", layout), name
 
 

@@ -379,6 +379,7 @@ def make_sample(
     box_format: str = "xyxy",
     normalized: bool = False,
     label_offset: int = 0,
+    attributes: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The frame sample (:func:`vidlabel.schema.frame_sample`) of stored xyxy pixel boxes, in the output box format.
 
@@ -396,6 +397,8 @@ def make_sample(
         Multi-hot of the markers active on this frame, indexed by ``class_names``.
     masks : (N, H, W) uint8, optional
         Only with ``with_masks=True``; aligned with the boxes.
+    attributes : (N, A) float32, optional
+        Only with ``with_attributes``; aligned with the boxes.
 
     Returns
     -------
@@ -418,4 +421,5 @@ def make_sample(
         view_id=view_id,
         frame_index=frame_index,
         masks=masks,
+        attributes=attributes,
     )

@@ -39,6 +39,7 @@ classes (``class_names``); ``T`` the frames of a clip.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -693,3 +694,72 @@ def sample_options(options: SampleOptions | None, owner: str, **keywords: Any) -
             f"SampleOptions (options={options!r}) or as a keyword, not both"
         )
     return options
+
+
+def check_with_attributes(names: Sequence[str] | None) -> tuple[str, ...]:
+    """``with_attributes=`` as a tuple of distinct names (``()`` for None).
+
+    Raises
+    ------
+    OptionError
+        If ``names`` is not a sequence of distinct non-empty strings.
+    """
+    if names is None:
+        return ()
+    items = (names,) if isinstance(names, str) else tuple(names)
+    if not all(isinstance(n, str) and n for n in items) or len(set(items)) != len(items):
+        raise OptionError(f"with_attributes must be distinct attribute names, got {names!r}")
+    return items
+
+
+def attribute_values(
+    offsets: np.ndarray, data: np.ndarray, rows: np.ndarray, names: Sequence[str], annotation_ids: np.ndarray
+) -> np.ndarray:
+    """The ``attributes`` sample key of some rows whose attributes are JSON in CSR form.
+
+    Parameters
+    ----------
+    offsets : (N + 1,) int64
+        CSR offsets: row ``i``'s attributes are the JSON object ``data[offsets[i]:offsets[i + 1]]`` (empty: none).
+    data : (M,) uint8
+        The JSON bytes.
+    rows : (R,) int
+        The rows wanted.
+    names : sequence of str
+        The attributes wanted, in column order.
+    annotation_ids : (R,) int64
+        The annotation id of each wanted row (named by an error).
+
+    Returns
+    -------
+    (R, A) float32
+        Attribute ``names[a]`` of row ``rows[r]``: true 1, false 0, a number as it is, NaN where it has none.
+
+    Raises
+    ------
+    OptionError
+        If a wanted attribute is text (it has no number), naming it, its value and the annotation.
+    """
+    out = np.full((len(rows), len(names)), np.nan, np.float32)
+    if not names or not len(rows):
+        return out
+    raw = np.asarray(data, np.uint8).tobytes()
+    seen: dict[bytes, dict[str, Any]] = {}
+    for j, i in enumerate(np.asarray(rows).tolist()):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        if a == b:
+            continue
+        text = raw[a:b]
+        attrs = seen.get(text)
+        if attrs is None:
+            attrs = seen[text] = json.loads(text)
+        for k, name in enumerate(names):
+            value = attrs.get(name)
+            if isinstance(value, str):
+                raise OptionError(
+                    f"with_attributes: {name!r} is a text attribute ({value!r} on annotation "
+                    f"{int(annotation_ids[j])}); only bool and number attributes are delivered as numbers"
+                )
+            if value is not None:
+                out[j, k] = float(value)
+    return out

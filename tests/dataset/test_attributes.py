@@ -199,3 +199,39 @@ def test_an_attribute_schema_moves_the_dataset_to_schema_version_2_and_a_new_one
     assert version() == 1
     ds.set_attribute_schema("person", {"occluded": "bool"})
     assert version() == SCHEMA_VERSION == 2
+
+
+def test_a_filter_on_an_attribute_no_label_declares_is_refused_naming_the_declared_ones(tmp_path: Path) -> None:
+    ds = _ds(tmp_path / "ds")
+    ds.add_annotations([_box(0, {"occluded": True}), _box(1, {"occluded": False})], "cam1")
+    ds.build()
+    # a misspelt name used to keep every row without a word
+    with pytest.raises(
+        OptionError, match=r"no label declares attribute 'ocluded'; declared: occluded, pose, visibility"
+    ):
+        FrameSamples(ds, attributes={"ocluded": False})
+    assert len(FrameSamples(ds, attributes={"occluded": False})) == 1
+
+
+def test_a_filter_on_a_release_without_attributes_says_none_are_declared(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    ds.add_annotations([_box(0)], "cam1")
+    ds.build()
+    with pytest.raises(OptionError, match=r"no label declares attribute 'occluded'; declared: none"):
+        FrameSamples(ds, attributes={"occluded": False})
+
+
+def test_set_attributes_merges_checks_and_changes_nothing_on_a_bad_value(tmp_path: Path) -> None:
+    ds = _ds(tmp_path / "ds")
+    ids = ds.add_annotations([_box(0, {"occluded": True, "pose": "left"}), _box(1), _box(2, label="car")], "cam1")
+    ds.set_attributes(ids[:2], {"visibility": 0.5, "pose": None})
+    got = {r["annotation_id"]: r.get("attributes") for r in ds.annotations()}
+    assert got == {ids[0]: {"occluded": True, "visibility": 0.5}, ids[1]: {"visibility": 0.5}, ids[2]: None}
+    before = ds.annotations()
+    with pytest.raises(AnnotationError, match=rf"annotation {ids[0]}: attribute 'visibility' = 'high': expected a fin"):
+        ds.set_attributes(ids[:2], {"visibility": "high"})
+    with pytest.raises(AnnotationError, match=rf"annotation {ids[2]}: attribute 'occluded' = True: is not in the sch"):
+        ds.set_attributes(ids, {"occluded": True})
+    with pytest.raises(AnnotationError, match=r"set_attributes: values must be a mapping of attribute names"):
+        ds.set_attributes(ids, ["occluded"])  # type: ignore[arg-type]
+    assert ds.annotations() == before

@@ -152,7 +152,8 @@ def test_masks_grouped_with_box_track_and_tags_to_markers(tmp_path: Path) -> Non
         "unsupported shape type: polygon (in <image>)": 1,
         "unsupported shape type: polyline (track)": 1,
     }
-    assert "occluded flag set on 2 keyframes: not stored" in rep.notes  # the mask element appears in two tracks
+    # the occluded flag of a mask keyframe is the attribute of the rows it is carried to
+    assert [m["attributes"] for m in masks] == [{"occluded": True}] * 6
 
 
 def polygon(frame: int, points: str, *, outside: int = 0, keyframe: int = 1) -> str:
@@ -263,21 +264,21 @@ def test_box_attributes_and_occluded_are_kept_on_every_frame_of_their_keyframe(t
     assert rep.attributes_added == {"car": {"occluded": "bool", "color": "text"}} and rep.notes == []
 
 
-def test_tag_attributes_reported(tmp_path: Path) -> None:
-    # a tag's attributes are lost as a shape's are: said in the same note, counted per attribute name
+def test_tag_attributes_are_the_markers_and_a_change_cuts_the_run(tmp_path: Path) -> None:
     body = (
         '<image id="0" name="f0"><tag label="goal"><attribute name="team">home</attribute></tag></image>'
-        '<image id="1" name="f1"><tag label="goal"><attribute name="team">home</attribute>'
+        '<image id="1" name="f1"><tag label="goal"><attribute name="team">home</attribute></tag></image>'
+        '<image id="2" name="f2"><tag label="goal"><attribute name="team">home</attribute>'
         '<attribute name="kind">penalty</attribute></tag></image>'
         '<track id="0" label="car">'
         + box(0, 0, 0, 10, 10).replace("/>", '><attribute name="team">away</attribute></box>')
         + "</track>"
     )
     ds, rep = load(tmp_path, cvat(body))
-    assert [(r["start_frame"], r["end_frame"]) for r in ds.annotations() if r["kind"] == "marker"] == [(0, 1)]
-    # a tag's attributes are counted (markers from tags keep none); the box's are its row's
-    assert "attributes not stored: kind (1), team (2)" in rep.notes
-    assert not rep.skipped
+    markers = [(r["start_frame"], r["end_frame"], r["attributes"]) for r in ds.annotations() if r["kind"] == "marker"]
+    assert markers == [(0, 1, {"team": "home"}), (2, 2, {"kind": "penalty", "team": "home"})]
+    assert rep.attributes_added["goal"] == {"kind": "text", "team": "text"}
+    assert not rep.skipped and not [n for n in rep.notes if "not stored" in n]
 
 
 def test_entity_bomb_refused(tmp_path: Path) -> None:
@@ -488,3 +489,47 @@ def test_a_task_size_that_disagrees_with_its_frames_is_refused(tmp_path: Path, s
     with pytest.raises(FormatError, match=match):
         import_labels(ds, "cvat-video", f)
     assert ds.annotations() == []
+
+
+def test_mask_and_marker_attributes_round_trip_through_cvat(tmp_path: Path) -> None:
+    from vidlabel.geometry import encode_rle
+
+    ds = dataset(tmp_path / "ds")
+    ds.set_attribute_schema("person", {"occluded": "bool", "parked": "bool", "size": "number", "pose": "text"})
+    ds.set_attribute_schema("goal", {"team": "text", "occluded": "bool"})
+    disc = np.zeros((48, 64), np.uint8)
+    disc[10:20, 5:25] = 1
+    rows = [
+        {"kind": "mask", "label": "person", "start_frame": 3, "mask": encode_rle(disc), "track_id": 2,
+         "attributes": {"occluded": True, "parked": False, "size": 2.5, "pose": "sitting"}},
+        {"kind": "mask", "label": "person", "start_frame": 4, "mask": encode_rle(disc), "track_id": 2,
+         "attributes": {"occluded": False, "pose": "standing"}},
+        {"kind": "marker", "label": "goal", "start_frame": 5, "end_frame": 7, "attributes": {"team": "home"}},
+        {"kind": "marker", "label": "goal", "start_frame": 10, "end_frame": 10,
+         "attributes": {"team": "away", "occluded": True}},
+    ]  # fmt: skip
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    report = export_labels(ds, "cvat-video", tmp_path / "out")
+    assert not report.not_written
+    ds2 = dataset(tmp_path / "ds2")
+    rep = import_labels(ds2, "cvat-video", report.paths[0], video_id="cam1")
+    got = sorted((r["kind"], r["start_frame"], r["end_frame"], r["attributes"]) for r in ds2.annotations())
+    want = sorted((r["kind"], r["start_frame"], r.get("end_frame", r["start_frame"]), r["attributes"]) for r in rows)
+    assert got == want
+    assert rep.attributes_added["goal"] == {"occluded": "bool", "team": "text"}
+
+
+def test_polygon_shapes_occluded_flag_and_attributes_are_their_rows(tmp_path: Path) -> None:
+    first = polygon(0, rect(2, 3, 10, 9)).replace('occluded="0"', 'occluded="1"')
+    second = polygon(1, rect(4, 3, 12, 9)).replace("/>", '><attribute name="parked">true</attribute></polygon>')
+    labels = (
+        "<labels><label><name>car</name><attributes><attribute><name>parked</name>"
+        "<input_type>checkbox</input_type></attribute></attributes></label></labels>"
+    )
+    xml = cvat('<track id="7" label="car">' + first + second + "</track>", stop=8)
+    ds, rep = load(tmp_path, xml.replace("</task></meta>", labels + "</task></meta>"))
+    got = sorted((r["start_frame"], r["attributes"]) for r in ds.annotations())
+    assert got == [(0, {"occluded": True}), (1, {"occluded": False, "parked": True})]
+    assert rep.attributes_added == {"car": {"occluded": "bool", "parked": "bool"}}
+    assert not [n for n in rep.notes if "not stored" in n]

@@ -316,3 +316,54 @@ def test_a_skipped_annotation_is_counted_not_imported(tmp_path: Path) -> None:
     assert {(r["label"], r["origin"]) for r in rows} == {("car", "human"), ("car", "model")}
     assert min(r["start_frame"] for r in rows if r["origin"] == "human") == 0  # annotation 1's region
     assert rep.skipped == {"result of a skipped annotation (was_cancelled: true)": 2}
+
+
+def test_bools_and_attributes_that_change_along_a_track_are_written_per_keyframe_and_read_back(tmp_path: Path) -> None:
+    ds = dataset(tmp_path / "ds")
+    ds.set_attribute_schema("car", {"occluded": "bool", "visibility": "number", "pose": "text"})
+    rows = [
+        {"kind": "box", "label": "car", "start_frame": f, "box": (1.0 + f, 2.0, 11.0 + f, 20.0), "track_id": 4,
+         "attributes": {"occluded": f >= 3, "visibility": 1.0 - f / 10, "pose": "left"}}
+        for f in range(6)
+    ]  # fmt: skip
+    rows[5]["attributes"].pop("visibility")  # a value some rows lack is per keyframe too
+    ds.add_annotations(rows, "cam1")
+    ds.build()
+    report = export_labels(ds, "label-studio", tmp_path / "out.json")
+    assert not report.not_written
+    doc = json.loads((tmp_path / "out.json").read_text())
+    results = doc[0]["annotations"][0]["result"]
+    (rect,) = [r for r in results if r["type"] == "videorectangle"]
+    # the constant text stays a per-region choice (what the editor shows); the others ride on each keyframe
+    assert [r["value"] for r in results if r["type"] == "choices"] == [{"choices": ["left"]}]
+    assert [k.get("attributes") for k in rect["value"]["sequence"]] == [
+        {k: v for k, v in r["attributes"].items() if k != "pose"} for r in rows
+    ]
+    ds2 = dataset(tmp_path / "ds2")
+    rep = import_labels(ds2, "label-studio", tmp_path / "out.json")
+    assert rep.attributes_added == {"car": {"occluded": "bool", "pose": "text", "visibility": "number"}}
+    assert [(r["start_frame"], r["attributes"]) for r in ds2.annotations()] == [
+        (r["start_frame"], r["attributes"]) for r in rows
+    ]
+
+
+def test_keyframe_attributes_hold_to_the_next_keyframe(tmp_path: Path) -> None:
+    seq = [key(1, 10, 10, attributes={"occluded": True}), key(4, 20, 10, attributes={"occluded": False}),
+           key(6, 20, 10, enabled=False)]  # fmt: skip
+    ds, _ = load(tmp_path, [task([region("a", seq)])], video_id="cam1")
+    assert [(r["start_frame"], r.get("attributes")) for r in ds.annotations()] == [
+        (0, {"occluded": True}), (1, {"occluded": True}), (2, {"occluded": True}),
+        (3, {"occluded": False}), (4, {"occluded": False}), (5, None),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("attributes", "match"),
+    [
+        ([1, 2], r"sequence\[0\].*attributes is '\[1, 2\]'; expected an object of name -> value"),
+        ({"pose": {"a": 1}}, r"sequence\[0\].*attribute 'pose' is .*expected true/false, a number or a string"),
+    ],
+)
+def test_keyframe_attributes_of_the_wrong_shape_are_refused(tmp_path: Path, attributes, match: str) -> None:
+    with pytest.raises(FormatError, match=match):
+        load(tmp_path, [task([region("a", [key(1, 10, 10, attributes=attributes)])])], video_id="cam1")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 import shutil
 import warnings
@@ -119,6 +120,63 @@ def test_iter_frames_gives_every_frame_once(any_clip: ClipTruth, frame_threads: 
         for n, image in got:
             check_frame(any_clip, reader, n, image)
         assert reader.skipped == sorted(set(range(any_clip.frame_count)) - set(expected))
+
+
+def test_iter_frames_never_writes_into_a_frame_the_caller_holds(clip_bframes: ClipTruth) -> None:
+    with FrameReader(clip_bframes.path) as reader:
+        frames = reader.iter_frames()
+        n0, held = next(frames)
+        kept = held.copy()
+        rest = list(frames)
+    assert n0 == 0 and len(rest) == clip_bframes.frame_count - 1
+    assert np.array_equal(held, kept) and np.array_equal(held, reference(clip_bframes)[0])
+    images = [held] + [image for _, image in rest]
+    assert not any(np.shares_memory(a, b) for a, b in itertools.pairwise(images))
+    assert not any(np.shares_memory(held, image) for image in images[1:])
+    for n, image in rest:
+        check_frame(clip_bframes, reader, n, image)
+    with FrameReader(clip_bframes.path) as reader:
+        batch = reader.read_many([3, 1, 2, 1])
+    assert [displayed_number(image) for image in batch] == [3, 1, 2, 1]
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(batch) for b in batch[i + 1 :])
+
+
+def test_reads_between_iter_frames_steps_stay_exact(clip_long_gop: ClipTruth) -> None:
+    # The caller may read other frames (another converter is used meanwhile) and stop early.
+    with FrameReader.for_video(_meta(clip_long_gop.path)) as reader:
+        for n, image in reader.iter_frames(range(0, 40, 3)):
+            check_frame(clip_long_gop, reader, n, image)
+            other = clip_long_gop.frame_count - 1 - n
+            check_frame(clip_long_gop, reader, other, reader.read(other))
+            if n >= 30:
+                break
+        got = dict(reader.iter_frames([5, 6, 7]))
+        assert sorted(got) == [5, 6, 7]
+        for n, image in got.items():
+            check_frame(clip_long_gop, reader, n, image)
+
+
+def _iterated_in_child(reader: FrameReader, queue: Any) -> None:
+    queue.put([displayed_number(image) for _, image in reader.iter_frames(range(5, 12))])
+    reader.close()
+
+
+def test_iter_frames_in_a_forked_child_after_the_parent_iterated(clip: ClipTruth) -> None:
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    with FrameReader(clip.path) as reader:
+        assert [n for n, _ in reader.iter_frames(range(3))] == [0, 1, 2]
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        # The child inherits the reader's converter pool, whose thread stayed in the parent.
+        child = ctx.Process(target=_iterated_in_child, args=(reader, queue))
+        child.start()
+        child.join(timeout=120)
+        assert child.exitcode == 0
+        assert queue.get(timeout=5) == list(range(5, 12))
+        assert [displayed_number(image) for _, image in reader.iter_frames([20, 21])] == [20, 21]
 
 
 def test_sequential_reading_never_seeks_and_decodes_each_frame_once(clip_long_gop: ClipTruth) -> None:

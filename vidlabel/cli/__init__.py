@@ -2,7 +2,8 @@
 
 The sub-commands come in groups, one module each, whose ``register(subparsers)``
 adds their parsers (:func:`vidlabel._command.add_command`): ``_dataset``
-(create, add-video, add-labels, add-view, add-annotations), ``_releases``
+(create, add-video, add-labels, add-view, add-annotations), ``_attributes``
+(attributes show, declare, set), ``_releases``
 (build, releases, validate), ``_inspect`` (info, index, check-video), ``_store``
 (export, cache, verify, upload), ``vidlabel.formats._cli`` (import,
 export-labels), ``vidlabel.viewer._cli`` (view) and ``_demo`` (demo). Each
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidlabel._version import __version__
-from vidlabel.cli import _dataset, _demo, _inspect, _releases, _store
+from vidlabel.cli import _attributes, _dataset, _demo, _inspect, _releases, _store
 from vidlabel.cli._parser import Parser, list_took_positionals
 from vidlabel.errors import VidlabelError, VidlabelWarning
 
@@ -38,7 +39,16 @@ def _registers() -> tuple[Callable[[Subparsers], None], ...]:
     from vidlabel.formats._cli import register as formats
     from vidlabel.viewer._cli import register as view
 
-    return (_dataset.register, _releases.register, _inspect.register, _store.register, formats, view, _demo.register)
+    return (
+        _dataset.register,
+        _attributes.register,
+        _releases.register,
+        _inspect.register,
+        _store.register,
+        formats,
+        view,
+        _demo.register,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

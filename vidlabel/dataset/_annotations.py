@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from vidlabel.dataset._chunks import ChunkDamagedError, Cols, concat, decode_chunk, empty_cols, encode_chunk, take
+from vidlabel.dataset._rows import attribute_bytes, attribute_value, schema_text
 from vidlabel.errors import AnnotationError, DatasetError
 from vidlabel.spec import KINDS, ORIGINS, STATUSES
 
@@ -27,6 +28,7 @@ __all__ = [
     "edit_chunks",
     "load_chunks",
     "rebuild_tracks",
+    "with_attributes_set",
 ]
 
 
@@ -217,4 +219,49 @@ def annotation_dicts(
         a, b = cols["attr_offsets"][i], cols["attr_offsets"][i + 1]
         if b > a:  # rows without attributes keep the spec's keys alone
             out[-1]["attributes"] = json.loads(cols["attr_bytes"][a:b].tobytes())
+    return out
+
+
+def with_attributes_set(
+    cols: Cols, hit: np.ndarray, values: Mapping[str, Any], labels: Sequence[str],
+    schema: Mapping[str, Mapping[str, str]],
+) -> Cols:  # fmt: skip
+    """``cols`` with ``values`` merged into the attributes of the rows ``hit`` (a value None removes the
+    attribute), each checked against the schema of its row's label.
+
+    Raises
+    ------
+    AnnotationError
+        If a row's label does not declare an attribute, or a value is not of the declared type, naming the
+        annotation, the attribute, the value and the label's schema.
+    """
+    offsets, data = cols["attr_offsets"], cols["attr_bytes"].tobytes()
+    parts: list[bytes] = []
+    for i in range(int(cols["annotation_id"].shape[0])):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        if hit[i]:
+            attrs = json.loads(data[a:b]) if b > a else {}
+            label = labels[int(cols["label"][i])]
+            have = schema.get(label, {})
+            for name, value in values.items():
+                if value is None:
+                    attrs.pop(name, None)
+                    continue
+                why = (
+                    f"is not in the schema of label {label!r}"
+                    if name not in have
+                    else attribute_value(have[name], value)[1]
+                )
+                if why is not None:
+                    raise AnnotationError(
+                        f"annotation {int(cols['annotation_id'][i])}: attribute {name!r} = {value!r}: {why} (label "
+                        f"{label!r} has attributes {schema_text(have)}); nothing was changed"
+                    )
+                attrs[name] = attribute_value(have[name], value)[0]
+            parts.append(attribute_bytes(attrs) if attrs else b"")
+        else:
+            parts.append(data[a:b])
+    out = dict(cols)
+    out["attr_offsets"] = np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)]).astype(np.int64)
+    out["attr_bytes"] = np.frombuffer(b"".join(parts), np.uint8).copy()
     return out

@@ -37,7 +37,14 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset._added import warn_added_twice, warn_repeated
-from vidlabel.dataset._annotations import annotation_dicts, append_chunks, edit_chunks, load_chunks, rebuild_tracks
+from vidlabel.dataset._annotations import (
+    annotation_dicts,
+    append_chunks,
+    edit_chunks,
+    load_chunks,
+    rebuild_tracks,
+    with_attributes_set,
+)
 from vidlabel.dataset._catalog import _LABEL_ALLOWED as _LABEL_ALLOWED
 from vidlabel.dataset._catalog import MAX_LABEL_CHARS as MAX_LABEL_CHARS
 from vidlabel.dataset._catalog import CatalogMixin
@@ -550,6 +557,26 @@ class Dataset(CatalogMixin, SnapshotMixin):
             return out
 
         self._edit(ids, "set_status", change)
+
+    def set_attributes(self, ids: Iterable[int], values: Mapping[str, Any]) -> None:
+        """Set attributes of existing annotations (one transaction): ``values`` maps a name to its new value,
+        or to None to remove it; the row's other attributes are kept.
+
+        Raises
+        ------
+        AnnotationError
+            On an id that is not an integer or is unknown, a name the schema of a row's label lacks, or a value
+            of another type than the schema's (naming the annotation, attribute, value and schema); nothing is
+            changed.
+        """
+        if not isinstance(values, Mapping) or not all(isinstance(k, str) and k for k in values):
+            raise AnnotationError(f"set_attributes: values must be a mapping of attribute names, got {values!r}")
+        labels, schema = self.labels(), self.attribute_schema()
+
+        def change(cols: Cols, hit: np.ndarray) -> Cols:
+            return with_attributes_set(cols, hit, values, labels, schema)
+
+        self._edit(ids, "set_attributes", change)
 
     def delete_annotations(self, ids: Iterable[int]) -> None:
         """Delete annotations (one transaction); their ids are never reused.

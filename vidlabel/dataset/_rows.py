@@ -47,6 +47,7 @@ __all__ = [
     "KIND_FIELDS",
     "RowColumns",
     "attribute_bytes",
+    "attribute_value",
     "check_rows",
     "check_tracks",
     "listing",
@@ -321,6 +322,12 @@ def _attribute_value(kind: str, value: Any) -> tuple[Any, str | None]:
     if isinstance(value, str) and len(value) <= TEXT_MAX:
         return value, None
     return None, f"expected a string of at most {TEXT_MAX} characters"
+
+
+def attribute_value(kind: str, value: Any) -> tuple[Any, str | None]:
+    """(stored value, None) of an attribute value of type ``kind`` ("bool", "number", "text"), or (None, why
+    it is not one)."""
+    return _attribute_value(kind, value)
 
 
 def attribute_bytes(values: Mapping[str, Any]) -> bytes:

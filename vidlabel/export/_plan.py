@@ -25,7 +25,7 @@ from vidlabel.errors import VidlabelWarning
 from vidlabel.export._options import ExportOptions
 from vidlabel.export._units import UnitJob
 from vidlabel.geometry import clip_boxes, decode_rle, encode_rle, resize_mask, view_boxes, view_mask
-from vidlabel.spec import KINDS, VideoMetadata, View
+from vidlabel.spec import KINDS, VideoMetadata, View, take_csr
 from vidlabel.store._backend import Backend
 from vidlabel.store._clips import clip_frames_many
 from vidlabel.store._layout import frames_key, labels_key, pixel_key
@@ -210,6 +210,9 @@ def _plan_video(
         "output_size": None if opts.output_size is None else list(opts.output_size), "codec": opts.codec.spec,
         "chunk_frames": chunk_frames, "frames_key": fkey, "pixel_key": pkey,
     }  # fmt: skip
+    # a reader knows from this attribute that the regions' attributes are stored
+    if not opts.frames_only and rel.table.has_attributes:
+        attrs["region_attributes"] = True
     # where a clip read from the store is placed, as the export placed it
     if opts.clip is not None:
         attrs["untrusted_frames"] = np.flatnonzero(meta.untrusted_mask()).tolist() if meta.untrusted_count else []
@@ -320,6 +323,8 @@ def _regions(
         "mask_offsets": mask_offsets,
         "mask_counts": mask_counts,
     }
+    if table.has_attributes:
+        arrays["attr_offsets"], arrays["attr_bytes"] = take_csr(table.attr_offsets, table.attr_bytes, rows)  # type: ignore[arg-type]
     return arrays, not_stored, outside
 
 

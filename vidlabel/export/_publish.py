@@ -23,7 +23,7 @@ from vidlabel.export._units import DiskFull, is_disk_full
 from vidlabel.store._backend import Backend
 from vidlabel.store._clips import spec_to_attrs
 from vidlabel.store._framestore import BACKENDS, backend_for
-from vidlabel.store._layout import FORMAT, FORMAT_VERSION
+from vidlabel.store._layout import FORMAT, FORMAT_VERSION, FORMAT_VERSION_PLAIN
 
 __all__ = [
     "Publisher",
@@ -255,8 +255,10 @@ def _export_attrs(opts: ExportOptions) -> dict[str, Any]:
 
 def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], samples: int) -> dict[str, Any]:
     rel = plan.release
+    # a store without region attributes stays readable by a vidlabel that reads version 1
+    version = FORMAT_VERSION if any(v.attrs.get("region_attributes") for v in plan.videos) else FORMAT_VERSION_PLAIN
     return {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "release_id": rel.release_id,
+        "format": FORMAT, "format_version": version, "release_id": rel.release_id,
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "vidlabel_version": __version__, "frames_only": opts.frames_only,

@@ -22,19 +22,20 @@ track takes the track id of the box track with the same ``group_id``, else a tra
 polygon of fewer than 3 points or of zero area is counted, not imported. ``<image id=k><tag
 label=.../></image>`` blocks give per-frame tags whose runs of consecutive task frames become
 markers (model markers for ``source="auto"`` tags). ``<track id>`` is an export counter: our track ids
-are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence). A box shape's ``occluded`` flag and its
-``<attribute>``s (typed by the task's label specs: checkbox bool, number, else text) are the attributes of the
-rows of its keyframe's span (the export writes them back, declaring each label's attributes); those of mask,
-polygon and tag shapes are counted in the report's notes.
+are assigned in document order per video. ``source="auto"`` shapes are model rows (CVAT stores no confidence).
+A box, mask or polygon shape's ``occluded`` flag and its ``<attribute>``s (typed by the task's label specs:
+checkbox bool, number, else text) are the attributes of the rows of its keyframe's span, and a tag's
+``<attribute>``s those of its marker (a run of tags is cut where they change); the export writes them back,
+declaring each label's attributes.
 A track shape's ``keyframe``, ``outside`` and ``occluded`` are "0" or "1" (else a FormatError naming the element).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import xml.etree.ElementTree as ET
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -293,17 +294,25 @@ def _attribute_specs(task: ET.Element | None) -> dict[tuple[str, str], str]:
 
 
 def _shape_attributes(
-    path: Path, c: ET.Element, where: str, label: str, specs: dict[tuple[str, str], str], parsed: Parsed
+    path: Path,
+    c: ET.Element,
+    where: str,
+    label: str,
+    specs: dict[tuple[str, str], str],
+    parsed: Parsed,
+    *,
+    flag: bool = True,
 ) -> dict[str, Any]:
-    """A box shape's attributes: ``occluded`` (bool) and its ``<attribute>`` children, typed by the task's label
-    specs (checkbox: bool, number: number, else text), each declared in ``parsed``."""
-    out: dict[str, Any] = {"occluded": c.attrib.get("occluded") == "1"}
+    """A shape's attributes: ``occluded`` (bool; not for a tag, ``flag=False``) and its ``<attribute>``
+    children, typed by the task's label specs (checkbox: bool, number: number, else text), each declared in
+    ``parsed``."""
+    out: dict[str, Any] = {"occluded": c.attrib.get("occluded") == "1"} if flag else {}
     for a in c.findall("attribute"):
         name = a.attrib.get("name", "")
         if not name:
             raise fail(path, where, "an <attribute> needs a name")
         text = a.text or ""
-        kind = specs.get((label, name), "text")
+        kind = specs.get((label, name), "bool" if name == "occluded" else "text")
         if kind == "bool":
             if text.strip().lower() not in ("true", "false"):
                 raise fail(path, where, f"checkbox attribute {name!r} is {text!r}; expected true or false")
@@ -335,14 +344,13 @@ class _CvatRead:
         self.parsed = Parsed()
         self.vr = VideoRows(meta)
         self.parsed.videos[meta.video_id] = self.vr
-        self.occluded = 0
-        self.attributes: Counter[str] = Counter()
         self.next_track = 0
         self.box_groups: dict[str, int] = {}
         self.mask_groups: dict[str, int] = {}
         self.waiting_masks: list[tuple[ET.Element, str, dict[str, Any]]] = []
         self.waiting_polygons: list[tuple[ET.Element, str, dict[str, Any], int | None]] = []
-        self.tags: dict[tuple[str, bool], list[tuple[int, str]]] = {}  # (label, source="auto") -> (frame, where)
+        # (label, source="auto") -> (frame, where, attributes)
+        self.tags: dict[tuple[str, bool], list[tuple[int, str, dict[str, Any]]]] = {}
         self.specs: dict[tuple[str, str], str] = {}  # (label, attribute) -> type, from the task's labels
 
     def new_track(self) -> int:
@@ -385,11 +393,6 @@ class _CvatRead:
                 self.parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
             return
         keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
-        if "box" not in kinds:  # a box track's are its rows' attributes; a mask's or polygon's are counted
-            for c in keyed:
-                self.occluded += c.attrib.get("occluded") == "1"
-                for a in c.findall("attribute"):
-                    self.attributes[a.attrib.get("name", "?")] += 1
         if "mask" in kinds:
             self.waiting_masks.append((elem, tw, base))
         elif "polygon" in kinds:
@@ -427,9 +430,9 @@ class _CvatRead:
                 if not c.attrib.get("label"):
                     raise fail(self.path, _el(c, iw), "a tag needs a label")
                 key = (c.attrib["label"], c.attrib.get("source") == "auto")
-                self.tags.setdefault(key, []).append((f, _el(c, iw)))
-                for a in c.findall("attribute"):  # not stored, as a shape's: said in the notes
-                    self.attributes[a.attrib.get("name", "?")] += 1
+                cw = _el(c, iw)
+                attrs = _shape_attributes(self.path, c, cw, key[0], self.specs, self.parsed, flag=False)
+                self.tags.setdefault(key, []).append((f, cw, attrs))
             elif c.tag in _SHAPES:
                 self.parsed.skipped[f"unsupported shape type: {c.tag} (in <image>)"] += 1
 
@@ -453,10 +456,13 @@ class _CvatRead:
                     continue
                 cw = _el(c, tw)
                 visible = c.attrib.get("outside") != "1"
-                payload = cvat_rle_decode(self.path, cw, c, self.meta.height, self.meta.width) if visible else None
+                payload = None
+                if visible:
+                    mask = cvat_rle_decode(self.path, cw, c, self.meta.height, self.meta.width)
+                    payload = (mask, _shape_attributes(self.path, c, cw, base["label"], self.specs, self.parsed))
                 keys.append(Keyframe(self.absolute(c, cw), None, visible, payload=payload, where=cw))
             for f, _, k in interpolate_keyframes(self.path, keys, self.task_frames):
-                row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload}
+                row = {**base, "kind": "mask", "start_frame": f, "mask": k.payload[0], "attributes": k.payload[1]}
                 if mask_track is not None:
                     row["track_id"] = mask_track
                 self.vr.add(row, k.where)
@@ -484,29 +490,30 @@ class _CvatRead:
                 points = [_points(self.path, c, cw)]
                 rle = coco_segmentation(self.path, cw, points, self.meta.height, self.meta.width, self.parsed.skipped)
                 if rle is not None:
-                    self.vr.add({**base, "kind": "mask", "start_frame": f, "mask": rle, "track_id": own}, cw)
+                    attrs = _shape_attributes(self.path, c, cw, base["label"], self.specs, self.parsed)
+                    row = {**base, "kind": "mask", "start_frame": f, "mask": rle, "track_id": own, "attributes": attrs}
+                    self.vr.add(row, cw)
 
     def markers(self) -> None:
-        """Runs of consecutive task frames with a tag become one marker each (a model's, for ``source="auto"``)."""
+        """Runs of consecutive task frames with a tag of one label and the same attributes become one marker
+        each (a model's, for ``source="auto"``)."""
         for (label, auto), items in self.tags.items():
-            items.sort()
-            ks = np.array([(f - self.start) // self.step for f, _ in items])
-            breaks = np.flatnonzero(np.diff(ks) > 1)
+            items.sort(key=lambda item: (item[0], sorted(item[2].items())))
+            ks = np.array([(f - self.start) // self.step for f, _, _ in items])
+            changed = [items[i][2] != items[i + 1][2] for i in range(len(items) - 1)]
+            breaks = np.flatnonzero((np.diff(ks) > 1) | np.array(changed, bool))
             firsts = np.r_[0, breaks + 1]
             lasts = np.r_[breaks, len(items) - 1]
             for a, b in zip(firsts.tolist(), lasts.tolist()):
                 row = {"kind": "marker", "label": label, "start_frame": items[a][0], "end_frame": items[b][0]}
+                if items[a][2]:
+                    row["attributes"] = items[a][2]
                 if auto:
                     row["origin"] = "model"
                 self.vr.add(row, items[a][1])
 
     def notes(self) -> None:
-        """What the file holds that rows do not: occluded flags, attributes, a frame step."""
-        if self.occluded:
-            self.parsed.notes.append(f"occluded flag set on {self.occluded} keyframes: not stored")
-        if self.attributes:
-            listed = ", ".join(f"{k} ({n})" for k, n in sorted(self.attributes.items()))
-            self.parsed.notes.append(f"attributes not stored: {listed}")
+        """What the file holds that rows do not: a frame step."""
         if self.step > 1:
             self.parsed.notes.append(
                 f"task frames {self.start}..{self.stop} step {self.step}: only those frames got rows"
@@ -527,8 +534,14 @@ def _box_el(
             "xtl": repr(box[0]), "ytl": repr(box[1]), "xbr": repr(box[2]), "ybr": repr(box[3]), "z_order": "0",
         },
     )  # fmt: skip
+    _attribute_els(el, attrs)
+
+
+def _attribute_els(el: ET.Element, attrs: dict[str, Any], *, flag: bool = True) -> None:
+    """A shape's or tag's ``<attribute>`` children: every attribute but a shape's ``occluded`` flag (a tag,
+    ``flag=False``, has no such flag: its ``occluded`` is an ``<attribute>`` too)."""
     for name, value in sorted(attrs.items()):
-        if name == "occluded" and isinstance(value, bool):
+        if flag and name == "occluded" and isinstance(value, bool):
             continue
         text = (
             ("true" if value else "false")
@@ -701,12 +714,15 @@ def _mask_keyframes(el: ET.Element, release: Release, r: int, n: int) -> None:
     t = release.table
     f = int(t.start_frame[r])
     rle, left, top, w, h = cvat_rle_encode(decode_rle(t.mask_rle(r)))  # type: ignore[arg-type]
+    attrs = row_attributes(t, r) or {}
     for ff, outside in ((f, "0"), (f + 1, "1")):
         if ff < n:
-            ET.SubElement(el, "mask", {
-                "frame": str(ff), "keyframe": "1", "outside": outside, "occluded": "0", "rle": rle,
+            shape = ET.SubElement(el, "mask", {
+                "frame": str(ff), "keyframe": "1", "outside": outside,
+                "occluded": "1" if attrs.get("occluded") is True else "0", "rle": rle,
                 "left": str(left), "top": str(top), "width": str(w), "height": str(h), "z_order": "0",
             })  # fmt: skip
+            _attribute_els(shape, attrs)
 
 
 def _write_markers(
@@ -715,13 +731,14 @@ def _write_markers(
     """The marker ``rows`` as ``<image><tag>`` per frame they cover; returns the number of confidences dropped."""
     t = release.table
     conf_dropped = 0
-    per_frame: dict[int, list[tuple[str, str]]] = {}
+    per_frame: dict[int, list[tuple[str, str, str]]] = {}
     spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for r in rows.tolist():
         tag = (release.labels[int(t.label[r])], "auto" if t.origin[r] == MODEL else "manual")
         first, last = int(t.start_frame[r]), int(t.end_frame[r])
+        attrs = json.dumps(row_attributes(t, r) or {}, sort_keys=True)
         for f in range(first, last + 1):
-            per_frame.setdefault(f, []).append(tag)
+            per_frame.setdefault(f, []).append((*tag, attrs))
         spans.setdefault(tag, []).append((first, last))
         conf_dropped += int(np.isfinite(t.confidence[r]))
         report.counts["marker"] += 1
@@ -732,6 +749,6 @@ def _write_markers(
     for f in sorted(per_frame):
         img = ET.SubElement(root, "image", {"id": str(f), "name": f"frame_{f:06d}", "width": str(meta.width),
                                             "height": str(meta.height)})  # fmt: skip
-        for label, source in dict.fromkeys(per_frame[f]):
-            ET.SubElement(img, "tag", {"label": label, "source": source})
+        for label, source, attrs in dict.fromkeys(per_frame[f]):
+            _attribute_els(ET.SubElement(img, "tag", {"label": label, "source": source}), json.loads(attrs), flag=False)
     return conf_dropped

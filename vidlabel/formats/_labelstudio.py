@@ -12,7 +12,9 @@ appearance (per video), each annotation's and each prediction's apart (an annota
 keeps the prediction's region ids). Two keyframes of a region on one frame are refused.
 Per-region ``choices``, ``textarea`` and ``number`` results (sharing a videorectangle's id) are the attributes of
 its rows, named by their ``from_name``; the export writes a track's text and number attributes that keep one
-value over the track. ``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
+value over the track so, and the others (bools, values that change along the track) as an ``attributes``
+object of each keyframe (vidlabel's own key, read back by the import; a keyframe's attributes hold to the
+next keyframe). ``timelinelabels`` ranges (1-based, inclusive) become markers. ``framesCount`` (legacy
 ``frameCount``) that disagrees with the registered frame count is an error naming both
 (``frames_count_mismatch="warn"``: a warning and a note instead). Rotated rectangles are not
 imported (counted), nor are regions without keyframes (an empty ``value.sequence``). Which task is
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Release
-from vidlabel.errors import VidlabelWarning
+from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.spec import VideoMetadata
 
 from ._common import (
@@ -52,12 +54,12 @@ from ._common import (
     interpolate_keyframes,
     mixed_origin_reason,
     number,
-    read_json,
     tracks_of,
     video_tables,
     whole_number,
     write_json,
 )
+from ._jsonstream import LAZY, JsonSource, LazyList, read_json_file
 from ._report import ExportLabelsReport
 
 __all__ = ["export_labelstudio", "import_labelstudio"]
@@ -80,24 +82,38 @@ def _video_key(task: dict[str, Any]) -> str | None:
 
 def import_labelstudio(ctx: ImportContext) -> Parsed:
     """Read a Label Studio video export (see the module docstring)."""
-    path = ctx.path
     mismatch = ctx.option("frames_count_mismatch", "error", ("error", "warn"))
-    parsed = Parsed()
-    doc = read_json(path, (list, dict), parsed.notes)
-    tasks = doc if isinstance(doc, list) else [doc]
+    return read_json_file(ctx, (list, dict), lambda source, parsed: _read_tasks(ctx, source, parsed, mismatch))
+
+
+#: A region's keyframes (``value.sequence``, one a frame in a file exported from a release) are read from the
+#: file when the region is, not held with their task.
+_GROUPS = {"*": {"result": {"*": {"value": {"sequence": LAZY}}}}}
+_LAZY = {"annotations": _GROUPS, "predictions": _GROUPS}
+
+
+def _read_tasks(ctx: ImportContext, source: JsonSource, parsed: Parsed, mismatch: str) -> None:
+    """Each task of the file (a list of tasks, or one task), into the rows of its dataset video."""
+    path = ctx.path
     reader = _Reader(path, parsed, mismatch)
-    for ti, task in enumerate(tasks):
+    tasks = source.items(_LAZY)
+    for ti, task in tasks:
         at = f"[{ti}]"
         if not isinstance(task, dict):
             raise fail(path, at, "a task must be an object")
-        meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
+        keys = [_video_id(task), task.get("id"), _video_key(task)]
+        try:
+            # a file of one task is one whose first task has no other after it
+            meta = ctx.resolve(keys, 1 if ti == 0 and not tasks.more() else 2, at)
+        except FormatError:  # said with the file's number of tasks
+            ctx.resolve(keys, tasks.count(), at)
+            raise
         _read_task(reader, at, task, meta)
     if reader.flipped:
         parsed.notes.append(
             f"{reader.flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with "
             "the corner moved and the size positive, as Label Studio shows them"
         )
-    return parsed
 
 
 @dataclass
@@ -234,17 +250,41 @@ def _read_rectangle(
     keys = _keyframes(reader, rat, seq, vr.meta)
     tracks, track_key = track_of
     track = tracks.setdefault(track_key, len(tracks))
-    for name, attr in (attrs or {}).items():
-        parsed.declare(labels[0], name, "number" if isinstance(attr, float) else "text")
+    for name, attr in [*(attrs or {}).items(), *(kv for k in keys for kv in (k.payload or {}).items())]:
+        parsed.declare(labels[0], name, _TYPE_OF[type(attr)])
     all_frames = np.arange(vr.meta.frame_count, dtype=np.int64)
     for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
         row = {"kind": "box", "label": labels[0], "start_frame": f, "box": at_box, "track_id": track, **origin}
-        if attrs:
-            row["attributes"] = attrs
+        # a keyframe's own attributes (vidlabel's export writes those that change along the track) hold to
+        # the next keyframe, beside the region's
+        both = {**(attrs or {}), **(key.payload or {})}
+        if both:
+            row["attributes"] = both
         vr.add(row, key.where)
 
 
-def _keyframes(reader: _Reader, rat: str, seq: list[Any], meta: VideoMetadata) -> list[Keyframe]:
+#: The attribute type of a value read from a file.
+_TYPE_OF = {bool: "bool", float: "number", str: "text"}
+
+
+def _keyframe_attributes(path: Path, kat: str, value: Any) -> dict[str, Any] | None:
+    """A keyframe's ``attributes`` object (vidlabel's own key): name -> true/false, a number or a string."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise fail(path, kat, f"attributes is {str(value)[:40]!r}; expected an object of name -> value")
+    out: dict[str, Any] = {}
+    for name, v in value.items():
+        if isinstance(v, bool | str):
+            out[name] = v
+        elif isinstance(v, int | float):
+            out[name] = number(path, kat, v, f"attributes.{name}")
+        elif v is not None:
+            raise fail(path, kat, f"attribute {name!r} is {str(v)[:40]!r}; expected true/false, a number or a string")
+    return out or None
+
+
+def _keyframes(reader: _Reader, rat: str, seq: Iterable[Any], meta: VideoMetadata) -> list[Keyframe]:
     """A rectangle's ``value.sequence`` as keyframes in pixels (0-based frames), checked against the video."""
     path = reader.path
     keys = []
@@ -266,7 +306,8 @@ def _keyframes(reader: _Reader, rat: str, seq: list[Any], meta: VideoMetadata) -
         enabled = item.get("enabled", True)
         if not isinstance(enabled, bool):  # "false" or 0 would be taken for enabled, or the reverse
             raise fail(path, kat, f"enabled is {enabled!r}; expected true or false")
-        keys.append(Keyframe(f, box, True, ends_after=not enabled, where=kat))
+        payload = _keyframe_attributes(path, kat, item.get("attributes"))
+        keys.append(Keyframe(f, box, True, ends_after=not enabled, payload=payload, where=kat))
         if not 0 <= f < meta.frame_count:
             raise fail(
                 path,
@@ -305,10 +346,12 @@ def _region_attributes(path: Path, gat: str, results: list[Any]) -> dict[str, di
     return out
 
 
-def _list(path: Path, where: str, value: Any) -> list[Any]:
+def _list(path: Path, where: str, value: Any) -> list[Any] | LazyList:
     """A JSON list of the file (absent, null or empty: none); anything else is a FormatError naming where."""
     if not value:
         return []
+    if isinstance(value, LazyList):
+        return value
     if not isinstance(value, list):
         raise fail(path, where, f"is {str(value)[:40]!r}; expected a list")
     return value
@@ -340,23 +383,22 @@ def _pct(v: float, size: int) -> float:
     return v / size * 100.0
 
 
-def _track_attributes(t: Any, trows: np.ndarray, report: ExportLabelsReport) -> dict[str, Any]:
-    """The text and number attributes a track's rows all share (Label Studio's per-region results hold one
-    value a region); others (a bool, a value that changes along the track) are counted in ``not_written``."""
+def _track_attributes(t: Any, trows: np.ndarray) -> tuple[dict[str, Any], set[str]]:
+    """A track's attributes split by where Label Studio can hold them: the text and number values all its rows
+    share (per-region ``choices`` and ``number`` results, which the editor shows), and the names of the others
+    (a bool, a value that changes along the track or that some rows lack), written per keyframe."""
     values = [t.attributes(int(r)) for r in trows.tolist()]
     names = {k for v in values for k in v}
-    out: dict[str, Any] = {}
+    region: dict[str, Any] = {}
+    keyed: set[str] = set()
     for name in sorted(names):
         seen = [v.get(name) for v in values]
         first = seen[0]
         if first is not None and not isinstance(first, bool) and all(x == first for x in seen):
-            out[name] = first
+            region[name] = first
         else:
-            why = "a bool" if isinstance(first, bool) else "not one value over its track"
-            report.not_written[f"attribute of a box ({why}: Label Studio holds one choice or number a region)"] += sum(
-                x is not None for x in seen
-            )
-    return out
+            keyed.add(name)
+    return region, keyed
 
 
 def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> ExportLabelsReport:
@@ -398,9 +440,11 @@ def export_labelstudio(release: Release, out: Path, videos: Sequence[str]) -> Ex
 
 
 def _keyframe_sequence(
-    release: Release, trows: np.ndarray, meta: VideoMetadata, fps: float, report: ExportLabelsReport
-) -> list[dict[str, Any]]:
-    """A track's ``value.sequence``: a keyframe per frame holding a box, ``enabled: false`` closing each run."""
+    release: Release, trows: np.ndarray, meta: VideoMetadata, fps: float, report: ExportLabelsReport,
+    keyed: set[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """A track's ``value.sequence``: a keyframe per frame holding a box, ``enabled: false`` closing each run,
+    with the row's attributes named in ``keyed`` as the keyframe's ``attributes``."""
     t, n = release.table, meta.frame_count
     frames = t.start_frame[trows].tolist()
     seq = []
@@ -422,6 +466,9 @@ def _keyframe_sequence(
             "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
             "width": _pct(x1 - x0, meta.width), "height": _pct(y1 - y0, meta.height),
         })  # fmt: skip
+        own = {k: v for k, v in t.attributes(r).items() if k in keyed} if keyed else None
+        if own:
+            seq[-1]["attributes"] = own
         report.counts["box"] += 1
     return seq
 
@@ -438,9 +485,9 @@ def _write_track(
     """A track's ``videorectangle`` and its per-region attribute results, appended to ``human`` or ``model``."""
     t, n = release.table, meta.frame_count
     fps = meta.fps["num"] / meta.fps["den"]
-    seq = _keyframe_sequence(release, trows, meta, fps, report)
+    per_region, keyed = _track_attributes(t, trows)
+    seq = _keyframe_sequence(release, trows, meta, fps, report, keyed)
     first = int(trows[0])
-    per_region = _track_attributes(t, trows, report)
     res: dict[str, Any] = {
         "id": f"t{track}" if track >= 0 else f"u{-track}", "type": "videorectangle", "from_name": "box",
         "to_name": "video", "origin": "manual",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.errors import OptionError
+from vidlabel.schema import attribute_values, check_with_attributes
 from vidlabel.spec import AnnotationTable
 
 __all__ = ["attribute_columns", "attribute_keep", "check_attribute_filter", "check_with_attributes"]
@@ -61,16 +62,6 @@ def check_attribute_filter(conditions: Mapping[str, Any] | None) -> dict[str, tu
     return out
 
 
-def check_with_attributes(names: Sequence[str] | None) -> tuple[str, ...]:
-    """``with_attributes=`` as a tuple of distinct names."""
-    if names is None:
-        return ()
-    items = (names,) if isinstance(names, str) else tuple(names)
-    if not all(isinstance(n, str) and n for n in items) or len(set(items)) != len(items):
-        raise OptionError(f"with_attributes must be distinct attribute names, got {names!r}")
-    return items
-
-
 def _decoded(table: AnnotationTable) -> list[dict[str, Any] | None]:
     """Each row's attributes (None for none), each distinct JSON text parsed once."""
     offsets, data = table.attr_offsets, table.attr_bytes
@@ -109,12 +100,23 @@ def _declaring(
 def attribute_keep(
     table: AnnotationTable, conditions: Mapping[str, tuple[str, Any]], schema: Mapping[str, Mapping[str, str]] | None
 ) -> np.ndarray:
-    """(N,) bool: the rows that pass every condition (see the module docstring)."""
+    """(N,) bool: the rows that pass every condition (see the module docstring).
+
+    Raises
+    ------
+    OptionError
+        If a condition names an attribute that no label declares (a misspelt name would keep every row),
+        naming it and the declared ones.
+    """
     keep = np.ones(len(table), bool)
     if not conditions:
         return keep
     decoded = _decoded(table)
     declaring = _declaring(table, schema, decoded)
+    unknown = [name for name in conditions if name not in declaring]
+    if unknown:
+        declared = ", ".join(sorted(declaring)) or "none"
+        raise OptionError(f"attributes: no label declares attribute {unknown[0]!r}; declared: {declared}")
     labels = table.label
     for name, (op, want) in conditions.items():
         concerned = np.isin(labels, sorted(declaring.get(name, ())))
@@ -131,22 +133,7 @@ def attribute_keep(
 def attribute_columns(table: AnnotationTable, annotation_ids: np.ndarray, names: Sequence[str]) -> np.ndarray:
     """(R, A) float32: attribute ``names[a]`` of the row of each annotation id (true 1, false 0, NaN where the
     row has none); a text attribute is an OptionError naming it (it has no number)."""
-    out = np.full((annotation_ids.size, len(names)), np.nan, np.float32)
-    if not names or not annotation_ids.size:
-        return out
     rows = np.searchsorted(table.annotation_id, annotation_ids)
-    decoded = _decoded(table)
-    for j, i in enumerate(rows.tolist()):
-        attrs = decoded[i]
-        if not attrs:
-            continue
-        for a, name in enumerate(names):
-            value = attrs.get(name)
-            if isinstance(value, str):
-                raise OptionError(
-                    f"with_attributes: {name!r} is a text attribute ({value!r} on annotation "
-                    f"{int(annotation_ids[j])}); only bool and number attributes are delivered as numbers"
-                )
-            if value is not None:
-                out[j, a] = float(value)
-    return out
+    offsets, data = table.attr_offsets, table.attr_bytes
+    assert offsets is not None and data is not None
+    return attribute_values(offsets, data, rows, names, annotation_ids)

@@ -33,9 +33,12 @@ def load_rows(
     for k, r in enumerate(rows):
         by_chunk.setdefault(r // cf, []).append(k)
     got: list[np.ndarray | None] = [None] * len(rows)
+    # one block for the whole call: glibc returns each frame-sized buffer of a batch to the system when the
+    # batch is dropped, so that the next batch's frames land in fresh pages (a page fault per 4 KiB)
+    block = np.empty((len(rows), *reader.shape[1:]), np.uint8) if out is None else None
 
     def dest(k: int) -> np.ndarray:
-        return np.empty(reader.shape[1:], np.uint8) if out is None else out[k]
+        return block[k] if block is not None else out[k]  # type: ignore[index]
 
     def load(c: int) -> None:
         try:

@@ -39,9 +39,9 @@ from vidlabel.store._discovery import (
 )
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._layout import (
-    REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
+    region_names,
     summary_problem,
     summary_problems,
     video_problems,
@@ -121,9 +121,14 @@ class FrameStore:
         Check every frame chunk read against the CRC-32C stored with it
         (``frames_crc32c``), so that a damaged frames file raises
         :class:`~vidlabel.errors.StoreCorruptError` instead of being returned
-        as pixels. On by default; it costs one CRC-32C pass per chunk read
-        (``scripts/bench_store.py`` prints reads/s with and without it): turn
-        it off only where that was measured to matter.
+        as pixels. On by default. A chunk of an uncompressed HDF5 frames file
+        is checked once per process, at its first read; later reads copy
+        the verified bytes without hashing them again for as long as the
+        file is the one mapped (its size, inode, modification and change
+        times: any write to it since makes every chunk checked again).
+        Other chunks are checked as they enter the chunk cache, or at every
+        read where they bypass it. ``scripts/bench_storeread.py`` prints
+        reads/s with and without it.
 
     Raises
     ------
@@ -502,13 +507,14 @@ class FrameStore:
                 frames_only = bool(self._parts[self._video_part[video_id]].attrs.get("frames_only"))
                 names = list(VIDEO_ARRAYS)
                 if not frames_only:
-                    names += [f"regions/{n}" for n in REGION_FIELDS] + [f"segments/{n}" for n in SEGMENT_FIELDS]
+                    region_fields = region_names(reader.attrs)
+                    names += [f"regions/{n}" for n in region_fields] + [f"segments/{n}" for n in SEGMENT_FIELDS]
                 reader.preload(names)  # one round trip for a store at a URL
                 arrays = {name: reader.array(name) for name in VIDEO_ARRAYS}
                 regions: dict[str, np.ndarray] = {}
                 segments: dict[str, np.ndarray] = {}
                 if not frames_only:
-                    regions = {name: reader.array(f"regions/{name}") for name in REGION_FIELDS}
+                    regions = {name: reader.array(f"regions/{name}") for name in region_fields}
                     segments = {name: reader.array(f"segments/{name}") for name in SEGMENT_FIELDS}
                 attrs = dict(reader.attrs)
                 try:

@@ -162,6 +162,10 @@ class HDF5FramesReader(FramesReader):
         self._offsets = offsets
         self._chunk_bytes = int(np.prod((self.chunk_frames, *self.shape[1:])))
         self._touched = bytearray(self.n_chunks)
+        # the file as mapped; a chunk verified against its CRC-32C is copied unchecked only while the file is this
+        self._identity = _identity(os.fstat(fd)) if fd >= 0 else None
+        # per chunk: its mapped bytes matched their CRC-32C in this process
+        self._verified = bytearray(self.n_chunks)
 
     @classmethod
     def reopen(cls, index: _FramesIndex) -> HDF5FramesReader | None:
@@ -304,7 +308,8 @@ class HDF5FramesReader(FramesReader):
 
     def _copy_mapped(self, index: int, offset: int, out: np.ndarray, crc: bool) -> int | None:
         """Copy chunk ``index`` (at byte ``offset`` of the file) out of the map into the flat ``out``; with
-        ``crc``, return the CRC-32C of the bytes copied.
+        ``crc``, return the CRC-32C of the bytes copied, unless the chunk matched its checksum in this process
+        already and the file is still the one mapped (:func:`_identity`): then None, and nothing is hashed.
 
         The map is read-only and the file immutable: ``out`` never shares memory with it. The first read of
         a chunk in this process takes its pages in as :data:`FIRST_TOUCH` says, instead of one page fault
@@ -314,8 +319,13 @@ class HDF5FramesReader(FramesReader):
         """
         assert self._mapped is not None
         end = offset + self._chunk_bytes
-        if self._fd >= 0 and (size := os.fstat(self._fd).st_size) < end:  # a copy past the end: SIGBUS
-            raise self._changed(f"it now has {size} bytes, chunk {index} ends at byte {end}")
+        if self._fd >= 0:
+            st = os.fstat(self._fd)
+            if st.st_size < end:  # a copy past the end: SIGBUS
+                raise self._changed(f"it now has {st.st_size} bytes, chunk {index} ends at byte {end}")
+            # any write to the file since it was mapped moves its change time: every chunk is checked again
+            if crc and self._verified[index] and _identity(st) == self._identity:
+                crc = False
         if not self._touched[index]:
             self._touched[index] = 1
             if self._first_touch == "populate" and MADV_POPULATE_READ is not None and self._mmap is not None:
@@ -399,6 +409,7 @@ class HDF5FramesReader(FramesReader):
                 read = self._copy_mapped(index, offset, out.reshape(-1), self.verify_checksums)
                 if read is not None:
                     self.check_crc(index, read)  # the bytes returned are the stored bytes: check those
+                    self._verified[index] = 1
             else:
                 self._h5().read_direct_chunk((index * self.chunk_frames, 0, 0, 0), out=out.reshape(-1))
                 self.check_chunk(index, out)

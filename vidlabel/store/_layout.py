@@ -22,7 +22,9 @@ from vidlabel.store._fs import STORE_CHANGED
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "FORMAT_VERSION_PLAIN",
     "LABELS_KEY_ATTRS",
+    "REGION_ATTRIBUTE_FIELDS",
     "REGION_FIELDS",
     "SEGMENT_FIELDS",
     "VIDEO_ARRAYS",
@@ -34,6 +36,7 @@ __all__ = [
     "index_rows",
     "labels_key",
     "pixel_key",
+    "region_names",
     "root_videos_problem",
     "summary_problem",
     "summary_problems",
@@ -43,8 +46,12 @@ __all__ = [
 
 #: Value of the root attribute ``format``.
 FORMAT = "vidlabel-store"
-#: Layout version; a reader refuses a newer one (SchemaVersionError).
-FORMAT_VERSION = 1
+#: Layout version; a reader refuses a newer one (SchemaVersionError). A store whose regions carry attributes
+#: (:data:`REGION_ATTRIBUTE_FIELDS`) is written as version 2, any other as version 1, so that a vidlabel
+#: that reads version 1 refuses the first by its version instead of taking the arrays it does not know for damage.
+FORMAT_VERSION = 2
+#: The version of a store whose regions carry no attributes.
+FORMAT_VERSION_PLAIN = 1
 
 #: Per-row arrays of a video group (besides ``frames``).
 VIDEO_ARRAYS: dict[str, Any] = {
@@ -66,6 +73,23 @@ REGION_FIELDS: dict[str, tuple[Any, tuple[int, ...]]] = {
     "mask_offsets": (np.int64, ()),
     "mask_counts": (np.uint8, ()),
 }
+
+#: Arrays under ``regions/`` of a video whose release rows carry attributes (its attribute
+#: ``region_attributes`` is true): each region's attributes as canonical JSON, CSR like the release's
+#: ``attr_offsets``/``attr_bytes``. ``attr_offsets`` has N + 1 entries; a region without attributes is empty.
+REGION_ATTRIBUTE_FIELDS: dict[str, tuple[Any, tuple[int, ...]]] = {
+    "attr_offsets": (np.int64, ()),
+    "attr_bytes": (np.uint8, ()),
+}
+
+
+def region_names(attrs: dict[str, Any]) -> list[str]:
+    """The names of the arrays under ``regions/`` of a video group with attributes ``attrs``."""
+    names = list(REGION_FIELDS)
+    if attrs.get("region_attributes") is True:
+        names += list(REGION_ATTRIBUTE_FIELDS)
+    return names
+
 
 #: Arrays under ``segments/`` (time markers), one entry per marker. ``end_frame`` is inclusive;
 #: ``start_index``/``end_index`` are MediaSequence's: the first stored row at or after the start and the
@@ -257,9 +281,7 @@ def array_problems(
         problems.append("frame_number is not strictly increasing")
     if regions is not None:
         tails = {f"regions/{k}": tail for k, (_dtype, tail) in REGION_FIELDS.items()}
-        per_region = {
-            f"regions/{k}": v for k, v in regions.items() if k not in ("row_offsets", "mask_offsets", "mask_counts")
-        }
+        per_region = {f"regions/{k}": v for k, v in regions.items() if k not in _NOT_PER_REGION}
         n, found = _lengths("per-region", per_region, tails)
         problems += found
         off = regions["row_offsets"]
@@ -270,6 +292,14 @@ def array_problems(
             mo = regions["mask_offsets"]
             if mo.shape != (n + 1,) or (mo[0] != 0 or mo[-1] != regions["mask_counts"].shape[0]):
                 problems.append("regions/mask_offsets does not cover regions/mask_counts")
+            ao = regions.get("attr_offsets")
+            if ao is not None and (
+                ao.shape != (n + 1,)
+                or ao[0] != 0
+                or ao[-1] != regions["attr_bytes"].shape[0]
+                or np.any(np.diff(ao) < 0)
+            ):
+                problems.append("regions/attr_offsets does not cover regions/attr_bytes")
         problems += _label_problems("regions/label_index", regions["label_index"], n_classes)
     if segments is not None:
         m, found = _lengths("segment", {f"segments/{k}": v for k, v in segments.items()}, {})
@@ -278,6 +308,10 @@ def array_problems(
         if m is not None and not found:
             problems += _segment_problems(segments, t)
     return problems
+
+
+#: Arrays under ``regions/`` that do not have one entry per region.
+_NOT_PER_REGION = ("row_offsets", "mask_offsets", "mask_counts", "attr_offsets", "attr_bytes")
 
 
 def _label_problems(name: str, labels: np.ndarray, n_classes: int) -> list[str]:
@@ -364,7 +398,7 @@ def frames_key(pixels: str, chunk_frames: int, frame_numbers: np.ndarray) -> str
 LABELS_KEY_ATTRS = (
     "video_id", "content_hash", "source_uri", "fps", "frame_count", "source_width", "source_height", "rotation",
     "width", "height", "view_id", "crop", "view_output_size", "output_size", "codec", "chunk_frames",
-    "frames_key", "pixel_key",
+    "frames_key", "pixel_key", "region_attributes",
 )  # fmt: skip
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag
 from vidlabel.geometry import decode_rle, make_sample
-from vidlabel.schema import SampleOptions, option_shown, sample_options
+from vidlabel.schema import SampleOptions, attribute_values, check_with_attributes, option_shown, sample_options
 from vidlabel.spec import KINDS
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
@@ -121,6 +121,12 @@ class StoreSamples:
         those keywords are then left at their defaults. Its ``origins`` and
         ``min_confidence`` must be None: a store keeps no origin or
         confidence of its markers.
+    with_attributes : sequence of str, optional
+        Deliver these bool or number attributes of each target, as
+        :class:`vidlabel.FrameSamples` does: the sample's ``attributes``
+        (N, A) float32 in this order (true 1, false 0, NaN where a region
+        has none, and for every region of a store exported without
+        attributes).
 
     Raises
     ------
@@ -128,7 +134,8 @@ class StoreSamples:
         On an unknown kind, label or box format, a label named twice, a bad ``label_offset``, a True/False
         option (``normalized``, ``with_masks``, ``all_rows``) given anything else, or a ``store`` that is no
         FrameStore (a path: open it with ``open_store`` first); on ``options`` that is not a SampleOptions,
-        is given with one of its keywords set, or sets ``origins`` or ``min_confidence``.
+        is given with one of its keywords set, or sets ``origins`` or ``min_confidence``; on ``with_attributes``
+        that are not distinct names, and when a sample is read, on one of them that is a text attribute.
     """
 
     def __init__(
@@ -144,6 +151,7 @@ class StoreSamples:
         frames: str | None = None,
         all_rows: bool = False,
         options: SampleOptions | None = None,
+        with_attributes: Sequence[str] | None = None,
     ) -> None:
         _check_store(store)
         targets = sample_options(
@@ -165,6 +173,7 @@ class StoreSamples:
         self.normalized = targets.normalized
         self.label_offset = targets.label_offset
         self.with_masks = targets.with_masks
+        self.with_attributes = check_with_attributes(with_attributes)
         vocabulary = list(store.class_names)
         self._class_names = _selected_labels(vocabulary, targets.labels)
         class_of = {name: i for i, name in enumerate(self._class_names)}
@@ -336,6 +345,7 @@ class StoreSamples:
             box_format=self.box_format,
             normalized=self.normalized,
             label_offset=self.label_offset,
+            attributes=None if t.attributes is None else t.attributes[a:b].copy(),
         )
 
     def sample(self, j: int) -> dict[str, Any]:
@@ -387,6 +397,7 @@ class StoreSamples:
                 "options": {
                     "kinds": list(self.kinds), "box_format": self.box_format, "normalized": self.normalized,
                     "label_offset": self.label_offset, "with_masks": self.with_masks, "frames": self.frames,
+                    **({"with_attributes": list(self.with_attributes)} if self.with_attributes else {}),
                 },
             }
         )  # fmt: skip
@@ -422,6 +433,7 @@ class _VideoTargets:
             self.boxes = np.zeros((0, 4))
             self.labels = self.tracks = self.anns = np.zeros(0, np.int64)
             self.mask_offsets, self.mask_counts = np.zeros(1, np.int64), np.zeros(0, np.uint8)
+        self.attributes = _region_attributes(reg, self.region, self.anns, sel.with_attributes)
         seg = data.segments
         if seg and seg["start_frame"].size:
             cls = sel._label_map[seg["label_index"]]
@@ -429,3 +441,15 @@ class _VideoTargets:
             self.seg_start, self.seg_end, self.seg_class = seg["start_frame"][ok], seg["end_frame"][ok], cls[ok]
         else:
             self.seg_start = self.seg_end = self.seg_class = np.zeros(0, np.int64)
+
+
+def _region_attributes(
+    regions: dict[str, np.ndarray], kept: np.ndarray, annotation_ids: np.ndarray, names: tuple[str, ...]
+) -> np.ndarray | None:
+    """(N, A) float32: attributes ``names`` of the kept regions (NaN throughout where the store holds none);
+    None when none are asked for."""
+    if not names:
+        return None
+    if "attr_offsets" not in regions:
+        return np.full((kept.size, len(names)), np.nan, np.float32)
+    return attribute_values(regions["attr_offsets"], regions["attr_bytes"], kept, names, annotation_ids)

@@ -15,11 +15,11 @@ from vidlabel.store._framestore import backend_for, find_stores, not_a_store_hin
 from vidlabel.store._layout import (
     FORMAT,
     FORMAT_VERSION,
-    REGION_FIELDS,
     SEGMENT_FIELDS,
     VIDEO_ARRAYS,
     class_names_problem,
     format_version_problem,
+    region_names,
     root_videos_problem,
     summary_problem,
     summary_problems,
@@ -243,7 +243,7 @@ def _verify_video(
         t = int(arrays["frame_number"].shape[0])
         regions = segments = None
         if not frames_only:
-            regions = {name: video.array(f"regions/{name}") for name in REGION_FIELDS}
+            regions = {name: video.array(f"regions/{name}") for name in region_names(video.attrs)}
             segments = {name: video.array(f"segments/{name}") for name in SEGMENT_FIELDS}
         problems.extend(
             f"{where}: {problem}"

@@ -92,6 +92,7 @@ class _StoreDataset:
         frames: str | None,
         verify_checksums: bool | None,
         options: SampleOptions | None,
+        with_attributes: Sequence[str] | None = None,
     ) -> None:
         owner = type(self).__name__
         targets = sample_options(
@@ -102,7 +103,7 @@ class _StoreDataset:
             raise OptionError(f"transform must be callable or None, got {transform!r}")
         install()
         self.store = _open(store, cache_bytes, verify_checksums)
-        self.samples = StoreSamples(self.store, frames=frames, options=targets)
+        self.samples = StoreSamples(self.store, frames=frames, options=targets, with_attributes=with_attributes)
         warn_unexported_kinds(self.store, self.samples.kinds)
         self.transform = bind_transform(transform, targets.box_format, targets.normalized)
 
@@ -170,6 +171,10 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         and ``label_offset`` in one :class:`vidlabel.schema.SampleOptions`
         (e.g. ``samples.options`` of the FrameSamples the store was exported
         from); those keywords are then left at their defaults.
+    with_attributes : sequence of str, optional
+        Deliver these bool or number attributes of each target as the
+        sample's ``attributes`` (N, A) float32, as
+        :class:`vidlabel.FrameSamples` does (NaN where a region has none).
 
     Raises
     ------
@@ -219,11 +224,12 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         frames: str | None = None,
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
+        with_attributes: Sequence[str] | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames, verify_checksums=verify_checksums, options=options,
+            frames=frames, verify_checksums=verify_checksums, options=options, with_attributes=with_attributes,
         )  # fmt: skip
         if len(self.store.video_ids) <= PRELOAD_VIDEOS:
             # built here, in the main process, the targets are inherited by every DataLoader worker forked later
@@ -316,7 +322,9 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
     seed : int
     drop_last : bool
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
+        As :class:`StoreFrames`.
+    options, with_attributes
         As :class:`StoreFrames`.
 
     Raises
@@ -345,13 +353,14 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         frames: str | None = None,
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
+        with_attributes: Sequence[str] | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
-            frames=frames, verify_checksums=verify_checksums, options=options,
+            frames=frames, verify_checksums=verify_checksums, options=options, with_attributes=with_attributes,
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
