@@ -29,7 +29,11 @@ measured in this run against its baseline, runs alternating; a row prints the me
    in a fresh process, rates over epochs 1-2 (the issue's setting), 2-3 and 4-5; over a store holding two frame
    sizes (640x480 + 768x576, ``shuffle=True``, batch 8); epochs of 1,500 samples drawn with replacement;
    each beside the same loader over as many integers (what torch's worker start, hand-over and join cost
-   alone, with the same batch size and epoch length). Each case also prints the most 2 workers could give on
+   alone, with the same batch size and epoch length); for 1280x720 at batch 8 (epochs of 150, 600 and 1,500
+   samples) also beside the torch-only ceiling: the same 2-worker loader over a dataset returning one
+   preallocated image of the same shape (:class:`PreallocatedFrames`, torch's ``default_collate``), whose
+   rate is what worker start, transfer and join of such batches allow (goal >= 0.9x of it, and 2 workers
+   >= 1.3x of 0 at 1,500). Each case also prints the most 2 workers could give on
    this machine (:func:`ceiling`): torch's own epoch and CPU plus the samples' work at the main process's
    cost. Goal >= 1x.
 
@@ -42,8 +46,8 @@ measured in this run against its baseline, runs alternating; a row prints the me
    Then what mapping an adopted batch slab costs a forked worker (``_shm.SlabPool._ready``): an 88 MB shared
    slab (32 frames of 1280x720) filled by this process, mapped by a forked child with
    ``MADV_POPULATE_READ`` (the pool's way) or ``MADV_POPULATE_WRITE``, and a new slab of the same size made in
-   the child (``share_memory_`` copies into it, so its pages come mapped) mapped both ways (milliseconds, runs
-   alternating).
+   the child (``_shm._new_shared``: made in shared memory directly, its pages not yet mapped) mapped both ways
+   (milliseconds, runs alternating).
 
 touches. Row 1's first touches only ("populate", "fault", "pread"), over the four stores of row 1 (640x480
    and 1280x720, the small and the large store), the modes alternating in each repeat (their order reversed
@@ -485,8 +489,15 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epoch_samp
     from vidlabel.torch_data import StoreFrames, collate_frames
 
     ints = str(store).startswith("ints:")
-    data: Any = list(range(int(str(store)[5:]))) if ints else StoreFrames(store)
-    collate = None if ints else collate_frames
+    arrays = str(store).startswith("arrays:")
+    data: Any
+    if ints:
+        data = list(range(int(str(store)[5:])))
+    elif arrays:
+        data = PreallocatedFrames(*(int(v) for v in str(store)[7:].split(":")))
+    else:
+        data = StoreFrames(store)
+    collate = None if ints or arrays else collate_frames
     gen = torch.Generator().manual_seed(0)
     sampler = None
     if epoch_samples:
@@ -502,7 +513,7 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epoch_samp
         for k, b in enumerate(loader):
             if k == 0:
                 firsts.append(time.perf_counter() - t_epoch)
-            n += len(b) if isinstance(b, torch.Tensor) else len(b["video_id"])
+            n += len(b) if isinstance(b, torch.Tensor) else len(b["image"])
         counts.append(n)
         seconds.append(time.perf_counter() - t_epoch)
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -515,6 +526,24 @@ def loader_rate(store: Path, workers: int, batch: int, shuffle: bool, epoch_samp
             "main_cpu_ms": cpu(me0, me), "worker_cpu_ms": cpu(kids0, kids),
             "main_faults": (me.ru_minflt - me0.ru_minflt) / total,
             "worker_faults": (kids.ru_minflt - kids0.ru_minflt) / total}  # fmt: skip
+
+
+class PreallocatedFrames:
+    """The torch-only ceiling's dataset: ``n`` samples, each ``{"image": (3, height, width) uint8}`` made once
+    here (no read, no decode), batched by torch's ``default_collate``: what worker start, hand-over and join
+    of batches of that shape cost alone."""
+
+    def __init__(self, n: int, height: int, width: int) -> None:
+        import torch
+
+        self.n = n
+        self.image = torch.full((3, height, width), 7, dtype=torch.uint8)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return {"image": self.image}
 
 
 def rate(run: dict[str, Any], epochs: slice) -> float:
@@ -532,22 +561,29 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
     is what torch's worker start, hand-over of as many batches and join cost with no sample work at all (before
     2026-12-03 one run over 150 integers in batches of 8 served every case, which understated torch's share of
     the 450-sample epochs of two frame sizes and so overstated their ceiling)."""
-    cases = [("1280x720, batch 8", store720, 8, False, 0), ("1280x720, batch 32", store720, 32, False, 0),
-             ("two frame sizes (640x480 + 768x576), shuffle=True, batch 8", mixed, 8, True, 0),
-             ("1280x720, batch 8, epochs of 1,500 samples drawn with replacement", store720, 8, False, 1500)]  # fmt: skip
-    for label, store, batch, shuffle, epoch_samples in cases:
-        ints = f"ints:{len(open_store(store))}"
-        zero, two, alone = [], [], []
+    cases = [("1280x720, batch 8", store720, 8, False, 0, (720, 1280)),
+             ("1280x720, batch 32", store720, 32, False, 0, None),
+             ("two frame sizes (640x480 + 768x576), shuffle=True, batch 8", mixed, 8, True, 0, None),
+             ("1280x720, batch 8, epochs of 600 samples drawn with replacement", store720, 8, False, 600, (720, 1280)),
+             ("1280x720, batch 8, epochs of 1,500 samples drawn with replacement", store720, 8, False, 1500,
+              (720, 1280))]  # fmt: skip
+    for label, store, batch, shuffle, epoch_samples, frame in cases:
+        n = len(open_store(store))
+        ints = f"ints:{n}"
+        arrays = f"arrays:{n}:{frame[0]}:{frame[1]}" if frame else None
+        zero, two, alone, ceiling_runs = [], [], [], []
         for _ in range(repeat):
             args = (str(batch), str(int(shuffle)), str(epoch_samples))
             zero.append(run_child("loader", str(store), "0", *args))
             two.append(run_child("loader", str(store), "2", *args))
             alone.append(run_child("loader", ints, "2", *args))
-        for name, runs in (
-            ("0 workers", zero),
-            ("2 workers", two),
-            (f"torch alone ({ints[5:]} integers), 2 workers", alone),
-        ):
+            if arrays:
+                ceiling_runs.append(run_child("loader", arrays, "2", *args))
+        named = [("0 workers", zero), ("2 workers", two), (f"torch alone ({n} integers), 2 workers", alone)]
+        if ceiling_runs:
+            named.append((f"torch-only ceiling ({n} preallocated {frame[1]}x{frame[0]} images), 2 workers",
+                          ceiling_runs))  # fmt: skip
+        for name, runs in named:
             m = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k not in ("counts", "seconds")}
             print(
                 f"  {label}, {name}: epochs 1-2 {statistics.median(rate(r, slice(0, 2)) for r in runs):,.0f}/s, "
@@ -564,6 +600,10 @@ def row3(store720: Path, mixed: Path, repeat: int) -> None:
               f"epochs 2-3 {spread(late)}; epochs 4-5 {spread(settled)} | >= 1x |")  # fmt: skip
         caps = [ceiling(a, t) for a, t in zip(zero, alone)]
         print(f"  the most 2 workers can give here, from torch alone's epoch and the 0-worker CPU: {spread(caps)}")
+        if ceiling_runs:
+            of_ceiling = [rate(b, slice(0, 5)) / rate(c, slice(0, 5)) for b, c in zip(two, ceiling_runs)]
+            print(f"| DataLoader 2 workers over StoreFrames vs the torch-only ceiling (the same loader over "
+                  f"preallocated images), {label}, epochs 1-5 | {spread(of_ceiling)} | >= 0.9x |")  # fmt: skip
 
 
 def row4(store720: Path, repeat: int) -> None:

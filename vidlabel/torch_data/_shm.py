@@ -18,8 +18,14 @@ has given it back *and* no view of it lives in the worker any more (a
 transform that keeps images across batches, as mosaic or mixup do, keeps its
 slab). A slab is therefore never refilled while any tensor of its batch is
 alive on either side, however long they are kept. When every slab is in use
-(a loop that keeps many batches), the worker falls back to torch's plain
-hand-over, so nothing blocks.
+(a loop that keeps many batches, or batches so large that the pool's bytes
+hold fewer of them than the worker has in flight), the worker reads the batch
+into a *one-off* segment instead: fresh shared memory that travels the way
+torch shares any storage (a file descriptor, no copy) and is freed when the
+last view of it is gone on both sides, kept by nobody. So nothing blocks, and
+a worker never holds more than its pool plus the batch it is making (a
+private buffer handed over the plain way would be copied into a second
+segment by torch first).
 
 Slabs outlive their workers. With ``persistent_workers=False`` (torch's
 default) every epoch starts new workers; a fresh slab costs a page fault and
@@ -74,6 +80,17 @@ import torch
 
 from vidlabel._env import env_switch
 from vidlabel.store._fs import PAGE, populate
+from vidlabel.torch_data._handover import (
+    _OUTBOX,
+    _ByValueTensor,
+    _deliver,
+    _HandOverTensor,
+    _OneOffList,
+    _OneOffTensor,
+    _RaggedByValue,
+    _take_mail,
+    _view,
+)
 
 # _PINS and _RELEASED, unused here, stay importable from this module, where they were defined.
 from vidlabel.torch_data._shm_forks import (  # noqa: F401
@@ -137,15 +154,22 @@ def _plain_cpu(tensor: torch.Tensor) -> bool:
 
 
 def _new_shared(nbytes: int) -> torch.UntypedStorage:
-    """A CPU storage of ``nbytes`` in shared memory (torch's sharing strategy), through the public
-    ``share_memory_``.
+    """A CPU storage of ``nbytes`` in shared memory (torch's sharing strategy), made there directly with
+    ``UntypedStorage._new_shared``, as torch's own ``default_collate`` makes a worker's batch (the public
+    ``share_memory_`` first allocates private memory and copies it over, so a forked worker pays page faults
+    twice). Its zeroed pages are mapped as they are first written (a slab's first :meth:`SlabPool._ready`
+    maps them all in one call).
 
     Raises
     ------
     RuntimeError
         If there is no room for it in ``/dev/shm``.
     """
-    return torch.UntypedStorage(nbytes).share_memory_()
+    make = getattr(torch.UntypedStorage, "_new_shared", None)
+    # a torch without it: the public way
+    if make is None:
+        return torch.UntypedStorage(nbytes).share_memory_()
+    return make(nbytes)
 
 
 def _bytes_view(storage: torch.UntypedStorage) -> np.ndarray:
@@ -198,6 +222,8 @@ class SlabPool:
         self.filled: set[int] = set(range(len(self.slabs))) if adopt is not None else set()
         self.taken: dict[int, tuple[weakref.ref[np.ndarray], list[bool]]] = {}  # the array of each slab's last take
         self.held: set[int] = set()  # slabs whose array (or a view of it) still lives in this worker
+        # one-off segments (see take_slab) whose array lives here, by address: their array, state and segment
+        self.one_offs: dict[int, tuple[weakref.ref[np.ndarray], list[bool], torch.UntypedStorage]] = {}
 
     def _ready(self, index: int) -> int:
         """Mark slab ``index`` in use, its pages mapped in this process first (once per process and slab).
@@ -404,20 +430,7 @@ def in_background(job: Callable[[], None]) -> None:
     worker.queue.put(job)
 
 
-class _HandOverTensor(torch.Tensor):
-    """A tensor that pickles its own way when a worker hands it over; anything done to it gives plain tensors."""
-
-    # ops give plain tensors: torch documents this attribute as the way to turn off subclass propagation and
-    # has no public name for it (https://pytorch.org/docs/stable/notes/extending.html)
-    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
-        return self.as_subclass(torch.Tensor).clone()
-
-
 # -- mail to the main process, carried by pooled batches --------------------------------------------------------
-
-_OUTBOX: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
 
 
 def post(deliver: Callable[..., None], *args: Any) -> None:
@@ -430,19 +443,6 @@ def post(deliver: Callable[..., None], *args: Any) -> None:
     where the pool is off or outside a worker (no tensor would carry it)."""
     if _applies():
         _OUTBOX.append((deliver, args))
-
-
-def _take_mail() -> list[tuple[Callable[..., None], tuple[Any, ...]]] | None:
-    if not _OUTBOX:
-        return None
-    mail = list(_OUTBOX)
-    _OUTBOX.clear()
-    return mail
-
-
-def _deliver(mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None) -> None:
-    for deliver, args in mail or ():
-        deliver(*args)
 
 
 class _PooledTensor(_HandOverTensor):
@@ -480,20 +480,6 @@ class _PooledList(list):  # type: ignore[type-arg]
         return (_rebuild_list, ((pool.token, pool.pid, pool.slot), index, slab, flags, layouts, _take_mail()))
 
 
-class _ByValueTensor(_HandOverTensor):
-    """A small tensor that pickles by value (its bytes in the message) instead of through a shared-memory segment."""
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (_rebuild_by_value, (self.as_subclass(torch.Tensor).numpy(), _take_mail()))
-
-
-def _rebuild_by_value(
-    array: np.ndarray, mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None
-) -> torch.Tensor:
-    _deliver(mail)
-    return torch.from_numpy(array)
-
-
 def by_value(tensor: torch.Tensor) -> torch.Tensor:
     """``tensor`` (CPU, smaller than :data:`MIN_POOLED_BYTES`, a dtype NumPy has) made to pickle by value.
 
@@ -503,28 +489,13 @@ def by_value(tensor: torch.Tensor) -> torch.Tensor:
     worker or with the pool off, are returned as they are.
     """
     if (
-        isinstance(tensor, _PooledTensor)
+        isinstance(tensor, (_PooledTensor, _OneOffTensor))
         or not _plain_cpu(tensor)
         or tensor.untyped_storage().nbytes() >= MIN_POOLED_BYTES
         or not _applies()
     ):
         return tensor
     return tensor.as_subclass(_ByValueTensor)
-
-
-class _RaggedByValue(list):  # type: ignore[type-arg]
-    """A ragged target's per-sample tensors (views of one storage) that pickle as one array and the sizes."""
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        flat = torch.cat(list(self)) if len(self) else torch.empty(0)
-        return (_rebuild_ragged, (flat.numpy(), [int(t.shape[0]) for t in self], _take_mail()))
-
-
-def _rebuild_ragged(
-    flat: np.ndarray, sizes: list[int], mail: list[tuple[Callable[..., None], tuple[Any, ...]]] | None = None
-) -> list[torch.Tensor]:
-    _deliver(mail)
-    return list(torch.split(torch.from_numpy(flat), sizes))
 
 
 def ragged_by_value(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -545,17 +516,27 @@ class Slab:
     """A C-contiguous NumPy array in a slab of this worker's pool: fill :attr:`array`, then :meth:`tensor`.
 
     If the array dies in the worker without a :meth:`tensor` of it being handed over (pickled), the slab
-    goes back to the pool by itself.
+    goes back to the pool by itself. A one-off slab (``segment`` given, ``pool`` None) is a fresh shared
+    segment outside the pool, used when no pool slab is free: it travels by torch's own sharing and is
+    never reused.
     """
 
-    def __init__(self, pool: SlabPool, index: int, state: list[bool], array: np.ndarray) -> None:
-        self.pool, self.index, self.array = pool, index, array
+    def __init__(
+        self, pool: SlabPool | None, index: int, state: list[bool], array: np.ndarray,
+        segment: torch.UntypedStorage | None = None,
+    ) -> None:  # fmt: skip
+        self.pool, self.index, self.array, self.segment = pool, index, array, segment
         self.state = state  # [handed over (pickled) or released, wrapped as a batch tensor]
 
     def tensor(self, view: torch.Tensor) -> torch.Tensor:
         """``view`` (a tensor over :attr:`array`) as a tensor that pickles by slab."""
-        out = view.as_subclass(_PooledTensor)
         self.state[1] = True  # on its way to the main process: never wrapped again (see slab_of)
+        if self.segment is not None:
+            one_off = view.as_subclass(_OneOffTensor)
+            one_off._vidlabel_segment = self.segment
+            return one_off
+        assert self.pool is not None
+        out = view.as_subclass(_PooledTensor)
         out._vidlabel_slab = (self.pool, self.index, self.state)
         return out
 
@@ -564,13 +545,17 @@ class Slab:
         pickles by slab: the main process gets them as views of one mapping, and the slab goes back only
         when the last of them is gone."""
         self.state[1] = True
+        if self.segment is not None:
+            return _OneOffList(views, self.segment)
+        assert self.pool is not None
         return _PooledList(views, (self.pool, self.index, self.state))
 
     def release(self) -> None:
         """Give the slab back unused (the batch is not handed over after all); it is taken again only once
-        its array is gone from this worker too."""
+        its array is gone from this worker too (a one-off segment is freed with its array)."""
         self.state[0] = True  # the array's finalizer must not give it back again once it is taken anew
-        self.pool.in_use[self.index] = 0
+        if self.pool is not None:
+            self.pool.in_use[self.index] = 0
 
 
 def _worker_done(held: set[int], in_use: np.ndarray, index: int, state: list[bool]) -> None:
@@ -590,6 +575,11 @@ def slab_of(tensor: torch.Tensor) -> Slab | None:
     if pool is None or pool.pid != os.getpid():
         return None
     ptr = tensor.untyped_storage().data_ptr()
+    one_off = pool.one_offs.get(ptr)
+    if one_off is not None:
+        array, state, segment = one_off[0](), one_off[1], one_off[2]
+        if array is not None and not state[1]:
+            return Slab(None, -1, state, array, segment)
     for index, (ref, state) in pool.taken.items():
         array = ref()
         if array is not None and array.ctypes.data == ptr and pool.in_use[index] and not state[1]:
@@ -598,8 +588,9 @@ def slab_of(tensor: torch.Tensor) -> Slab | None:
 
 
 def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
-    """A slab for an array of ``shape`` in this DataLoader worker's pool, or None (pool off, not in a worker,
-    smaller than :data:`MIN_POOLED_BYTES`, or no slab free and no room for a new one).
+    """A slab for an array of ``shape`` in this DataLoader worker's pool, else a one-off slab (a fresh shared
+    segment outside the pool, when no slab is free and no new one fits the pool's bounds), or None (pool off,
+    not in a worker, smaller than :data:`MIN_POOLED_BYTES`, or no room in ``/dev/shm``).
 
     The pool is off with ``VIDLABEL_SHM_POOL=0`` (read from the environment at each call, so DataLoader workers
     see it, fork or spawn)."""
@@ -610,13 +601,30 @@ def take_slab(shape: tuple[int, ...], dtype: Any = np.uint8) -> Slab | None:
     pool = _pool()
     index = pool.take(nbytes)
     if index is None:
-        return None
+        return _take_one_off(pool, shape, dt, nbytes)
     array = _bytes_view(pool.slabs[index])[:nbytes].view(dt).reshape(shape)
     state = [False, False]
     pool.held.add(index)
     weakref.finalize(array, _worker_done, pool.held, pool.in_use, index, state)
     pool.taken[index] = (weakref.ref(array), state)
     return Slab(pool, index, state, array)
+
+
+def _take_one_off(pool: SlabPool, shape: tuple[int, ...], dt: np.dtype[Any], nbytes: int) -> Slab | None:
+    """A one-off slab: a fresh shared segment for one batch when no pool slab is free, or None when
+    ``/dev/shm`` has no room for it (the plain hand-over will tell)."""
+    try:
+        segment = _new_shared(nbytes)
+    except RuntimeError:
+        return None
+    # its pages made in one call, not one fault each while the batch is read in
+    populate(segment.data_ptr(), segment.nbytes(), write=True)
+    array = _bytes_view(segment)[:nbytes].view(dt).reshape(shape)
+    state = [False, False]
+    ptr = int(array.ctypes.data)
+    pool.one_offs[ptr] = (weakref.ref(array), state, segment)
+    weakref.finalize(array, pool.one_offs.pop, ptr, None)
+    return Slab(None, -1, state, array, segment)
 
 
 # -- batch buffers outside DataLoader workers ------------------------------------------------------------------
@@ -743,11 +751,6 @@ def _mapped_base(
     _LIVE[key] = (in_use, index, (storage, memory))
     weakref.finalize(base, _give_back, key, os.getpid())
     return torch.from_numpy(base)
-
-
-def _view(flat: torch.Tensor, layout: tuple[tuple[int, ...], tuple[int, ...], int, str]) -> torch.Tensor:
-    shape, stride, offset, dtype_name = layout
-    return flat.view(getattr(torch, dtype_name.removeprefix("torch."))).as_strided(shape, stride, offset)
 
 
 def _rebuild(
