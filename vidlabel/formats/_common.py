@@ -35,6 +35,7 @@ __all__ = [
     "fail",
     "import_each_file",
     "interpolate_keyframes",
+    "keyframe_span",
     "float32_value",
     "read_json",
     "read_lines",
@@ -553,22 +554,30 @@ def interpolate_keyframes(
             also = f" (first: {first})" if first != where_text(b.where) else ""
             raise fail(path, b.where, f"a second keyframe of the track on video frame {b.frame}{also}")
     for j, k in enumerate(keys):
-        if not k.visible:
-            continue
-        nxt = keys[j + 1] if j + 1 < len(keys) else None
-        if k.ends_after:
-            stop = k.frame + 1
-        elif nxt is None:
-            stop = int(frames[-1]) + 1 if len(frames) else k.frame + 1
-        else:
-            stop = nxt.frame
-        lo, hi = np.searchsorted(frames, [k.frame, stop])
-        for f in frames[lo:hi].tolist():
-            box = k.box
-            if box is not None and nxt is not None and not k.ends_after and nxt.box is not None and f != k.frame:
-                t = (f - k.frame) / (nxt.frame - k.frame)
-                box = tuple(a + (b - a) * t for a, b in zip(k.box, nxt.box))  # type: ignore[assignment,arg-type]
-            yield f, box, k
+        yield from keyframe_span(k, keys[j + 1] if j + 1 < len(keys) else None, frames)
+
+
+def keyframe_span(
+    k: Keyframe, nxt: Keyframe | None, frames: np.ndarray
+) -> Iterator[tuple[int, tuple[float, float, float, float] | None, Keyframe]]:
+    """(frame, box, ``k``) of every frame in ``frames`` that keyframe ``k`` covers, up to the next keyframe
+    ``nxt`` (a later frame; ``None``: ``k`` is the last), as :func:`interpolate_keyframes` gives them; nothing
+    for a keyframe with ``visible=False``."""
+    if not k.visible:
+        return
+    if k.ends_after:
+        stop = k.frame + 1
+    elif nxt is None:
+        stop = int(frames[-1]) + 1 if len(frames) else k.frame + 1
+    else:
+        stop = nxt.frame
+    lo, hi = np.searchsorted(frames, [k.frame, stop])
+    for f in frames[lo:hi].tolist():
+        box = k.box
+        if box is not None and nxt is not None and not k.ends_after and nxt.box is not None and f != k.frame:
+            t = (f - k.frame) / (nxt.frame - k.frame)
+            box = tuple(a + (b - a) * t for a, b in zip(k.box, nxt.box))  # type: ignore[assignment,arg-type]
+        yield f, box, k
 
 
 # --------------------------------------------------------------------------------------------------

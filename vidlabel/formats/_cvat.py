@@ -44,6 +44,7 @@ import numpy as np
 
 from vidlabel._words import shown
 from vidlabel.dataset import Release
+from vidlabel.errors import FormatError
 from vidlabel.spec import VideoMetadata
 
 from ._common import (
@@ -60,6 +61,7 @@ from ._common import (
     human_rows_of_model_track,
     import_each_file,
     interpolate_keyframes,
+    keyframe_span,
     mixed_origin_reason,
     output_files,
     row_attributes,
@@ -86,10 +88,12 @@ class _Chunks:
         return next(self._chunks, "")
 
 
-def children(path: Path) -> Iterator[ET.Element]:
-    """Each child of the root element, whole, as the parser reaches its end; the root is checked to be
-    ``<annotations>`` and forgets each child once the next is asked for (a file of millions of shapes is never
-    held whole). Entity declarations and malformed XML are FormatErrors naming the line."""
+def _events(path: Path) -> Iterator[tuple[str, ET.Element]]:
+    """The file's elements as the parser reaches them: ``("start", child)`` and ``("end", child)`` for each child
+    of the root, and ``("part", part)`` at the end of each child of theirs (a track's shape); the root is checked
+    to be ``<annotations>`` and forgets each child once the next event is asked for after its end (a file of
+    millions of shapes is never held whole; a reader may also remove a part from its parent once read).
+    Entity declarations and malformed XML are FormatErrors naming the line."""
     import defusedxml
     import defusedxml.ElementTree as DET
 
@@ -103,10 +107,14 @@ def children(path: Path) -> Iterator[ET.Element]:
                     root = elem
                     if root.tag != "annotations":
                         raise fail(path, f"<{root.tag}>", "the root element of a CVAT file is <annotations>")
+                elif depth == 2:
+                    yield "start", elem
                 continue
             depth -= 1
-            if depth == 1 and root is not None:
-                yield elem
+            if depth == 2:
+                yield "part", elem
+            elif depth == 1 and root is not None:
+                yield "end", elem
                 root.remove(elem)
     except defusedxml.DefusedXmlException as err:
         raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
@@ -116,6 +124,19 @@ def children(path: Path) -> Iterator[ET.Element]:
         reason = re.sub(r":? line \d+, column \d+$", "", str(getattr(err, "msg", err)))
         # expat counts columns from 0
         raise fail(path, line, f"not well-formed XML ({reason}, column {col + 1})") from err
+
+
+def children(path: Path) -> Iterator[ET.Element]:
+    """Each child of the root element, whole, as the parser reaches its end (see :func:`_events`)."""
+    return (elem for event, elem in _events(path) if event == "end")
+
+
+def _child(path: Path, index: int) -> ET.Element:
+    """The root's child number ``index`` (from 0), whole, read again from the file."""
+    for i, elem in enumerate(children(path)):
+        if i == index:
+            return elem
+    raise AssertionError(f"{path}: no child {index} of the root on a second reading")
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
@@ -227,7 +248,21 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     read: _CvatRead | None = None
     # the shapes before a <meta> (CVAT writes it first) wait for the task it describes
     waiting: list[ET.Element] = []
-    for elem in children(path):
+    stream: _BoxStream | None = None
+    index = -1
+    for event, elem in _events(path):
+        if event == "start":
+            index += 1
+            # a box track's shapes are read as they end, so that a long track is never held whole
+            stream = _BoxStream(read, elem, index) if read is not None and elem.tag == "track" else None
+            continue
+        if event == "part":
+            if stream is not None:
+                stream.part(elem)
+            continue
+        if stream is not None:
+            stream.end()
+            continue
         if read is None and elem.tag == "meta":
             read = _task_read(ctx, path, elem)
         elif read is None:
@@ -429,14 +464,8 @@ class _CvatRead:
         for c in shapes:
             _check_flags(self.path, c, _el(c, tw))
         kinds = {c.tag for c in shapes}
-        base: dict[str, Any] = {"label": label}
-        if elem.attrib.get("source") == "auto":
-            base["origin"] = "model"
-        if kinds - _TRACK_SHAPES or len(kinds) > 1:
-            for kname in sorted(kinds - _TRACK_SHAPES):
-                self.parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
-            if kinds <= _TRACK_SHAPES:
-                self.parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
+        base = _track_base(elem)
+        if self.skipped_kinds(kinds):
             return
         keyed = [c for c in shapes if c.attrib.get("keyframe", "1") == "1"]
         if "mask" in kinds:
@@ -445,10 +474,33 @@ class _CvatRead:
             gid = elem.attrib.get("group_id", "0")
             own = self.new_track() if gid in ("", "0") else None  # grouped: the group's box track, known later
             self.waiting_polygons.append((elem, tw, base, own))
-        elif any(c.attrib.get("rotation") and _float(self.path, c, _el(c, tw), "rotation") != 0 for c in keyed):
+        elif any(_rotated(self.path, c, _el(c, tw)) for c in keyed):
             self.parsed.skipped["rotated box (track)"] += 1
         else:
             self.box_track(elem, tw, base, keyed)
+
+    def skipped_kinds(self, kinds: set[str]) -> bool:
+        """Count a track of shapes we do not import, or of more than one kind; True if it is one."""
+        if not (kinds - _TRACK_SHAPES or len(kinds) > 1):
+            return False
+        for kname in sorted(kinds - _TRACK_SHAPES):
+            self.parsed.skipped[f"unsupported shape type: {kname} (track)"] += 1
+        if kinds <= _TRACK_SHAPES:
+            self.parsed.skipped[f"track mixing {' and '.join(sorted(kinds))} shapes"] += 1
+        return True
+
+    def box_key(self, c: ET.Element, cw: str, label: str) -> Keyframe:
+        """A box keyframe: its box (pixels, xyxy), ``outside`` flag, attributes if visible, and video frame."""
+        box = tuple(_float(self.path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
+        visible = c.attrib.get("outside") != "1"
+        attrs = _shape_attributes(self.path, c, cw, label, self.specs, self.parsed) if visible else None
+        return Keyframe(self.absolute(c, cw), box, visible, payload=attrs, where=cw)  # type: ignore[arg-type]
+
+    def box_rows(self, track: int, base: dict[str, Any], k: Keyframe, nxt: Keyframe | None) -> None:
+        """The rows of box keyframe ``k`` up to the next keyframe ``nxt`` (``None``: to the task's end)."""
+        for f, at_box, kk in keyframe_span(k, nxt, self.task_frames):
+            row = {**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track, "attributes": kk.payload}
+            self.vr.add(row, kk.where)
 
     def box_track(self, elem: ET.Element, tw: str, base: dict[str, Any], keyed: list[ET.Element]) -> None:
         """Box rows on every task frame, interpolated between keyframes (``outside`` hides)."""
@@ -456,13 +508,7 @@ class _CvatRead:
         gid = elem.attrib.get("group_id", "0")
         if gid not in ("", "0"):
             self.box_groups.setdefault(gid, track)
-        keys = []
-        for c in keyed:
-            cw = _el(c, tw)
-            box = tuple(_float(self.path, c, cw, k) for k in ("xtl", "ytl", "xbr", "ybr"))
-            visible = c.attrib.get("outside") != "1"
-            attrs = _shape_attributes(self.path, c, cw, base["label"], self.specs, self.parsed) if visible else None
-            keys.append(Keyframe(self.absolute(c, cw), box, visible, payload=attrs, where=cw))  # type: ignore[arg-type]
+        keys = [self.box_key(c, _el(c, tw), base["label"]) for c in keyed]
         for f, at_box, k in interpolate_keyframes(self.path, keys, self.task_frames):
             row = {**base, "kind": "box", "start_frame": f, "box": at_box, "track_id": track, "attributes": k.payload}
             self.vr.add(row, k.where)
@@ -564,6 +610,130 @@ class _CvatRead:
             self.parsed.notes.append(
                 f"task frames {self.start}..{self.stop} step {self.step}: only those frames got rows"
             )
+
+
+def _track_base(elem: ET.Element) -> dict[str, Any]:
+    """The fields every row of a ``<track>`` shares: its label, and a model's origin for ``source="auto"``."""
+    base: dict[str, Any] = {"label": elem.attrib.get("label")}
+    if elem.attrib.get("source") == "auto":
+        base["origin"] = "model"
+    return base
+
+
+def _rotated(path: Path, c: ET.Element, where: str) -> bool:
+    """Whether a box shape is rotated (a ``rotation`` other than 0 degrees)."""
+    return bool(c.attrib.get("rotation")) and _float(path, c, where, "rotation") != 0
+
+
+class _BoxStream:
+    """One ``<track>`` read as its shapes end, so that a track of any length is never held whole.
+
+    A box track's rows are made keyframe by keyframe (a box needs the previous keyframe only) and each shape
+    is dropped once read. What decides the track (a flag, the kinds of its shapes, a rotation, a bad number)
+    is remembered and acted on at the track's end in the order :meth:`_CvatRead.track` checks them, so the
+    rows, counts and messages are the same: a track that is not imported has its rows taken back; a track
+    without a label or whose first shape is a mask or polygon is kept whole for :meth:`_CvatRead.track`;
+    one whose keyframes are not in frame order is read again whole from the file.
+    """
+
+    def __init__(self, read: _CvatRead, elem: ET.Element, index: int) -> None:
+        self.read, self.elem, self.index = read, elem, index
+        self.tw = _el(elem)
+        self.base = _track_base(elem)
+        # False: the shapes stay in the element, which _CvatRead.track reads at the end
+        self.streaming = bool(elem.attrib.get("label"))
+        self.first_row, self.next_track = len(read.vr), read.next_track
+        self.declared = {label: dict(names) for label, names in read.parsed.attributes.items()}
+        self.kinds: set[str] = set()
+        self.flag_error: FormatError | None = None
+        # the first keyframe whose rotation decides: its error, or True (rotated: the track is not imported)
+        self.rotation: FormatError | bool = False
+        self.error: FormatError | None = None
+        self.unordered = False
+        self.track: int | None = None
+        self.prev: Keyframe | None = None
+
+    def part(self, c: ET.Element) -> None:
+        """A child of the track has ended: a shape to check and, for a keyframe of a box track, to turn into
+        rows up to it."""
+        if not self.streaming:
+            return
+        if c.tag in _SHAPES and not self.kinds and c.tag != "box":
+            self.streaming = False
+            return
+        self.elem.remove(c)
+        if c.tag not in _SHAPES:
+            return
+        read, cw = self.read, _el(c, self.tw)
+        if self.flag_error is None:
+            try:
+                _check_flags(read.path, c, cw)
+            except FormatError as err:
+                self.flag_error = err
+        self.kinds.add(c.tag)
+        decided = self.flag_error is not None or self.kinds != {"box"} or self.rotation is not False
+        if decided or c.attrib.get("keyframe", "1") != "1":
+            return
+        try:
+            self.rotation = _rotated(read.path, c, cw)
+        except FormatError as err:
+            self.rotation = err
+        if self.rotation is not False or self.error is not None or self.unordered:
+            return
+        try:
+            k = read.box_key(c, cw, self.base["label"])
+        except FormatError as err:
+            self.error = err
+            return
+        if self.prev is not None and k.frame <= self.prev.frame:
+            self.unordered = True
+            return
+        if self.prev is not None:
+            read.box_rows(self.track_id(), self.base, self.prev, k)
+        self.prev = k
+
+    def track_id(self) -> int:
+        if self.track is None:
+            self.track = self.read.new_track()
+        return self.track
+
+    def undo(self) -> None:
+        """Take back the rows, track id and attribute declarations of the track."""
+        read = self.read
+        read.vr.truncate(self.first_row)
+        read.next_track = self.next_track
+        read.parsed.attributes.clear()
+        read.parsed.attributes.update(self.declared)
+
+    def end(self) -> None:
+        """The track has ended: its last keyframe's rows, or the outcome its shapes decided."""
+        read = self.read
+        if not self.streaming:
+            read.track(self.elem)
+            return
+        if self.flag_error is not None:
+            raise self.flag_error
+        if read.skipped_kinds(self.kinds):
+            self.undo()
+            return
+        if isinstance(self.rotation, FormatError):
+            raise self.rotation
+        if self.rotation:
+            self.undo()
+            read.parsed.skipped["rotated box (track)"] += 1
+            return
+        if self.error is not None:
+            raise self.error
+        if self.unordered:
+            self.undo()
+            read.track(_child(read.path, self.index))
+            return
+        track = self.track_id()
+        if self.prev is not None:
+            read.box_rows(track, self.base, self.prev, None)
+        gid = self.elem.attrib.get("group_id", "0")
+        if gid not in ("", "0"):
+            read.box_groups.setdefault(gid, track)
 
 
 def _box_el(

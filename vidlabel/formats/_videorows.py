@@ -176,6 +176,20 @@ class VideoRows:
         self._add_where(where)
         self._n += 1
 
+    def truncate(self, n: int) -> None:
+        """Forget every row from row ``n`` on (a reader that took back what it had added: a CVAT track found
+        to be skipped after its first rows were read); the texts they used stay known, unused."""
+        del self._bits[n:]
+        for column in (*self._text_columns, self._attr, self._where_code):
+            del column[n:]
+        for wide in (*self._int_columns, self._where_num):
+            del wide[n:]
+        del self._confidence[n:]
+        del self._box[4 * n :]
+        for i in [i for i in self._extra if i >= n]:
+            del self._extra[i]
+        self._n = n
+
     def _add_where(self, where: Where) -> None:
         if type(where) is int and _INT64[0] <= where < _INT64[1]:
             self._where_num.append(where)
