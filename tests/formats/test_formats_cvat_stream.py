@@ -111,7 +111,7 @@ def test_long_tracks_give_the_rows_of_their_keyframes(tmp_path: Path) -> None:
 
 def test_tracks_found_not_imported_take_back_their_rows(tmp_path: Path) -> None:
     keys = keyframes(4, 60)
-    mixed = shapes(keys) + ['<points frame="601" outside="0" occluded="0" keyframe="1" points="1,2" z_order="0"/>']
+    mixed = [*shapes(keys), '<points frame="601" outside="0" occluded="0" keyframe="1" points="1,2" z_order="0"/>']
     rotated = shapes(keys)
     rotated[-2] = rotated[-2].replace("<box ", '<box rotation="30" ')
     tagged = [s.replace('"colour"', '"wheels"') for s in rotated]
@@ -161,4 +161,4 @@ def test_a_repeated_keyframe_frame_is_named_with_the_first(tmp_path: Path) -> No
     els = shapes(keys)
     frame = keys[3]["frame"]
     with pytest.raises(FormatError, match=rf"a second keyframe of the track on video frame {frame}"):
-        load(tmp_path, '<track id="1" label="car">' + "".join(els[:7] + [els[6]] + els[7:]) + "</track>")
+        load(tmp_path, '<track id="1" label="car">' + "".join([*els[:7], els[6], *els[7:]]) + "</track>")
