@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from vidlabel.errors import FormatError
 
-from . import _cocovid, _cvat, _labelstudio, _mediasequence, _mot, _ytvis
+from . import _cocovid, _cvat, _cvat_export, _labelstudio, _mediasequence, _mot, _ytvis
 from ._api import export_labels, import_labels
 from ._registry import FORMATS, LabelFormat, register_format
 from ._report import ExportLabelsReport, ImportReport, VideoImport
@@ -40,7 +40,7 @@ register_format(LabelFormat(
     options=("frames",),
 ))  # fmt: skip
 register_format(LabelFormat(
-    "cvat-video", _cvat.import_cvat, _cvat.export_cvat,
+    "cvat-video", _cvat.import_cvat, _cvat_export.export_cvat,
     summary="CVAT for video 1.1 XML (tracks, keyframe interpolation, masks, tags)",
     files="one `.xml` file or a folder of them; exports `OUT/<video_id>.xml` per video (or one `.xml` file for one "
     "video)",
