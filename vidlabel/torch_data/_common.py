@@ -283,7 +283,8 @@ class Epochs:
 
 def _tensor(arr: np.ndarray) -> torch.Tensor:
     # from_numpy shares memory; copy read-only or non-native arrays (torch warns on read-only ones).
-    if not arr.flags.writeable or not arr.flags.c_contiguous or not arr.dtype.isnative:
+    flags = arr.flags
+    if not (flags.writeable and flags.c_contiguous and arr.dtype.isnative):
         arr = np.array(arr, order="C")
     return torch.from_numpy(arr)
 
@@ -299,7 +300,16 @@ def to_torch_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     array becomes a tensor of the same shape and dtype; strings, ints and
     None are kept as they are.
     """
-    return {key: _from_numpy(key, value) for key, value in sample.items()}
+    out: dict[str, Any] = {}
+    for key, value in sample.items():
+        # inlined _from_numpy: this runs for every sample a dataset hands out
+        if not isinstance(value, np.ndarray):
+            out[key] = value
+        elif key in IMAGE_KEYS and value.ndim >= 3:
+            out[key] = _tensor(value).movedim(-1, -3)
+        else:
+            out[key] = _tensor(value)
+    return out
 
 
 def _channels_last_view(t: torch.Tensor) -> bool:
