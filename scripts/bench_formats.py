@@ -13,13 +13,15 @@ Each import goes into a fresh dataset. Prints seconds and the ratio to the JSON 
 With ``--memory``, measures instead the peak memory of each format's import: a release of ``--rows`` box rows
 of one video is exported in each label format, and each file imported into a fresh dataset in a child process
 whose peak RSS (``VmHWM``) less its RSS before the import is printed per million rows (the goal: <= 300 MB
-per million rows, whatever the file's size). A CVAT file of one-keyframe tracks that persist to the task's end
-(``--persist-rows`` rows from a file of a few hundred KB) is imported the same way.
+per million rows, whatever the file's size); for COCO-VID, YouTube-VIS and Label Studio, the reading alone (the
+importer's rows, no dataset write) is measured the same way. A CVAT file of one-keyframe tracks that persist to
+the task's end (``--persist-rows`` rows from a file of a few hundred KB; ``--big``: 10 million) is imported the
+same way. ``--formats mot,cvat-video`` measures only those formats.
 
 Usage::
 
     python scripts/bench_formats.py [--rows 1000000] [--videos 10] [--out DIR]
-    python scripts/bench_formats.py --memory [--rows 1000000] [--persist-rows 10000000]
+    python scripts/bench_formats.py --memory [--rows 1000000] [--persist-rows 1000000] [--big] [--formats F,...]
 """
 
 from __future__ import annotations
@@ -124,6 +126,50 @@ def _measure(fmt: str, file: Path, dataset: Path) -> tuple[int, float, float]:
     return int(rows), (int(peak) - int(before)) / 1024, float(seconds)
 
 
+def child_parse(fmt: str, file: Path, frames: int) -> None:
+    """In a child process: only read ``file`` with the format's importer (no dataset write) and print
+    'rows before_kib peak_kib seconds': the reading's own memory, without the write path's."""
+    from vidlabel.formats._common import ImportContext
+    from vidlabel.formats._registry import label_format
+
+    importlib_formats()
+    meta = VideoMetadata("v000", frames, {"num": 25, "den": 1}, 1920, 1080, sources=[{"uri": "/videos/v000.mp4"}])
+    ctx = ImportContext(file, {"v000": meta}, "v000", {}, None, None, {})
+    before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    parsed = label_format(fmt).importer(ctx)
+    seconds = time.perf_counter() - t0
+    rows = sum(len(v.where) for v in parsed.videos.values())
+    print(rows, before, _status_kib("VmHWM"), f"{seconds:.1f}")
+
+
+def importlib_formats() -> None:
+    """Import the format modules and their libraries first: their imports are not the file's cost."""
+    import importlib
+
+    for name in ("_mot", "_cocovid", "_cvat", "_ytvis", "_labelstudio"):
+        importlib.import_module(f"vidlabel.formats.{name}")
+    importlib.import_module("pycocotools.mask")
+
+
+def json_parse_memory(root: Path, frames: int) -> None:
+    """Peak RSS of reading each JSON format's file (written by :func:`memory`) without writing its rows."""
+    import subprocess
+    import sys
+
+    print("reading only (the importer's Parsed, no dataset write), peak RSS above the read's start:")
+    for fmt in ("coco-vid", "ytvis", "label-studio"):
+        file = root / MEMORY_FORMATS[fmt]
+        done = subprocess.run(
+            [sys.executable, __file__, "--child-parse", fmt, str(file), str(frames)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        rows, before, peak, seconds = done.stdout.split()[-4:]
+        mb = (int(peak) - int(before)) / 1024
+        print(f"  {fmt:13s} {int(rows):>10} rows  peak {mb:8.1f} MB  {mb / int(rows) * 1e6:7.1f} MB per million rows  "
+              f"{float(seconds):6.1f} s")  # fmt: skip
+
+
 def persisting_cvat(path: Path, tracks: int, frames: int) -> None:
     """A CVAT file of ``tracks`` tracks of one keyframe each at frame 0: each persists to the task's last frame."""
     with open(path, "w") as fh:
@@ -153,7 +199,10 @@ def memory(args: argparse.Namespace) -> None:
     )  # fmt: skip
     rel, _ = ds.build()
     print(f"{b['frame'].size} box rows of one video ({meta.frame_count} frames); peak RSS above the import's start:")
+    chosen = args.formats.split(",") if args.formats else list(MEMORY_FORMATS)
     for fmt, name in MEMORY_FORMATS.items():
+        if fmt not in chosen:
+            continue
         out = root / name
         export_labels(ds, fmt, out, release=rel)
         file = out / meta.video_id / "gt" / "gt.txt" if fmt == "mot" else out
@@ -161,8 +210,10 @@ def memory(args: argparse.Namespace) -> None:
         size = file.stat().st_size / 2**20
         print(f"  {fmt:13s} {rows:>10} rows  file {size:8.1f} MB  peak {mb:8.1f} MB  "
               f"{mb / rows * 1e6:7.1f} MB per million rows  {seconds:6.1f} s")  # fmt: skip
+    if {"coco-vid", "ytvis", "label-studio"} <= set(chosen):
+        json_parse_memory(root, meta.frame_count)
     tracks = 1000
-    frames = max(1, args.persist_rows // tracks)
+    frames = max(1, (10_000_000 if args.big else args.persist_rows) // tracks)
     long = VideoMetadata("v000", frames, {"num": 30, "den": 1}, 1920, 1080, sources=[{"uri": "/videos/long.mp4"}])
     file = root / "persist.xml"
     persisting_cvat(file, tracks, frames)
@@ -180,12 +231,17 @@ def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         child_import(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
         return
+    if len(sys.argv) == 5 and sys.argv[1] == "--child-parse":
+        child_parse(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--videos", type=int, default=10)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--memory", action="store_true", help="peak RSS per million rows of each format's import")
-    ap.add_argument("--persist-rows", type=int, default=10_000_000)
+    ap.add_argument("--persist-rows", type=int, default=1_000_000)
+    ap.add_argument("--big", action="store_true", help="the CVAT persistence case with 10 million rows")
+    ap.add_argument("--formats", default="", help="comma-separated formats to measure (default: all)")
     args = ap.parse_args()
     if args.memory:
         memory(args)

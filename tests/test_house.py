@@ -54,7 +54,8 @@ OPTIONAL = frozenset({"vidlabel.formats"})
 #: The layers, lowest first: a module may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"vidlabel.errors", "vidlabel.spec", "vidlabel.geometry", "vidlabel._version", "vidlabel._env"})
-    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel._command", "vidlabel.schema", "vidlabel.clip"},
+    | {"vidlabel._words", "vidlabel._json", "vidlabel._lru", "vidlabel._command", "vidlabel.schema", "vidlabel.clip"}
+    | {"vidlabel._attribute_rows"},
     frozenset({"vidlabel.video", "vidlabel.probe", "vidlabel.frames", "vidlabel.readplan"}),
     frozenset({"vidlabel.dataset", "vidlabel.validate"}),
     frozenset({"vidlabel.store"}),

@@ -285,6 +285,7 @@ CLIP = SampleSchema(
             layout="scalar",
         ),
         _per_frame(FRAME["masks"]),
+        _per_frame(FRAME["attributes"]),
     ),
 )  # fmt: skip
 
@@ -384,7 +385,8 @@ def clip_sample(
     Returns
     -------
     dict
-        The keys of :data:`CLIP` in its order (``masks`` only when the frame samples hold them).
+        The keys of :data:`CLIP` in its order (``masks`` and ``attributes`` only when the frame samples hold
+        them).
 
     Raises
     ------
@@ -406,6 +408,8 @@ def clip_sample(
     sample["clip_index"] = int(clip_index)
     if "masks" in first:
         sample["masks"] = [f["masks"] for f in frames]
+    if "attributes" in first:
+        sample["attributes"] = [f["attributes"] for f in frames]
     return sample
 
 

@@ -710,7 +710,14 @@ def check_rows(
     return RowColumns({name: columns[name] for name in BATCH_COLUMNS}, attributes)
 
 
-def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequence[str], video_id: str) -> None:
+def check_tracks(
+    cols: RowColumns,
+    stored: Mapping[int, int],
+    *,
+    labels: Sequence[str],
+    video_id: str,
+    earlier: Mapping[int, int] | None = None,
+) -> None:
     """Refuse rows whose track id already carries another label in the video.
 
     Parameters
@@ -722,19 +729,36 @@ def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequenc
     labels : sequence of str
         The label vocabulary (for the message).
     video_id : str
+    earlier : mapping track_id -> label code, optional
+        The tracks earlier batches of the same call opened (a large import's): refused as an earlier row of the
+        batch would be.
 
     Raises
     ------
     AnnotationError
         Naming the first such row, its track, its label and the stored label.
     """
-    if not stored:
-        return
     n = cols.n_rows
     ref = _Refusal(n, video_id)
     tr, label = cols["track_id"], cols["label"]
-    keys = np.fromiter(stored.keys(), np.int64, len(stored))
-    vals = np.fromiter(stored.values(), np.int64, len(stored))
+    if earlier:
+        _refuse_clashes(ref, tr, label, earlier, lambda t: "an earlier row of the batch", labels)
+    if stored:
+        _refuse_clashes(ref, tr, label, stored, lambda t: f"rows already stored for video {video_id!r}", labels)
+    ref.raise_if_any()
+
+
+def _refuse_clashes(
+    ref: _Refusal,
+    tr: np.ndarray,
+    label: np.ndarray,
+    tracks: Mapping[int, int],
+    where: Callable[[int], str],
+    labels: Sequence[str],
+) -> None:
+    """Mark the rows whose track is in ``tracks`` with another label."""
+    keys = np.fromiter(tracks.keys(), np.int64, len(tracks))
+    vals = np.fromiter(tracks.values(), np.int64, len(tracks))
     order = np.argsort(keys)
     keys, vals = keys[order], vals[order]
     pos = np.clip(np.searchsorted(keys, tr), 0, keys.size - 1)
@@ -743,8 +767,7 @@ def check_tracks(cols: RowColumns, stored: Mapping[int, int], *, labels: Sequenc
         clash,
         "track_id",
         lambda i: (
-            f"track {tr[i]} has label {labels[label[i]]!r} here but {labels[vals[pos[i]]]!r} in rows "
-            f"already stored for video {video_id!r}; allowed: one label per track in a video"
+            f"track {tr[i]} has label {labels[label[i]]!r} here but {labels[vals[pos[i]]]!r} in "
+            f"{where(int(tr[i]))}; allowed: one label per track in a video"
         ),
     )
-    ref.raise_if_any()

@@ -307,11 +307,14 @@ def _view_problems(
     return problems
 
 
-def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
-    """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic)."""
+def row_hash(
+    cols: Sequence[np.ndarray], *, seed: int = 0xCBF29CE484222325, prime: int = 0x100000001B3, shift: int = 29
+) -> np.ndarray:
+    """A 64-bit mixing hash of each row over integer/float columns (wrapping arithmetic); another ``seed``,
+    ``prime`` and ``shift`` give an independent one."""
     n = cols[0].shape[0]
-    h = np.full(n, 0xCBF29CE484222325, np.uint64)
-    prime = np.uint64(0x100000001B3)
+    h = np.full(n, seed, np.uint64)
+    mul = np.uint64(prime)
     with np.errstate(over="ignore"):
         for c in cols:
             c = np.ascontiguousarray(c)
@@ -321,8 +324,8 @@ def _row_hash(cols: Sequence[np.ndarray]) -> np.ndarray:
                 c = c.view(np.uint64)
             else:
                 c = c.astype(np.int64).view(np.uint64)
-            h = (h ^ c) * prime
-            h ^= h >> np.uint64(29)
+            h = (h ^ c) * mul
+            h ^= h >> np.uint64(shift)
     return h
 
 
@@ -580,14 +583,44 @@ def added_duplicates(
         ``(row of new, earlier row of new)`` for each row of ``new`` equal to an earlier one, neither rejected:
         a file that holds one annotation twice.
     """
-    from vidlabel.dataset._chunks import concat, take
+    return duplicates_of_keys(None if stored is None else duplicate_keys(stored), duplicate_keys(new))
 
+
+def duplicate_keys(cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What :func:`duplicates_of_keys` compares of rows (``duplicate_annotation``'s fields, each mask's bytes as a
+    hash, status and annotation id), without the masks' and attributes' bytes: the keys of a large import's
+    batches are kept while the rows are not.
+
+    Parameters
+    ----------
+    cols : dict of column name -> array
+        Rows as the dataset's chunks hold them (``mask_offsets`` of n + 1).
+
+    Returns
+    -------
+    dict of column name -> array
+        ``kind``, ``label``, ``view``, ``start_frame``, ``end_frame`` (N,), ``box`` (N, 4) float,
+        ``mask_key`` (N,) int64, ``status`` (N,) and ``annotation_id`` (N,) int64.
+    """
+    keys = {k: cols[k] for k in ("kind", "label", "view", "start_frame", "end_frame", "box", "status")}
+    keys["annotation_id"] = cols["annotation_id"]
+    keys["mask_key"] = _mask_keys(cols["mask_offsets"], cols["mask_counts"])
+    return keys
+
+
+def duplicates_of_keys(
+    stored: Mapping[str, np.ndarray] | None, new: Mapping[str, np.ndarray]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """:func:`added_duplicates` of rows given by their :func:`duplicate_keys`."""
     rejected = STATUSES.index("rejected")
     keep = np.flatnonzero(stored["status"] != rejected) if stored is not None else np.zeros(0, np.int64)
     n_stored = keep.size
-    both = concat([take(stored, keep), new]) if stored is not None and n_stored else new
-    mask_key = _mask_keys(both["mask_offsets"], both["mask_counts"])  # each mask's bytes hashed once
-    cols = [both["kind"], both["label"], both["view"], both["start_frame"], both["end_frame"], *both["box"].T, mask_key]
+    if stored is not None and n_stored:
+        both = {k: np.concatenate([np.asarray(stored[k])[keep], new[k]]) for k in new}
+    else:
+        both = dict(new)
+    cols = [both["kind"], both["label"], both["view"], both["start_frame"], both["end_frame"], *both["box"].T]
+    cols.append(both["mask_key"])
     ids = both["annotation_id"]
     twice = []
     if n_stored:
@@ -626,7 +659,7 @@ def _duplicates(cols: Sequence[np.ndarray], ids: np.ndarray) -> list[tuple[int, 
 
     One sort of a 64-bit row hash finds the candidates; candidates are then compared exactly.
     """
-    h = _row_hash(cols)
+    h = row_hash(cols)
     hs = np.sort(h)
     repeated = np.unique(hs[1:][hs[1:] == hs[:-1]])
     if repeated.size == 0:

@@ -257,6 +257,8 @@ def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], sam
     rel = plan.release
     # a store without region attributes stays readable by a vidlabel that reads version 1
     version = FORMAT_VERSION if any(v.attrs.get("region_attributes") for v in plan.videos) else FORMAT_VERSION_PLAIN
+    # the release's attribute schema decides which labels a store's attribute filter concerns
+    schema = rel.info.get("attribute_schema") if version == FORMAT_VERSION else None
     return {
         "format": FORMAT, "format_version": version, "release_id": rel.release_id,
         "release_created": rel.created, "class_names": plan.class_names, "dataset": plan.dataset_path,
@@ -264,6 +266,7 @@ def _root_attrs(plan: ExportPlan, opts: ExportOptions, video_ids: list[str], sam
         "vidlabel_version": __version__, "frames_only": opts.frames_only,
         "export": _export_attrs(opts),
         "video_ids": video_ids, "samples": samples,
+        **({"attribute_schema": schema} if schema else {}),
         "videos": {v.video_id: {"frames": int(v.frame_number.size), "width": v.size[0], "height": v.size[1],
                                 "content_hash": v.attrs["content_hash"], "view_id": opts.view_id,
                                 "source_uri": v.meta.uri, "labels_key": v.attrs["labels_key"]}

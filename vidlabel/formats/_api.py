@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 
 from vidlabel._words import plural
 from vidlabel.dataset import Dataset, Release
+from vidlabel.dataset._batches import add_annotation_batches, annotation_duplicates_batches
 from vidlabel.dataset._dataset import _LABEL_ALLOWED, label_problem
 from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
@@ -25,6 +25,10 @@ from ._report import ExportLabelsReport, ImportReport, VideoImport
 
 __all__ = ["export_labels", "import_labels"]
 
+
+#: Rows of one video written (or checked, on a dry run) per ``add_annotations`` batch: a file's rows are turned
+#: back into row dicts and checked this many at a time, so an import holds a batch of dicts, not the file's.
+_BATCH_ROWS = 16_384
 
 #: import_labels' own keywords, for the hint on a misspelt one.
 _KEYWORDS = ("video_id", "videos", "label_map", "label", "add_labels", "dry_run", "clip", "track_ids")
@@ -139,7 +143,7 @@ def import_labels(
         parsed: Parsed = fmt.importer(ctx)
     _check_routing(p, format, video_id, ctx, parsed)
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
-    if not any(vr.rows for vr in parsed.videos.values()) and not parsed.skipped:
+    if not any(len(vr) for vr in parsed.videos.values()) and not parsed.skipped:
         expected = fmt.rows_in
         warnings.warn(
             f"{p} ({format}) yields no rows: nothing to import; expected {expected}",
@@ -153,7 +157,7 @@ def import_labels(
     if clip:
         _count_clipped(parsed)
     for vid, vr in parsed.videos.items():
-        report.videos[vid] = VideoImport(vid, dict(Counter(r["kind"] for r in vr.rows)))
+        report.videos[vid] = VideoImport(vid, vr.kind_counts())
     if dry_run:
         _dry_run(ds, p, parsed, report, clip=clip, track_ids=track_ids)
     else:
@@ -222,7 +226,7 @@ def _missing_labels(p: Path, ds: Dataset, parsed: Parsed, add_labels: bool) -> l
     have = ds.labels()
     used: list[str] = []
     for vr in parsed.videos.values():
-        for lab in dict.fromkeys(r["label"] for r in vr.rows):
+        for lab in vr.labels():
             if lab not in used:
                 used.append(lab)
     _check_labels(p, parsed, [lab for lab in used if lab not in have])
@@ -243,8 +247,14 @@ def _dry_run(ds: Dataset, p: Path, parsed: Parsed, report: ImportReport, *, clip
         _number_tracks_after_existing(ds, parsed)
     for vid, vr in parsed.videos.items():
         try:
-            twice, repeated = ds.annotation_duplicates(
-                vr.rows, vid, clip=clip, more_labels=report.labels_added, more_schema=report.attributes_added
+            twice, repeated = annotation_duplicates_batches(
+                ds,
+                vr.batches(_BATCH_ROWS),
+                vid,
+                clip=clip,
+                more_labels=report.labels_added,
+                more_schema=report.attributes_added,
+                total=len(vr),
             )
         except AnnotationError as err:
             raise _refused(p, vid, vr, err) from err
@@ -265,10 +275,12 @@ def _write(ds: Dataset, p: Path, parsed: Parsed, report: ImportReport, *, clip: 
             ds.set_attribute_schema(label, names)
         for vid, vr in parsed.videos.items():
             try:
-                ids = ds.add_annotations(vr.rows, vid, clip=clip, source=(str(p), _where_of(vr)))
+                ids = add_annotation_batches(
+                    ds, vr.batches(_BATCH_ROWS), vid, clip=clip, source=(str(p), _where_of(vr)), total=len(vr)
+                )
             except AnnotationError as err:
                 raise _refused(p, vid, vr, err) from err
-            report.videos[vid].annotation_ids = ids
+            report.videos[vid].annotation_ids = ids.tolist()
 
 
 def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:
@@ -278,9 +290,7 @@ def _check_labels(path: Path, parsed: Parsed, labels: list[str]) -> None:
         problem = label_problem(label)
         if problem is None:
             continue
-        where = next(
-            (vr.where[i] for vr in parsed.videos.values() for i, r in enumerate(vr.rows) if r["label"] == label), None
-        )
+        where = next((vr.where[vr.labels()[label]] for vr in parsed.videos.values() if label in vr.labels()), None)
         raise fail(path, where, f"label {problem}; a label is {_LABEL_ALLOWED}")
 
 
@@ -306,13 +316,13 @@ def _new_attributes(path: Path, ds: Dataset, parsed: Parsed) -> dict[str, dict[s
 
 def _where_of(vr: VideoRows) -> Callable[[int], str]:
     """Row of ``vr`` -> its line or element in the file (``"line 4"``), as warnings of rows name them."""
-    return lambda i: where_text(vr.where[i])
+    return lambda i: where_text(vr.where_at(i))
 
 
 def _refused(path: Path, vid: str, vr: VideoRows, err: AnnotationError) -> FormatError:
     """The FormatError of a row ``add_annotations`` refuses, naming the file's line or element of the row."""
     row, detail = getattr(err, "row", None), getattr(err, "detail", None)
-    where = vr.where[row] if row is not None and detail is not None and row < len(vr.where) else None
+    where = vr.where_at(row) if row is not None and detail is not None and 0 <= row < len(vr) else None
     text = str(err) if where is None else str(detail)
     if f"video {vid!r}" not in text:  # add_annotations' own message names the video: say it once
         text = f"video {vid!r}: {text}"
@@ -359,16 +369,15 @@ def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
     """
     for vid, vr in parsed.videos.items():
         largest = ds.largest_track_id(vid)
-        mine = [int(r["track_id"]) for r in vr.rows if r.get("track_id") is not None and int(r["track_id"]) >= 0]
-        if largest is None or not mine:
+        tracks = vr.track_ids()
+        if largest is None or not tracks.size:
             continue
-        offset = largest + 1 - min(mine)
-        for r in vr.rows:
-            if r.get("track_id") is not None and int(r["track_id"]) >= 0:
-                r["track_id"] = int(r["track_id"]) + offset
+        low, high = int(tracks.min()), int(tracks.max())
+        offset = largest + 1 - low
+        vr.shift_tracks(offset)
         parsed.notes.append(
-            f"video {vid!r} already holds tracks up to {largest}: the file's tracks {min(mine)}..{max(mine)} "
-            f"are stored as {min(mine) + offset}..{max(mine) + offset} (track_ids='keep' keeps them as they are)"
+            f"video {vid!r} already holds tracks up to {largest}: the file's tracks {low}..{high} "
+            f"are stored as {low + offset}..{high + offset} (track_ids='keep' keeps them as they are)"
         )
 
 
@@ -392,23 +401,25 @@ def _check_frames(path: Path, parsed: Parsed) -> None:
     """A row on a frame outside its video is an error naming the file's line or element and the range."""
     for vid, vr in parsed.videos.items():
         n = vr.meta.frame_count
-        try:
-            starts = np.fromiter((r["start_frame"] for r in vr.rows), np.int64, len(vr.rows))
-            ends = np.fromiter((r.get("end_frame", r["start_frame"]) for r in vr.rows), np.int64, len(vr.rows))
-            bad = np.flatnonzero((starts < 0) | (starts >= n) | (ends < 0) | (ends >= n)).tolist()
-        except OverflowError:  # a frame number past int64 (a 20-digit number in the file): found row by row
-            bad = [
-                i
-                for i, r in enumerate(vr.rows)
-                if not (0 <= r["start_frame"] < n and 0 <= r.get("end_frame", r["start_frame"]) < n)
-            ]
+        starts, ends = vr.frame_columns()[:2]
+        bad = np.flatnonzero((starts < 0) | (starts >= n) | (ends < 0) | (ends >= n)).tolist()[:1]
+        # a frame past int64 (a 20-digit number in the file) or of another type is held as given: read one by one
+        for i in vr.frame_columns()[2]:
+            row = vr.row(i)
+            start: Any = row.get("start_frame")
+            end: Any = row.get("end_frame")
+            end = end if isinstance(end, int | float) else start
+            if isinstance(start, int | float) and not (0 <= start < n and 0 <= end < n):
+                bad.append(i)
+                break
         if bad:
-            i = bad[0]
-            start = vr.rows[i]["start_frame"]
-            f = start if not 0 <= start < n else vr.rows[i].get("end_frame", start)
+            i = min(bad)
+            row = vr.row(i)
+            start = row["start_frame"]
+            f = start if not 0 <= start < n else row.get("end_frame", start)
             raise fail(
                 path,
-                vr.where[i],
+                vr.where_at(i),
                 f"frame {f} (0-based) is outside video {vid!r}: frames 0..{n - 1} ({n} frames)",
             )
 
@@ -416,9 +427,8 @@ def _check_frames(path: Path, parsed: Parsed) -> None:
 def _count_clipped(parsed: Parsed) -> None:
     n = 0
     for vr in parsed.videos.values():
-        boxes = [r["box"] for r in vr.rows if r.get("box") is not None]
-        if boxes:
-            b = np.asarray(boxes, np.float64).reshape(-1, 4)
+        b = vr.boxes()
+        if b.size:
             w, h = vr.meta.width, vr.meta.height
             n += int(((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h)).sum())
     if n:

@@ -18,6 +18,7 @@ regions, as mmtracking's ``CocoVideoDataset`` reads them) are counted, not impor
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,12 +47,12 @@ from ._common import (
     json_key,
     mask_of,
     number,
-    read_json,
     row_attributes,
     video_tables,
     write_json,
     xywh_boxes,
 )
+from ._jsonstream import Items, JsonSource, Section, read_json_file
 from ._report import ExportLabelsReport
 
 __all__ = ["export_cocovid", "import_cocovid"]
@@ -119,11 +120,11 @@ def attributes_doc(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _categories(
-    path: Path, doc: dict[str, Any], ctx: ImportContext | None = None, notes: list[str] | None = None
+    path: Path, cats: Any, ctx: ImportContext | None = None, notes: list[str] | None = None
 ) -> dict[int, str]:
-    """Category id -> label: the file's ``categories[]``, with ``ctx.label_map`` (``--label-map``) naming ids
-    over them (a file without ``categories``, or one whose names the dataset spells otherwise)."""
-    cats = doc.get("categories", [])
+    """Category id -> label: the file's ``categories[]`` (``cats``; None when absent), with ``ctx.label_map``
+    (``--label-map``) naming ids over them (a file without ``categories``, or one whose names the dataset spells
+    otherwise)."""
     out: dict[int, str] = {}
     for i, c in enumerate(cats if isinstance(cats, list) else []):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
@@ -150,51 +151,89 @@ def unknown_category(path: Path, where: Where, cat: Any, cats: dict[int, str]) -
     return fail(path, where, f"category_id {cat!r} is not in categories[] (ids {sorted(cats)}){hint}")
 
 
+def needs_list(path: Path, tool: str, key: str, value: Any) -> None:
+    """The FormatError of a top-level section that is no list (None: absent)."""
+    if not isinstance(value, list | Items):
+        raise fail(path, key, f"a {tool} file needs a list {key!r}, got {type(value).__name__}")
+
+
+#: The sections of a COCO-VID file, read in the file's order where what each needs is read.
+_SECTIONS = ("categories", "videos", "images", "annotations")
+
+
 def import_cocovid(ctx: ImportContext) -> Parsed:
     """Read a COCO-VID file (see the module docstring)."""
-    path = ctx.path
-    parsed = Parsed()
-    doc = read_json(path, dict, parsed.notes)
-    for key in ("videos", "images", "annotations"):
-        if not isinstance(doc.get(key), list):
-            raise fail(path, key, f"a COCO-VID file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc, ctx, parsed.notes)
-    vids = _read_videos(path, doc, ctx, cats, parsed)
-    images, image_at = _read_images(path, doc, vids, parsed)
-    _read_annotations(path, doc, images, image_at, cats, parsed)
-    return parsed
+    return read_json_file(ctx, dict, lambda source, parsed: _Reader(ctx, parsed).read(source), _SECTIONS)
+
+
+#: An image of the file: its video's rows, its video frame, its position in ``images[]``, whether it gives
+#: ``mot_frame_id`` (the frame said 1-based in an error).
+_Image = tuple[VideoRows, int, int, bool]
+
+#: Annotations whose boxes are converted at once (one NumPy pass) before their rows are added.
+_BOX_BATCH = 4096
+
+
+class _Reader:
+    """What reading one COCO-VID file carries from section to section."""
+
+    def __init__(self, ctx: ImportContext, parsed: Parsed) -> None:
+        self.ctx, self.path, self.parsed = ctx, ctx.path, parsed
+        self.cats: dict[int, str] = {}
+        self.vids: dict[Any, VideoRows] = {}
+        self.images: dict[Any, _Image] = {}
+
+    def read(self, source: JsonSource) -> None:
+        source.sections([
+            Section("categories", self._categories, items=False),
+            Section("videos", self._videos, ("categories",), items=False),
+            Section("images", self._images, ("videos",)),
+            Section("annotations", self._annotations, ("images", "categories")),
+        ])  # fmt: skip
+
+    def _categories(self, value: Any) -> None:
+        self.cats = _categories(self.path, value, self.ctx, self.parsed.notes)
+
+    def _videos(self, value: Any) -> None:
+        needs_list(self.path, "COCO-VID", "videos", value)
+        self.vids = _read_videos(self.path, value, self.ctx, self.cats, self.parsed)
+
+    def _images(self, value: Any) -> None:
+        needs_list(self.path, "COCO-VID", "images", value)
+        self.images = _read_images(self.path, value, self.vids, self.parsed)
+
+    def _annotations(self, value: Any) -> None:
+        needs_list(self.path, "COCO-VID", "annotations", value)
+        _read_annotations(self.path, value, self.images, self.cats, self.parsed)
 
 
 def _read_videos(
-    path: Path, doc: dict[str, Any], ctx: ImportContext, cats: dict[int, str], parsed: Parsed
+    path: Path, videos: list[Any], ctx: ImportContext, cats: dict[int, str], parsed: Parsed
 ) -> dict[Any, VideoRows]:
     """The file's ``videos[]``: video key -> the rows of the dataset video it resolves to."""
     vids: dict[Any, VideoRows] = {}
-    for i, v in enumerate(doc["videos"]):
+    for i, v in enumerate(videos):
         if not isinstance(v, dict) or "id" not in v:
             raise fail(path, f"videos[{i}]", f"{str(v)[:60]!r} needs an id")
         key = json_key(path, f"videos[{i}]", v["id"], "id")
         if key in vids:
             raise fail(path, f"videos[{i}]", f"video id {key!r} repeats")
-        m = ctx.resolve([key, v.get("name")], len(doc["videos"]), f"videos[{i}]")
+        m = ctx.resolve([key, v.get("name")], len(videos), f"videos[{i}]")
         check_frame_size(path, f"videos[{i}]", v, m)  # as the images' sizes are below
         vids[key] = parsed.videos.setdefault(m.video_id, VideoRows(m))
         _tao_category_lists(path, i, v, cats, parsed.notes)
     return vids
 
 
-def _read_images(
-    path: Path, doc: dict[str, Any], vids: dict[Any, VideoRows], parsed: Parsed
-) -> tuple[dict[Any, tuple[VideoRows, int]], dict[Any, int]]:
-    """The file's ``images[]``: image id -> (video rows, video frame), and image id -> position in ``images[]``."""
-    images: dict[Any, tuple[VideoRows, int]] = {}
-    image_at: dict[Any, int] = {}
-    frames: dict[Any, list[tuple[int, int]]] = {}
+def _read_images(path: Path, items: Items, vids: dict[Any, VideoRows], parsed: Parsed) -> dict[Any, _Image]:
+    """The file's ``images[]``: image id -> (video rows, video frame, position in ``images[]``, mot_frame_id)."""
+    images: dict[Any, _Image] = {}
+    frames: dict[Any, tuple[array[int], array[int]]] = {}  # video key -> (frame_id, position in images[]) each
     mot_frames: dict[Any, dict[int, int]] = {}  # video key -> mot_frame_id -> position in images[]
     moved: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, mot_frame_id) of its first image that differs
     frame_index: dict[Any, dict[int, int]] = {}  # video key -> TAO frame_index -> position in images[]
     by_index: dict[Any, tuple[int, int]] = {}  # video key -> (frame_id, frame_index) of its first image that differs
-    for i, im in enumerate(doc["images"]):
+    for i, im in items:
         at = f"images[{i}]"
         if not isinstance(im, dict):
             raise fail(path, at, "an image must be an object")
@@ -206,28 +245,32 @@ def _read_images(
         check_frame_size(path, at, im, vr.meta)
         image_id = json_key(path, at, im.get("id"), "id")
         if image_id in images:
-            raise fail(path, at, f"image id {image_id!r} repeats (images[{image_at[image_id]}] has it too)")
+            raise fail(path, at, f"image id {image_id!r} repeats (images[{images[image_id][2]}] has it too)")
         if "frame_id" in im:
-            frames.setdefault(im["video_id"], []).append((f, i))
+            ids, places = frames.setdefault(im["video_id"], (array("q"), array("q")))
+            ids.append(f)
+            places.append(i)
         if tao:  # TAO: the frame in the video, where frame_id counts the annotated images only
             f = _frame_index(path, i, im, f, vr, frame_index.setdefault(im["video_id"], {}), by_index)
         elif "mot_frame_id" in im:  # mmtracking's MOT frame (1-based): the sequence's frame, where frame_id is not
             f = _mot_frame(path, i, im, f, mot_frames.setdefault(im["video_id"], {}), moved)
-        images[image_id], image_at[image_id] = (vr, f), i
+        images[image_id] = (vr, f, i, "mot_frame_id" in im)
     _check_dense_frame_ids(path, frames)
     _frame_source_notes(vids, moved, by_index, parsed.notes)
-    return images, image_at
+    return images
 
 
-def _check_dense_frame_ids(path: Path, frames: dict[Any, list[tuple[int, int]]]) -> None:
+def _check_dense_frame_ids(path: Path, frames: dict[Any, tuple[array[int], array[int]]]) -> None:
     """Each video's ``frame_id``s (with their positions in ``images[]``) must be 0, 1, 2, ..."""
-    for v, fl in frames.items():
-        got = sorted(fl)
-        ids = [f for f, _ in got]
+    for v, (ids_in_file, places_in_file) in frames.items():
+        places = np.frombuffer(places_in_file, dtype=np.int64)
+        ids_all = np.frombuffer(ids_in_file, dtype=np.int64)
+        order = np.lexsort((places, ids_all))
+        ids, at = ids_all[order], places[order]
         if ids[0] != 0:
             raise fail(
                 path,
-                f"images[{got[0][1]}]",
+                f"images[{at[0]}]",
                 f"video {v!r}: the lowest frame_id is {ids[0]}; COCO-VID frame_id is 0-based (a 1-based file?)",
             )
         gaps = np.flatnonzero(np.diff(ids) != 1)
@@ -235,7 +278,7 @@ def _check_dense_frame_ids(path: Path, frames: dict[Any, list[tuple[int, int]]])
             j = int(gaps[0])
             raise fail(
                 path,
-                f"images[{got[j + 1][1]}]",
+                f"images[{at[j + 1]}]",
                 f"video {v!r}: frame_id {ids[j + 1]} follows {ids[j]}; frame_id must be dense (0, 1, 2, ...)",
             )
 
@@ -261,19 +304,14 @@ def _frame_source_notes(
 
 
 def _read_annotations(
-    path: Path,
-    doc: dict[str, Any],
-    images: dict[Any, tuple[VideoRows, int]],
-    image_at: dict[Any, int],
-    cats: dict[int, str],
-    parsed: Parsed,
+    path: Path, items: Items, images: dict[Any, _Image], cats: dict[int, str], parsed: Parsed
 ) -> None:
     """The file's ``annotations[]`` as rows of their videos; crowd and ignored regions counted as skipped."""
     not_stored: Counter[str] = Counter()
-    boxes = _BoxRows()
-    for i, a in enumerate(doc["annotations"]):
+    pending = _Pending()
+    for i, a in items:
         where: Where = ("annotations", i)
-        vr, frame, label = _annotation_target(path, where, a, doc, images, image_at, cats)
+        vr, frame, label = _annotation_target(path, where, a, images, cats)
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
             continue
@@ -283,33 +321,47 @@ def _read_annotations(
         for key in _NOT_STORED:
             if key in a:
                 not_stored[key] += 1
-        row = _annotation_row(path, where, a, label, frame, vr, parsed, boxes)
+        row = _annotation_row(path, where, a, label, frame, vr, parsed, pending)
         if row is not None:
-            vr.add(row, where)
-    for row, box in zip(boxes.rows, xywh_boxes(path, boxes.values, boxes.where)):
-        row["box"] = box
+            pending.add(path, vr, row, where)
+    pending.flush(path)
     if not_stored:
         listed = ", ".join(f"{key} (on {n})" for key, n in sorted(not_stored.items()))
         parsed.notes.append(f"annotation fields not stored: {listed}")
 
 
 @dataclass
-class _BoxRows:
-    """Rows whose box is converted in one NumPy pass after the annotations are read, with the boxes and places."""
+class _Pending:
+    """Rows read but not yet added, in the file's order; the boxes of box rows are converted in one NumPy pass
+    per ``_BOX_BATCH`` rows before they are."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    values: list[Any] = field(default_factory=list)
-    where: list[Where] = field(default_factory=list)
+    rows: list[tuple[VideoRows, dict[str, Any], Where]] = field(default_factory=list)
+    #: for each box row: its position in ``rows``, its bbox as given
+    boxes: list[tuple[int, Any]] = field(default_factory=list)
+
+    def box(self, value: Any) -> None:
+        """The row about to be added is a box row with ``value`` as its bbox."""
+        self.boxes.append((len(self.rows), value))
+
+    def add(self, path: Path, vr: VideoRows, row: dict[str, Any], where: Where) -> None:
+        self.rows.append((vr, row, where))
+        if len(self.rows) >= _BOX_BATCH:
+            self.flush(path)
+
+    def flush(self, path: Path) -> None:
+        if self.boxes:
+            values = [v for _, v in self.boxes]
+            wheres = [self.rows[k][2] for k, _ in self.boxes]
+            for (k, _), box in zip(self.boxes, xywh_boxes(path, values, wheres)):
+                self.rows[k][1]["box"] = box
+        for vr, row, where in self.rows:
+            vr.add(row, where)
+        self.rows.clear()
+        self.boxes.clear()
 
 
 def _annotation_target(
-    path: Path,
-    where: Where,
-    a: Any,
-    doc: dict[str, Any],
-    images: dict[Any, tuple[VideoRows, int]],
-    image_at: dict[Any, int],
-    cats: dict[int, str],
+    path: Path, where: Where, a: Any, images: dict[Any, _Image], cats: dict[int, str]
 ) -> tuple[VideoRows, int, str]:
     """An annotation's video rows, video frame and label, checked against its image and the categories."""
     if type(a) is not dict:
@@ -324,14 +376,12 @@ def _annotation_target(
         raise
     if found is None:
         raise fail(path, where, f"image_id {a.get('image_id')!r} is not in images[]")
-    vr, frame = found
+    vr, frame, im_at, mot = found
     n = vr.meta.frame_count
     if not 0 <= frame < n:  # said as the image gives it: frame_id 0-based, mot_frame_id 1-based
-        im_at = image_at[a["image_id"]]
-        im = doc["images"][im_at]
         given = (
             f"mot_frame_id {frame + 1} (1-based), outside video {vr.meta.video_id!r}: mot_frame_id 1..{n}"
-            if "mot_frame_id" in im
+            if mot
             else f"frame_id {frame}, outside video {vr.meta.video_id!r}: frame_id 0..{n - 1}"
         )
         raise fail(path, where, f"its image images[{im_at}] (id {a['image_id']!r}) has {given} ({n} frames)")
@@ -348,9 +398,9 @@ def _annotation_row(
     frame: int,
     vr: VideoRows,
     parsed: Parsed,
-    boxes: _BoxRows,
+    pending: _Pending,
 ) -> dict[str, Any] | None:
-    """The row of an annotation (a box left for ``boxes``, or a mask), or None for a segmentation skipped whole."""
+    """The row of an annotation (a box left for ``pending``, or a mask), or None for a segmentation skipped whole."""
     row: dict[str, Any] = {"kind": "box", "label": label, "start_frame": frame}
     attrs = annotation_attributes(path, where, a, label, parsed)
     if attrs:
@@ -365,9 +415,7 @@ def _annotation_row(
     if rle is not None:
         row["kind"], row["mask"] = "mask", rle
     else:
-        boxes.rows.append(row)
-        boxes.values.append(a.get("bbox"))
-        boxes.where.append(where)
+        pending.box(a.get("bbox"))
     inst = a.get("instance_id")
     if inst is None:  # absent or null: untracked
         inst = -1

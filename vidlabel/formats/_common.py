@@ -25,6 +25,8 @@ from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 from vidlabel.spec import KINDS, ORIGINS, AnnotationTable, VideoMetadata
 
+from ._videorows import VideoRows, Where, where_text
+
 __all__ = [
     "ImportContext",
     "Parsed",
@@ -35,34 +37,15 @@ __all__ = [
     "interpolate_keyframes",
     "float32_value",
     "read_json",
+    "read_lines",
+    "text_chunks",
 ]
-
-Where = int | str | tuple[str, int]  # a line number, an element / JSON path, or (JSON list name, index)
-
-
-def where_text(where: Where) -> str:
-    if isinstance(where, tuple):
-        return f"{where[0]}[{where[1]}]"
-    return f"line {where}" if isinstance(where, int) else where
 
 
 def fail(path: Path | str, where: Where | None, message: str) -> FormatError:
     """A FormatError whose message starts with the file and the line or element."""
     at = f" {where_text(where)}" if where is not None else ""
     return FormatError(f"{path}{at}: {message}", path=str(path))
-
-
-@dataclass
-class VideoRows:
-    """Rows destined for one dataset video, with where in the file each came from."""
-
-    meta: VideoMetadata
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    where: list[Where] = field(default_factory=list)
-
-    def add(self, row: dict[str, Any], where: Where) -> None:
-        self.rows.append(row)
-        self.where.append(where)
 
 
 @dataclass
@@ -186,12 +169,8 @@ def import_each_file(ctx: ImportContext, suffix: str, one: Importer) -> Parsed:
         name = file.name
         for vid, vr in got.videos.items():
             into = out.videos.setdefault(vid, VideoRows(vr.meta))
-            held = [r["track_id"] for r in into.rows if r.get("track_id") is not None and r["track_id"] >= 0]
-            shift = max(held) + 1 if held else 0
-            for row, where in zip(vr.rows, vr.where):
-                if shift and row.get("track_id") is not None and row["track_id"] >= 0:
-                    row["track_id"] += shift
-                into.add(row, f"{name} {where_text(where)}")
+            held = into.track_ids()
+            into.extend(vr, prefix=name, track_shift=int(held.max()) + 1 if held.size else 0)
         out.skipped.update(got.skipped)
         out.notes.extend(f"{name}: {note}" for note in got.notes)
         for label, names in got.attributes.items():
@@ -238,6 +217,76 @@ def read_text(path: Path) -> str:
         line = raw[: err.start].decode(encoding, errors="replace").count("\n") + 1
         name = "UTF-8" if encoding == "utf-8" else "UTF-16 (as its first bytes say)"
         raise fail(path, line, f"not {name} (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    """The lines of a text file as ``read_text(path).splitlines()`` gives them, read a line at a time (a file of
+    millions of lines is never held whole); the same FormatErrors as :func:`read_text`, a bad byte's raised
+    when its line is reached. UTF-16 files (rare: Windows tools) are read whole."""
+    if not path.is_file():
+        raise no_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(3)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:2] in (
+        b"<\x00",
+        b"{\x00",
+        b"[\x00",
+        b"\x00<",
+        b"\x00{",
+        b"\x00[",
+    ):
+        return iter(read_text(path).splitlines())
+    return _utf8_lines(path)
+
+
+def _utf8_lines(path: Path) -> Iterator[str]:
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise fail(path, number, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+            yield from text.splitlines()
+
+
+def text_chunks(path: Path, size: int = 1 << 16) -> Iterator[str]:
+    """The text of a file in pieces of about ``size`` characters, lines whole, as :func:`read_text` decodes it
+    (its FormatErrors, a bad byte's raised when its piece is reached); UTF-16 files are read whole."""
+    if not path.is_file():
+        raise no_file(path)
+    with open(path, "rb") as fh:
+        head = fh.read(3)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:2] in (
+        b"<\x00",
+        b"{\x00",
+        b"[\x00",
+        b"\x00<",
+        b"\x00{",
+        b"\x00[",
+    ):
+        return iter([read_text(path)])
+    return _utf8_chunks(path, size)
+
+
+def _utf8_chunks(path: Path, size: int) -> Iterator[str]:
+    parts: list[str] = []
+    held = 0
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                parts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise fail(path, number, f"not UTF-8 (byte 0x{raw[err.start : err.start + 1].hex()})") from err
+            held += len(raw)
+            if held >= size:
+                yield "".join(parts)
+                parts, held = [], 0
+    if parts:
+        yield "".join(parts)
 
 
 def float32_value(value: Any) -> float:

@@ -36,7 +36,7 @@ import bisect
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,8 @@ from ._common import (
     interpolate_keyframes,
     mixed_origin_reason,
     output_files,
-    read_text,
     row_attributes,
+    text_chunks,
     tracks_of,
     video_tables,
     write_text,
@@ -76,21 +76,46 @@ _TRACK_SHAPES = {"box", "mask", "polygon"}
 _SHAPES = ("box", "mask", "polygon", "polyline", "points", "ellipse", "cuboid", "skeleton", "tag")
 
 
-def parse_xml(path: Path) -> ET.Element:
-    """The root element; entity declarations and malformed XML are FormatErrors naming the line."""
+class _Chunks:
+    """A file-like ``read`` over decoded text pieces, for ``iterparse``."""
+
+    def __init__(self, chunks: Iterator[str]) -> None:
+        self._chunks = chunks
+
+    def read(self, _size: int = -1) -> str:
+        return next(self._chunks, "")
+
+
+def children(path: Path) -> Iterator[ET.Element]:
+    """Each child of the root element, whole, as the parser reaches its end; the root is checked to be
+    ``<annotations>`` and forgets each child once the next is asked for (a file of millions of shapes is never
+    held whole). Entity declarations and malformed XML are FormatErrors naming the line."""
     import defusedxml
     import defusedxml.ElementTree as DET
 
-    text = read_text(path)
+    depth = 0
+    root: ET.Element | None = None
     try:
-        return DET.fromstring(text)
+        for event, elem in DET.iterparse(_Chunks(text_chunks(path)), events=("start", "end")):
+            if event == "start":
+                depth += 1
+                if depth == 1:
+                    root = elem
+                    if root.tag != "annotations":
+                        raise fail(path, f"<{root.tag}>", "the root element of a CVAT file is <annotations>")
+                continue
+            depth -= 1
+            if depth == 1 and root is not None:
+                yield elem
+                root.remove(elem)
     except defusedxml.DefusedXmlException as err:
         raise fail(path, None, f"refused: the XML declares entities or a DTD ({err}); CVAT exports have none") from err
     except ET.ParseError as err:
         line, col = err.position
         # ParseError's text ends in ": line L, column C"; the line is said once, before the colon
         reason = re.sub(r":? line \d+, column \d+$", "", str(getattr(err, "msg", err)))
-        raise fail(path, line, f"not well-formed XML ({reason}, column {col + 1})") from err  # expat counts from 0
+        # expat counts columns from 0
+        raise fail(path, line, f"not well-formed XML ({reason}, column {col + 1})") from err
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
@@ -199,12 +224,34 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     if ctx.path.is_dir():
         return import_each_file(ctx, ".xml", import_cvat)
     path = ctx.path
-    root = parse_xml(path)
-    if root.tag != "annotations":
-        raise fail(path, f"<{root.tag}>", "the root element of a CVAT file is <annotations>")
-    task = root.find("meta/task")
-    if task is None:
-        task = root.find("meta/job")
+    read: _CvatRead | None = None
+    # the shapes before a <meta> (CVAT writes it first) wait for the task it describes
+    waiting: list[ET.Element] = []
+    for elem in children(path):
+        if read is None and elem.tag == "meta":
+            read = _task_read(ctx, path, elem)
+        elif read is None:
+            waiting.append(elem)
+            continue
+        for e in [*waiting, elem] if waiting else [elem]:
+            _dispatch(read, e)
+        waiting.clear()
+    if read is None:
+        read = _task_read(ctx, path, None)
+        for e in waiting:
+            _dispatch(read, e)
+    read.mask_tracks()
+    read.polygon_tracks()
+    read.markers()
+    read.notes()
+    return read.parsed
+
+
+def _task_read(ctx: ImportContext, path: Path, meta_el: ET.Element | None) -> _CvatRead:
+    """The reading of a file's shapes, from its ``<meta>``: the dataset video and the task's frames."""
+    task = None if meta_el is None else meta_el.find("task")
+    if task is None and meta_el is not None:
+        task = meta_el.find("job")
     keys: list[Any] = []
     if task is not None:
         keys = [task.findtext("name"), Path(task.findtext("source") or "").stem or None]
@@ -212,18 +259,17 @@ def import_cvat(ctx: ImportContext) -> Parsed:
     start, stop, step = _task_frames(path, task, meta)
     read = _CvatRead(path, meta, start, stop, step)
     read.specs = _attribute_specs(task)
-    for elem in root:
-        if elem.tag == "track":
-            read.track(elem)
-        elif elem.tag == "image":
-            read.image(elem)
-        elif elem.tag in _SHAPES:
-            read.parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
-    read.mask_tracks()
-    read.polygon_tracks()
-    read.markers()
-    read.notes()
-    return read.parsed
+    return read
+
+
+def _dispatch(read: _CvatRead, elem: ET.Element) -> None:
+    """One child of the root: a track, an image, or a shape outside both (counted); anything else is not read."""
+    if elem.tag == "track":
+        read.track(elem)
+    elif elem.tag == "image":
+        read.image(elem)
+    elif elem.tag in _SHAPES:
+        read.parsed.skipped[f"unsupported shape type: {elem.tag}"] += 1
 
 
 def _task_frames(path: Path, task: ET.Element | None, meta: Any) -> tuple[int, int, int]:

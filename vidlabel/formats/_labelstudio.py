@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from vidlabel.dataset import Release
-from vidlabel.errors import VidlabelWarning
+from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.spec import VideoMetadata
 
 from ._common import (
@@ -54,12 +54,12 @@ from ._common import (
     interpolate_keyframes,
     mixed_origin_reason,
     number,
-    read_json,
     tracks_of,
     video_tables,
     whole_number,
     write_json,
 )
+from ._jsonstream import LAZY, JsonSource, LazyList, read_json_file
 from ._report import ExportLabelsReport
 
 __all__ = ["export_labelstudio", "import_labelstudio"]
@@ -82,24 +82,38 @@ def _video_key(task: dict[str, Any]) -> str | None:
 
 def import_labelstudio(ctx: ImportContext) -> Parsed:
     """Read a Label Studio video export (see the module docstring)."""
-    path = ctx.path
     mismatch = ctx.option("frames_count_mismatch", "error", ("error", "warn"))
-    parsed = Parsed()
-    doc = read_json(path, (list, dict), parsed.notes)
-    tasks = doc if isinstance(doc, list) else [doc]
+    return read_json_file(ctx, (list, dict), lambda source, parsed: _read_tasks(ctx, source, parsed, mismatch))
+
+
+#: A region's keyframes (``value.sequence``, one a frame in a file exported from a release) are read from the
+#: file when the region is, not held with their task.
+_GROUPS = {"*": {"result": {"*": {"value": {"sequence": LAZY}}}}}
+_LAZY = {"annotations": _GROUPS, "predictions": _GROUPS}
+
+
+def _read_tasks(ctx: ImportContext, source: JsonSource, parsed: Parsed, mismatch: str) -> None:
+    """Each task of the file (a list of tasks, or one task), into the rows of its dataset video."""
+    path = ctx.path
     reader = _Reader(path, parsed, mismatch)
-    for ti, task in enumerate(tasks):
+    tasks = source.items(_LAZY)
+    for ti, task in tasks:
         at = f"[{ti}]"
         if not isinstance(task, dict):
             raise fail(path, at, "a task must be an object")
-        meta = ctx.resolve([_video_id(task), task.get("id"), _video_key(task)], len(tasks), at)
+        keys = [_video_id(task), task.get("id"), _video_key(task)]
+        try:
+            # a file of one task is one whose first task has no other after it
+            meta = ctx.resolve(keys, 1 if ti == 0 and not tasks.more() else 2, at)
+        except FormatError:  # said with the file's number of tasks
+            ctx.resolve(keys, tasks.count(), at)
+            raise
         _read_task(reader, at, task, meta)
     if reader.flipped:
         parsed.notes.append(
             f"{reader.flipped} keyframe(s) with a negative width or height (a box drawn leftward or upward) taken with "
             "the corner moved and the size positive, as Label Studio shows them"
         )
-    return parsed
 
 
 @dataclass
@@ -270,7 +284,7 @@ def _keyframe_attributes(path: Path, kat: str, value: Any) -> dict[str, Any] | N
     return out or None
 
 
-def _keyframes(reader: _Reader, rat: str, seq: list[Any], meta: VideoMetadata) -> list[Keyframe]:
+def _keyframes(reader: _Reader, rat: str, seq: Iterable[Any], meta: VideoMetadata) -> list[Keyframe]:
     """A rectangle's ``value.sequence`` as keyframes in pixels (0-based frames), checked against the video."""
     path = reader.path
     keys = []
@@ -332,10 +346,12 @@ def _region_attributes(path: Path, gat: str, results: list[Any]) -> dict[str, di
     return out
 
 
-def _list(path: Path, where: str, value: Any) -> list[Any]:
+def _list(path: Path, where: str, value: Any) -> list[Any] | LazyList:
     """A JSON list of the file (absent, null or empty: none); anything else is a FormatError naming where."""
     if not value:
         return []
+    if isinstance(value, LazyList):
+        return value
     if not isinstance(value, list):
         raise fail(path, where, f"is {str(value)[:40]!r}; expected a list")
     return value

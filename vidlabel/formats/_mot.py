@@ -31,9 +31,10 @@ imported, unless ``include_det=True``.
 from __future__ import annotations
 
 import configparser
+import functools
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from ._common import (
     VideoRows,
     fail,
     float32_value,
+    read_lines,
     read_text,
     row_attributes,
     video_tables,
@@ -153,7 +155,7 @@ def _import_folder(ctx: ImportContext, opts: _Options, parsed: Parsed) -> None:
             if opts.include_det or (opts.include_det is None and ours):
                 _import_file(ctx, det, opts, parsed, keys=keys, n_in_file=len(seqs), prefix=_prefix(rel, "det/det.txt"))
             else:
-                det_skipped += sum(1 for line in read_text(det).splitlines() if line.strip())
+                det_skipped += sum(1 for line in read_lines(det) if line.strip())
     if det_skipped:
         parsed.skipped[
             "det/det.txt line (a sequence's detections, without vidlabel's gt/labels.txt: MOT Challenge's public "
@@ -170,7 +172,10 @@ def _import_file(
 ) -> None:
     """One MOT file's rows into ``parsed`` (the video found by ``seqinfo.ini``'s name, ``keys`` or ``video_id``);
     ``prefix`` names the file within an imported folder in the rows' places and the notes."""
-    text = read_text(path)
+    each_line = functools.partial(read_lines, path)
+    notes: list[str] = []
+    # a first pass over the lines, which also finds a byte that is not UTF-8 before anything else is said
+    ten_as_gt = _ten_column_reading(path, each_line, opts.read_as, notes)
     info = _seqinfo(path)
     name = info[1].get("name") if info is not None else None
     found = [name, *keys] if name else keys
@@ -183,12 +188,10 @@ def _import_file(
     label: str | None = ctx.label
     if path.name == "det.txt" and label is None and label_map is not None and len(label_map) == 1:
         label = next(iter(label_map.values()))  # vidlabel's export of a release of one label
-    notes: list[str] = []
-    ten_as_gt = _ten_column_reading(path, text, opts.read_as, notes)
     vr = parsed.videos.setdefault(meta.video_id, VideoRows(meta))
-    first = len(vr.rows)
-    counts = _read_lines(ctx, path, text, opts, vr, label, label_map, ten_as_gt, prefix)
-    for lab in dict.fromkeys(r["label"] for r in vr.rows[first:] if "attributes" in r):
+    with_visibility: dict[Any, None] = {}
+    counts = _read_lines(ctx, path, each_line, opts, vr, label, label_map, ten_as_gt, prefix, with_visibility)
+    for lab in with_visibility:
         parsed.declare(lab, "visibility", "number")
     if counts["ignored"]:
         parsed.skipped[
@@ -200,15 +203,16 @@ def _import_file(
 
 
 def _read_lines(
-    ctx: ImportContext, path: Path, text: str, opts: _Options, vr: VideoRows, label: str | None,
-    label_map: dict[int, str] | None, ten_as_gt: bool, prefix: str,
+    ctx: ImportContext, path: Path, each_line: Callable[[], Iterator[str]], opts: _Options, vr: VideoRows, label: str | None,
+    label_map: dict[int, str] | None, ten_as_gt: bool, prefix: str, with_visibility: dict[Any, None],
 ) -> Counter[str]:  # fmt: skip
-    """The rows of a MOT file's lines into ``vr``; what was counted on the way (ignored, untracked...)."""
+    """The rows of a MOT file's lines into ``vr``; what was counted on the way (ignored, untracked...). The labels
+    of rows given a visibility attribute are added to ``with_visibility`` in order of first use."""
     meta = vr.meta
     shift = 1.0 if opts.one_based else 0.0
     counts: Counter[str] = Counter()
     classes: dict[int, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(each_line(), 1):
         if not line.strip():
             continue
         row, n, extra = _mot_line(path, number, line, shift)
@@ -238,6 +242,7 @@ def _read_lines(
             if not np.isfinite(extra[2]):
                 raise fail(path, number, f"visibility {extra[2]} (column 9) is not a finite number")
             row["attributes"] = {"visibility": extra[2]}
+            with_visibility[row["label"]] = None
         if "track_id" not in row:  # id <= 0: untracked, as the label formats guide says; said in a note
             counts["untracked"] += 1
             counts["id_zero"] += float(line.split(",")[1]) == 0
@@ -265,7 +270,7 @@ def _count_notes(counts: Counter[str], notes: list[str]) -> None:
         notes.append("visibility (gt column 9) stored as the rows' attribute 'visibility'")
 
 
-def _ten_column_reading(path: Path, text: str, read_as: str, notes: list[str]) -> bool:
+def _ten_column_reading(path: Path, each_line: Callable[[], Iterator[str]], read_as: str, notes: list[str]) -> bool:
     """Whether the 10-column lines of a file are ground truth (MOT15's ``gt.txt``: ``frame, id, x, y, w, h,
     consider, -1, -1, -1``) rather than tracker results or detections (column 7 a score); the note says which
     reading was taken and why. ``read_as`` ("gt", "results") forces one; "auto" decides from the file's name
@@ -273,7 +278,7 @@ def _ten_column_reading(path: Path, text: str, read_as: str, notes: list[str]) -
     flags: set[str] = set()
     other: tuple[int, str] | None = None
     lines = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(each_line(), 1):
         cells = line.split(",")
         if len(cells) != 10:
             continue

@@ -29,7 +29,7 @@ import numpy as np
 from vidlabel._words import plural, shown
 from vidlabel.dataset import Release
 
-from ._cocovid import _cat_doc, _categories, unknown_category
+from ._cocovid import _cat_doc, _categories, needs_list, unknown_category
 from ._common import (
     MARKER,
     MASK,
@@ -46,7 +46,6 @@ from ._common import (
     mask_of,
     mixed_origin_reason,
     number,
-    read_json,
     row_attributes,
     tracks_of,
     video_tables,
@@ -54,6 +53,7 @@ from ._common import (
     write_json,
     xywh_box,
 )
+from ._jsonstream import JsonSource, Section, read_json_file
 from ._report import ExportLabelsReport
 
 __all__ = ["export_ytvis", "import_ytvis"]
@@ -102,21 +102,51 @@ def _frame_numbers(path: Path, at: str, names: list[Any], mode: str, notes: list
     return digits  # type: ignore[return-value]
 
 
+#: The sections of a YouTube-VIS file, read in the file's order where what each needs is read.
+_SECTIONS = ("categories", "videos", "annotations")
+
+
 def import_ytvis(ctx: ImportContext) -> Parsed:
     """Read a YouTube-VIS file (see the module docstring)."""
-    path = ctx.path
     mode = ctx.option("frames", "auto", ("auto", "position", "digits"))
-    parsed = Parsed()
-    doc = read_json(path, dict, parsed.notes)
-    for key in ("videos", "annotations"):
-        if not isinstance(doc.get(key), list):
-            raise fail(path, key, f"a YouTube-VIS file needs a list {key!r}, got {type(doc.get(key)).__name__}")
-    cats = _categories(path, doc, ctx, parsed.notes)
-    vids = _read_videos(path, doc, ctx, mode, parsed)
-    next_track: dict[str, int] = {}
-    not_stored: Counter[str] = Counter()
-    for i, a in enumerate(doc["annotations"]):
-        at = f"annotations[{i}]"
+    return read_json_file(ctx, dict, lambda source, parsed: _Reader(ctx, mode, parsed).read(source), _SECTIONS)
+
+
+class _Reader:
+    """What reading one YouTube-VIS file carries from section to section."""
+
+    def __init__(self, ctx: ImportContext, mode: str, parsed: Parsed) -> None:
+        self.ctx, self.path, self.mode, self.parsed = ctx, ctx.path, mode, parsed
+        self.cats: dict[int, str] = {}
+        self.vids: dict[Any, tuple[VideoRows, list[int]]] = {}
+
+    def read(self, source: JsonSource) -> None:
+        source.sections([
+            Section("categories", self._categories, items=False),
+            Section("videos", self._videos, items=False),
+            Section("annotations", self._annotations, ("videos", "categories")),
+        ])  # fmt: skip
+
+    def _categories(self, value: Any) -> None:
+        self.cats = _categories(self.path, value, self.ctx, self.parsed.notes)
+
+    def _videos(self, value: Any) -> None:
+        needs_list(self.path, "YouTube-VIS", "videos", value)
+        self.vids = _read_videos(self.path, value, self.ctx, self.mode, self.parsed)
+
+    def _annotations(self, value: Any) -> None:
+        needs_list(self.path, "YouTube-VIS", "annotations", value)
+        next_track: dict[str, int] = {}
+        not_stored: Counter[str] = Counter()
+        for i, a in value:
+            self._annotation(f"annotations[{i}]", a, next_track, not_stored)
+        if not_stored:
+            listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
+            self.parsed.notes.append(f"per-instance fields not stored: {listed}")
+
+    def _annotation(self, at: str, a: Any, next_track: dict[str, int], not_stored: Counter[str]) -> None:
+        """The rows of one instance (``annotations[i]``), its track numbered after the video's earlier ones."""
+        path, vids, cats, parsed = self.path, self.vids, self.cats, self.parsed
         if not isinstance(a, dict) or json_key(path, at, a.get("video_id"), "video_id") not in vids:
             raise fail(path, at, f"video_id {a.get('video_id') if isinstance(a, dict) else a!r} is not in videos[]")
         vr, frames = vids[a["video_id"]]
@@ -132,7 +162,7 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
             origin = {"origin": "model", "confidence": number(path, at, a["score"], "score")}
         if a.get("iscrowd"):
             parsed.skipped["iscrowd annotation"] += 1
-            continue
+            return
         for key in _NOT_STORED:
             if a.get(key) is not None:
                 not_stored[key] += 1
@@ -142,18 +172,14 @@ def import_ytvis(ctx: ImportContext) -> Parsed:
         _instance_rows(
             path, at, (bboxes, segs, occlusion), frames, vr, cats[cat], {"track_id": track, **origin}, parsed
         )
-    if not_stored:
-        listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
-        parsed.notes.append(f"per-instance fields not stored: {listed}")
-    return parsed
 
 
 def _read_videos(
-    path: Path, doc: dict[str, Any], ctx: ImportContext, mode: str, parsed: Parsed
+    path: Path, videos: list[Any], ctx: ImportContext, mode: str, parsed: Parsed
 ) -> dict[Any, tuple[VideoRows, list[int]]]:
     """The file's ``videos[]``: video key -> (rows of the dataset video it resolves to, frame of each file name)."""
     vids: dict[Any, tuple[VideoRows, list[int]]] = {}
-    for i, v in enumerate(doc["videos"]):
+    for i, v in enumerate(videos):
         at = f"videos[{i}]"
         if not isinstance(v, dict) or "id" not in v or not isinstance(v.get("file_names"), list):
             raise fail(path, at, "a video needs an id and a list file_names")
@@ -164,7 +190,7 @@ def _read_videos(
         vkey = json_key(path, at, v["id"], "id")
         if vkey in vids:
             raise fail(path, at, f"video id {vkey!r} repeats")
-        m = ctx.resolve([vkey, folder], len(doc["videos"]), at)
+        m = ctx.resolve([vkey, folder], len(videos), at)
         check_frame_size(path, at, v, m)
         if v.get("length") is not None and whole_number(path, at, v["length"], "length") != len(names):
             # the frames of a video are its file_names (each annotation's lists follow them): a length that

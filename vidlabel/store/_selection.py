@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from vidlabel._attribute_rows import attributes_pass, check_attribute_filter, check_declared, decode_attributes
 from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag
 from vidlabel.geometry import boxes_from_xyxy, decode_rle, make_sample
 from vidlabel.schema import (
@@ -134,6 +135,14 @@ class StoreSamples:
         (N, A) float32 in this order (true 1, false 0, NaN where a region
         has none, and for every region of a store exported without
         attributes).
+    attributes : mapping name -> value or (op, value), optional
+        Keep only the regions whose attributes pass every condition, as
+        :class:`vidlabel.FrameSamples` does (``{"occluded": False,
+        "visibility": (">=", 0.5)}``): a condition concerns the labels whose
+        schema declares the attribute (the release's, recorded by the export;
+        for a store exported without it, the labels some region of which
+        holds it), other labels' regions pass it. Frames left without a
+        selected target are no samples (unless ``frames="stored"``).
 
     Raises
     ------
@@ -142,7 +151,9 @@ class StoreSamples:
         option (``normalized``, ``with_masks``, ``all_rows``) given anything else, or a ``store`` that is no
         FrameStore (a path: open it with ``open_store`` first); on ``options`` that is not a SampleOptions,
         is given with one of its keywords set, or sets ``origins`` or ``min_confidence``; on ``with_attributes``
-        that are not distinct names, and when a sample is read, on one of them that is a text attribute.
+        that are not distinct names, and when a sample is read, on one of them that is a text attribute; on
+        ``attributes`` that are not conditions, or name an attribute no label declares (naming it and the
+        declared ones).
     """
 
     def __init__(
@@ -159,6 +170,7 @@ class StoreSamples:
         all_rows: bool = False,
         options: SampleOptions | None = None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         _check_store(store)
         targets = sample_options(
@@ -181,6 +193,7 @@ class StoreSamples:
         self.label_offset = targets.label_offset
         self.with_masks = targets.with_masks
         self.with_attributes = check_with_attributes(with_attributes)
+        self.attribute_filter = check_attribute_filter(attributes)
         vocabulary = list(store.class_names)
         self._class_names = _selected_labels(vocabulary, targets.labels)
         class_of = {name: i for i, name in enumerate(self._class_names)}
@@ -193,6 +206,10 @@ class StoreSamples:
         if frames is None:
             frames = "stored" if (exported == "all" or store.frames_only) else "annotated"
         self.frames = frames
+        self._declaring: dict[str, set[int]] = {}
+        if self.attribute_filter:
+            self._declaring = self._attribute_declaring(vocabulary)
+            check_declared(self.attribute_filter, self._declaring)
         self._prepared: dict[str, _VideoTargets] = {}
         self._positions = self._select(frames)
         self._positions.setflags(write=False)
@@ -209,7 +226,29 @@ class StoreSamples:
             return np.zeros(0, bool)
         is_mask = np.diff(reg["mask_offsets"]) > 0
         keep = np.where(is_mask, self._want_mask, self._want_box)
-        return keep & (self._label_map[reg["label_index"]] >= 0)
+        keep &= self._label_map[reg["label_index"]] >= 0
+        if self.attribute_filter:
+            keep &= attributes_pass(_region_decoded(reg), reg["label_index"], self.attribute_filter, self._declaring)
+        return keep
+
+    def _attribute_declaring(self, vocabulary: list[str]) -> dict[str, set[int]]:
+        """Attribute name -> codes (in the store's vocabulary) of the labels that declare it: the release's
+        schema as the export recorded it, else the labels some region of the store holds it on."""
+        out: dict[str, set[int]] = {}
+        schema = self.store.attrs.get("attribute_schema")
+        if isinstance(schema, dict) and schema:
+            for label, names in schema.items():
+                if label in vocabulary:
+                    for name in names:
+                        out.setdefault(name, set()).add(vocabulary.index(label))
+            return out
+        for video_id in self.store.video_ids:
+            reg = self.store.video_data(video_id).regions
+            if reg and "attr_offsets" in reg:
+                for code, attrs in zip(reg["label_index"].tolist(), _region_decoded(reg)):
+                    for name in attrs or ():
+                        out.setdefault(name, set()).add(int(code))
+        return out
 
     def _select(self, frames: str) -> np.ndarray:
         rows = self.store.rows
@@ -414,6 +453,8 @@ class StoreSamples:
                     "kinds": list(self.kinds), "box_format": self.box_format, "normalized": self.normalized,
                     "label_offset": self.label_offset, "with_masks": self.with_masks, "frames": self.frames,
                     **({"with_attributes": list(self.with_attributes)} if self.with_attributes else {}),
+                    **({"attributes": {k: list(v) for k, v in self.attribute_filter.items()}}
+                       if self.attribute_filter else {}),
                 },
             }
         )  # fmt: skip
@@ -476,3 +517,10 @@ def _region_attributes(
     if "attr_offsets" not in regions:
         return np.full((kept.size, len(names)), np.nan, np.float32)
     return attribute_values(regions["attr_offsets"], regions["attr_bytes"], kept, names, annotation_ids)
+
+
+def _region_decoded(regions: dict[str, np.ndarray]) -> list[dict[str, Any] | None]:
+    """Each region's attributes (None for none; every region of a store exported without attributes)."""
+    if "attr_offsets" not in regions:
+        return [None] * int(regions["label_index"].size)
+    return decode_attributes(regions["attr_offsets"], regions["attr_bytes"])

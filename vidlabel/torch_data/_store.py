@@ -10,7 +10,7 @@ own byte-bounded chunk cache (``cache_bytes``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,6 +93,7 @@ class _StoreDataset:
         verify_checksums: bool | None,
         options: SampleOptions | None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         owner = type(self).__name__
         targets = sample_options(
@@ -103,7 +104,9 @@ class _StoreDataset:
             raise OptionError(f"transform must be callable or None, got {transform!r}")
         install()
         self.store = _open(store, cache_bytes, verify_checksums)
-        self.samples = StoreSamples(self.store, frames=frames, options=targets, with_attributes=with_attributes)
+        self.samples = StoreSamples(
+            self.store, frames=frames, options=targets, with_attributes=with_attributes, attributes=attributes
+        )
         warn_unexported_kinds(self.store, self.samples.kinds)
         self.transform = bind_transform(transform, targets.box_format, targets.normalized)
 
@@ -175,6 +178,10 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         Deliver these bool or number attributes of each target as the
         sample's ``attributes`` (N, A) float32, as
         :class:`vidlabel.FrameSamples` does (NaN where a region has none).
+    attributes : mapping name -> value or (op, value), optional
+        Keep only the targets whose attributes pass every condition, as
+        :class:`vidlabel.FrameSamples` does (see
+        :class:`~vidlabel.store.StoreSamples`).
 
     Raises
     ------
@@ -225,11 +232,13 @@ class StoreFrames(_StoreDataset, Dataset):  # type: ignore[type-arg]
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self._setup(
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
             frames=frames, verify_checksums=verify_checksums, options=options, with_attributes=with_attributes,
+            attributes=attributes,
         )  # fmt: skip
         if len(self.store.video_ids) <= PRELOAD_VIDEOS:
             # built here, in the main process, the targets are inherited by every DataLoader worker forked later
@@ -324,7 +333,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         Drop the tail instead of wrapping, so that no sample repeats across ranks.
     kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums
         As :class:`StoreFrames`.
-    options, with_attributes
+    options, with_attributes, attributes
         As :class:`StoreFrames`.
 
     Raises
@@ -354,6 +363,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
         with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
@@ -361,6 +371,7 @@ class StoreStream(RankAware, Epochs, _StoreDataset, IterableDataset):  # type: i
             store, kinds=kinds, labels=labels, box_format=box_format, normalized=normalized,
             label_offset=label_offset, with_masks=with_masks, transform=transform, cache_bytes=cache_bytes,
             frames=frames, verify_checksums=verify_checksums, options=options, with_attributes=with_attributes,
+            attributes=attributes,
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)

@@ -12,16 +12,16 @@ main process without a copy (:func:`~vidlabel.torch_data.collate_clips`).
 
 A clip sample has the keys of a clip read from video (:mod:`vidlabel.samples._clips`), as tensors
 (:func:`~vidlabel.torch_data.to_torch_clip`): ``image`` (T, 3, H, W) uint8 (a view of the frames read
-channels-last); ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``): lists of T
-tensors, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32 (a class is on if it
-is on in any frame of the clip); ``frame_indices`` and ``timestamps_us`` (T,) int64; ``video_id``,
+channels-last); ``boxes``, ``labels``, ``track_ids``, ``annotation_ids`` (and ``masks``, ``attributes``):
+lists of T tensors, frame by frame; ``frame_labels`` (T, C) float32; ``clip_labels`` (C,) float32 (a class is
+on if it is on in any frame of the clip); ``frame_indices`` and ``timestamps_us`` (T,) int64; ``video_id``,
 ``view_id``; ``clip_index``, the clip's position in the dataset.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -122,6 +122,12 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
         when the store holds all its frames (a shorter clip, say).
     kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
         As :class:`StoreFrames`; ``transform`` receives the clip sample (tensors).
+    with_attributes : sequence of str, optional
+        Deliver these bool or number attributes of each target: the clip's ``attributes``, a list of T
+        (N_t, A) float32 tensors, frame t's as :class:`StoreFrames` gives it.
+    attributes : mapping name -> value or (op, value), optional
+        Keep only the targets whose attributes pass every condition (as :class:`StoreFrames`); the clips are
+        those of the frames left with a selected target.
 
     Raises
     ------
@@ -159,12 +165,15 @@ class StoreClips(_ClipDataset, Dataset):  # type: ignore[type-arg]
         frames: str | None = None,
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
+        with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         self._setup_clips(
             store, clip,
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
-             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options},
+             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options,
+             "with_attributes": with_attributes, "attributes": attributes},
         )  # fmt: skip
 
     def __len__(self) -> int:
@@ -213,8 +222,8 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
     drop_last : bool
     batch_clips : int
         Clips read together (into one buffer) by a worker.
-    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options
-        As :class:`StoreFrames`.
+    kinds, labels, box_format, normalized, label_offset, with_masks, transform, cache_bytes, frames, verify_checksums, options, with_attributes, attributes
+        As :class:`StoreClips`.
 
     Raises
     ------
@@ -244,6 +253,8 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
         frames: str | None = None,
         verify_checksums: bool | None = None,
         options: SampleOptions | None = None,
+        with_attributes: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         check_nonneg_int(shuffle_buffer, "shuffle_buffer")
         check_nonneg_int(seed, "seed")
@@ -253,7 +264,8 @@ class StoreClipStream(RankAware, Epochs, _ClipDataset, IterableDataset):  # type
             store, clip,
             {"kinds": kinds, "labels": labels, "box_format": box_format, "normalized": normalized,
              "label_offset": label_offset, "with_masks": with_masks, "transform": transform,
-             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options},
+             "cache_bytes": cache_bytes, "frames": frames, "verify_checksums": verify_checksums, "options": options,
+             "with_attributes": with_attributes, "attributes": attributes},
         )  # fmt: skip
         self.shuffle = check_flag("shuffle", shuffle)
         self.shuffle_buffer = int(shuffle_buffer)
