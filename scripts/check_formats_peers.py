@@ -1,20 +1,26 @@
 """Our label exports, read by the tools' own readers: the rows each reader sees must equal the release's rows.
 
 Not part of CI (it installs packages): the peers live in their own virtual environment (``--venv``, default
-``/work/venv-fpeers``; ``--install`` creates it and installs Datumaro, label-studio-sdk and TrackEval there), so
-none of them enters vidlabel's. This script builds a small dataset (two videos, tracks with gaps, untracked
-boxes, two labels), builds a release, exports it as MOT, CVAT for video, COCO-VID, YouTube-VIS and Label Studio
-with ``vidlabel export-labels``, then runs one reader script per peer in the peers' interpreter; each prints
-the boxes it read as ``[video, frame, track or null, label, x0, y0, x1, y1]`` and this script compares them with
-the release's rows (boxes within 0.01 px, tracks compared as a partition: a reader may renumber them). The rows
-carry attributes (``occluded``, ``visibility``); a reader that reports them (Datumaro: MOT's visibility, CVAT's
-occluded flag and attributes) is held to the release's values too.
+``/work/venv-fpeers``; ``--install`` creates it and installs Datumaro, label-studio-sdk, TrackEval, py-motmetrics
+and pycocotools there), so none of them enters vidlabel's. This script builds a small dataset (two videos, tracks
+with gaps, untracked boxes, two labels, ``occluded`` and ``visibility`` attributes), builds a release, exports it as
+MOT, CVAT for video, COCO-VID, YouTube-VIS and Label Studio with ``vidlabel export-labels``, then runs one reader
+script per peer in the peers' interpreter; each prints the boxes it read as ``[video, frame, track or null, label,
+x0, y0, x1, y1, attributes?]`` and this script compares them with the release's rows (boxes within 0.01 px, tracks
+compared as a partition of the rows: a reader may renumber them, and an untracked box, which a format without
+untracked boxes writes as a one-frame track, is a block of its own). Each attribute a reader reports is held to
+the release's value.
 
-Readers: TrackEval's ``MotChallenge2DBox`` (the MOT folder as ground truth: seqinfo.ini, gt/gt.txt), Datumaro's
-``mot_seq`` (the MOT folder) and ``cvat`` (the CVAT files), and label-studio-sdk (the Label Studio JSON: each
-annotation validated against a video labelling config by ``LabelInterface``, each region's value parsed by the
-SDK's ``VideoRectangleValue``; the SDK does not interpolate keyframes, so the reader does, as Label Studio's
-editor does). A reader that fails is reported as failed, never as passed.
+Readers: MOT by TrackEval's ``MotChallenge2DBox`` (the folder as ground truth; it keeps no visibility),
+py-motmetrics' ``io.loadtxt`` (visibility; it subtracts 1 from x and y as MOT's 1-based pixels, which vidlabel
+writes as they are, so the reader adds it back) and Datumaro's ``mot_seq`` (visibility); CVAT by Datumaro's
+``cvat`` (occluded, attributes); COCO-VID by pycocotools' ``COCO`` (image to video frame, instance ids, occluded,
+visibility) and Datumaro's ``coco_instances`` (images, not videos: boxes only, no tracks); YouTube-VIS by the
+loading logic of the YouTube-VIS API (youtubevos/cocoapi ``ytvos.py``: its index, ``annToRLE`` with pycocotools'
+masks); Label Studio by label-studio-sdk (each annotation validated against a video labelling config by
+``LabelInterface``, each region's value parsed by the SDK's ``VideoRectangleValue``, per-region numbers read as
+attributes; the SDK does not interpolate keyframes, so the reader does, as Label Studio's editor does). A reader
+that fails is reported as failed, never as passed.
 
 Usage: python scripts/check_formats_peers.py [--venv /work/venv-fpeers] [--install] [--keep DIR]
 """
@@ -32,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-PEERS = ("datumaro", "label-studio-sdk", "trackeval")
+PEERS = ("datumaro", "label-studio-sdk", "trackeval", "motmetrics", "pycocotools")
 
 
 def make_release(root: Path) -> Any:
@@ -61,6 +67,11 @@ def make_release(root: Path) -> Any:
                 attrs = {"occluded": bool(rng.random() < 0.3), "visibility": round(float(rng.random()), 2)}
                 rows.append({"kind": "box", "label": label, "start_frame": f, "box": (x, y, x + w, y + h),
                              "track_id": track, "attributes": attrs})  # fmt: skip
+        for f in rng.choice(n, size=3, replace=False).tolist():
+            x, y = float(rng.integers(0, 40)), float(rng.integers(0, 30))
+            attrs = {"occluded": bool(rng.random() < 0.3), "visibility": round(float(rng.random()), 2)}
+            rows.append({"kind": "box", "label": "car", "start_frame": f, "box": (x, y, x + 5.5, y + 4.25),
+                         "attributes": attrs})  # fmt: skip
         ds.add_annotations(rows, vid)
     ds.build()
     return ds
@@ -169,7 +180,8 @@ READERS: dict[str, str] = {
         from label_studio_sdk.label_interface import LabelInterface
         from label_studio_sdk.label_interface.control_tags import VideoRectangleValue
         config = ('<View><Video name="video" value="$video"/><VideoRectangle name="box" toName="video"/>'
-                  '<Labels name="videoLabels" toName="video"><Label value="person"/><Label value="car"/></Labels></View>')
+                  '<Labels name="videoLabels" toName="video"><Label value="person"/><Label value="car"/></Labels>'
+                  '<Number name="visibility" toName="video" perRegion="true"/></View>')
         li = LabelInterface(config)
         width, height = 64, 48
         out = []
@@ -177,7 +189,12 @@ READERS: dict[str, str] = {
             vid = task["data"]["video_id"]
             for ann in task["annotations"]:
                 assert li.validate_annotation(ann), ann["id"]
-                for track, region in enumerate(ann["result"]):
+                # a region's per-region results (a number the editor shows beside it) share its id
+                numbers = {r["id"]: {r["from_name"]: r["value"]["number"]} for r in ann["result"] if r["type"] == "number"}
+                for region in ann["result"]:
+                    if region["type"] != "videorectangle":
+                        continue
+                    track, attrs = region["id"], numbers.get(region["id"], {})
                     value = VideoRectangleValue(**region["value"])
                     keys = sorted(value.sequence, key=lambda k: k.frame)
                     raw = sorted(region["value"]["sequence"], key=lambda k: k["frame"])
@@ -192,15 +209,123 @@ READERS: dict[str, str] = {
                                           for c, a in (("x", k.x), ("y", k.y), ("width", k.width), ("height", k.height)))
                             x0, y0 = x / 100 * width, y / 100 * height
                             out.append([vid, f - 1, track, value.labels[0], x0, y0, x0 + w / 100 * width,
-                                        y0 + h / 100 * height])
+                                        y0 + h / 100 * height, attrs])
+        print(json.dumps(out))
+        """
+    ),
+    "motmetrics MOT gt": textwrap.dedent(
+        """
+        import json, sys
+        from pathlib import Path
+        import motmetrics as mm
+        out = []
+        for seq in sorted(p for p in Path(sys.argv[1]).iterdir() if p.is_dir()):
+            labels = (seq / "gt" / "labels.txt").read_text().split()
+            df = mm.io.loadtxt(str(seq / "gt" / "gt.txt"), fmt="mot16")
+            for (frame, tid), r in df.iterrows():
+                # motmetrics takes MOT's pixels as 1-based and subtracts 1; vidlabel writes them as they are
+                x, y = r["X"] + 1, r["Y"] + 1
+                out.append([seq.name, int(frame) - 1, None if tid <= 0 else int(tid) - 1, labels[int(r["ClassId"]) - 1],
+                            x, y, x + r["Width"], y + r["Height"], {"visibility": float(r["Visibility"])}])
+        print(json.dumps(out))
+        """
+    ),
+    "pycocotools COCO-VID": textwrap.dedent(
+        """
+        import json, sys
+        from pycocotools.coco import COCO
+        coco = COCO(sys.argv[1])
+        videos = {v["id"]: v["name"] for v in coco.dataset["videos"]}
+        out = []
+        for ann in coco.loadAnns(coco.getAnnIds()):
+            img = coco.loadImgs(ann["image_id"])[0]
+            x, y, w, h = ann["bbox"]
+            tid = ann.get("instance_id")
+            attrs = {k: ann[k] for k in ("occluded", "visibility") if k in ann}
+            if "occluded" in attrs:
+                attrs["occluded"] = bool(attrs["occluded"])
+            out.append([videos[img["video_id"]], img["frame_id"], None if tid is None or tid < 0 else tid,
+                        coco.loadCats(ann["category_id"])[0]["name"], x, y, x + w, y + h, attrs])
+        print(json.dumps(out))
+        """
+    ),
+    "datumaro coco_instances": textwrap.dedent(
+        """
+        import json, shutil, sys, tempfile
+        from pathlib import Path
+        import datumaro as dm
+        # the importer wants COCO's layout: annotations/instances_<subset>.json beside an images folder
+        root = Path(tempfile.mkdtemp())
+        (root / "annotations").mkdir()
+        (root / "images").mkdir()
+        shutil.copy(sys.argv[1], root / "annotations" / "instances_default.json")
+        d = dm.Dataset.import_from(str(root / "annotations" / "instances_default.json"), "coco_instances")
+        names = [c.name for c in d.categories()[dm.AnnotationType.label]]
+        out = []
+        for item in d:
+            # Datumaro reads images, not videos: the item id is the file name, <video>/<frame>
+            vid, frame = item.id.rsplit("/", 1)
+            for a in item.annotations:
+                if a.type == dm.AnnotationType.bbox:
+                    out.append([vid, int(frame), "n/a", names[a.label], a.x, a.y, a.x + a.w, a.y + a.h])
+        print(json.dumps(out))
+        """
+    ),
+    "youtube-vis reader + pycocotools": textwrap.dedent(
+        """
+        import json, sys
+        from collections import defaultdict
+        from pycocotools import mask as maskUtils
+
+        class YTVOS:
+            # the loading and index of youtubevos/cocoapi's ytvos.py (YTVOS.createIndex, loadAnns, annToRLE)
+            def __init__(self, path):
+                self.dataset = json.load(open(path))
+                self.anns = {a["id"]: a for a in self.dataset.get("annotations", [])}
+                self.vids = {v["id"]: v for v in self.dataset.get("videos", [])}
+                self.cats = {c["id"]: c for c in self.dataset.get("categories", [])}
+                self.vidToAnns = defaultdict(list)
+                for a in self.anns.values():
+                    self.vidToAnns[a["video_id"]].append(a)
+
+            def annToRLE(self, ann, frameId):
+                t = self.vids[ann["video_id"]]
+                h, w = t["height"], t["width"]
+                segm = ann["segmentations"][frameId]
+                if isinstance(segm, list):
+                    return maskUtils.merge(maskUtils.frPyObjects(segm, h, w))
+                if isinstance(segm["counts"], list):
+                    return maskUtils.frPyObjects(segm, h, w)
+                return segm
+
+        yt = YTVOS(sys.argv[1])
+        out = []
+        for vid_id, vid in yt.vids.items():
+            # YouTube-VIS videos carry no name: the frames' folder is the video
+            name = vid["file_names"][0].rsplit("/", 1)[0]
+            for ann in yt.vidToAnns[vid_id]:
+                label = yt.cats[ann["category_id"]]["name"]
+                for f, box in enumerate(ann["bboxes"]):
+                    if box is None:
+                        continue
+                    if ann.get("segmentations") and ann["segmentations"][f] is not None:
+                        # a mask's box, as pycocotools computes it, must agree with the file's bbox
+                        mx, my, mw, mh = maskUtils.toBbox(yt.annToRLE(ann, f)).tolist()
+                        assert abs(mx - box[0]) <= 1 and abs(my - box[1]) <= 1, (ann["id"], f)
+                    x, y, w, h = box
+                    out.append([name, f, ann["id"], label, x, y, x + w, y + h])
         print(json.dumps(out))
         """
     ),
 }
 
+#: The track a reader reports when the format, as the reader sees it, has none.
+NO_TRACKS = "n/a"
+
 #: The exported path each reader gets.
 READER_INPUT = {"trackeval MOT gt": "mot", "datumaro mot_seq": "mot", "datumaro cvat": "cvat-video",
-                "label-studio-sdk": "label-studio"}  # fmt: skip
+                "label-studio-sdk": "label-studio", "motmetrics MOT gt": "mot", "pycocotools COCO-VID": "coco-vid",
+                "datumaro coco_instances": "coco-vid", "youtube-vis reader + pycocotools": "ytvis"}  # fmt: skip
 
 
 def canonical(rows: list[list[Any]]) -> tuple[list[tuple[Any, ...]], list[frozenset[int]], np.ndarray]:
@@ -209,8 +334,9 @@ def canonical(rows: list[list[Any]]) -> tuple[list[tuple[Any, ...]], list[frozen
     keys = [(str(r[0]), int(r[1]), str(r[3])) for r in keyed]
     tracks: dict[Any, set[int]] = {}
     for i, r in enumerate(keyed):
-        if r[2] is not None and int(r[2]) >= 0:
-            tracks.setdefault((r[0], int(r[2])), set()).add(i)
+        # an untracked row is a block of its own: formats without untracked boxes write it as a one-frame track
+        tracked = r[2] not in (None, NO_TRACKS) and not (isinstance(r[2], int) and r[2] < 0)
+        tracks.setdefault((r[0], r[2]) if tracked else ("untracked", i), set()).add(i)
     boxes = np.array([[float(v) for v in r[4:8]] for r in keyed]).reshape(-1, 4)
     return keys, sorted((frozenset(t) for t in tracks.values()), key=min), boxes
 
@@ -240,9 +366,21 @@ def _compare_rows(got: list[list[Any]], want: list[list[Any]]) -> str | None:
     worst = float(np.abs(g[2] - w[2]).max()) if len(g[2]) else 0.0
     if worst > 0.01:
         return f"boxes differ by up to {worst:.3f} px"
-    if g[1] != w[1]:
+    # a reader that cannot see tracks (Datumaro's COCO importer) is held to the boxes alone
+    if g[1] != w[1] and not all(r[2] == NO_TRACKS for r in got):
         return "the track partition differs"
     return None
+
+
+def seen(got: list[list[Any]], boxes: int) -> str:
+    """What a reading was held to: the boxes, the tracks unless the reader cannot see them, each attribute's count."""
+    counts: dict[str, int] = {}
+    for r in got:
+        for k in r[8] if len(r) > 8 else ():
+            counts[k] = counts.get(k, 0) + 1
+    tracks = "tracks not seen by this reader" if got and all(r[2] == NO_TRACKS for r in got) else "tracks"
+    attrs = ", ".join(f"{k} on {n}" for k, n in sorted(counts.items())) or "none"
+    return f"{boxes} boxes, {tracks}, attributes compared: {attrs}"
 
 
 def install(venv: Path) -> None:
@@ -275,8 +413,9 @@ def main() -> int:
                 print(f"{name}: NOT RUN or failed: {proc.stderr.strip().splitlines()[-1:]}")
                 failed += 1
                 continue
-            diff = compare(json.loads(proc.stdout.strip().splitlines()[-1]), want)
-            print(f"{name}: {'rows equal' if diff is None else 'DIFFERENT: ' + diff} ({len(want)} boxes)")
+            got = json.loads(proc.stdout.strip().splitlines()[-1])
+            diff = compare(got, want)
+            print(f"{name}: {'rows equal' if diff is None else 'DIFFERENT: ' + diff} ({seen(got, len(want))})")
             failed += diff is not None
         print(f"{len(READERS) - failed} of {len(READERS)} peer readings equal the release's rows")
         return 1 if failed else 0

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from vidlabel.dataset._dataset import _LABEL_ALLOWED, label_problem
 from vidlabel.dataset._validate import SAME_ANNOTATION
 from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning, check_flag
 
-from ._common import ImportContext, Parsed, VideoRows, fail, mapping_arg, where_text
+from ._common import ImportContext, Parsed, VideoRows, fail, gc_paused, mapping_arg, where_text
 from ._registry import label_format
 from ._report import ExportLabelsReport, ImportReport, VideoImport
 
@@ -139,7 +137,7 @@ def import_labels(
         label=label,
         options=options,
     )
-    with _gc_paused():
+    with gc_paused():
         parsed: Parsed = fmt.importer(ctx)
     _check_routing(p, format, video_id, ctx, parsed)
     report = ImportReport(format=format, path=str(p), dry_run=dry_run, skipped=parsed.skipped, notes=parsed.notes)
@@ -379,22 +377,6 @@ def _number_tracks_after_existing(ds: Dataset, parsed: Parsed) -> None:
             f"video {vid!r} already holds tracks up to {largest}: the file's tracks {low}..{high} "
             f"are stored as {low + offset}..{high + offset} (track_ids='keep' keeps them as they are)"
         )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a file is parsed into millions of small dicts and lists.
-
-    They hold no reference cycles, and every full collection walks all of them again: with a
-    million-row COCO-VID file this doubled the import time. The collector's state is restored.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _check_frames(path: Path, parsed: Parsed) -> None:

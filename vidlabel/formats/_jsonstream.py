@@ -15,8 +15,6 @@ Sections of the top-level object are read in the file's order; a section that ne
 from __future__ import annotations
 
 import codecs
-import contextlib
-import gc
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -26,7 +24,7 @@ from typing import IO, Any
 from vidlabel._json import RepeatedKeyError, SameRepeatsAllowed
 from vidlabel.errors import FormatError
 
-from ._common import ImportContext, Parsed, no_file, read_json
+from ._common import ImportContext, Parsed, gc_paused, no_file, read_json
 
 __all__ = ["LAZY", "Items", "JsonSource", "LazyList", "Section", "read_json_file"]
 
@@ -394,7 +392,7 @@ def read_json_file(
     saved = (dict(ctx.options), set(ctx.map_keys_used), list(ctx.matched_by_id), ctx.video_id_used)
     parsed = Parsed()
     try:
-        with open(path, "rb") as fh, _collector_paused():
+        with open(path, "rb") as fh, gc_paused():
             head = fh.read(4)
             if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:2]:  # UTF-16
                 raise Fallback
@@ -417,20 +415,6 @@ def read_json_file(
         doc = read_json(path, expect, parsed.notes)
         read(_DocSource(doc), parsed)
         return parsed
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while a file streams in: each item's objects, made while the rows read so
-    far stay alive, set off collections that walk those rows again and again (a third of the reading's time),
-    and JSON values hold no cycles to collect."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _repeats_note(repeats: dict[str, int]) -> str:

@@ -20,8 +20,15 @@ import numpy as np
 
 from vidlabel._attribute_rows import attributes_pass, check_attribute_filter, check_declared, decode_attributes
 from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag
-from vidlabel.geometry import decode_rle, make_sample
-from vidlabel.schema import SampleOptions, attribute_values, check_with_attributes, option_shown, sample_options
+from vidlabel.geometry import boxes_from_xyxy, decode_rle, make_sample
+from vidlabel.schema import (
+    SampleOptions,
+    attribute_values,
+    check_with_attributes,
+    frame_sample,
+    option_shown,
+    sample_options,
+)
 from vidlabel.spec import KINDS
 from vidlabel.store._fs import STORE_CHANGED
 from vidlabel.store._position import positions_by_code, row_in_range, row_number, sample_position
@@ -206,6 +213,9 @@ class StoreSamples:
         self._prepared: dict[str, _VideoTargets] = {}
         self._positions = self._select(frames)
         self._positions.setflags(write=False)
+        # each selected sample's (video, row), looked up once here rather than through the store's index per read
+        chosen = store.rows[self._positions]
+        self._codes, self._rows = np.ascontiguousarray(chosen[:, 0]), np.ascontiguousarray(chosen[:, 1])
 
     # -- selection ----------------------------------------------------------------------------------------
 
@@ -299,8 +309,11 @@ class StoreSamples:
         SampleOutOfRangeError
             If ``j`` is outside ``[-len(self), len(self))``.
         """
-        where = f"the {len(self)} selected samples of store {str(self.store.path)!r}"
-        return self.store.locate(int(self._positions[sample_position(j, len(self), where)]))
+        n = self._rows.shape[0]
+        # plain ints in range (what samplers hand over) skip the full check, which builds its message up front
+        if type(j) is not int or not -n <= j < n:
+            j = sample_position(j, n, f"the {n} selected samples of store {str(self.store.path)!r}")
+        return self.store.video_ids[int(self._codes[j])], int(self._rows[j])
 
     # -- samples ----------------------------------------------------------------------------------------------
 
@@ -345,47 +358,50 @@ class StoreSamples:
             (a TypeError) If ``row`` is not an integer (1.5, True).
         """
         t = self._targets(video_id)
-        row = row_number(row, video_id)
-        row_in_range(row, len(t.offsets) - 1, video_id, self.store.path)
+        if type(row) is not int or not 0 <= row < t.rows:
+            row = row_number(row, video_id)
+            row_in_range(row, t.rows, video_id, self.store.path)
         if image is None:
             image = self.store.read_row(video_id, row) if read_image else np.zeros((t.height, t.width, 3), np.uint8)
         a, b = int(t.offsets[row]), int(t.offsets[row + 1])
-        masks = None
-        if self.with_masks:
-            masks = np.zeros((b - a, t.height, t.width), np.uint8)
-            mo, mc = t.mask_offsets, t.mask_counts
-            for j, r in enumerate(t.region[a:b].tolist()):
-                if mo[r + 1] > mo[r]:
-                    counts = mc[mo[r] : mo[r + 1]].tobytes()
-                    try:
-                        masks[j] = decode_rle({"size": [t.height, t.width], "counts": counts})
-                    except ValueError as err:
-                        raise StoreCorruptError(
-                            f"video {video_id!r} of store {str(self.store.path)!r}: the mask of region {r} (stored "
-                            f"row {row}) is not a mask of the {t.width}x{t.height} frame ({err}): {STORE_CHANGED}",
-                            path=str(self.store.path),
-                            video_id=video_id,
-                        ) from err
+        masks = None if not self.with_masks else self._masks(t, video_id, row, a, b)
         frame = int(t.frame_number[row])
         frame_labels = np.zeros(len(self._class_names), np.float32)
         if t.seg_start.size:
             frame_labels[t.seg_class[(t.seg_start <= frame) & (frame <= t.seg_end)]] = 1.0
-        return make_sample(
-            image=image,
-            boxes_xyxy=t.boxes[a:b],
-            label_index=t.labels[a:b],
-            track_ids=t.tracks[a:b].copy(),
-            annotation_ids=t.anns[a:b].copy(),
-            frame_labels=frame_labels,
-            video_id=video_id,
-            view_id=t.view_id,
-            frame_index=frame,
-            masks=masks,
-            box_format=self.box_format,
-            normalized=self.normalized,
-            label_offset=self.label_offset,
-            attributes=None if t.attributes is None else t.attributes[a:b].copy(),
-        )
+        attributes = None if t.attributes is None else t.attributes[a:b].copy()
+        if image.shape[0] != t.height or image.shape[1] != t.width:
+            # an image of another size given by the caller: its size normalizes the boxes
+            return make_sample(
+                image=image, boxes_xyxy=t.boxes[a:b], label_index=t.labels[a:b], track_ids=t.tracks[a:b].copy(),
+                annotation_ids=t.anns[a:b].copy(), frame_labels=frame_labels, video_id=video_id,
+                view_id=t.view_id, frame_index=frame, masks=masks, box_format=self.box_format,
+                normalized=self.normalized, label_offset=self.label_offset, attributes=attributes,
+            )  # fmt: skip
+        # the video's targets were converted once (t.out_*): a sample takes copies of its rows, which it may change
+        return frame_sample(
+            image=image, boxes=t.out_boxes[a:b].copy(), labels=t.out_labels[a:b].copy(),
+            track_ids=t.tracks[a:b].copy(), annotation_ids=t.anns[a:b].copy(), frame_labels=frame_labels,
+            video_id=video_id, view_id=t.view_id, frame_index=frame, masks=masks, attributes=attributes,
+        )  # fmt: skip
+
+    def _masks(self, t: _VideoTargets, video_id: str, row: int, a: int, b: int) -> np.ndarray:
+        """(N, H, W) uint8: the masks of regions ``a:b`` of stored row ``row`` (all zero for box regions)."""
+        masks = np.zeros((b - a, t.height, t.width), np.uint8)
+        mo, mc = t.mask_offsets, t.mask_counts
+        for j, r in enumerate(t.region[a:b].tolist()):
+            if mo[r + 1] > mo[r]:
+                counts = mc[mo[r] : mo[r + 1]].tobytes()
+                try:
+                    masks[j] = decode_rle({"size": [t.height, t.width], "counts": counts})
+                except ValueError as err:
+                    raise StoreCorruptError(
+                        f"video {video_id!r} of store {str(self.store.path)!r}: the mask of region {r} (stored "
+                        f"row {row}) is not a mask of the {t.width}x{t.height} frame ({err}): {STORE_CHANGED}",
+                        path=str(self.store.path),
+                        video_id=video_id,
+                    ) from err
+        return masks
 
     def sample(self, j: int) -> dict[str, Any]:
         """The sample dict of sample ``j`` (NumPy arrays)."""
@@ -474,7 +490,14 @@ class _VideoTargets:
             self.boxes = np.zeros((0, 4))
             self.labels = self.tracks = self.anns = np.zeros(0, np.int64)
             self.mask_offsets, self.mask_counts = np.zeros(1, np.int64), np.zeros(0, np.uint8)
+        self.rows = t
         self.attributes = _region_attributes(reg, self.region, self.anns, sel.with_attributes)
+        # the boxes and labels as every sample of the video delivers them: box format, normalized by the stored
+        # frame's size, offset added (conversions act per element, so a row's slice equals its own conversion)
+        self.out_boxes = boxes_from_xyxy(
+            self.boxes, sel.box_format, normalized=sel.normalized, size=(self.width, self.height)
+        ).astype(np.float32)
+        self.out_labels = np.asarray(self.labels, dtype=np.int64).reshape(-1) + int(sel.label_offset)
         seg = data.segments
         if seg and seg["start_frame"].size:
             cls = sel._label_map[seg["label_index"]]
