@@ -162,3 +162,15 @@ def test_a_repeated_keyframe_frame_is_named_with_the_first(tmp_path: Path) -> No
     frame = keys[3]["frame"]
     with pytest.raises(FormatError, match=rf"a second keyframe of the track on video frame {frame}"):
         load(tmp_path, '<track id="1" label="car">' + "".join([*els[:7], els[6], *els[7:]]) + "</track>")
+
+
+def test_a_file_changed_before_a_track_is_read_again_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from vidlabel.formats import _cvat
+
+    keys = keyframes(9, 6)
+    body = '<track id="1" label="car">' + "".join(reversed(shapes(keys))) + "</track>"
+    # the track (after <version> and <meta>) is out of frame order: the second reading of the file finds
+    # no elements, as if it had been emptied meanwhile
+    monkeypatch.setattr(_cvat, "children", lambda path: iter(()))
+    with pytest.raises(FormatError, match=r"changed while being read: element 3 of <annotations> is gone"):
+        load(tmp_path, body)

@@ -120,7 +120,9 @@ def _child(path: Path, index: int) -> ET.Element:
     for i, elem in enumerate(children(path)):
         if i == index:
             return elem
-    raise AssertionError(f"{path}: no child {index} of the root on a second reading")
+    raise fail(
+        path, None, f"changed while being read: element {index + 1} of <annotations> is gone on a second reading"
+    )
 
 
 def _el(elem: ET.Element, parent: str = "") -> str:
