@@ -170,9 +170,23 @@ def test_video_rows_give_back_the_rows_added():
     assert np.array_equal(vr.frame_columns()[2], [3, 4])
     with pytest.raises(IndexError):
         vr.where[len(rows)]
-    for where in ("gt/gt.txt line 12", "x line \u0661", "<a>", 'f.xml <track id="1"><box frame="3">', "line 5"):
+    for where in ("gt/gt.txt line 12", "x line \u0661", "<a>", 'f.xml <track id="1"><box frame="3">', "line 5",
+                  "annotations[3] frame index 17", "s[0]", "s[07]", "x 9" + "0" * 18, "x 9" + "0" * 17, "7", "<a>7",
+                  "x]", "a\nb[2]", "x \u0665", "s[3]]"):  # fmt: skip
         vr.add(rows[0], where)
         assert vr.where[len(vr) - 1] == where
+
+
+def test_video_rows_hold_one_text_for_the_places_of_an_items_frames():
+    # a JSON item's per-frame places differ only in their number: each row holds the number, not a text
+    vr = VideoRows(meta())
+    row = {"kind": "box", "label": "person", "start_frame": 3, "box": (1.0, 2.0, 3.0, 4.0)}
+    places = [f"annotations[{a}] frame index {k}" for a in range(2) for k in range(500)]
+    places += [f"tasks[0].annotations[0].result[{r}].value.sequence[{k}]" for r in range(3) for k in range(500)]
+    for where in places:
+        vr.add(row, where)
+    assert [vr.where[i] for i in range(len(vr))] == places
+    assert len(vr._where_values) == 5
 
 
 @pytest.mark.parametrize("batch", [1, 3, 7, 1000])

@@ -11,6 +11,7 @@ exactly as it was added. Rows are read back in batches of plain dicts for ``Data
 from __future__ import annotations
 
 import itertools
+import re
 from array import array
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -43,6 +44,9 @@ _SLOT = {name: i for i, name in enumerate(_SLOTS)}
 _BITS = [_BIT[name] for name in _SLOTS]
 _NONES = [_NONE[name] for name in _SLOTS]
 _NO_BOX = (0.0, 0.0, 0.0, 0.0)
+#: A place ending in a row's number (``annotations[3] frame index 17``, ``...sequence[17]``): its text before
+#: the number (ending in a non-digit), the number as ``str(int)`` writes it, and an optional closing bracket.
+_NUMBERED = re.compile(r"(.*[^0-9]|)(0|[1-9][0-9]{0,17})(\]?)", re.DOTALL)
 
 
 def _attribute_key(value: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -211,12 +215,16 @@ class VideoRows:
     def _split_where(self, where: str) -> tuple[Any, int]:
         """A place that is unique to its row as a shared part and a number: ``"<track ...><box frame=...>"``
         (CVAT: the track's element and the shape's, each one of few) or ``"gt/gt.txt line 12"`` (a file of a
-        folder), so a file of millions of rows holds few strings."""
+        folder) or ``"annotations[3] frame index 17"`` (a JSON item's per-frame entry), so a file of millions of
+        rows holds few strings."""
         head, sep, number = where.rpartition(" line ")
         if sep and number.isascii() and number.isdigit() and str(int(number)) == number and len(number) < 19:
             return ("line", head), int(number)
         cut = where.rfind("<")
         if cut <= 0:
+            numbered = _NUMBERED.fullmatch(where)
+            if numbered:
+                return ("numbered", numbered[1], numbered[3]), int(numbered[2])
             return where, 0
         tail = where[cut:]
         code = self._tail_codes.get(tail)
@@ -250,6 +258,8 @@ class VideoRows:
                 return f"{value[1]} line {self._where_num[i]}"
             if value[0] == "element":
                 return f"{value[1]}{self._tails[self._where_num[i]]}"
+            if value[0] == "numbered":
+                return f"{value[1]}{self._where_num[i]}{value[2]}"
             return value[1]  # type: ignore[no-any-return]
         return value  # type: ignore[no-any-return]
 
