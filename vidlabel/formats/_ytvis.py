@@ -140,6 +140,8 @@ class _Reader:
         not_stored: Counter[str] = Counter()
         for i, a in value:
             self._annotation(f"annotations[{i}]", a, next_track, not_stored)
+            # an instance's per-frame lists are let go before the next instance is parsed, not beside it
+            del a
         if not_stored:
             listed = ", ".join(f"{key} (on {plural(n, 'instance')})" for key, n in sorted(not_stored.items()))
             self.parsed.notes.append(f"per-instance fields not stored: {listed}")
