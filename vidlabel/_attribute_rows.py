@@ -18,7 +18,14 @@ import numpy as np
 
 from vidlabel.errors import OptionError
 
-__all__ = ["attributes_pass", "check_attribute_filter", "check_declared", "decode_attributes"]
+__all__ = [
+    "attributes_pass",
+    "check_attribute_filter",
+    "check_declared",
+    "decode_attributes",
+    "declaring_from_rows",
+    "declaring_from_schema",
+]
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -76,18 +83,62 @@ def decode_attributes(offsets: np.ndarray, data: np.ndarray) -> list[dict[str, A
     return out
 
 
-def check_declared(conditions: Mapping[str, Any], declaring: Mapping[str, Any]) -> None:
-    """Refuse a condition on an attribute that no label declares (a misspelt name would keep every row).
+def value_type(value: Any) -> str:
+    """The attribute type (``bool``, ``number`` or ``text``) a filter value or a stored value has."""
+    if isinstance(value, bool):
+        return "bool"
+    return "text" if isinstance(value, str) else "number"
+
+
+def declaring_from_schema(
+    schema: Mapping[str, Mapping[str, str]], vocabulary: Sequence[str]
+) -> dict[str, dict[int, str]]:
+    """Attribute name -> {label code: declared type} from a schema label -> {name: type}."""
+    out: dict[str, dict[int, str]] = {}
+    for label, names in schema.items():
+        if label in vocabulary:
+            for name, kind in names.items():
+                out.setdefault(name, {})[list(vocabulary).index(label)] = str(kind)
+    return out
+
+
+def declaring_from_rows(codes: Iterable[int], decoded: Iterable[Mapping[str, Any] | None]) -> dict[str, dict[int, str]]:
+    """Attribute name -> {label code: type} from the rows holding it (an empty type where a label's rows disagree)."""
+    seen: dict[str, dict[int, set[str]]] = {}
+    for code, attrs in zip(codes, decoded):
+        for name, value in (attrs or {}).items():
+            seen.setdefault(name, {}).setdefault(int(code), set()).add(value_type(value))
+    return {name: {c: (t.pop() if len(t) == 1 else "") for c, t in by.items()} for name, by in seen.items()}
+
+
+def check_declared(
+    conditions: Iterable[str] | Mapping[str, tuple[str, Any]],
+    declaring: Mapping[str, Mapping[int, str]],
+    labels: Sequence[str],
+    what: str = "attributes",
+) -> None:
+    """Refuse a condition on an attribute that no label declares (a misspelt name would keep every row), or
+    whose value's type is not the type a declaring label gives the attribute (every row of it would fail).
 
     Raises
     ------
     OptionError
-        Naming the attribute and the declared ones.
+        Naming the attribute and the declared ones, or the attribute, the value, its type and the labels.
     """
     unknown = [name for name in conditions if name not in declaring]
     if unknown:
         declared = ", ".join(sorted(declaring)) or "none"
-        raise OptionError(f"attributes: no label declares attribute {unknown[0]!r}; declared: {declared}")
+        raise OptionError(f"{what}: no label declares attribute {unknown[0]!r}; declared: {declared}")
+    if not isinstance(conditions, Mapping):
+        return
+    for name, (_, want) in conditions.items():
+        got = value_type(want)
+        wrong = {labels[c]: kind for c, kind in declaring[name].items() if kind and kind != got and c < len(labels)}
+        if wrong:
+            declared = ", ".join(f"{kind} on label {label!r}" for label, kind in sorted(wrong.items()))
+            raise OptionError(
+                f"{what}: condition {name!r}: value {want!r} is {got}, but attribute {name!r} is {declared}"
+            )
 
 
 def attributes_pass(

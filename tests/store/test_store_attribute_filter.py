@@ -146,3 +146,51 @@ def test_describe_records_the_filter(world: tuple[Path, Dataset]) -> None:
     root, _ds = world
     samples = StoreSamples(open_store(root / "store"), attributes={"visibility": (">=", 0.5)})
     assert samples.describe()["options"]["attributes"] == {"visibility": [">=", 0.5]}
+
+
+@pytest.mark.parametrize(
+    ("conditions", "match"),
+    [
+        (
+            {"visibility": "high"},
+            r"'visibility': value 'high' is text, but attribute 'visibility' is number on label 'bike', number on label 'person'",
+        ),
+        ({"visibility": True}, r"value True is bool, but attribute 'visibility' is number on label 'bike'"),
+        ({"visibility": ("!=", "x")}, r"value 'x' is text, but attribute 'visibility' is number"),
+        ({"occluded": "true"}, r"'occluded': value 'true' is text, but attribute 'occluded' is bool on label 'person'"),
+        ({"occluded": 1}, r"'occluded': value 1 is number, but attribute 'occluded' is bool on label 'person'"),
+        ({"pose": 0.5}, r"'pose': value 0.5 is number, but attribute 'pose' is text on label 'person'"),
+    ],
+    ids=str,
+)
+def test_filter_refuses_a_value_of_another_type_than_declared(
+    world: tuple[Path, Dataset], conditions: dict[str, Any], match: str
+) -> None:
+    root, ds = world
+    with pytest.raises(OptionError, match=match):
+        FrameSamples(ds, attributes=conditions)
+    with pytest.raises(OptionError, match=match):
+        StoreSamples(open_store(root / "store"), attributes=conditions)
+
+
+def test_filter_types_come_from_the_rows_without_a_recorded_schema(
+    world: tuple[Path, Dataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ds = world
+    original = FrameStore.attrs.fget
+    assert original is not None
+    monkeypatch.setattr(FrameStore, "attrs", property(lambda s: {k: v for k, v in original(s).items()
+                                                                    if k != "attribute_schema"}))  # fmt: skip
+    with pytest.raises(OptionError, match=r"value 1 is number, but attribute 'occluded' is bool on label 'person'"):
+        StoreSamples(open_store(root / "store"), attributes={"occluded": 1})
+
+
+@pytest.mark.parametrize("names", [["nope"], "vis", ["visibility", "ocluded"]], ids=str)
+def test_with_attributes_refuses_an_undeclared_attribute(world: tuple[Path, Dataset], names: Any) -> None:
+    root, ds = world
+    bad = names if isinstance(names, str) else names[-1]
+    match = rf"with_attributes: no label declares attribute '{bad}'; declared: occluded, pose, visibility"
+    with pytest.raises(OptionError, match=match):
+        FrameSamples(ds, with_attributes=names)
+    with pytest.raises(OptionError, match=match):
+        StoreSamples(open_store(root / "store"), with_attributes=names)

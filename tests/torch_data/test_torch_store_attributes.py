@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader
 
 from tests.media import encode_clip
 from vidlabel import Dataset, FrameSamples, export, probe
+from vidlabel.errors import OptionError
 from vidlabel.torch_data import StoreFrames, StoreStream, collate_frames
 
 NAMES = ["occluded", "visibility"]
@@ -54,3 +55,16 @@ def test_store_datasets_deliver_attributes_equal_to_frame_samples(world: tuple[P
         np.testing.assert_allclose(values.numpy(), _truth(frame), rtol=1e-6)
     batch = next(iter(DataLoader(dataset, batch_size=4, collate_fn=collate_frames)))
     assert len(batch["attributes"]) == 4 and batch["attributes"][0].shape == (2, 2)
+
+
+def test_store_frames_refuses_a_filter_value_of_another_type_or_an_undeclared_name(
+    world: tuple[Path, Dataset],
+) -> None:
+    root, ds = world
+    match = r"'occluded': value 'true' is text, but attribute 'occluded' is bool on label 'person'"
+    with pytest.raises(OptionError, match=match):
+        StoreFrames(root / "store", attributes={"occluded": "true"})
+    with pytest.raises(OptionError, match=r"value True is bool, but attribute 'visibility' is number"):
+        FrameSamples(ds, attributes={"visibility": True})
+    with pytest.raises(OptionError, match=r"with_attributes: no label declares attribute 'vis'; declared: occluded"):
+        StoreFrames(root / "store", with_attributes="vis")

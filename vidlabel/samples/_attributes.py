@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._attribute_rows import attributes_pass, check_attribute_filter, check_declared, decode_attributes
+from vidlabel._attribute_rows import (
+    attributes_pass,
+    check_attribute_filter,
+    check_declared,
+    declaring_from_rows,
+    declaring_from_schema,
+    decode_attributes,
+)
 from vidlabel.schema import attribute_values, check_with_attributes
 from vidlabel.spec import AnnotationTable
 
@@ -22,20 +29,16 @@ __all__ = ["attribute_columns", "attribute_keep", "check_attribute_filter", "che
 
 
 def _declaring(
-    table: AnnotationTable, schema: Mapping[str, Mapping[str, str]] | None, decoded: list[Any]
-) -> dict[str, set[int]]:
-    """Attribute name -> label codes that declare it."""
-    out: dict[str, set[int]] = {}
+    table: AnnotationTable, schema: Mapping[str, Mapping[str, str]] | None, decoded: list[Any] | None = None
+) -> dict[str, dict[int, str]]:
+    """Attribute name -> {label code: type} of the labels that declare it."""
     if schema:
-        for label, names in schema.items():
-            if label in table.labels:
-                for name in names:
-                    out.setdefault(name, set()).add(table.labels.index(label))
-        return out
-    for code, attrs in zip(table.label.tolist(), decoded):
-        for name in attrs or ():
-            out.setdefault(name, set()).add(int(code))
-    return out
+        return declaring_from_schema(schema, table.labels)
+    if decoded is None:
+        if table.attr_offsets is None or table.attr_bytes is None:
+            return {}
+        decoded = decode_attributes(table.attr_offsets, table.attr_bytes)
+    return declaring_from_rows(table.label.tolist(), decoded)
 
 
 def attribute_keep(
@@ -47,20 +50,30 @@ def attribute_keep(
     ------
     OptionError
         If a condition names an attribute that no label declares (a misspelt name would keep every row),
-        naming it and the declared ones.
+        naming it and the declared ones, or a value whose type is not the attribute's declared type.
     """
     if not conditions:
         return np.ones(len(table), bool)
     assert table.attr_offsets is not None and table.attr_bytes is not None
     decoded = decode_attributes(table.attr_offsets, table.attr_bytes)
     declaring = _declaring(table, schema, decoded)
-    check_declared(conditions, declaring)
+    check_declared(conditions, declaring, table.labels)
     return attributes_pass(decoded, table.label, conditions, declaring)
 
 
-def attribute_columns(table: AnnotationTable, annotation_ids: np.ndarray, names: Sequence[str]) -> np.ndarray:
+def attribute_columns(
+    table: AnnotationTable,
+    annotation_ids: np.ndarray,
+    names: Sequence[str],
+    schema: Mapping[str, Mapping[str, str]] | None = None,
+) -> np.ndarray:
     """(R, A) float32: attribute ``names[a]`` of the row of each annotation id (true 1, false 0, NaN where the
-    row has none); a text attribute is an OptionError naming it (it has no number)."""
+    row has none); a text attribute, or one no label declares where some are (a misspelt name), is an OptionError
+    naming it."""
+    declaring = _declaring(table, schema)
+    # a release without any attribute delivers NaN columns, so that one pipeline reads any release
+    if declaring:
+        check_declared(names, declaring, table.labels, "with_attributes")
     rows = np.searchsorted(table.annotation_id, annotation_ids)
     offsets, data = table.attr_offsets, table.attr_bytes
     assert offsets is not None and data is not None

@@ -144,7 +144,10 @@ class FrameSamples:
         opened first, a Release goes through :meth:`from_release`), or a
         True/False option is given anything else, or ``roots`` that is
         neither a path nor a sequence of paths, or a ``cache``
-        that is not a non-empty path or URL.
+        that is not a non-empty path or URL; ``attributes`` naming an
+        attribute no label declares or giving a value of another type than
+        the declared one (bool, number, text); ``with_attributes`` naming an
+        attribute no label declares (where some are).
     UnknownVideoError
         On a video id the release does not hold.
     ReleaseNotFoundError
@@ -240,7 +243,9 @@ class FrameSamples:
         self._r_boxes_out: np.ndarray | None = None
         # each target's attributes, computed once: (R, A) float32 over the regions
         self._r_attrs = (
-            attribute_columns(rel.table, self._sel.r_ann, opt["with_attributes"]) if opt["with_attributes"] else None
+            attribute_columns(rel.table, self._sel.r_ann, opt["with_attributes"], rel.info.get("attribute_schema"))
+            if opt["with_attributes"]
+            else None
         )
         self._codes: dict[str, int] = {v: i for i, v in enumerate(self._sel.video_ids)}
         self._sizes: list[list[int]] = self._sel.image_sizes.tolist()  # (width, height) per video code

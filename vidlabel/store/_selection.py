@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from vidlabel._attribute_rows import attributes_pass, check_attribute_filter, check_declared, decode_attributes
+from vidlabel._attribute_rows import (
+    attributes_pass,
+    check_attribute_filter,
+    check_declared,
+    declaring_from_rows,
+    declaring_from_schema,
+    decode_attributes,
+)
 from vidlabel.errors import OptionError, StoreCorruptError, VidlabelWarning, check_flag
 from vidlabel.geometry import boxes_from_xyxy, decode_rle, make_sample
 from vidlabel.schema import (
@@ -151,9 +158,10 @@ class StoreSamples:
         option (``normalized``, ``with_masks``, ``all_rows``) given anything else, or a ``store`` that is no
         FrameStore (a path: open it with ``open_store`` first); on ``options`` that is not a SampleOptions,
         is given with one of its keywords set, or sets ``origins`` or ``min_confidence``; on ``with_attributes``
-        that are not distinct names, and when a sample is read, on one of them that is a text attribute; on
-        ``attributes`` that are not conditions, or name an attribute no label declares (naming it and the
-        declared ones).
+        that are not distinct names or name an attribute no label declares (where some are), and when a sample
+        is read, on one of them that is a text attribute; on ``attributes`` that are not conditions, name an
+        attribute no label declares (naming it and the declared ones), or give a value whose type (bool, number,
+        text) is not the attribute's declared type (naming the value, the type and the labels).
     """
 
     def __init__(
@@ -206,10 +214,13 @@ class StoreSamples:
         if frames is None:
             frames = "stored" if (exported == "all" or store.frames_only) else "annotated"
         self.frames = frames
-        self._declaring: dict[str, set[int]] = {}
-        if self.attribute_filter:
+        self._declaring: dict[str, dict[int, str]] = {}
+        if self.attribute_filter or self.with_attributes:
             self._declaring = self._attribute_declaring(vocabulary)
-            check_declared(self.attribute_filter, self._declaring)
+            # a store without any attribute delivers NaN columns, so that one pipeline reads any store
+            if self._declaring:
+                check_declared(self.with_attributes, self._declaring, vocabulary, "with_attributes")
+            check_declared(self.attribute_filter or {}, self._declaring, vocabulary)
         self._prepared: dict[str, _VideoTargets] = {}
         self._positions = self._select(frames)
         self._positions.setflags(write=False)
@@ -231,24 +242,20 @@ class StoreSamples:
             keep &= attributes_pass(_region_decoded(reg), reg["label_index"], self.attribute_filter, self._declaring)
         return keep
 
-    def _attribute_declaring(self, vocabulary: list[str]) -> dict[str, set[int]]:
-        """Attribute name -> codes (in the store's vocabulary) of the labels that declare it: the release's
-        schema as the export recorded it, else the labels some region of the store holds it on."""
-        out: dict[str, set[int]] = {}
+    def _attribute_declaring(self, vocabulary: list[str]) -> dict[str, dict[int, str]]:
+        """Attribute name -> {code (in the store's vocabulary): type} of the labels that declare it: the
+        release's schema as the export recorded it, else the labels some region of the store holds it on."""
         schema = self.store.attrs.get("attribute_schema")
         if isinstance(schema, dict) and schema:
-            for label, names in schema.items():
-                if label in vocabulary:
-                    for name in names:
-                        out.setdefault(name, set()).add(vocabulary.index(label))
-            return out
+            return declaring_from_schema(schema, vocabulary)
+        codes: list[int] = []
+        decoded: list[Any] = []
         for video_id in self.store.video_ids:
             reg = self.store.video_data(video_id).regions
             if reg and "attr_offsets" in reg:
-                for code, attrs in zip(reg["label_index"].tolist(), _region_decoded(reg)):
-                    for name in attrs or ():
-                        out.setdefault(name, set()).add(int(code))
-        return out
+                codes += reg["label_index"].tolist()
+                decoded += _region_decoded(reg)
+        return declaring_from_rows(codes, decoded)
 
     def _select(self, frames: str) -> np.ndarray:
         rows = self.store.rows
