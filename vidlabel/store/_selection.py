@@ -214,13 +214,7 @@ class StoreSamples:
         if frames is None:
             frames = "stored" if (exported == "all" or store.frames_only) else "annotated"
         self.frames = frames
-        self._declaring: dict[str, dict[int, str]] = {}
-        if self.attribute_filter or self.with_attributes:
-            self._declaring = self._attribute_declaring(vocabulary)
-            # a store without any attribute delivers NaN columns, so that one pipeline reads any store
-            if self._declaring:
-                check_declared(self.with_attributes, self._declaring, vocabulary, "with_attributes")
-            check_declared(self.attribute_filter or {}, self._declaring, vocabulary)
+        self._declaring = self._checked_declaring(vocabulary)
         self._prepared: dict[str, _VideoTargets] = {}
         self._positions = self._select(frames)
         self._positions.setflags(write=False)
@@ -241,6 +235,18 @@ class StoreSamples:
         if self.attribute_filter:
             keep &= attributes_pass(_region_decoded(reg), reg["label_index"], self.attribute_filter, self._declaring)
         return keep
+
+    def _checked_declaring(self, vocabulary: list[str]) -> dict[str, dict[int, str]]:
+        """:meth:`_attribute_declaring` when attributes are filtered or delivered, after refusing a name no
+        label declares or a filter value of another type (see :func:`check_declared`)."""
+        if not (self.attribute_filter or self.with_attributes):
+            return {}
+        declaring = self._attribute_declaring(vocabulary)
+        # a store without any attribute delivers NaN columns, so that one pipeline reads any store
+        if declaring:
+            check_declared(self.with_attributes, declaring, vocabulary, "with_attributes")
+        check_declared(self.attribute_filter or {}, declaring, vocabulary)
+        return declaring
 
     def _attribute_declaring(self, vocabulary: list[str]) -> dict[str, dict[int, str]]:
         """Attribute name -> {code (in the store's vocabulary): type} of the labels that declare it: the
