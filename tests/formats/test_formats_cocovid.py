@@ -466,3 +466,19 @@ def test_a_videos_entry_whose_size_disagrees_with_the_registered_video_is_refuse
     d["videos"][0].update(width=64, height=48)
     import_labels(ds, "coco-vid", write(tmp_path / "a.json", d))
     assert len(ds.annotations()) == 1
+
+
+def test_an_attribute_of_another_type_late_in_the_file_names_its_row(tmp_path: Path) -> None:
+    # the first rows make visibility a number: the import named annotations[0] and 0.5 instead of the odd row
+    ds = dataset(tmp_path / "ds")
+    anns = [
+        {"id": i + 1, "image_id": 100 + i, "category_id": 1, "instance_id": 0, "bbox": [1, 2, 3, 4],
+         "attributes": {"seen": 0.5}}
+        for i in range(30)
+    ]  # fmt: skip
+    anns[29]["attributes"] = {"seen": "high"}
+    with pytest.raises(
+        FormatError, match=r"annotations\[29\]: attribute 'seen' is 'high' \(text\); earlier 'person' rows give number"
+    ):
+        import_labels(ds, "coco-vid", write(tmp_path / "a.json", doc(anns)))
+    assert ds.annotations() == []

@@ -367,3 +367,13 @@ def test_keyframe_attributes_hold_to_the_next_keyframe(tmp_path: Path) -> None:
 def test_keyframe_attributes_of_the_wrong_shape_are_refused(tmp_path: Path, attributes, match: str) -> None:
     with pytest.raises(FormatError, match=match):
         load(tmp_path, [task([region("a", [key(1, 10, 10, attributes=attributes)])])], video_id="cam1")
+
+
+def test_an_attribute_of_another_type_in_a_later_region_names_that_region(tmp_path: Path) -> None:
+    # the first region makes visibility a number: the import blamed a row of that region instead of the odd one
+    first = region("a", [key(1, 10, 10, attributes={"visibility": 0.5})])
+    second = region("b", [key(2, 10, 10, attributes={"visibility": "high"})])
+    with pytest.raises(
+        FormatError, match=r"result\[1\]: attribute 'visibility' is 'high' \(text\); earlier 'car' rows give number"
+    ):
+        load(tmp_path, [task([first, second])], video_id="cam1")

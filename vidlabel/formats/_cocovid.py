@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError
 
@@ -98,7 +99,13 @@ def annotation_attributes(path: Path, where: Where, a: dict[str, Any], label: st
     elif extra is not None:
         raise fail(path, where, f"attributes is {str(extra)[:40]!r}; expected an object of name -> value")
     for key, value in out.items():
-        parsed.declare(label, key, _json_kind(value))  # type: ignore[arg-type]
+        kind = _json_kind(value)
+        known = parsed.declare(label, key, kind)  # type: ignore[arg-type]
+        # name this row: the first row's type is the attribute's, so a later row of another type is the odd one
+        if known != kind:
+            raise fail(
+                path, where, f"attribute {key!r} is {shown(value)} ({kind}); earlier {label!r} rows give {known}"
+            )
     return out
 
 

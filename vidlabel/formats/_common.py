@@ -60,9 +60,10 @@ class Parsed:
     #: label -> {attribute name: "bool" | "number" | "text"} of the attributes the rows carry
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def declare(self, label: str, name: str, kind: str) -> None:
-        """Record that rows of ``label`` carry attribute ``name`` of type ``kind``."""
-        self.attributes.setdefault(label, {})[name] = kind
+    def declare(self, label: str, name: str, kind: str) -> str:
+        """Record that rows of ``label`` carry attribute ``name`` of type ``kind``; the type recorded first,
+        which a caller compares with ``kind`` to name the row that disagrees with the earlier ones."""
+        return self.attributes.setdefault(label, {}).setdefault(name, kind)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset import Release
 from vidlabel.errors import FormatError, VidlabelWarning
 from vidlabel.spec import VideoMetadata
@@ -251,7 +252,13 @@ def _read_rectangle(
     tracks, track_key = track_of
     track = tracks.setdefault(track_key, len(tracks))
     for name, attr in [*(attrs or {}).items(), *(kv for k in keys for kv in (k.payload or {}).items())]:
-        parsed.declare(labels[0], name, _TYPE_OF[type(attr)])
+        kind = _TYPE_OF[type(attr)]
+        known = parsed.declare(labels[0], name, kind)
+        # name this region: the first region's type is the attribute's, so a later one of another type is odd
+        if known != kind:
+            raise fail(
+                path, rat, f"attribute {name!r} is {shown(attr)} ({kind}); earlier {labels[0]!r} rows give {known}"
+            )
     all_frames = np.arange(vr.meta.frame_count, dtype=np.int64)
     for f, at_box, key in interpolate_keyframes(path, keys, all_frames):
         row = {"kind": "box", "label": labels[0], "start_frame": f, "box": at_box, "track_id": track, **origin}
