@@ -533,3 +533,17 @@ def test_polygon_shapes_occluded_flag_and_attributes_are_their_rows(tmp_path: Pa
     assert got == [(0, {"occluded": True}), (1, {"occluded": False, "parked": True})]
     assert rep.attributes_added == {"car": {"occluded": "bool", "parked": "bool"}}
     assert not [n for n in rep.notes if "not stored" in n]
+
+
+@pytest.mark.parametrize("kind", ["number", "checkbox"])
+def test_a_huge_attribute_value_is_echoed_cut_short(tmp_path: Path, kind: str) -> None:
+    digits = "1" * 100_000
+    labels = (
+        "<labels><label><name>car</name><attributes><attribute><name>visibility</name>"
+        f"<input_type>{kind}</input_type></attribute></attributes></label></labels>"
+    )
+    shape = box(0, 0, 0, 10, 10).replace("/>", f'><attribute name="visibility">{digits}</attribute></box>')
+    xml = cvat('<track id="0" label="car">' + shape + "</track>", stop=8)
+    with pytest.raises(FormatError, match=r"attribute 'visibility' is '1111111111.*\.\.\.; expected") as info:
+        load(tmp_path, xml.replace("</task></meta>", labels + "</task></meta>"))
+    assert len(str(info.value)) < 400
