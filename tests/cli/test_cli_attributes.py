@@ -120,3 +120,30 @@ def test_help_names_the_actions_and_the_value_syntax(capsys) -> None:
             main(argv)
         text = capsys.readouterr().out
         assert info.value.code == 0 and all(w in text for w in words), text
+
+
+def test_a_huge_value_is_echoed_cut_short(ds_path: Path, capsys) -> None:
+    ds = Dataset.open(ds_path)
+    ds.set_attribute_schema("person", {"pose": "text", "visibility": "number", "occluded": "bool"})
+    ids = [r["annotation_id"] for r in ds.annotations() if r["label"] == "person"]
+    for pair in ("pose=" + "x" * 100_000, "visibility=" + "9" * 100_000, "occluded=" + "y" * 100_000):
+        code, out, err = run(capsys, "attributes", ds_path, "set", "--ids", ids[0], pair)
+        assert code != 0 and out == ""
+        assert re.search(r"attribute '\w+' (= |is (a \w+: )?)'" + pair[pair.index("=") + 1] * 10, err), err
+        assert max(len(line) for line in err.splitlines()) < 400
+    assert all("attributes" not in r or r["attributes"] == {} for r in Dataset.open(ds_path).annotations())
+
+
+def test_removing_an_attribute_no_label_declares_is_refused(ds_path: Path, capsys) -> None:
+    ds = Dataset.open(ds_path)
+    ds.set_attribute_schema("person", {"pose": "text"})
+    code, out, err = run(capsys, "attributes", ds_path, "set", "--ids", 1, "--remove", "nosuch")
+    assert code != 0 and out == ""
+    assert "no label declares attribute 'nosuch'; declared: pose" in err
+
+
+@pytest.mark.parametrize("name", ["a=b", "a,b", "two words", "tab\there", "bell\x07", "n" * 65])
+def test_declare_refuses_a_name_set_and_show_cannot_read(ds_path: Path, capsys, name: str) -> None:
+    code, out, err = run(capsys, "attributes", ds_path, "declare", "person", name, "--type", "text")
+    assert code != 0 and out == "" and "allowed: a non-empty string of at most 64 characters" in err
+    assert Dataset.open(ds_path).attribute_schema() == {}

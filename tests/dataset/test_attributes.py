@@ -45,6 +45,47 @@ def test_schema_is_per_label_grows_and_keeps_its_types(tmp_path: Path) -> None:
     assert ds.attribute_schema()["car"] == {"truncated": "bool"}
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("a=b", r"is 'a=b', which holds '=' at position 1"),
+        ("a,b", r"is 'a,b', which holds ',' at position 1"),
+        (" pose", r"is ' pose', which holds ' ' at position 0"),
+        ("po\u2028se", r"is 'po\\u2028se', which holds '\\u2028' at position 2"),
+        ("po\x00se", r"is 'po\\x00se', which holds '\\x00' at position 2"),
+        ("", r"is ''"),
+        ("n" * 65, r"is 'nnnnnnnn.*\.\.\."),
+        (3, r"is 3"),
+    ],
+)
+def test_an_attribute_name_set_and_show_cannot_read_is_refused(tmp_path: Path, name: object, why: str) -> None:
+    ds = _ds(tmp_path / "ds")
+    with pytest.raises(
+        AnnotationError, match=r"attribute name of label 'car' " + why + r"; allowed: .*at most 64"
+    ) as info:
+        ds.set_attribute_schema("car", {name: "bool"})
+    assert isinstance(info.value, ValueError) and len(str(info.value)) < 400
+    assert ds.set_attribute_schema("car", {"n" * 64: "bool"}) == {"n" * 64: "bool"}
+    assert ds.attribute_schema() == {"person": SCHEMA, "car": {"n" * 64: "bool"}}
+
+
+def test_a_schema_that_is_not_a_mapping_is_refused_naming_the_types(tmp_path: Path) -> None:
+    ds = _ds(tmp_path / "ds")
+    with pytest.raises(
+        AnnotationError, match=r"schema of label 'person' is 'occluded'; expected a mapping .* bool, number, text"
+    ):
+        ds.set_attribute_schema("person", "occluded")  # type: ignore[arg-type]
+    assert ds.attribute_schema() == {"person": SCHEMA}
+
+
+def test_a_huge_value_is_echoed_cut_short(tmp_path: Path) -> None:
+    ds = _ds(tmp_path / "ds")
+    ids = ds.add_annotations([_box(0)], "cam1")
+    with pytest.raises(AnnotationError, match=r"attribute 'pose' = 'xxxxxxxxxx.*\.\.\.: expected a string") as info:
+        ds.set_attributes(ids, {"pose": "x" * 100_000})
+    assert len(str(info.value)) < 400
+
+
 def test_rows_carry_attributes_and_rows_without_keep_the_spec_keys(tmp_path: Path) -> None:
     ds = _ds(tmp_path / "ds")
     ds.add_annotations([_box(0, {"occluded": True, "visibility": 0.25, "pose": "left"}), _box(1), _box(2, {})], "cam1")

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.formats_util import assert_same_rows, dataset, meta, random_tracks
-from vidlabel.errors import FormatError, VidlabelWarning
+from vidlabel import Dataset
+from vidlabel.errors import AnnotationError, FormatError, VidlabelWarning
 from vidlabel.formats import export_labels, import_labels
 from vidlabel.geometry import decode_rle
 
@@ -533,3 +534,25 @@ def test_polygon_shapes_occluded_flag_and_attributes_are_their_rows(tmp_path: Pa
     assert got == [(0, {"occluded": True}), (1, {"occluded": False, "parked": True})]
     assert rep.attributes_added == {"car": {"occluded": "bool", "parked": "bool"}}
     assert not [n for n in rep.notes if "not stored" in n]
+
+
+@pytest.mark.parametrize("kind", ["number", "checkbox"])
+def test_a_huge_attribute_value_is_echoed_cut_short(tmp_path: Path, kind: str) -> None:
+    digits = "1" * 100_000
+    labels = (
+        "<labels><label><name>car</name><attributes><attribute><name>visibility</name>"
+        f"<input_type>{kind}</input_type></attribute></attributes></label></labels>"
+    )
+    shape = box(0, 0, 0, 10, 10).replace("/>", f'><attribute name="visibility">{digits}</attribute></box>')
+    xml = cvat('<track id="0" label="car">' + shape + "</track>", stop=8)
+    with pytest.raises(FormatError, match=r"attribute 'visibility' is '1111111111.*\.\.\.; expected") as info:
+        load(tmp_path, xml.replace("</task></meta>", labels + "</task></meta>"))
+    assert len(str(info.value)) < 400
+
+
+def test_an_attribute_name_set_cannot_read_refuses_the_import(tmp_path: Path) -> None:
+    shape = box(0, 0, 0, 10, 10).replace("/>", '><attribute name="lane=left">yes</attribute></box>')
+    with pytest.raises(AnnotationError, match=r"attribute name of label 'car' is 'lane=left', which holds '='"):
+        load(tmp_path, cvat('<track id="0" label="car">' + shape + "</track>", stop=8))
+    ds = Dataset.open(tmp_path / "ds")
+    assert ds.annotations() == [] and ds.attribute_schema() == {}

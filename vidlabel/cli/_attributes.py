@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from vidlabel._command import add_command
-from vidlabel._words import plural
+from vidlabel._words import plural, shown
 from vidlabel.errors import OptionError
 
 if TYPE_CHECKING:
@@ -62,13 +62,13 @@ def _value(text: str, kind: str, name: str) -> Any:
     if kind == "bool":
         if text.lower() in _TRUE + _FALSE:
             return text.lower() in _TRUE
-        raise OptionError(f"attribute {name!r} is a bool: {text!r} is none of {', '.join(_TRUE + _FALSE)}")
+        raise OptionError(f"attribute {shown(name)} is a bool: {shown(text)} is none of {', '.join(_TRUE + _FALSE)}")
     try:
         number = float(text)
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        raise OptionError(f"attribute {name!r} is a number: {text!r} is not a finite number (e.g. 0.5)")
+        raise OptionError(f"attribute {shown(name)} is a number: {shown(text)} is not a finite number (e.g. 0.5)")
     return number
 
 
@@ -80,15 +80,18 @@ def _values(ds: Dataset, pairs: list[str], removed: list[str]) -> dict[str, Any]
     for pair in pairs:
         name, eq, text = pair.partition("=")
         if not eq or not name:
-            raise OptionError(f"{pair!r} is not NAME=VALUE (e.g. occluded=true)")
+            raise OptionError(f"{shown(pair)} is not NAME=VALUE (e.g. occluded=true)")
         kinds = _types_of(schema, name)
         if not kinds:
-            raise OptionError(f"no label declares attribute {name!r}; declared: {', '.join(declared) or 'none'}")
+            raise OptionError(f"no label declares attribute {shown(name)}; declared: {', '.join(declared) or 'none'}")
         if len(kinds) > 1:
-            raise OptionError(f"attribute {name!r} has types {', '.join(sorted(kinds))} in different labels: set "
+            raise OptionError(f"attribute {shown(name)} has types {', '.join(sorted(kinds))} in different labels: set "
                               "it from Python (Dataset.set_attributes) with a value of the type you mean")  # fmt: skip
         out[name] = _value(text, kinds.pop(), name)
     for name in removed:
+        # a name no label declares is a typo: refused like NAME=VALUE, not reported as removed
+        if not _types_of(schema, name):
+            raise OptionError(f"no label declares attribute {shown(name)}; declared: {', '.join(declared) or 'none'}")
         out[name] = None
     if not out:
         raise OptionError("nothing to set: give NAME=VALUE pairs or --remove NAME")

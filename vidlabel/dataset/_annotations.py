@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from vidlabel._words import shown
 from vidlabel.dataset._chunks import ChunkDamagedError, Cols, concat, decode_chunk, empty_cols, encode_chunk, take
 from vidlabel.dataset._rows import attribute_bytes, attribute_value, schema_text
 from vidlabel.errors import AnnotationError, DatasetError
@@ -254,7 +255,7 @@ def with_attributes_set(
                 )
                 if why is not None:
                     raise AnnotationError(
-                        f"annotation {int(cols['annotation_id'][i])}: attribute {name!r} = {value!r}: {why} (label "
+                        f"annotation {int(cols['annotation_id'][i])}: attribute {shown(name)} = {shown(value)}: {why} (label "
                         f"{label!r} has attributes {schema_text(have)}); nothing was changed"
                     )
                 attrs[name] = attribute_value(have[name], value)[0]

@@ -78,6 +78,25 @@ def label_problem(name: object) -> str | None:
     return None
 
 
+#: Longest attribute name, in characters: ``set NAME=VALUE`` and ``show`` print it on one line.
+MAX_ATTRIBUTE_NAME_CHARS = 64
+_ATTRIBUTE_NAME_ALLOWED = (
+    f"a non-empty string of at most {MAX_ATTRIBUTE_NAME_CHARS} characters without '=', ',', whitespace or "
+    "control characters"
+)
+
+
+def _attribute_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be an attribute name (a phrase naming it, cut short), or None if it can."""
+    if not isinstance(name, str) or not name or len(name) > MAX_ATTRIBUTE_NAME_CHARS:
+        return f"is {shown(name)}"
+    for at, c in enumerate(name):
+        # the CLI reads NAME=VALUE and comma lists, so these would make a name that cannot be set or shown
+        if c in "=," or c.isspace() or unicodedata.category(c)[0] == "C":
+            return f"is {shown(name)}, which holds {c!r} at position {at}"
+    return None
+
+
 class CatalogMixin:
     """The videos, labels, attribute schemas and views of a dataset (part of :class:`~vidlabel.dataset.Dataset`)."""
 
@@ -286,8 +305,9 @@ class CatalogMixin:
         Raises
         ------
         AnnotationError
-            On an unknown label, a name that is not a non-empty string, a type other than the three, or a name
-            whose type would change; nothing is changed.
+            On an unknown label, a ``schema`` that is not a mapping, a new name that is not a string of 1 to 64
+            characters without ``=``, ``,``, whitespace or control characters, a type other than the three, or a
+            name whose type would change; nothing is changed.
         """
         with self._write("set_attribute_schema") as con:
             labels = label_names(con)
@@ -295,12 +315,21 @@ class CatalogMixin:
                 raise AnnotationError(f"unknown label {label!r}; known: {', '.join(labels) or '(none)'}")
             whole = attribute_schema(con)
             have = dict(whole.get(label, {}))
+            if not isinstance(schema, Mapping):
+                raise AnnotationError(
+                    f"set_attribute_schema: the schema of label {label!r} is {shown(schema)}; expected a mapping of "
+                    f"attribute name -> type, a type being one of {', '.join(ATTRIBUTE_TYPES)}"
+                )
             for name, kind in dict(schema).items():
-                if not isinstance(name, str) or not name or name != name.strip():
-                    raise AnnotationError(f"attribute name {name!r} of label {label!r}: expected a non-empty string")
+                problem = None if name in have else _attribute_name_problem(name)
+                if problem is not None:
+                    raise AnnotationError(
+                        f"attribute name of label {label!r} {problem}; allowed: {_ATTRIBUTE_NAME_ALLOWED}"
+                    )
                 if kind not in ATTRIBUTE_TYPES:
                     raise AnnotationError(
-                        f"attribute {name!r} of label {label!r} has type {kind!r}; allowed: {', '.join(ATTRIBUTE_TYPES)}"
+                        f"attribute {shown(name)} of label {label!r} has type {shown(kind)}; allowed: "
+                        f"{', '.join(ATTRIBUTE_TYPES)}"
                     )
                 if have.get(name, kind) != kind:
                     raise AnnotationError(

@@ -365,7 +365,7 @@ def _check_attributes(
                 break
             stored, why = _attribute_value(have[key], value)
             if why is not None:
-                b.ref.add_row(i, "attributes", f"attribute {key!r} is {_show(value)}: {why} ({where})")
+                b.ref.add_row(i, "attributes", f"attribute {_show(key)} is {_show(value)}: {why} ({where})")
                 break
             kept[key] = stored
         else:

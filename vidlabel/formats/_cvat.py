@@ -168,7 +168,7 @@ def _check_flags(path: Path, elem: ET.Element, where: str) -> None:
     for key in _FLAGS:
         value = elem.attrib.get(key)
         if value is not None and value not in ("0", "1"):
-            raise fail(path, where, f"attribute {key}={value!r}; allowed: '0', '1' (CVAT writes flags as 0/1)")
+            raise fail(path, where, f"attribute {key}={shown(value)}; allowed: '0', '1' (CVAT writes flags as 0/1)")
 
 
 def _points(path: Path, elem: ET.Element, where: str) -> list[float]:
@@ -369,15 +369,15 @@ def _shape_attributes(
         kind = specs.get((label, name), "bool" if name == "occluded" else "text")
         if kind == "bool":
             if text.strip().lower() not in ("true", "false"):
-                raise fail(path, where, f"checkbox attribute {name!r} is {text!r}; expected true or false")
+                raise fail(path, where, f"checkbox attribute {shown(name)} is {shown(text)}; expected true or false")
             out[name] = text.strip().lower() == "true"
         elif kind == "number":
             try:
                 out[name] = float(text)
             except ValueError:
-                raise fail(path, where, f"number attribute {name!r} is {text!r}; expected a number") from None
+                raise fail(path, where, f"number attribute {shown(name)} is {shown(text)}; expected a number") from None
             if not np.isfinite(out[name]):
-                raise fail(path, where, f"number attribute {name!r} is {text!r}; expected a finite number")
+                raise fail(path, where, f"number attribute {shown(name)} is {shown(text)}; expected a finite number")
         else:
             out[name] = text
     for name in out:
