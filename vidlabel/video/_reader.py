@@ -520,12 +520,9 @@ class FrameReader(DecodeEngine):
             (a TypeError) If ``frames`` is not a sequence of integers (None, 5, 1.5 among them).
         """
         wanted = [self._check(f) for f in frame_list(frames, "read_many", self.video_id)]
-        distinct = sorted(set(wanted))
-        got = (
-            dict(self._decoded(distinct, skip=False))
-            if len(distinct) > 1
-            else {t: self._picture(t, self._find(t)) for t in distinct}
-        )
+        got: dict[int, np.ndarray] = {}
+        for t in sorted(set(wanted)):
+            got[t] = self._picture(t, self._find(t))
         out: list[np.ndarray] = []
         used: set[int] = set()
         for t in wanted:
@@ -563,15 +560,8 @@ class FrameReader(DecodeEngine):
         )
         if frames is None and self.frame_count:
             self._check(0)  # a closed reader raises here
-        yield from self._decoded(targets, skip=self.on_corrupt == "skip")
-
-    def _decoded(self, targets: Iterable[int], *, skip: bool) -> Iterator[tuple[int, np.ndarray]]:
-        """``(t, image)`` for frames ``targets`` (checked, increasing); an untrusted frame is left out (``skip``,
-        noted in :attr:`skipped`, warned once) or raises :class:`VideoDecodeError`.
-
-        Frame t is converted to RGB on the reader's converter thread while this thread decodes the next frame
-        (both release the GIL); nothing is in flight while the caller holds control.
-        """
+        # Frame t is converted to RGB on the reader's converter thread while this thread decodes the next
+        # frame (both release the GIL); nothing is in flight while the caller holds control.
         converting: tuple[int, Future[np.ndarray]] | None = None
         try:
             for t in targets:
@@ -580,7 +570,7 @@ class FrameReader(DecodeEngine):
                     done, converting = converting, None
                     yield done[0], self._converted(done[1])
                 if isinstance(found, Missing) or not found[2]:
-                    if not skip:
+                    if self.on_corrupt == "raise":
                         raise self._refusal(t, found)
                     self.skipped.append(t)
                     if not self._warned_skip:
