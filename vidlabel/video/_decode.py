@@ -99,25 +99,19 @@ class DecodeEngine:
         """Number of displayed frames (from the frame index)."""
         return self._index.frame_count
 
-    def _rgb(self, frame: Any, to_rgb: VideoReformatter) -> np.ndarray:
+    def _rgb(self, frame: Any) -> np.ndarray:
         """A decoded frame as an (H, W, 3) uint8 RGB array: bit for bit what ``frame.to_ndarray(format="rgb24")``
-        gives (the same swscale conversion), through ``to_rgb``, a swscale context kept for the reader (one per
-        thread that converts: a context is not thread-safe).
+        gives (the same swscale conversion), through one swscale context kept for the reader.
 
         ``to_ndarray(format=...)`` makes a new context (and, by default, its thread pool) for every frame; at
-        320x240 that cost about as much CPU as the conversion itself (``scripts/bench_stream.py`` measures it).
-        The context is single-threaded: nothing in it is tied to the process, so a reader inherited through
-        ``fork`` may use it. It reconfigures itself when a frame's size, pixel format or colour properties
-        change. Every call returns a fresh array (a new frame buffer): one a caller holds is never written again.
+        320x240 that cost about as much CPU as the conversion itself (``scripts/bench_stream.py`` measures it). The context is single-threaded: nothing in it is tied to the process,
+        so a reader inherited through ``fork`` may use it. It reconfigures itself when a frame's size, pixel
+        format or colour properties change.
         """
-        return to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()
-
-    def _reformatter(self) -> VideoReformatter:
-        """The swscale context of the thread that reads (see :meth:`_rgb`)."""
         to_rgb = self._to_rgb
         if to_rgb is None:
             to_rgb = self._to_rgb = VideoReformatter()
-        return to_rgb
+        return to_rgb.reformat(frame, format="rgb24", threads=1).to_ndarray()
 
     def _warn(self, message: str) -> None:
         warnings.warn(f"{message} [{self.path}]", VidlabelWarning, stacklevel=3)
@@ -371,7 +365,7 @@ class DecodeEngine:
         m = min(k + 1, self.frame_count - 1)
         self._seek_ok = False
         seq = self._find(m)
-        seq_image = None if isinstance(seq, Missing) else (seq[2], self._rgb(seq[1], self._reformatter()))
+        seq_image = None if isinstance(seq, Missing) else (seq[2], self._rgb(seq[1]))
         if self._mode != "label":
             return False
         self._seek_ok = True
@@ -379,7 +373,7 @@ class DecodeEngine:
         sought = self._find(m, first_key=k)
         if self._mode != "label":
             return False
-        sought_image = None if isinstance(sought, Missing) else (sought[2], self._rgb(sought[1], self._reformatter()))
+        sought_image = None if isinstance(sought, Missing) else (sought[2], self._rgb(sought[1]))
         same = (seq_image is None and sought_image is None) or (
             seq_image is not None
             and sought_image is not None

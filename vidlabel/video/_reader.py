@@ -44,13 +44,11 @@ import os
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from av.video.reformatter import VideoReformatter
 
 from vidlabel.errors import (
     FrameOutOfRangeError,
@@ -299,11 +297,6 @@ class FrameReader(DecodeEngine):
     to (non-reference B-frames) are not decoded at all (FFmpeg's
     ``skip_frame="NONREF"``); :attr:`skip_nonref` turns that off.
     """
-
-    #: The thread :meth:`iter_frames` converts frames to RGB on, and the process that started it.
-    _pool: ThreadPoolExecutor | None = None
-    _pool_pid: int = 0
-    _worker_rgb: VideoReformatter
 
     def __init__(
         self,
@@ -560,31 +553,16 @@ class FrameReader(DecodeEngine):
         )
         if frames is None and self.frame_count:
             self._check(0)  # a closed reader raises here
-        # Frame t is converted to RGB on the reader's converter thread while this thread decodes the next
-        # frame (both release the GIL); nothing is in flight while the caller holds control.
-        converting: tuple[int, Future[np.ndarray]] | None = None
-        try:
-            for t in targets:
-                found = self._find(t)
-                if converting is not None:
-                    done, converting = converting, None
-                    yield done[0], self._converted(done[1])
-                if isinstance(found, Missing) or not found[2]:
-                    if self.on_corrupt == "raise":
-                        raise self._refusal(t, found)
+        for t in targets:
+            found = self._find(t)
+            if isinstance(found, Missing) or not found[2]:
+                if self.on_corrupt == "skip":
                     self.skipped.append(t)
                     if not self._warned_skip:
                         self._warned_skip = True
                         self._warn(f"skipping frames that cannot be trusted, first {self._why(t, found)}")
                     continue
-                converting = (t, self._converter().submit(self._oriented, found[1], self._worker_rgb))
-            if converting is not None:
-                done, converting = converting, None
-                yield done[0], self._converted(done[1])
-        finally:
-            if converting is not None:
-                # the caller stopped early: let the conversion finish before the decoder moves on
-                wait([converting[1]])
+            yield t, self._picture(t, found)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         for _, image in self.iter_frames():
@@ -613,10 +591,6 @@ class FrameReader(DecodeEngine):
                 self._cur = None
                 self._packets = None
                 self._pending.clear()
-        if self._pool is not None:
-            if self._pool_pid == os.getpid():
-                self._pool.shutdown(wait=True)
-            self._pool = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as what it reads, reopened on the other side (e.g. a DataLoader worker started with spawn).
@@ -692,42 +666,19 @@ class FrameReader(DecodeEngine):
             "packet corrupt (its picture is not trusted)"
         )
 
-    def _refusal(self, t: int, found: Any) -> VideoDecodeError:
-        return VideoDecodeError(
-            f"cannot read frame {t} of video {self.video_id!r} ({self.path}): {self._why(t, found)}",
-            path=str(self.path),
-            video_id=self.video_id,
-        )
-
     def _picture(self, t: int, found: Any) -> np.ndarray:
         if isinstance(found, Missing) or not found[2]:
-            raise self._refusal(t, found)
+            raise VideoDecodeError(
+                f"cannot read frame {t} of video {self.video_id!r} ({self.path}): {self._why(t, found)}",
+                path=str(self.path),
+                video_id=self.video_id,
+            )
+        image = self._rgb(found[1])
         self.stats["converted"] += 1
-        return self._oriented(found[1], self._reformatter())
-
-    def _oriented(self, frame: Any, to_rgb: VideoReformatter) -> np.ndarray:
-        """A decoded frame as a fresh (H, W, 3) uint8 RGB array (through ``to_rgb``), rotated for display,
-        view applied."""
-        image = self._rgb(frame, to_rgb)
         rot = self._rotation
         if rot:
             image = np.ascontiguousarray(np.rot90(image, k=rot // 90))
         return view_image(image, self.view)
-
-    def _converted(self, job: Future[np.ndarray]) -> np.ndarray:
-        image = job.result()
-        self.stats["converted"] += 1
-        return image
-
-    def _converter(self) -> ThreadPoolExecutor:
-        """This process's converter thread for this reader (a pool inherited through ``fork`` has no thread),
-        which converts through its own swscale context (:attr:`_worker_rgb`)."""
-        pool = self._pool
-        if pool is None or self._pool_pid != os.getpid():
-            pool = self._pool = ThreadPoolExecutor(1, thread_name_prefix="vidlabel-rgb")
-            self._pool_pid = os.getpid()
-            self._worker_rgb = VideoReformatter()
-        return pool
 
     def _size(self) -> tuple[int, int]:
         if self.view is not None:
