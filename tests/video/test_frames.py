@@ -135,6 +135,10 @@ def test_iter_frames_never_writes_into_a_frame_the_caller_holds(clip_bframes: Cl
     assert not any(np.shares_memory(held, image) for image in images[1:])
     for n, image in rest:
         check_frame(clip_bframes, reader, n, image)
+    with FrameReader(clip_bframes.path) as reader:
+        batch = reader.read_many([3, 1, 2, 1])
+    assert [displayed_number(image) for image in batch] == [3, 1, 2, 1]
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(batch) for b in batch[i + 1 :])
 
 
 def test_reads_between_iter_frames_steps_stay_exact(clip_long_gop: ClipTruth) -> None:
