@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import gc
@@ -605,6 +606,26 @@ class VideoTable:
 
     meta: VideoMetadata
     rows: np.ndarray  # (R,) int64 row indices, sorted by (track, frame, annotation id)
+
+
+def track_keyframes(
+    table: AnnotationTable, rows: np.ndarray, n: int, report: Any, tool: str
+) -> Iterator[tuple[int, int, bool]]:
+    """Each row of a track (sorted by frame) as ``(row, frame, ends)``: ``ends`` when the track holds no box on
+    the next frame, so that a keyframe format must close its span there; a second row on a frame is skipped and
+    counted in ``report.not_written``, as ``tool`` holds one box a frame per track."""
+    frames = table.start_frame[rows].tolist()
+    seen: set[int] = set()
+    for j, r in enumerate(rows.tolist()):
+        f = frames[j]
+        if f in seen:
+            report.not_written[f"box on a frame its track already holds ({tool} holds one per frame)"] += 1
+            continue
+        seen.add(f)
+        # the next frame of the track holding a box, not a second box on this frame (which is not written)
+        k = bisect.bisect_right(frames, f, j + 1)
+        nxt = frames[k] if k < len(frames) else None
+        yield r, f, f + 1 < n and (nxt is None or nxt > f + 1)
 
 
 def video_tables(release: Release, videos: Sequence[str]) -> list[VideoTable]:

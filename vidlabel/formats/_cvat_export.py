@@ -7,7 +7,6 @@ are declared in the task's ``<labels>``.
 
 from __future__ import annotations
 
-import bisect
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from ._common import (
     mixed_origin_reason,
     output_files,
     row_attributes,
+    track_keyframes,
     tracks_of,
     video_tables,
     write_text,
@@ -218,22 +218,12 @@ def _write_tracks(
 def _box_keyframes(el: ET.Element, release: Release, boxes: np.ndarray, n: int, report: ExportLabelsReport) -> None:
     """A track's boxes as keyframes, an ``outside`` keyframe after each that the next frame does not continue."""
     t = release.table
-    frames = t.start_frame[boxes].tolist()
-    seen: set[int] = set()
-    for j, r in enumerate(boxes.tolist()):
-        f = frames[j]
-        if f in seen:
-            report.not_written["box on a frame its track already holds (CVAT holds one per frame)"] += 1
-            continue
-        seen.add(f)
+    for r, f, ends in track_keyframes(t, boxes, n, report, "CVAT"):
         attrs = row_attributes(t, r)
         _box_el(el, f, t.box[r].tolist(), False, attrs)
         report.counts["box"] += 1
-        # the next frame of the track holding a box: not a second box on this frame, which is not
-        # written (an outside keyframe must still close the gap after f)
-        k = bisect.bisect_right(frames, f, j + 1)
-        nxt = frames[k] if k < len(frames) else None
-        if f + 1 < n and (nxt is None or nxt > f + 1):
+        # an outside keyframe closes the gap after f
+        if ends:
             _box_el(el, f + 1, t.box[r].tolist(), True, attrs)
 
 

@@ -26,7 +26,6 @@ they are on import and export), else ``videos=`` keyed by task id or the stem of
 
 from __future__ import annotations
 
-import bisect
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from ._common import (
     interpolate_keyframes,
     mixed_origin_reason,
     number,
+    track_keyframes,
     tracks_of,
     video_tables,
     whole_number,
@@ -453,21 +453,10 @@ def _keyframe_sequence(
     """A track's ``value.sequence``: a keyframe per frame holding a box, ``enabled: false`` closing each run,
     with the row's attributes named in ``keyed`` as the keyframe's ``attributes``."""
     t, n = release.table, meta.frame_count
-    frames = t.start_frame[trows].tolist()
-    seq = []
-    seen: set[int] = set()
-    for j, r in enumerate(trows.tolist()):
-        f = frames[j]
-        if f in seen:
-            report.not_written["box on a frame its track already holds (Label Studio holds one per frame)"] += 1
-            continue
-        seen.add(f)
+    seq: list[dict[str, Any]] = []
+    for r, f, ends in track_keyframes(t, trows, n, report, "Label Studio"):
         x0, y0, x1, y1 = t.box[r].tolist()
-        # the next frame of the track holding a box: not a second box on this frame, which is not
-        # written (enabled: false must still end the span after f)
-        k = bisect.bisect_right(frames, f, j + 1)
-        nxt = frames[k] if k < len(frames) else None
-        ends = f < n - 1 and (nxt is None or nxt > f + 1)
+        # enabled: false ends the span after f
         seq.append({
             "frame": f + 1, "enabled": not ends, "rotation": 0, "time": f / fps,
             "x": _pct(x0, meta.width), "y": _pct(y0, meta.height),
